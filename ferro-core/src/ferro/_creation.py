@@ -1,0 +1,224 @@
+"""Creating tensors: from data, filled, ranges, identity, random."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import _host
+from ._device import device as _device_cls
+from ._dtypes import DType, bool_, get_default_dtype, int64
+from ._tensor import Tensor, _wrap
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
+           "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn", "randint",
+           "rand_like", "randn_like", "randint_like"]
+
+
+def _device(device: Any) -> _device_cls:
+    if device is None:
+        from .backends import current_device
+        dev = current_device()
+    else:
+        dev = _device_cls(device)
+    dev.backend  # binds; BackendUnavailableError carries the reason  # noqa: B018
+    return dev
+
+
+def _check_dtype(dtype: DType, dev: _device_cls, what: str) -> None:
+    if dtype not in dev._dtypes:
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError(what, dtype, dev.type, dev, reason=f"the device does not support {dtype}")
+
+
+def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = tuple(int(s) for s in size)
+    if any(s < 0 for s in out):
+        raise ValueError(f"negative dimension in size {list(out)}")
+    return out
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data: Any, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (numbers, nested lists, NumPy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        t = data.detach().to(device or data._device, dtype or data._dtype, copy=True)
+        return _finish(t, requires_grad)
+    dev = _device(device)
+    arr, d = _host.infer(data, dtype)
+    _check_dtype(d, dev, "tensor")
+    np = _host.np()
+    if isinstance(data, np.ndarray) and arr is data:
+        arr = arr.copy()
+    return _finish(_wrap(dev._backend.from_numpy(arr, dev.index), d, dev), requires_grad)
+
+
+def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
+    if isinstance(data, Tensor):
+        return data.to(device or data._device, dtype or data._dtype)
+    dev = _device(device)
+    arr, d = _host.infer(data, dtype)
+    _check_dtype(d, dev, "as_tensor")
+    return _wrap(dev._backend.from_numpy(arr, dev.index), d, dev)
+
+
+def from_numpy(array: Any) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array."""
+    np = _host.np()
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy() expects a numpy.ndarray, got {type(array).__name__}")
+    dev = _device("cpu")
+    d = _host.from_numpy_dtype(array.dtype)
+    return _wrap(dev._backend.from_numpy(array, dev.index), d, dev)
+
+
+def from_dlpack(obj: Any, device: Any = None) -> Tensor:
+    """A tensor viewing a DLPack-capable array (NumPy, CuPy, PyTorch...) without a copy where possible."""
+    dev = _device(device)
+    data = dev._backend.from_dlpack(obj, dev.index)
+    return _wrap(data, _host.from_numpy_dtype(_host.np().dtype(str(data.dtype))), dev)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it by default)."""
+    dev = _device(device)
+    if dtype is None:
+        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else \
+            get_default_dtype() if isinstance(fill_value, float) else _host.infer(fill_value, None)[1]
+    _check_dtype(dtype, dev, "full")
+    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
+    return _finish(_wrap(dev._kernels["full"](shape, fill_value, dtype), dtype, dev), requires_grad)
+
+
+def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of shape ``size``."""
+    return full(_size(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of shape ``size``."""
+    return full(_size(size), 1, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor of shape ``size``."""
+    dev = _device(device)
+    dtype = dtype or get_default_dtype()
+    _check_dtype(dtype, dev, "empty")
+    return _finish(_wrap(dev._kernels["empty"](_size(size), dtype), dtype, dev), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, int) for v in (start, end, step)) else get_default_dtype()
+    dev = _device(device)
+    _check_dtype(dtype, dev, "arange")
+    return _finish(_wrap(dev._kernels["arange"](start, end, step, dtype), dtype, dev), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
+    dtype = dtype or get_default_dtype()
+    dev = _device(device)
+    _check_dtype(dtype, dev, "linspace")
+    return _finish(_wrap(dev._kernels["linspace"](start, end, steps, dtype), dtype, dev), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """A 2-D tensor with ones on the diagonal."""
+    dtype = dtype or get_default_dtype()
+    dev = _device(device)
+    _check_dtype(dtype, dev, "eye")
+    return _finish(_wrap(dev._kernels["eye"](n, n if m is None else m, dtype), dtype, dev), requires_grad)
+
+
+def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, requires_grad: bool,
+            *args: Any) -> Tensor:
+    dev = _device(device)
+    _check_dtype(dtype, dev, kind)
+    return _finish(_wrap(dev._kernels[kind](size, dtype, *args), dtype, dev), requires_grad)
+
+
+def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform random values in [0, 1)."""
+    dtype = dtype or get_default_dtype()
+    if not dtype.is_floating_point:
+        raise TypeError(f"rand: expected a floating dtype, got {dtype}")
+    return _random("rand", _size(size), dtype, device, requires_grad)
+
+
+def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal random values."""
+    dtype = dtype or get_default_dtype()
+    if not dtype.is_floating_point:
+        raise TypeError(f"randn: expected a floating dtype, got {dtype}")
+    return _random("randn", _size(size), dtype, device, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DType | None = None,
+            device: Any = None) -> Tensor:
+    """Random integers in [low, high) (``randint(high, size)`` starts at 0)."""
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    return _random("randint", _size((tuple(size),)), dtype or int64, device, False, low, high)
+
+
+def _like(fn: Any, x: Tensor, *args: Any, dtype: DType | None = None, device: Any = None, **kw: Any) -> Tensor:
+    return fn(*args, dtype=dtype or x._dtype, device=device or x._device, **kw)
+
+
+def zeros_like(x: Tensor, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``x``'s shape, dtype and device."""
+    return _like(zeros, x, x.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(x: Tensor, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``x``'s shape, dtype and device."""
+    return _like(ones, x, x.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(x: Tensor, fill_value: Any, *, dtype: DType | None = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """``fill_value`` with ``x``'s shape, dtype and device."""
+    return _like(full, x, x.shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(x: Tensor, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uninitialized, with ``x``'s shape, dtype and device."""
+    return _like(empty, x, x.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def rand_like(x: Tensor, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform [0, 1) values with ``x``'s shape, dtype and device."""
+    return _like(rand, x, x.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(x: Tensor, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal values with ``x``'s shape, dtype and device."""
+    return _like(randn, x, x.shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: DType | None = None,
+                 device: Any = None) -> Tensor:
+    """Random integers in [low, high) with ``x``'s shape, dtype and device."""
+    return randint(low, high, x.shape, dtype=dtype or x._dtype, device=device or x._device)

@@ -1,0 +1,21 @@
+"""The op registry and the ops built from it (see ``_registry`` for the format)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import conversion, elementwise, indexing, inplace, linalg, reduction, shape
+from ._registry import REGISTRY, OpDef, get, register
+
+__all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
+
+#: Every public op function by name.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
+    **indexing.FUNCTIONS,
+}
+#: Ops that are also Tensor methods.
+METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
+                      + indexing.METHODS)
+#: Ops with an in-place ``name_`` method.
+INPLACE: list[str] = elementwise.INPLACE

@@ -1,0 +1,175 @@
+"""What happens off the hot path: graph recording, missing kernels, errors.
+
+An op's fast path is ``kernel, table = device._ops[name]`` then
+``table[dtype]``; a ``KeyError`` on either lands here, where the reason is
+worked out: the op does not accept the dtype at all (a ``DTypeError``), the
+backend refuses it, or has no kernel (decomposition, then the opt-in CPU
+fallback, then ``UnsupportedOperationError``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable
+
+from .._dtypes import DType
+from .._tensor import Tensor, _wrap
+from ..autograd import _mode
+from ..autograd._node import OUT, Node
+from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
+from ._registry import OpDef
+
+__all__ = ["record", "resolve", "check_devices", "shape_error", "kernel"]
+
+_warned_fallback: set[tuple[str, str]] = set()
+
+
+def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ...],
+           attrs: dict[str, Any] | None = None, fns: tuple[Any, ...] | None = None) -> Tensor:
+    """Make ``out`` the output of a graph node of ``op`` over ``inputs``.
+
+    Called only when grad mode is on and some input requires grad. Inputs
+    that are not tensors (Python scalars, index tuples) get no edge.
+    """
+    if not (out._dtype.is_floating_point or out._dtype.is_complex):
+        return out
+    nxt = tuple((t.grad_fn or t) if (isinstance(t, Tensor) and t._rg) else None for t in inputs)
+    meta = tuple((t.shape, t._dtype) if isinstance(t, Tensor) else None for t in inputs)
+    node = Node(op.name, fns if fns is not None else (op.grads or ()), nxt, saved, meta, attrs)
+    if any(s is OUT for s in saved):
+        node.out = (out._data, out._dtype, out._device, out._vc, out._vc[0])
+    out.grad_fn = node
+    out._rg = True
+    return out
+
+
+def needs_grad(*inputs: Any) -> bool:
+    """Whether an op over ``inputs`` must record a node."""
+    return _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs)
+
+
+def check_devices(op: str, tensors: list[Tensor] | tuple[Tensor, ...]) -> Any:
+    """The one device of ``tensors``; a clear error when they differ."""
+    dev = tensors[0]._device
+    for t in tensors[1:]:
+        if t._device is not dev:
+            raise DeviceMismatchError(
+                f"{op}: expected all tensors to be on the same device, but found at least two devices, "
+                f"{dev} and {t._device}. Move them with .to(device) first; ferro never moves data silently.")
+    return dev
+
+
+def shape_error(op: str, shapes: list[Any], err: Exception, dev: Any) -> ShapeError:
+    """A ShapeError naming the op, the shapes and the backend, from a kernel's error."""
+    shown = ", ".join(str(list(s)) for s in shapes)
+    return ShapeError(f"{op}: shapes {shown} do not fit (backend '{dev.type}' on {dev}): {err}")
+
+
+def kernel(dev: Any, name: str) -> Callable[..., Any]:
+    """A raw kernel of ``dev`` by name (primitives such as cast, copy_, getitem)."""
+    try:
+        return dev._kernels[name]
+    except KeyError:
+        raise UnsupportedOperationError(name, "any", dev.type, dev, reason="the backend has no such kernel",
+                                        others=_others_with(name)) from None
+    except TypeError:  # the device was never bound
+        dev.backend  # noqa: B018
+        return dev._kernels[name]
+
+
+def _others_with(name: str) -> list[str]:
+    from ..backends import _registry
+    out = []
+    for bname, b in _registry.backends().items():
+        try:
+            if b.availability() and name in b._device(None)._kernels:
+                out.append(bname)
+        except Exception:  # a backend that fails here is not a candidate
+            continue
+    return sorted(out)
+
+
+def resolve(op: OpDef, dev: Any, dtype: DType) -> tuple[Callable[..., Any] | None, DType, DType]:
+    """Why the fast path missed: returns ``(kernel, compute, result)`` or raises.
+
+    ``kernel`` is None when the op must run by its decomposition or on the
+    fallback device (the caller handles that through :func:`run_elsewhere`).
+    """
+    cr = op.table.get(dtype)
+    if cr is None:
+        raise DTypeError(f"{op.name}: not defined for dtype {dtype}; it takes {op.dtype_words}")
+    entry = dev._ops.get(op.name)
+    if entry is not None:
+        k, table = entry
+        if dtype in table:
+            return k, *table[dtype]
+        reason = (f"the device does not support {cr[0]}" if cr[0] not in dev._dtypes
+                  else "the backend's kernel refuses this dtype")
+        raise _unsupported(op, dtype, dev, reason)
+    return None, cr[0], cr[1]
+
+
+def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``op`` without a kernel on ``dev``: its decomposition, else the opt-in CPU fallback."""
+    if op.decomposition is not None:
+        return op.decomposition(*args, **kwargs)
+    policy = os.environ.get("FERRO_FALLBACK", "").strip().lower()
+    if policy == "cpu" and dev.type != "cpu":
+        key = (op.name, dev.type)
+        if key not in _warned_fallback:
+            _warned_fallback.add(key)
+            warnings.warn(f"op '{op.name}' has no kernel on backend '{dev.type}'; running it on the CPU "
+                          "backend because FERRO_FALLBACK=cpu (data moves to the host and back)",
+                          RuntimeWarning, stacklevel=3)
+        moved = tuple(a.to("cpu") if isinstance(a, Tensor) else a for a in args)
+        result = op.fn(*moved, **kwargs)  # type: ignore[misc]
+        if isinstance(result, tuple):
+            return type(result)(*(r.to(dev) if isinstance(r, Tensor) else r for r in result))
+        return result.to(dev)
+    raise _unsupported(op, dtype, dev, "the backend has no kernel for it")
+
+
+def _unsupported(op: OpDef, dtype: DType, dev: Any, reason: str) -> UnsupportedOperationError:
+    from ..backends import _registry
+    others = []
+    for bname, b in _registry.backends().items():
+        if bname == dev.type:
+            continue
+        try:
+            if b.supports(op.name, dtype):
+                others.append(bname)
+        except Exception:  # a failing backend is not a candidate
+            continue
+    return UnsupportedOperationError(op.name, dtype, dev.type, dev, reason=reason, others=sorted(others))
+
+
+def kernel_for(op: OpDef, dev: Any, dtype: DType) -> Callable[..., Any] | None:
+    """The kernel of a non-elementwise op for ``dtype`` on ``dev``; None means run elsewhere."""
+    try:
+        k, table = dev._ops[op.name]
+        if dtype in table:
+            return k
+    except (KeyError, TypeError):
+        dev.backend  # binds the device  # noqa: B018
+    return resolve(op, dev, dtype)[0]
+
+
+def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...], saved: tuple[Any, ...] = (),
+           attrs: dict[str, Any] | None = None, *, view_of: Tensor | None = None,
+           fns: tuple[Any, ...] | None = None) -> Tensor:
+    """Wrap a kernel's result; share the version counter of a view; record the node."""
+    r = _wrap(data, dtype, dev)
+    if view_of is not None:
+        r._vc = view_of._vc
+        r._base = view_of._base or view_of
+    if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
+        record(r, op, inputs, saved, attrs, fns)
+    return r
+
+
+def scalar_tensor(value: Any, dtype: DType, dev: Any) -> Tensor:
+    """A 0-d tensor holding a Python scalar, on ``dev``."""
+    return _wrap(dev._kernels["full"]((), value, dtype), dtype, dev)
+
+

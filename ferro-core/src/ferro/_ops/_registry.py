@@ -1,0 +1,162 @@
+"""The op registry: one definition per op, the single source of truth.
+
+An :class:`OpDef` names an op and gives its dtype rule, which inputs it
+saves for backward, one backward formula per input (written in ferro ops, so
+double backward works), and optionally a decomposition into other ops used
+when a backend has no kernel for it. Each op module (``elementwise``,
+``reduction``, ``shape``, ``linalg``, ``indexing``) registers its ops next to
+their definitions; backends only provide kernels by the same names.
+
+When a device is first used, :func:`bind_tables` resolves, once, per op:
+the kernel and the dtypes it accepts there. The hot path is then
+``device._ops[name]`` -> ``(kernel, dtype_table)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .._dtypes import DType, all_dtypes, bool_, get_default_dtype
+
+__all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES"]
+
+
+# -- dtype rules: input dtype (already promoted) -> (compute dtype, result dtype), or None
+
+
+def _same(d: DType) -> tuple[DType, DType] | None:
+    return (d, d)
+
+
+def _numeric(d: DType) -> tuple[DType, DType] | None:
+    return None if d is bool_ else (d, d)
+
+
+def _real(d: DType) -> tuple[DType, DType] | None:
+    return None if d.is_complex else (d, d)
+
+
+def _real_numeric(d: DType) -> tuple[DType, DType] | None:
+    return None if (d.is_complex or d is bool_) else (d, d)
+
+
+def _float(d: DType) -> tuple[DType, DType] | None:
+    f = d if (d.is_floating_point or d.is_complex) else get_default_dtype()
+    return (f, f)
+
+
+def _real_float(d: DType) -> tuple[DType, DType] | None:
+    return None if d.is_complex else _float(d)
+
+
+def _to_bool(d: DType) -> tuple[DType, DType] | None:
+    return (d, bool_)
+
+
+def _real_to_bool(d: DType) -> tuple[DType, DType] | None:
+    return None if d.is_complex else (d, bool_)
+
+
+def _integral(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.kind in "bui" else None
+
+
+def _floating(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if (d.is_floating_point or d.is_complex) else None
+
+
+#: Named dtype rules, with the words used in error messages.
+DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]] = {
+    "same": (_same, "any dtype"),
+    "numeric": (_numeric, "numeric dtypes (not bool)"),
+    "real": (_real, "real dtypes (not complex)"),
+    "real_numeric": (_real_numeric, "real numeric dtypes (not bool or complex)"),
+    "float": (_float, "any dtype (integers compute in the default float dtype)"),
+    "real_float": (_real_float, "real dtypes (integers compute in the default float dtype)"),
+    "to_bool": (_to_bool, "any dtype"),
+    "real_to_bool": (_real_to_bool, "real dtypes (not complex)"),
+    "integral": (_integral, "integer and bool dtypes"),
+    "floating": (_floating, "floating and complex dtypes"),
+}
+
+
+@dataclass(eq=False)
+class OpDef:
+    """The definition of one op. See the module docstring."""
+
+    name: str
+    kind: str  # unary, binary, reduction, shape, linalg, indexing, creation, ...
+    doc: str = ""
+    dtype_rule: str = "same"
+    #: What backward needs: input positions (0, 1, ...), ``OUT``, or attribute names.
+    saves: tuple[Any, ...] = ()
+    #: One formula per differentiable input: ``f(grad, *saved, **attrs) -> grad_input``.
+    grads: tuple[Callable[..., Any] | None, ...] | None = None
+    #: ``f(*inputs, **attrs) -> Tensor`` in other ferro ops, used without a kernel.
+    decomposition: Callable[..., Any] | None = None
+    #: The names of the kernels the op calls; by default just its own name.
+    kernels: tuple[str, ...] = ()
+    #: dtype -> (compute, result), filled from ``dtype_rule`` at registration.
+    table: dict[DType, tuple[DType, DType]] = field(default_factory=dict)
+    #: The public function, filled in by the module that builds it.
+    fn: Callable[..., Any] | None = None
+
+    @property
+    def differentiable(self) -> bool:
+        """Whether gradients flow through the op."""
+        return self.grads is not None
+
+    @property
+    def dtype_words(self) -> str:
+        """The dtypes the op accepts, in words."""
+        return DTYPE_RULES[self.dtype_rule][1]
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add ``op`` to the registry, computing its dtype table."""
+    if op.name in REGISTRY:
+        raise ValueError(f"op '{op.name}' is registered twice")
+    rule = DTYPE_RULES[op.dtype_rule][0]
+    op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
+    if not op.kernels:
+        op.kernels = (op.name,)
+    REGISTRY[op.name] = op
+    return op
+
+
+def refresh_default_dtype() -> None:
+    """Recompute the tables of rules that depend on the default float dtype."""
+    for op in REGISTRY.values():
+        rule = DTYPE_RULES[op.dtype_rule][0]
+        op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
+
+
+def get(name: str) -> OpDef:
+    """The definition of op ``name``."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named '{name}' in the registry") from None
+
+
+def bind_tables(kernels: dict[str, Callable[..., Any]], dtypes: frozenset[DType],
+                unsupported: dict[str, frozenset[DType]]) -> dict[str, tuple[Any, dict[DType, tuple[DType, DType]]]]:
+    """Resolve, for one device, every registered op to ``(kernel, dtype table)``.
+
+    The dtype table keeps the input dtypes whose compute and result dtypes the
+    device supports and the backend does not refuse for that op. Ops without
+    a kernel are left out: the slow path tries the decomposition or fallback.
+    """
+    out: dict[str, tuple[Any, dict[DType, tuple[DType, DType]]]] = {}
+    for name, op in REGISTRY.items():
+        k = kernels.get(op.kernels[0])
+        if k is None or any(n not in kernels for n in op.kernels[1:]):
+            continue
+        refused = unsupported.get(name, frozenset())
+        out[name] = (k, {d: cr for d, cr in op.table.items()
+                         if d in dtypes and cr[0] in dtypes and cr[1] in dtypes and cr[0] not in refused})
+    return out

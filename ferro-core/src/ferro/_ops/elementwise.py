@@ -1,0 +1,292 @@
+"""Elementwise ops: one table row per op, and the builders of their functions.
+
+Each row gives the op's name, dtype rule (see ``_registry.DTYPE_RULES``),
+what its backward saves and one formula per input, written in ferro ops so
+that double backward works. ``x``, ``y`` are the inputs (a binary op's input
+may be a Python scalar), ``out`` the op's output, ``g`` its incoming gradient.
+The engine sums a gradient back over broadcast dimensions and casts it to the
+input's dtype, so the formulas ignore both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .._dtypes import result_type
+from .._tensor import Tensor, _wrap
+from ..autograd._mode import _state
+from ..autograd._node import OUT
+from ._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
+from ._registry import OpDef, register
+
+__all__ = ["UNARY", "BINARY", "build_unary", "build_binary", "where"]
+
+
+def _zero(g: Tensor, *_: Any) -> Tensor:
+    return g * 0
+
+
+def _log(x: Any) -> Any:
+    return x.log() if isinstance(x, Tensor) else math.log(x)
+
+
+def _pow_grad_exponent(g: Tensor, x: Any, y: Any, out: Tensor) -> Tensor:
+    # d/dy x**y = x**y * log(x); PyTorch masks x == 0 (with y >= 0) to 0 instead of nan.
+    if isinstance(x, Tensor):
+        return where(x == 0, 0.0, g * out * x.log())
+    return g * out * (math.log(x) if x > 0 else (0.0 if x == 0 else math.nan))
+
+
+def _max_grad(g: Tensor, x: Any, y: Any) -> Tensor:
+    return where(x > y, g, where(x == y, g / 2, 0.0))
+
+
+X, Y = 0, 1
+
+#: (name, dtype rule, saves, grads, doc). grads None: not differentiable.
+UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
+    ("neg", "numeric", (), (lambda g: -g,), "Negate each element."),
+    ("positive", "numeric", (), (lambda g: g,), "Each element unchanged (unary +)."),
+    ("abs", "same", (X,), (lambda g, x: g * x.sign(),), "Absolute value."),
+    ("sign", "real", (), (_zero,), "-1, 0 or 1 by the sign of each element."),
+    ("exp", "float", (OUT,), (lambda g, out: g * out,), "e to the power of each element."),
+    ("log", "float", (X,), (lambda g, x: g / x,), "Natural logarithm."),
+    ("sqrt", "float", (OUT,), (lambda g, out: g / (out * 2),), "Square root."),
+    ("sin", "float", (X,), (lambda g, x: g * x.cos(),), "Sine."),
+    ("cos", "float", (X,), (lambda g, x: -g * x.sin(),), "Cosine."),
+    ("tan", "float", (OUT,), (lambda g, out: g * (out * out + 1),), "Tangent."),
+    ("tanh", "float", (OUT,), (lambda g, out: g * (1 - out * out),), "Hyperbolic tangent."),
+    ("sigmoid", "float", (OUT,), (lambda g, out: g * out * (1 - out),), "Logistic sigmoid 1 / (1 + exp(-x))."),
+    ("relu", "real_numeric", (OUT,), (lambda g, out: g * (out > 0),), "max(x, 0)."),
+    ("square", "same", (X,), (lambda g, x: g * x * 2,), "x * x."),
+    ("log1p", "float", (X,), (lambda g, x: g / (x + 1),), "log(1 + x), accurate near 0."),
+    ("expm1", "float", (OUT,), (lambda g, out: g * (out + 1),), "exp(x) - 1, accurate near 0."),
+    ("floor", "real", (), (_zero,), "Round down."),
+    ("ceil", "real", (), (_zero,), "Round up."),
+    ("trunc", "real", (), (_zero,), "Round toward zero."),
+    ("round", "real", (), (_zero,), "Round half to even."),
+    ("isnan", "to_bool", (), None, "Whether each element is NaN."),
+    ("isinf", "to_bool", (), None, "Whether each element is infinite."),
+    ("isfinite", "to_bool", (), None, "Whether each element is finite."),
+    ("logical_not", "to_bool", (), None, "Logical not (zero is False)."),
+    ("bitwise_not", "integral", (), None, "Bitwise not (logical not for bool)."),
+]
+
+BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
+    ("add", "same", (), (lambda g: g, lambda g: g), "x + y."),
+    ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y."),
+    ("mul", "same", (X, Y), (lambda g, x, y: g * y, lambda g, x, y: g * x), "x * y."),
+    ("div", "float", (X, Y), (lambda g, x, y: g / y, lambda g, x, y: -g * x / (y * y)), "x / y (true division)."),
+    ("pow", "numeric", (X, Y, OUT), (lambda g, x, y, out: g * y * x ** (y - 1), _pow_grad_exponent), "x ** y."),
+    ("maximum", "real", (X, Y), (_max_grad, lambda g, x, y: _max_grad(g, y, x)), "Elementwise maximum."),
+    ("minimum", "real", (X, Y), (lambda g, x, y: _max_grad(g, y, x), _max_grad), "Elementwise minimum."),
+    ("atan2", "real_float", (X, Y), (lambda g, x, y: g * y / (x * x + y * y),
+                                     lambda g, x, y: -g * x / (x * x + y * y)), "atan(x / y) by quadrant."),
+    ("floor_divide", "real_numeric", (), (_zero, _zero), "floor(x / y)."),
+    ("remainder", "real_numeric", (X, Y), (lambda g, x, y: g, lambda g, x, y: -g * (x / y).floor()),
+     "x - floor(x / y) * y (the sign of y, as Python's %)."),
+    ("eq", "to_bool", (), None, "x == y."),
+    ("ne", "to_bool", (), None, "x != y."),
+    ("lt", "real_to_bool", (), None, "x < y."),
+    ("le", "real_to_bool", (), None, "x <= y."),
+    ("gt", "real_to_bool", (), None, "x > y."),
+    ("ge", "real_to_bool", (), None, "x >= y."),
+    ("logical_and", "to_bool", (), None, "Logical and."),
+    ("logical_or", "to_bool", (), None, "Logical or."),
+    ("logical_xor", "to_bool", (), None, "Logical xor."),
+    ("bitwise_and", "integral", (), None, "Bitwise and (logical for bool)."),
+    ("bitwise_or", "integral", (), None, "Bitwise or."),
+    ("bitwise_xor", "integral", (), None, "Bitwise xor."),
+    ("bitwise_left_shift", "integral", (), None, "x << y."),
+    ("bitwise_right_shift", "integral", (), None, "x >> y (arithmetic for signed)."),
+]
+
+#: Ops without a primitive kernel, written in other ops (backends may still supply one).
+DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any], str]] = [
+    ("reciprocal", "float", (OUT,), (lambda g, out: -g * out * out,), lambda x: 1 / x, "1 / x."),
+    ("rsqrt", "float", (OUT,), (lambda g, out: g * out * out * out * -0.5,), lambda x: 1 / x.sqrt(),
+     "1 / sqrt(x)."),
+]
+
+
+def _saved(spec: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(OUT if s is OUT else inputs[s] for s in spec)
+
+
+def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
+    """The public function of a unary elementwise op (the hot path)."""
+    name, saves = op.name, op.saves
+
+    def fn(x: Tensor) -> Tensor:
+        try:
+            dt = x._dtype
+            dev = x._device
+            k, table = dev._ops[name]
+            compute, out_dt = table[dt]
+        except (AttributeError, KeyError, TypeError):
+            return _unary_slow(op, x)
+        data = x._data if compute is dt else dev._kernels["cast"](x._data, compute)
+        r = _wrap(k(data), out_dt, dev)
+        if x._rg and _state.enabled:
+            record(r, op, (x,), _saved(saves, (x,)))
+        return r
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = op.doc
+    return fn
+
+
+def _unary_slow(op: OpDef, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    dev = x._device
+    dev.backend  # binds the device  # noqa: B018
+    k, compute, out_dt = resolve(op, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(op, dev, x._dtype, (x,), {})
+    data = x._data if compute is x._dtype else dev._kernels["cast"](x._data, compute)
+    r = _wrap(k(data), out_dt, dev)
+    if x._rg and _state.enabled:
+        record(r, op, (x,), _saved(op.saves, (x,)))
+    return r
+
+
+def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
+    """The public function of a binary elementwise op (the hot path)."""
+    name, saves = op.name, op.saves
+
+    def fn(x: Any, y: Any) -> Tensor:
+        try:
+            dt = x._dtype
+            dev = x._device
+            k, table = dev._ops[name]
+            compute, out_dt = table[dt]
+            if y._dtype is not dt or y._device is not dev:
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return _binary_slow(op, x, y)
+        if compute is dt:
+            xd, yd = x._data, y._data
+        else:
+            cast = dev._kernels["cast"]
+            xd, yd = cast(x._data, compute), cast(y._data, compute)
+        try:
+            data = k(xd, yd)
+        except ValueError as e:
+            raise shape_error(name, [x.shape, y.shape], e, dev) from None
+        r = _wrap(data, out_dt, dev)
+        if (x._rg or y._rg) and _state.enabled:
+            record(r, op, (x, y), _saved(saves, (x, y)))
+        return r
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = op.doc
+    return fn
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
+    """Scalars, mixed dtypes, devices and missing kernels for a binary op."""
+    tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
+    if not (tx or ty):
+        raise TypeError(f"{op.name}(): expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}")
+    for v in (x, y):
+        if not isinstance(v, Tensor) and not isinstance(v, _SCALARS):
+            raise TypeError(f"{op.name}(): unsupported operand type {type(v).__name__}; "
+                            "use a Tensor or a Python number")
+    if tx and ty and x._device is not y._device:
+        # A 0-d CPU tensor mixes with any device, as a scalar (PyTorch's rule).
+        if y.ndim == 0 and y._device.type == "cpu":
+            y, ty = y.item(), False
+        elif x.ndim == 0 and x._device.type == "cpu":
+            x, tx = x.item(), False
+        else:
+            check_devices(op.name, [x, y])
+    tensors = [v for v in (x, y) if isinstance(v, Tensor)]
+    dev = tensors[0]._device
+    dev.backend  # binds the device  # noqa: B018
+    dtype = result_type([t._dtype for t in tensors if t._data.shape],
+                        [t._dtype for t in tensors if not t._data.shape],
+                        [v for v in (x, y) if not isinstance(v, Tensor)])
+    k, compute, out_dt = resolve(op, dev, dtype)
+    if k is None:
+        return run_elsewhere(op, dev, dtype, (x, y), {})
+    cast = dev._kernels["cast"]
+    xd = (x._data if x._dtype is compute else cast(x._data, compute)) if tx else x
+    yd = (y._data if y._dtype is compute else cast(y._data, compute)) if ty else y
+    try:
+        data = k(xd, yd)
+    except ValueError as e:
+        raise shape_error(op.name, [getattr(v, "shape", ()) for v in (x, y)], e, dev) from None
+    r = _wrap(data, out_dt, dev)
+    if ((tx and x._rg) or (ty and y._rg)) and _state.enabled:
+        record(r, op, (x, y), _saved(op.saves, (x, y)))
+    return r
+
+
+def _where_grads() -> tuple[Callable[..., Any] | None, ...]:
+    return (None, lambda g, c: where(c, g, 0.0), lambda g, c: where(c, 0.0, g))
+
+
+WHERE = register(OpDef("where", "ternary", "Elements of x where condition is True, else of y.",
+                       dtype_rule="same", saves=(0,), grads=_where_grads()))
+
+
+def where(condition: Tensor, x: Any, y: Any) -> Tensor:
+    """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be a bool Tensor, not {type(condition).__name__}")
+    if condition._dtype.name != "bool":
+        raise TypeError(f"where(): expected condition to be a bool tensor, got {condition._dtype}")
+    tensors = [condition] + [v for v in (x, y) if isinstance(v, Tensor)]
+    dev = check_devices("where", tensors)
+    dev.backend  # noqa: B018
+    vals = [v for v in (x, y) if isinstance(v, Tensor)]
+    dtype = result_type([t._dtype for t in vals if t._data.shape], [t._dtype for t in vals if not t._data.shape],
+                        [v for v in (x, y) if not isinstance(v, Tensor)]) if vals else \
+        result_type([], [], [x, y])
+    k, compute, out_dt = resolve(WHERE, dev, dtype)
+    if k is None:
+        return run_elsewhere(WHERE, dev, dtype, (condition, x, y), {})
+    cast = dev._kernels["cast"]
+
+    def native(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            return v._data if v._dtype is compute else cast(v._data, compute)
+        return v
+    try:
+        data = k(condition._data, native(x), native(y))
+    except ValueError as e:
+        raise shape_error("where", [getattr(v, "shape", ()) for v in (condition, x, y)], e, dev) from None
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        data = cast(data, compute)
+    r = _wrap(data, out_dt, dev)
+    if any(isinstance(v, Tensor) and v._rg for v in (x, y)) and _state.enabled:
+        record(r, WHERE, (condition, x, y), (condition,))
+    return r
+
+
+WHERE.fn = where
+
+
+def _register_table() -> dict[str, Callable[..., Any]]:
+    fns: dict[str, Callable[..., Any]] = {"where": where}
+    for name, rule, saves, grads, doc in UNARY:
+        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads))
+        op.fn = fns[name] = build_unary(op)
+    for name, rule, saves, grads, doc in BINARY:
+        op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads))
+        op.fn = fns[name] = build_binary(op)
+    for name, rule, saves, grads, decomp, doc in DECOMPOSITIONS:
+        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp))
+        op.fn = fns[name] = build_unary(op)
+    return fns
+
+
+FUNCTIONS = _register_table()
+INPLACE = [n for n, *_ in UNARY if n not in ("isnan", "isinf", "isfinite", "positive")] + \
+          [n for n, *_ in BINARY] + [n for n, *_ in DECOMPOSITIONS]
+

@@ -1,0 +1,164 @@
+"""Indexing: ``x[key]`` and ``x[key] = value`` (basic and advanced), and ``index_put``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .._dtypes import bool_
+from .._tensor import Tensor, _wrap
+from ..autograd._mode import _state
+from ..errors import DeviceMismatchError, ShapeError
+from ._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
+from ._registry import OpDef, register
+
+__all__ = ["getitem", "setitem", "index_put"]
+
+_BASIC = (int, slice, type(None), type(Ellipsis), bool)
+
+
+def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
+    """The key as a tuple, lists turned into tensors; and whether it is basic (a view)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    basic = True
+    for k in key:
+        if isinstance(k, _BASIC):
+            out.append(k)
+        elif isinstance(k, Tensor):
+            if k._device is not x._device and not (k.ndim == 0 and k._device.type == "cpu"):
+                raise DeviceMismatchError(f"indexing: the index is on {k._device}, the tensor on {x._device}")
+            if k._dtype.kind not in "iub":
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got {k._dtype}")
+            out.append(k)
+            basic = False
+        elif isinstance(k, (list, tuple)):
+            from .._creation import tensor
+            out.append(tensor(k, device=x._device))
+            basic = False
+        elif hasattr(k, "__index__"):
+            out.append(k.__index__())
+        else:
+            raise IndexError(f"only integers, slices (:), ellipsis (...), None, and integer or boolean tensors "
+                             f"are valid indices, got {type(k).__name__}")
+    return tuple(out), basic
+
+
+def _native(key: tuple[Any, ...], dev: Any) -> tuple[Any, ...]:
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k._device is not dev:
+                k = k.to(dev)
+            out.append(k._data)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _index_error(x: Tensor, key: Any, e: Exception) -> IndexError:
+    return IndexError(f"index {key!r} is out of range for a tensor of shape {list(x.shape)}: {e}")
+
+
+def _getitem_grad(g: Tensor, *, key: tuple[Any, ...], in_shape: tuple[int, ...]) -> Tensor:
+    from .._creation import zeros
+    return index_put(zeros(in_shape, dtype=g._dtype, device=g._device), key, g, accumulate=True)
+
+
+_GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a view, advanced a copy.",
+                          grads=(_getitem_grad,)))
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]`` with PyTorch's (NumPy's) basic and advanced indexing."""
+    fkey, basic = _ferro_key(x, key)
+    dev = x._device
+    k = kernel_for(_GETITEM, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
+    try:
+        data = k(x._data, _native(fkey, dev))
+    except IndexError as e:
+        raise _index_error(x, key, e) from None
+    return finish(_GETITEM, data, x._dtype, dev, (x,), attrs={"key": fkey, "in_shape": x._data.shape},
+                  view_of=x if basic else None)
+
+
+def _put_grad_x(g: Tensor, *, key: tuple[Any, ...], accumulate: bool) -> Tensor:
+    return g if accumulate else index_put(g, key, 0.0)
+
+
+def _put_grad_v(g: Tensor, *, key: tuple[Any, ...], accumulate: bool) -> Tensor:
+    return g[key]
+
+
+_INDEX_PUT = register(OpDef("index_put", "indexing",
+                            "A copy of x with x[key] set to (or, accumulating, increased by) values.",
+                            grads=(_put_grad_x, _put_grad_v)))
+
+
+def _value_native(x: Tensor, value: Any) -> Any:
+    if isinstance(value, Tensor):
+        if value._device is not x._device:
+            if value.ndim == 0 and value._device.type == "cpu":
+                return value.item()
+            raise DeviceMismatchError(f"index_put: the values are on {value._device}, the tensor on {x._device}")
+        return value._data if value._dtype is x._dtype else x._device._kernels["cast"](value._data, x._dtype)
+    if not isinstance(value, (bool, int, float, complex)):
+        raise TypeError(f"can't assign a {type(value).__name__} to a tensor; use a Tensor or a Python number")
+    if isinstance(value, float) and x._dtype.kind in "iub" and x._dtype is not bool_:
+        return int(value)
+    return value
+
+
+def _put(x_data: Any, x: Tensor, kernel: Callable[..., Any], fkey: tuple[Any, ...], value: Any,
+         accumulate: bool) -> None:
+    v = _value_native(x, value)
+    try:
+        kernel(x_data, _native(fkey, x._device), v, accumulate)
+    except ValueError as e:
+        raise ShapeError(f"index_put: values of shape {list(getattr(value, 'shape', ()))} cannot be broadcast to "
+                         f"the indexed shape of a tensor of shape {list(x.shape)} ({e})") from None
+    except IndexError as e:
+        raise _index_error(x, fkey, e) from None
+
+
+def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
+    fkey, _ = _ferro_key(x, indices)
+    dev = x._device
+    k = kernel_for(_INDEX_PUT, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_INDEX_PUT, dev, x._dtype, (x, indices, values, accumulate), {})
+    data = dev._kernels["clone"](x._data)
+    _put(data, x, k, fkey, values, accumulate)
+    return finish(_INDEX_PUT, data, x._dtype, dev, (x, values), attrs={"key": fkey, "accumulate": accumulate})
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value`` in place; recorded by autograd as an ``index_put``."""
+    recording = _state.enabled and (x._rg or (isinstance(value, Tensor) and value._rg))
+    if recording and x._rg and x.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    fkey, _ = _ferro_key(x, key)
+    dev = x._device
+    k = kernel_for(_INDEX_PUT, dev, x._dtype)
+    if k is None:
+        raise _unsupported(_INDEX_PUT, x._dtype, dev, "the backend has no kernel for it")
+    prev = None
+    if recording:  # the graph position of x before the write
+        prev = _wrap(x._data, x._dtype, dev)
+        prev.grad_fn, prev._rg, prev._vc = x.grad_fn, x._rg, x._vc
+    _put(x._data, x, k, fkey, value, False)
+    x._vc[0] += 1
+    if recording:
+        out = _wrap(x._data, x._dtype, dev)
+        record(out, _INDEX_PUT, (prev, value), (), {"key": fkey, "accumulate": False})
+        x.grad_fn, x._rg = out.grad_fn, True
+
+
+_GETITEM.fn = getitem
+_INDEX_PUT.fn = index_put
+_INDEX_PUT.kernels = ("index_put", "clone")
+FUNCTIONS: dict[str, Callable[..., Any]] = {"index_put": index_put}
+METHODS = ["index_put"]

@@ -1,0 +1,98 @@
+"""In-place variants (``x.add_(y)``, ``x += y``), derived from the out-of-place ops.
+
+The op runs out of place, its result is checked (dtype castable, shape equal
+to ``x``'s) and copied into ``x``'s storage, the version counter is bumped,
+and ``x`` takes the op's place in the graph. Nothing is written when a check
+fails, so a failed in-place op leaves ``x`` and the graph as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .._dtypes import can_cast
+from .._tensor import Tensor, _wrap
+from ..autograd._mode import _state
+from ..errors import DTypeError, ShapeError
+from ._registry import REGISTRY
+
+__all__ = ["make_inplace", "copy_", "fill_", "zero_"]
+
+
+def _check_leaf(x: Tensor, name: str) -> None:
+    if x._rg and x.grad_fn is None and _state.enabled:
+        raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place operation. "
+                           "Wrap it in `with ferro.no_grad():` or operate on x.detach().")
+
+
+def _write(x: Tensor, out: Tensor, name: str) -> Tensor:
+    if not can_cast(out._dtype, x._dtype):
+        raise DTypeError(f"{name}: result type {out._dtype} can't be cast to the desired output type {x._dtype}")
+    if out._data.shape != x._data.shape:
+        raise ShapeError(f"{name}: output with shape {list(x.shape)} doesn't match the broadcast shape "
+                         f"{list(out.shape)}")
+    dev = x._device
+    data = out._data if out._dtype is x._dtype else dev._kernels["cast"](out._data, x._dtype)
+    dev._kernels["copy_"](x._data, data)
+    x._vc[0] += 1
+    if out.grad_fn is not None:
+        if out._dtype is not x._dtype:
+            out = out.to(x._dtype)
+        x.grad_fn, x._rg = out.grad_fn, True
+    return x
+
+
+def _snapshot(x: Tensor) -> Tensor:
+    """A copy of ``x`` standing at ``x``'s place in the graph, for ops that save their input."""
+    t = _wrap(x._device._kernels["clone"](x._data), x._dtype, x._device)
+    t.grad_fn, t._rg = x.grad_fn, x._rg
+    return t
+
+
+def make_inplace(name: str) -> Callable[..., Tensor]:
+    """The in-place method ``name_`` of the out-of-place op ``name``."""
+    op = REGISTRY[name]
+    saves_self = 0 in op.saves
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        _check_leaf(self, name + "_")
+        src = self
+        if saves_self and _state.enabled and (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
+            src = _snapshot(self)
+        return _write(self, op.fn(src, *args, **kwargs), name + "_")  # type: ignore[misc]
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place :func:`ferro.{name}`; returns self."
+    return method
+
+
+def copy_(x: Tensor, src: Tensor) -> Tensor:
+    """Copy ``src`` (broadcast, cast, moved from its device) into ``x``; returns ``x``."""
+    _check_leaf(x, "copy_")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be a Tensor, not {type(src).__name__}")
+    v = src.to(x._device).to(x._dtype).expand(*x.shape)
+    out = v.clone() if v._rg else v
+    x._device._kernels["copy_"](x._data, out._data)
+    x._vc[0] += 1
+    if out._rg and _state.enabled:
+        x.grad_fn, x._rg = out.grad_fn, True
+    return x
+
+
+def fill_(x: Tensor, value: Any) -> Tensor:
+    """Fill ``x`` with ``value`` in place; returns ``x``."""
+    _check_leaf(x, "fill_")
+    if isinstance(value, Tensor):
+        value = value.item()
+    x._device._kernels["setitem"](x._data, Ellipsis, value)
+    x._vc[0] += 1
+    if x.grad_fn is not None and _state.enabled:
+        x.grad_fn = None
+        x._rg = False
+    return x
+
+
+def zero_(x: Tensor) -> Tensor:
+    """Fill ``x`` with zeros in place; returns ``x``."""
+    return fill_(x, 0)

@@ -1,0 +1,208 @@
+"""Reductions: sum, mean, amax, amin, max, min, argmax, argmin (with ``dim`` and ``keepdim``)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Callable, Sequence
+
+from .._dtypes import DType, int64
+from .._tensor import Tensor, _wrap, _wrap_dim
+from ..autograd._node import OUT
+from ..errors import ShapeError
+from ._dispatch import finish, kernel_for, run_elsewhere
+from ._registry import OpDef, register
+
+__all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
+
+#: ``(values, indices)`` returned by max / min with a ``dim``.
+MaxMin = namedtuple("MaxMin", ["values", "indices"])
+
+
+def _dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[int, ...] | None:
+    if dim is None:
+        return None
+    ds = (dim,) if isinstance(dim, int) else tuple(dim)
+    n = x.ndim
+    norm = tuple(_wrap_dim(d, n, op) for d in ds)
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"{op}: dim {list(ds)} appears multiple times in the list of dims")
+    return tuple(sorted(norm))
+
+
+def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tuple[int, ...]:
+    if dims is None:
+        return (1,) * len(in_shape)
+    return tuple(1 if i in dims else s for i, s in enumerate(in_shape))
+
+
+def _grad_back(g: Tensor, in_shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> Tensor:
+    """A reduced gradient reshaped to keep its dims, then broadcast to the input's shape."""
+    if not keepdim:
+        g = g.reshape(_keep_shape(in_shape, dims))
+    return g.expand(*in_shape)
+
+
+def _count(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> int:
+    n = 1
+    for i, s in enumerate(in_shape):
+        if dims is None or i in dims:
+            n *= s
+    return n
+
+
+def _extreme_grad(g: Tensor, x: Tensor, out: Tensor, *, in_shape: tuple[int, ...],
+                  dims: tuple[int, ...] | None, keepdim: bool) -> Tensor:
+    # amax / amin spread the gradient evenly over ties, as PyTorch does.
+    o = out if keepdim else out.reshape(_keep_shape(in_shape, dims))
+    mask = x == o
+    share = _grad_back(g, in_shape, dims, keepdim) * mask
+    return share / mask.sum(dims, keepdim=True)
+
+
+def _sum_rule(d: DType) -> tuple[DType, DType]:
+    return (int64, int64) if d.kind in "bui" else (d, d)
+
+
+_SUM = register(OpDef("sum", "reduction", "Sum over dims (all by default); integers and bool sum in int64.",
+                      grads=(lambda g, *, in_shape, dims, keepdim: _grad_back(g, in_shape, dims, keepdim),)))
+_SUM.table = {d: _sum_rule(d) for d in _SUM.table}
+_MEAN = register(OpDef("mean", "reduction", "Mean over dims (all by default); floating dtypes only.",
+                       dtype_rule="floating",
+                       grads=(lambda g, *, in_shape, dims, keepdim:
+                              _grad_back(g, in_shape, dims, keepdim) / _count(in_shape, dims),)))
+_AMAX = register(OpDef("amax", "reduction", "Maximum over dims; ties share the gradient.", dtype_rule="real",
+                       saves=(0, OUT), grads=(_extreme_grad,)))
+_AMIN = register(OpDef("amin", "reduction", "Minimum over dims; ties share the gradient.", dtype_rule="real",
+                       saves=(0, OUT), grads=(_extreme_grad,)))
+
+
+def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None = None) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    dims = _dims(x, dim, op.name)
+    dev = x._device
+    in_dt = x._dtype if dtype is None else dtype
+    k = kernel_for(op, dev, in_dt)
+    if k is None:
+        return run_elsewhere(op, dev, in_dt, (x, dim, keepdim), {})
+    compute, out_dt = op.table[in_dt]
+    if op.name in ("amax", "amin") and x.numel() == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
+        raise ShapeError(f"{op.name}(): cannot reduce an empty dimension of a tensor of shape {list(x.shape)} "
+                         "(the operation has no identity)")
+    data = x._data if x._dtype is compute else dev._kernels["cast"](x._data, compute)
+    attrs = {"in_shape": x._data.shape, "dims": dims, "keepdim": keepdim}
+    result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
+    return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (), attrs)
+
+
+def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,  # noqa: A001
+        dtype: DType | None = None) -> Tensor:
+    """Sum of elements over ``dim`` (all when None)."""
+    return _reduce(_SUM, x, dim, keepdim, dtype)
+
+
+def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+         dtype: DType | None = None) -> Tensor:
+    """Mean of elements over ``dim`` (all when None)."""
+    if dtype is not None:
+        x = x.to(dtype)
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        from ..errors import DTypeError
+        raise DTypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                         f"complex dtype. Got: {x._dtype}")
+    return _reduce(_MEAN, x, dim, keepdim)
+
+
+def amax(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all when empty or None)."""
+    return _reduce(_AMAX, x, dim if dim not in ((), []) else None, keepdim)
+
+
+def amin(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all when empty or None)."""
+    return _reduce(_AMIN, x, dim if dim not in ((), []) else None, keepdim)
+
+
+def _arg_rule(d: DType) -> tuple[DType, DType] | None:
+    return None if d.is_complex else (d, int64)
+
+
+_ARGMAX = register(OpDef("argmax", "reduction", "Index of the maximum (flattened when dim is None)."))
+_ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened when dim is None)."))
+for _op in (_ARGMAX, _ARGMIN):
+    _op.table = {d: r for d in _op.table if (r := _arg_rule(d)) is not None}
+
+
+def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    dev = x._device
+    k = kernel_for(op, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(op, dev, x._dtype, (x, dim, keepdim), {})
+    if x.numel() == 0:
+        raise ShapeError(f"{op.name}(): expected a non-empty tensor, got shape {list(x.shape)}")
+    d = None if dim is None else _wrap_dim(dim, x.ndim, op.name)
+    data = x._data
+    if d is None and keepdim:
+        r = k(data.reshape(-1) if hasattr(data, "reshape") else data, 0, False)
+        return _wrap(dev._kernels["reshape"](r, (1,) * x.ndim), int64, dev)
+    if d is None:
+        data = dev._kernels["reshape"](data, (-1,))
+        d = 0
+    return _wrap(dev._kernels["cast"](k(data, d, keepdim), int64), int64, dev)
+
+
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
+    return _arg(_ARGMAX, x, dim, keepdim)
+
+
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when ``dim`` is None)."""
+    return _arg(_ARGMIN, x, dim, keepdim)
+
+
+def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[..., Tensor]) -> MaxMin:
+    if not x._rg:
+        return MaxMin(extreme(x, dim, keepdim), idx)
+    # The value at the index, written as a masked sum so that its gradient goes
+    # to that one element (PyTorch's max(dim) backward), not split over ties.
+    from .._creation import arange
+    from .elementwise import where
+    pos_shape = [1] * x.ndim
+    pos_shape[dim] = x.shape[dim]
+    mask = arange(x.shape[dim], device=x._device).reshape(pos_shape) == (idx if keepdim else idx.unsqueeze(dim))
+    return MaxMin(where(mask, x, 0).sum(dim, keepdim=keepdim), idx)
+
+
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
+    if isinstance(dim, Tensor):
+        from .elementwise import FUNCTIONS
+        return FUNCTIONS["maximum"](x, dim)
+    if dim is None:
+        return amax(x)
+    d = _wrap_dim(dim, x.ndim, "max")
+    idx = argmax(x, d, keepdim)
+    return _pick(x, d, keepdim, idx, amax)
+
+
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
+    if isinstance(dim, Tensor):
+        from .elementwise import FUNCTIONS
+        return FUNCTIONS["minimum"](x, dim)
+    if dim is None:
+        return amin(x)
+    d = _wrap_dim(dim, x.ndim, "min")
+    idx = argmin(x, d, keepdim)
+    return _pick(x, d, keepdim, idx, amin)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": sum, "mean": mean, "amax": amax, "amin": amin, "max": max, "min": min,
+    "argmax": argmax, "argmin": argmin,
+}
+for _name, _o in (("sum", _SUM), ("mean", _MEAN), ("amax", _AMAX), ("amin", _AMIN), ("argmax", _ARGMAX),
+                  ("argmin", _ARGMIN)):
+    _o.fn = FUNCTIONS[_name]
+METHODS = list(FUNCTIONS)

@@ -1,0 +1,321 @@
+"""Shape and movement ops: reshape, view, permute, expand, squeeze, cat, stack..."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .._dtypes import result_type
+from .._tensor import Size, Tensor, _wrap_dim
+from ..errors import ShapeError
+from ._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
+from ._registry import OpDef, register
+
+__all__ = ["reshape", "view", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten",
+           "cat", "stack", "contiguous", "clone", "sum_to", "expand_as", "t"]
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(op: str, numel: int, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise ShapeError(f"{op}: only one dimension can be inferred (-1), got shape {list(shape)}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise ShapeError(f"{op}: invalid shape dimension {s} in {list(shape)}")
+            known *= s
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise ShapeError(f"{op}: shape {list(shape)} is invalid for input of size {numel} (shape {list(in_shape)})")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise ShapeError(f"{op}: shape {list(shape)} is invalid for input of size {numel} (shape {list(in_shape)})")
+    return shape
+
+
+_RESHAPE = register(OpDef("reshape", "shape", "The same elements in a new shape (a view when possible).",
+                          grads=(lambda g, *, in_shape: g.reshape(in_shape),)))
+_VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the strides do not allow one.",
+                       grads=(lambda g, *, in_shape: g.reshape(in_shape),)))
+
+
+def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
+    in_shape = x._data.shape
+    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape))
+    dev = x._device
+    k = kernel_for(op, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(op, dev, x._dtype, (x, *new), {})
+    try:
+        data = k(x._data, new)
+    except (ValueError, AttributeError) as e:
+        raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                         f"(shape {list(in_shape)}); use .reshape(...) instead ({e})") from None
+    return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=x)
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
+    return _reshape_like(_RESHAPE, x, shape)
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
+    return _reshape_like(_VIEW, x, shape)
+
+
+def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+_PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reordered.",
+                          grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
+
+
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    """A view of ``x`` with its dimensions in the order ``dims``."""
+    dims = _shape_arg(dims)
+    n = x.ndim
+    norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
+    if len(norm) != n or sorted(norm) != list(range(n)):
+        raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
+                         f"{list(x.shape)}")
+    dev = x._device
+    k = kernel_for(_PERMUTE, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *norm), {})
+    return finish(_PERMUTE, k(x._data, norm), x._dtype, dev, (x,), attrs={"dims": norm}, view_of=x)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    n = x.ndim
+    if n == 0:
+        return x.view(())
+    d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
+    dims = list(range(n))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return permute(x, *dims)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(x: Tensor) -> Tensor:
+    """Transpose of a tensor of at most 2 dimensions."""
+    if x.ndim > 2:
+        raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but got {x.ndim} (shape {list(x.shape)})")
+    return x if x.ndim < 2 else transpose(x, 0, 1)
+
+
+_EXPAND = register(OpDef("expand", "shape", "A broadcast view to a larger shape (no copy).",
+                         grads=(lambda g, *, in_shape: sum_to(g, in_shape),)))
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
+    sizes = _shape_arg(sizes)
+    in_shape = x._data.shape
+    lead = len(sizes) - len(in_shape)
+    if lead < 0:
+        raise ShapeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
+                         f"number of dimensions in the tensor ({len(in_shape)})")
+    out = []
+    for i, s in enumerate(sizes):
+        cur = in_shape[i - lead] if i >= lead else None
+        if s == -1:
+            if cur is None:
+                raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dimension ({list(sizes)})")
+            s = cur
+        elif cur is not None and cur != 1 and cur != s:
+            raise ShapeError(f"expand: the expanded size of the tensor ({s}) must match the existing size ({cur}) "
+                             f"at non-singleton dimension {i}. Target sizes: {list(sizes)}. "
+                             f"Tensor sizes: {list(in_shape)}")
+        out.append(s)
+    new = tuple(out)
+    if new == in_shape:
+        return x
+    dev = x._device
+    k = kernel_for(_EXPAND, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_EXPAND, dev, x._dtype, (x, *new), {})
+    return finish(_EXPAND, k(x._data, new), x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=x)
+
+
+broadcast_to = expand
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x`` expanded to ``other``'s shape."""
+    return expand(x, *other.shape)
+
+
+def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
+    shape = x._data.shape
+    if dim is None:
+        dims = {i for i, s in enumerate(shape) if s == 1}
+    else:
+        ds = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = {d for d in (_wrap_dim(d, len(shape), "squeeze") for d in ds) if shape and shape[d] == 1}
+    return reshape(x, *[s for i, s in enumerate(shape) if i not in dims]) if dims else reshape(x, *shape)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view with a size-1 dimension inserted at ``dim``."""
+    shape = list(x._data.shape)
+    n = len(shape) + 1
+    if not -n <= dim < n:
+        raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    shape.insert(dim + n if dim < 0 else dim, 1)
+    return reshape(x, *shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
+    shape = x._data.shape
+    if not shape:
+        return reshape(x, 1)
+    s, e = _wrap_dim(start_dim, len(shape), "flatten"), _wrap_dim(end_dim, len(shape), "flatten")
+    if s > e:
+        raise ShapeError(f"flatten: start_dim ({start_dim}) must not come after end_dim ({end_dim})")
+    n = 1
+    for v in shape[s:e + 1]:
+        n *= v
+    return reshape(x, *shape[:s], n, *shape[e + 1:])
+
+
+def ravel(x: Tensor) -> Tensor:
+    """``x`` flattened to one dimension."""
+    return reshape(x, -1)
+
+
+_CONTIGUOUS = register(OpDef("contiguous", "shape", "The tensor in row-major layout (itself if it already is).",
+                             grads=(lambda g: g,)))
+_CLONE = register(OpDef("clone", "shape", "A copy with its own storage.", grads=(lambda g: g,)))
+
+
+def contiguous(x: Tensor) -> Tensor:
+    """``x`` itself when row-major already, else a row-major copy."""
+    dev = x._device
+    k = kernel_for(_CONTIGUOUS, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_CONTIGUOUS, dev, x._dtype, (x,), {})
+    data = k(x._data)
+    return x if data is x._data else finish(_CONTIGUOUS, data, x._dtype, dev, (x,))
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy of ``x`` with its own storage, differentiable."""
+    dev = x._device
+    k = kernel_for(_CLONE, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_CLONE, dev, x._dtype, (x,), {})
+    return finish(_CLONE, k(x._data), x._dtype, dev, (x,))
+
+
+def _slice_grad(dim: int, start: int, stop: int) -> Callable[[Tensor], Tensor]:
+    def grad(g: Tensor) -> Tensor:
+        return g[(slice(None),) * dim + (slice(start, stop),)]
+    return grad
+
+
+def _select_grad(dim: int, i: int) -> Callable[[Tensor], Tensor]:
+    def grad(g: Tensor) -> Tensor:
+        return g[(slice(None),) * dim + (i,)]
+    return grad
+
+
+_CAT = register(OpDef("cat", "shape", "Join tensors along an existing dimension.", grads=()))
+_STACK = register(OpDef("stack", "shape", "Join tensors along a new dimension.", grads=()))
+
+
+def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
+                        f"{[type(t).__name__ for t in tensors]}")
+    dev = check_devices(op.name, tensors)
+    if op is _CAT:
+        # PyTorch skips 1-d empty tensors in cat (legacy behavior).
+        shaped = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+    else:
+        shaped = tensors
+    ref = shaped[0]._data.shape
+    nd = len(ref) + (1 if new_dim else 0)
+    if nd == 0:
+        raise ShapeError(f"{op.name}(): zero-dimensional tensor cannot be concatenated")
+    d = _wrap_dim(dim, nd, op.name)
+    for i, tt in enumerate(shaped):
+        s = tt._data.shape
+        ok = s == ref if new_dim else (len(s) == len(ref) and all(a == b for j, (a, b) in enumerate(zip(s, ref))
+                                                                   if j != d))
+        if not ok:
+            raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
+                             f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
+    dtype = result_type([t._dtype for t in shaped], [], [])
+    k = kernel_for(op, dev, dtype)
+    if k is None:
+        return run_elsewhere(op, dev, dtype, (shaped, dim), {})
+    cast = dev._kernels["cast"]
+    data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
+    if new_dim:
+        fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
+    else:
+        offs, fn_list = 0, []
+        for tt in shaped:
+            n = tt._data.shape[d]
+            fn_list.append(_slice_grad(d, offs, offs + n))
+            offs += n
+        fns = tuple(fn_list)
+    return finish(op, data, dtype, dev, tuple(shaped), fns=fns)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate ``tensors`` along dimension ``dim``."""
+    return _join(_CAT, tensors, dim, False)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack same-shaped ``tensors`` along a new dimension ``dim``."""
+    return _join(_STACK, tensors, dim, True)
+
+
+def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """Sum ``x`` over the dimensions broadcasting added, to get back ``shape``."""
+    shape = tuple(shape)
+    xs = x._data.shape
+    if xs == shape:
+        return x
+    lead = len(xs) - len(shape)
+    if lead < 0:
+        raise ShapeError(f"sum_to: shape {list(xs)} cannot be summed to the larger shape {list(shape)}")
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and xs[i + lead] != 1)
+    r = x.sum(dims, keepdim=True) if dims else x
+    return r.reshape(shape)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "reshape": reshape, "view": view, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
+    "swapdims": swapdims, "t": t, "expand": expand, "broadcast_to": broadcast_to, "expand_as": expand_as,
+    "squeeze": squeeze, "unsqueeze": unsqueeze, "flatten": flatten, "ravel": ravel, "contiguous": contiguous,
+    "clone": clone, "cat": cat, "concat": concat, "concatenate": concatenate, "stack": stack,
+}
+for _name, _op in (("reshape", _RESHAPE), ("view", _VIEW), ("permute", _PERMUTE), ("expand", _EXPAND),
+                   ("contiguous", _CONTIGUOUS), ("clone", _CLONE), ("cat", _CAT), ("stack", _STACK)):
+    _op.fn = FUNCTIONS[_name]
+METHODS = ["reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "expand", "expand_as",
+           "squeeze", "unsqueeze", "flatten", "ravel", "contiguous", "clone", "broadcast_to"]

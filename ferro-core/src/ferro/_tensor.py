@@ -1,0 +1,442 @@
+"""The Tensor: a native array of one backend, a dtype, a device, and autograd state.
+
+Tensors are made by the creation functions (``ferro.tensor``, ``zeros``...)
+and by ops; ``_wrap`` is the one place a tensor is assembled. Methods that
+are ops (``exp``, ``sum``, ``reshape``...) and the Python operators are
+attached from the op registry by :func:`install_methods`, so each op is
+defined once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from . import _dtypes
+from ._device import device as _device_cls
+from ._dtypes import DType
+from .autograd import _mode, _node
+
+if TYPE_CHECKING:
+    from .autograd._node import Node
+
+__all__ = ["Tensor", "Size"]
+
+_new = object.__new__
+_LAZY_NONE = frozenset(("_grad", "_base", "_hooks", "_retains"))
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of elements a tensor of this shape holds."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"ferro.Size({list(self)})"
+
+
+class Tensor:
+    """A multi-dimensional array with autograd, living on one backend's device.
+
+    >>> import ferro
+    >>> x = ferro.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([[2., 4.],
+            [6., 8.]])
+    """
+
+    __slots__ = ("_data", "_dtype", "_device", "_rg", "grad_fn", "_vc", "_grad", "_base",
+                 "_hooks", "_retains", "__weakref__")
+
+    _data: Any
+    _dtype: DType
+    _device: _device_cls
+    _rg: bool
+    grad_fn: Node | None
+    _vc: list[int]  # version counter, shared with views and saved aliases
+    _grad: Tensor | None
+    _base: Tensor | None
+    _hooks: list[Callable[[Tensor], Tensor | None]] | None
+
+    def __new__(cls, data: Any = None, *, dtype: DType | None = None, device: Any = None,
+                requires_grad: bool = False) -> Tensor:
+        from ._creation import tensor
+        if data is None:
+            data = []
+        t = tensor(data, dtype=dtype or _dtypes.get_default_dtype(), device=device)
+        if cls is not Tensor:
+            t = t._as_subclass(cls)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def __getattr__(self, name: str) -> Any:
+        # Rarely used slots stay unassigned on the hot path and read as None.
+        if name in _LAZY_NONE:
+            return None
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def _as_subclass(self, cls: type) -> Any:
+        t = _new(cls)
+        t._data, t._dtype, t._device = self._data, self._dtype, self._device
+        t._rg, t.grad_fn, t._vc = self._rg, self.grad_fn, self._vc
+        return t
+
+    # -- properties --------------------------------------------------------
+
+    @property
+    def shape(self) -> Size:
+        """The size of each dimension."""
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of dimension ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self.ndim, "size")]
+
+    @property
+    def dtype(self) -> DType:
+        """The element type."""
+        return self._dtype
+
+    @property
+    def device(self) -> _device_cls:
+        """The device holding the data."""
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._data.shape)
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return Size(self._data.shape).numel()
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all elements."""
+        return self.numel() * self._dtype.itemsize
+
+    @property
+    def is_floating_point_(self) -> bool:  # pragma: no cover - alias kept private
+        return self._dtype.is_floating_point
+
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating dtype."""
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        """Whether the dtype is complex."""
+        return self._dtype.is_complex
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded op (user-made, or not requiring grad)."""
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients are computed for this tensor."""
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set whether autograd records ops on this leaf; returns self."""
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
+                               "a computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients, "
+                               f"got {self._dtype}")
+        if self.grad_fn is None:
+            self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
+            if value.shape != self.shape:
+                raise ValueError(f"assigned grad has shape {list(value.shape)} but the tensor has {list(self.shape)}")
+            if value._device is not self._device:
+                raise ValueError(f"assigned grad is on {value._device}, the tensor on {self._device}")
+        self._grad = value
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's values, detached from autograd (shares storage)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data, self._dtype, self._device = value._data, value._dtype, value._device
+
+    @property
+    def T(self) -> Tensor:
+        """The tensor with its dimensions reversed."""
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> Tensor:
+        """The tensor with its last two dimensions swapped (batched transpose)."""
+        return self.transpose(-2, -1)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device."""
+        return self._device.type == "cuda"
+
+    @property
+    def version(self) -> int:
+        """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
+        return self._vc[0]
+
+    _version = version
+
+    # -- autograd ----------------------------------------------------------
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's storage, cut off from the graph."""
+        t = _wrap(self._data, self._dtype, self._device)
+        t._vc = self._vc
+        t._base = self
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor off from the graph, in place."""
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            if not self._rg:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        self.grad_fn.retain = weakref.ref(self)
+        self._retains = True
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf tensor."""
+        return bool(self._retains)
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            self.grad_fn.register_hook(hook)
+            hooks = self.grad_fn.hooks
+        else:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+            hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    # -- conversion ----------------------------------------------------------
+
+    def numpy(self, *, force: bool = False) -> Any:
+        """The values as a NumPy array (a copy for non-CPU devices)."""
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._device.backend.to_numpy(self._data)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        arr = self._device.backend.to_numpy(self._data)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._device.backend.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        """The values as (nested) Python lists of numbers."""
+        return self._device.backend.to_numpy(self._data).tolist()
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self._device.backend.to_dlpack(self._data, stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device.backend.dlpack_device(self._data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, got {self._dtype}")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("ferro tensors are not pickled; save them with ferro.save (safetensors)")
+
+    def __repr__(self) -> str:
+        from ._format import format_tensor
+        return format_tensor(self)
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        t = self.detach().clone()
+        if self._rg:
+            t.requires_grad_(True)
+        memo[id(self)] = t
+        return t
+
+
+class _RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` takes the hook back."""
+
+    def __init__(self, hooks: list[Any], hook: Any) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        """Take the hook back."""
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:
+    """Assemble a tensor from a native array; the one place tensors are built."""
+    t = _new(Tensor)
+    t._data = data
+    t._dtype = dtype
+    t._device = device
+    t._rg = False
+    t.grad_fn = None
+    t._vc = [0]
+    return t
+
+
+Tensor._wrap = staticmethod(_wrap)  # type: ignore[attr-defined]
+_node._Tensor = Tensor
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    """Normalize a possibly negative dimension, with PyTorch's error."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+#: Python operator -> op name, for forward, reflected and in-place dunders.
+BINARY_OPERATORS: dict[str, str] = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+    "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+    "xor": "bitwise_xor", "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+}
+COMPARISONS: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+
+def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[[str], Callable[..., Any]],
+                    method_names: list[str], inplace_names: list[str]) -> None:
+    """Attach ops as methods and Python operators (called once by ``ferro/__init__``)."""
+    for name in method_names:
+        if not hasattr(Tensor, name) or name in ("sum", "max", "min"):
+            setattr(Tensor, name, functions[name])
+    for name in inplace_names:
+        setattr(Tensor, name + "_", inplace(name))
+    for dunder, name in BINARY_OPERATORS.items():
+        fn = functions.get(name)
+        if fn is None:
+            continue
+        setattr(Tensor, f"__{dunder}__", fn)
+        setattr(Tensor, f"__r{dunder}__", _reflected(fn))
+        setattr(Tensor, f"__i{dunder}__", inplace(name) if name != "matmul" else _no_inplace_matmul)
+    for dunder, name in COMPARISONS.items():
+        setattr(Tensor, f"__{dunder}__", functions[name])
+    Tensor.__neg__ = functions["neg"]
+    Tensor.__abs__ = functions["abs"]
+    Tensor.__invert__ = functions["bitwise_not"]
+    Tensor.__pos__ = functions["positive"]
+    Tensor.__hash__ = lambda self: id(self)  # restored: defining __eq__ removes it
+    _ = _mode
+
+
+def _reflected(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
+    def r(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self)
+    r.__name__ = f"r{fn.__name__}"
+    r.__doc__ = f"``other {fn.__name__} self``."
+    return r
+
+
+def _no_inplace_matmul(self: Tensor, other: Any) -> Tensor:
+    raise RuntimeError("In-place matmul (@=) is not supported; use x = x @ y")

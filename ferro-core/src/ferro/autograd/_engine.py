@@ -1,0 +1,152 @@
+"""The backward pass: run nodes in topological order, accumulate into leaves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from . import _mode
+from ._node import Node
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+__all__ = ["run_backward"]
+
+
+def _topo_counts(roots: list[Node]) -> dict[Node, int]:
+    """How many edges lead into each node reachable from ``roots``."""
+    deps: dict[Node, int] = {}
+    stack = list(roots)
+    seen = set(roots)
+    while stack:
+        node = stack.pop()
+        for n in node.next:
+            if type(n) is Node or isinstance(n, Node):
+                deps[n] = deps.get(n, 0) + 1
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+    return deps
+
+
+def _fit(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
+    """Sum a broadcast gradient back to ``shape`` and cast it to the input's dtype."""
+    if g.shape != shape:
+        from .._ops.shape import sum_to
+        g = sum_to(g, shape)
+    if g._dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _accumulate(store: dict[Any, Any], key: Any, holder: Any, g: Tensor) -> None:
+    prev = store.get(key)
+    store[key] = (holder, g) if prev is None else (holder, prev[1] + g)
+
+
+def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_graph: bool,
+                 create_graph: bool, inputs: Sequence[Tensor] | None = None,
+                 allow_unused: bool = True) -> list[Tensor | None] | None:
+    """Backpropagate ``grads`` from ``roots``.
+
+    With ``inputs`` None, gradients accumulate into the ``.grad`` of every
+    leaf that requires grad (``Tensor.backward``); otherwise they are
+    returned for ``inputs`` and no ``.grad`` is touched (``autograd.grad``).
+    """
+    node_grads: dict[Node, tuple[Any, Tensor]] = {}
+    leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}
+    root_nodes: list[Node] = []
+    for t, g in zip(roots, grads):
+        if t.grad_fn is not None:
+            _accumulate(node_grads, t.grad_fn, None, g)
+            root_nodes.append(t.grad_fn)
+        elif t._rg:
+            _accumulate(leaf_grads, id(t), t, g)
+        else:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+
+    wanted_nodes: dict[Node, int] = {}
+    if inputs is not None:
+        for i, t in enumerate(inputs):
+            if t.grad_fn is not None:
+                wanted_nodes[t.grad_fn] = i
+
+    deps = _topo_counts(root_nodes)
+    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    captured: dict[int, Tensor] = {}
+    prev_mode = _mode._state.enabled
+    _mode._state.enabled = create_graph
+    try:
+        while ready:
+            node = ready.pop()
+            g = node_grads.pop(node)[1]
+            if node.hooks:
+                for hook in node.hooks:
+                    r = hook(g)
+                    if r is not None:
+                        g = r
+            if node.retain is not None:
+                t = node.retain()
+                if t is not None:
+                    t._grad = g if create_graph else g.detach()
+            if node in wanted_nodes:
+                captured[wanted_nodes[node]] = g
+            in_grads = node.apply(g)
+            if not retain_graph:
+                node.release()
+            for nxt, gi, (shape, dtype) in zip(node.next, in_grads, node.meta):
+                if nxt is None or gi is None:
+                    if type(nxt) is Node and nxt in deps:
+                        _release_dep(nxt, deps, ready, node_grads)
+                    continue
+                gi = _fit(gi, shape, dtype)
+                if type(nxt) is Node or isinstance(nxt, Node):
+                    _accumulate(node_grads, nxt, None, gi)
+                    deps[nxt] -= 1
+                    if deps[nxt] == 0:
+                        ready.append(nxt)
+                else:
+                    _accumulate(leaf_grads, id(nxt), nxt, gi)
+        if inputs is not None:
+            result: list[Tensor | None] = []
+            for i, t in enumerate(inputs):
+                g = captured.get(i)
+                if g is None and t.grad_fn is None:
+                    entry = leaf_grads.get(id(t))
+                    g = None if entry is None else _run_tensor_hooks(t, entry[1])
+                if g is None and not allow_unused:
+                    raise RuntimeError(
+                        f"One of the differentiated Tensors (input {i}) appears to not have been used "
+                        "in the graph. Set allow_unused=True if this is the desired behavior.")
+                result.append(g if (g is None or create_graph) else g.detach())
+            return result
+        for leaf, g in leaf_grads.values():
+            g = _run_tensor_hooks(leaf, g)
+            if not create_graph:
+                g = g.detach()
+            leaf._grad = g if leaf._grad is None else leaf._grad + g
+        return None
+    finally:
+        _mode._state.enabled = prev_mode
+
+
+def _release_dep(node: Node, deps: dict[Node, int], ready: list[Node], node_grads: dict[Node, Any]) -> None:
+    """An edge into ``node`` carried no gradient; once all edges are in, run it or skip it."""
+    deps[node] -= 1
+    if deps[node] == 0:
+        if node in node_grads:
+            ready.append(node)
+        else:  # nothing reached it: its own inputs lose one edge each
+            for n in node.next:
+                if type(n) is Node and n in deps:
+                    _release_dep(n, deps, ready, node_grads)
+
+
+def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
+    hooks = t._hooks
+    if hooks:
+        for hook in hooks:
+            r = hook(g)
+            if r is not None:
+                g = r
+    return g

@@ -1,0 +1,73 @@
+"""Backends: discovery, selection, capability queries, and the plugin contract.
+
+>>> import ferro
+>>> "cpu" in ferro.backends.available()
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._array_api import ArrayAPIBackend
+from ._base import Availability, Backend
+from ._registry import FerroPluginWarning, register_plugin
+from ._selection import current_backend, current_device, set_backend, use_backend
+
+__all__ = [
+    "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning",
+    "available", "unavailable", "status", "installed", "get", "broken", "disabled",
+    "set_backend", "use_backend", "current_backend", "current_device",
+    "register_plugin", "hookimpl", "PLUGIN_API_VERSION",
+]
+
+
+def installed() -> list[str]:
+    """Names of every installed, validated backend, available here or not."""
+    return sorted(_registry.backends())
+
+
+def status() -> dict[str, Availability]:
+    """Each installed backend's availability, with the reason when unavailable."""
+    return {name: b.availability() for name, b in sorted(_registry.backends().items())}
+
+
+def available() -> list[str]:
+    """Names of the backends that can run here, ``cpu`` first.
+
+    :func:`unavailable` gives the reasons for the others.
+    """
+    names = [n for n, a in status().items() if a]
+    return sorted(names, key=lambda n: (n != "cpu", n))
+
+
+def unavailable() -> dict[str, str]:
+    """Installed backends that cannot run here, with the reason for each."""
+    return {n: a.reason for n, a in status().items() if not a}
+
+
+def get(name: str) -> Backend:
+    """The installed backend ``name`` (available or not)."""
+    return _registry.get_backend(name)
+
+
+def broken() -> dict[str, str]:
+    """Plugins that failed to load or validate, with their errors."""
+    return _registry.broken()
+
+
+def disabled() -> list[str]:
+    """Plugins skipped because ``FERRO_DISABLE_PLUGINS`` names them."""
+    _registry.load()
+    return list(_registry._state.disabled)
+
+
+def __getattr__(name: str) -> Any:
+    # pluggy is imported only when a plugin module asks for the marker.
+    if name in ("hookimpl", "PLUGIN_API_VERSION", "hookspec"):
+        from . import _hookspec
+        return getattr(_hookspec, name)
+    raise AttributeError(f"module 'ferro.backends' has no attribute '{name}'")
+
+
+from . import _registry  # noqa: E402

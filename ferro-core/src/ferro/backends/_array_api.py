@@ -1,0 +1,282 @@
+"""A generic backend over any Python Array API namespace.
+
+Every primitive kernel is written here once, against the standard's
+functions; the NumPy and CuPy backends subclass :class:`ArrayAPIBackend` and
+override only what their library does faster. A third party turns a
+compliant array library into a ferro backend in a few lines::
+
+    class StrictBackend(ArrayAPIBackend):
+        name = "strict"
+        def namespace(self):
+            import array_api_strict
+            return array_api_strict
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from .._dtypes import DType, all_dtypes, bfloat16
+from ._base import Availability, Backend
+
+__all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS"]
+
+#: ferro elementwise op -> Array API function of one argument.
+UNARY_FUNCS: dict[str, str] = {
+    "neg": "negative", "abs": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt",
+    "sin": "sin", "cos": "cos", "tanh": "tanh", "logical_not": "logical_not",
+    "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "round": "round", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "bitwise_not": "bitwise_invert", "square": "square", "log1p": "log1p",
+    "expm1": "expm1", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
+    "sinh": "sinh", "cosh": "cosh", "asinh": "asinh", "acosh": "acosh",
+    "atanh": "atanh", "log2": "log2", "log10": "log10",
+}
+
+#: ferro elementwise op -> Array API function of two arguments.
+BINARY_FUNCS: dict[str, str] = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+    "pow": "pow", "maximum": "maximum", "minimum": "minimum",
+    "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+    "gt": "greater", "ge": "greater_equal", "atan2": "atan2",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_left_shift": "bitwise_left_shift", "bitwise_right_shift": "bitwise_right_shift",
+    "floor_divide": "floor_divide", "remainder": "remainder", "hypot": "hypot",
+    "logaddexp": "logaddexp",
+}
+
+
+class ArrayAPIBackend(Backend):
+    """A backend whose kernels are the Array API standard's functions.
+
+    Subclasses implement :meth:`namespace` (import the library there, not at
+    module import) and may override :meth:`native_device`, the RNG methods
+    and single kernels through :meth:`extra_kernels`.
+    """
+
+    #: The module to import for :meth:`namespace` and to report when missing.
+    module_name: str = ""
+
+    def __init__(self) -> None:
+        self._xp: Any = None
+        self._rngs: dict[int, Any] = {}
+        self._avail: Availability | None = None
+
+    # -- the namespace ----------------------------------------------------
+
+    def namespace(self) -> Any:
+        """Import and return the Array API namespace (called lazily)."""
+        import importlib
+        return importlib.import_module(self.module_name)
+
+    @property
+    def xp(self) -> Any:
+        """The Array API namespace, imported on first use."""
+        if self._xp is None:
+            self._xp = self.namespace()
+        return self._xp
+
+    def availability(self) -> Availability:
+        """Available when :meth:`namespace` imports; otherwise the import error is the reason."""
+        if self._avail is None:
+            try:
+                self.xp
+                self._avail = self.check_runtime()
+            except ImportError as e:
+                self._avail = Availability(False, f"{self.module_name or 'its array library'} is not installed ({e})")
+            except Exception as e:  # a broken driver must not crash ferro
+                self._avail = Availability(False, f"{type(e).__name__}: {e}")
+        return self._avail
+
+    def check_runtime(self) -> Availability:
+        """After a successful import: check drivers and devices (override)."""
+        return Availability(True)
+
+    def native_device(self, index: int) -> Any:
+        """The namespace's device object for ``index``; None means its default."""
+        return None
+
+    def native_dtype(self, dtype: DType) -> Any:
+        native = getattr(self.xp, dtype.name, None)
+        if native is None:
+            raise TypeError(f"backend '{self.name}' has no native dtype for {dtype!r}")
+        return native
+
+    def dtypes(self, index: int) -> frozenset[DType]:
+        xp = self.xp
+        return frozenset(d for d in all_dtypes if d is not bfloat16 and hasattr(xp, d.name))
+
+    # -- transfers ----------------------------------------------------------
+
+    def from_numpy(self, array: Any, index: int) -> Any:
+        dev = self.native_device(index)
+        return self.xp.asarray(array, copy=True) if dev is None else self.xp.asarray(array, device=dev, copy=True)
+
+    def to_numpy(self, array: Any) -> Any:
+        import numpy as np
+        return np.asarray(array)
+
+    def from_dlpack(self, obj: Any, index: int) -> Any:
+        return self.xp.from_dlpack(obj)
+
+    # -- RNG: a host Philox generator per device, copied to the device ------
+
+    def _rng(self, index: int) -> Any:
+        gen = self._rngs.get(index)
+        if gen is None:
+            import numpy as np
+            gen = self._rngs[index] = np.random.Generator(np.random.Philox(0))
+        return gen
+
+    def manual_seed(self, seed: int, index: int) -> None:
+        import numpy as np
+        self._rngs[index] = np.random.Generator(np.random.Philox(seed))
+
+    def get_rng_state(self, index: int) -> bytes:
+        state = self._rng(index).bit_generator.state
+        return json.dumps(state, default=_jsonable).encode()
+
+    def set_rng_state(self, state: bytes, index: int) -> None:
+        import numpy as np
+        decoded = json.loads(bytes(state).decode())
+        bg = np.random.Philox()
+        bg.state = _from_json(decoded)
+        self._rngs[index] = np.random.Generator(bg)
+
+    # -- kernels ----------------------------------------------------------
+
+    def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        xp = self.xp
+        table: dict[str, Callable[..., Any]] = {}
+        for op, fn in UNARY_FUNCS.items():
+            if hasattr(xp, fn):
+                table[op] = getattr(xp, fn)
+        for op, fn in BINARY_FUNCS.items():
+            if hasattr(xp, fn):
+                table[op] = getattr(xp, fn)
+        table.update(self._generic_kernels(index))
+        table.update(self.extra_kernels(index))
+        return table
+
+    def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        """Kernels a subclass adds or replaces (its fast paths)."""
+        return {}
+
+    def _generic_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        xp = self.xp
+        dev = self.native_device(index)
+        nd = self.native_dtype
+        kw = {} if dev is None else {"device": dev}
+        rng = self._rng
+
+        def relu(x: Any) -> Any:
+            return xp.where(x > 0, x, xp.zeros_like(x))
+
+        def sigmoid(x: Any) -> Any:
+            # Stable on both tails: exp of a non-positive number never overflows.
+            e = xp.exp(-xp.abs(x))
+            return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+        def cast(x: Any, dtype: DType) -> Any:
+            return xp.astype(x, nd(dtype))
+
+        def where(c: Any, x: Any, y: Any) -> Any:
+            return xp.where(c, x, y)
+
+        def reduce(name: str) -> Callable[..., Any]:
+            f = getattr(xp, name)
+
+            def kernel(x: Any, dims: tuple[int, ...] | None, keepdim: bool) -> Any:
+                return f(x, axis=dims, keepdims=keepdim)
+            return kernel
+
+        def sum_(x: Any, dims: tuple[int, ...] | None, keepdim: bool, dtype: DType) -> Any:
+            return xp.sum(x, axis=dims, keepdims=keepdim, dtype=nd(dtype))
+
+        def arg(name: str) -> Callable[..., Any]:
+            f = getattr(xp, name)
+
+            def kernel(x: Any, dim: int | None, keepdim: bool) -> Any:
+                return f(x, axis=dim, keepdims=keepdim)
+            return kernel
+
+        def reshape(x: Any, shape: tuple[int, ...]) -> Any:
+            return xp.reshape(x, shape)
+
+        def view(x: Any, shape: tuple[int, ...]) -> Any:
+            return xp.reshape(x, shape, copy=False)
+
+        def getitem(x: Any, key: Any) -> Any:
+            return x[key]
+
+        def setitem(x: Any, key: Any, value: Any) -> None:
+            x[key] = value
+
+        def copy_(dst: Any, src: Any) -> None:
+            dst[...] = src
+
+        def contiguous(x: Any) -> Any:
+            return xp.asarray(x, copy=True)
+
+        def empty(shape: tuple[int, ...], dtype: DType) -> Any:
+            return xp.empty(shape, dtype=nd(dtype), **kw)
+
+        def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+            return xp.full(shape, value, dtype=nd(dtype), **kw)
+
+        def arange(start: Any, stop: Any, step: Any, dtype: DType) -> Any:
+            return xp.arange(start, stop, step, dtype=nd(dtype), **kw)
+
+        def linspace(start: float, stop: float, num: int, dtype: DType) -> Any:
+            return xp.linspace(start, stop, num, dtype=nd(dtype), **kw)
+
+        def eye(n: int, m: int, dtype: DType) -> Any:
+            return xp.eye(n, m, dtype=nd(dtype), **kw)
+
+        def host_random(draw: Callable[..., Any]) -> Callable[..., Any]:
+            def kernel(shape: tuple[int, ...], dtype: DType, *args: Any) -> Any:
+                host = draw(rng(index), shape, *args)
+                return xp.astype(xp.asarray(host, **kw), nd(dtype))
+            return kernel
+
+        return {
+            "relu": relu, "sigmoid": sigmoid, "cast": cast, "where": where,
+            "sum": sum_, "mean": reduce("mean"), "amax": reduce("max"), "amin": reduce("min"),
+            "prod": reduce("prod"),
+            "argmax": arg("argmax"), "argmin": arg("argmin"),
+            "matmul": xp.matmul, "reshape": reshape, "view": view,
+            "permute": xp.permute_dims, "expand": xp.broadcast_to,
+            "cat": lambda xs, dim: xp.concat(xs, axis=dim),
+            "stack": lambda xs, dim: xp.stack(xs, axis=dim),
+            "getitem": getitem, "setitem": setitem, "copy_": copy_,
+            "contiguous": contiguous, "clone": contiguous,
+            "empty": empty, "full": full, "arange": arange, "linspace": linspace, "eye": eye,
+            "rand": host_random(lambda g, s: g.random(s)),
+            "randn": host_random(lambda g, s: g.standard_normal(s)),
+            "randint": host_random(lambda g, s, lo, hi: g.integers(lo, hi, s)),
+        }
+
+    def device_count(self) -> int:
+        return 1 if self.availability() else 0
+
+
+def _jsonable(o: Any) -> Any:
+    import numpy as np
+    if isinstance(o, np.ndarray):
+        return {"__ndarray__": o.tolist(), "dtype": str(o.dtype)}
+    if isinstance(o, np.integer):
+        return int(o)
+    raise TypeError(f"cannot serialize {type(o).__name__} in an RNG state")
+
+
+def _from_json(o: Any) -> Any:
+    import numpy as np
+    if isinstance(o, dict):
+        if "__ndarray__" in o:
+            return np.asarray(o["__ndarray__"], dtype=o["dtype"])
+        return {k: _from_json(v) for k, v in o.items()}
+    return o
+
+

@@ -1,0 +1,185 @@
+"""The backend contract: what a plugin implements so ferro can run on it.
+
+A backend owns devices of one type, maps ferro dtypes to native ones, moves
+data to and from NumPy, and offers a kernel table: op name to a function on
+native arrays. Kernels know nothing of autograd, promotion or broadcasting
+errors: the op registry checks arguments and promotes dtypes first, so a
+kernel receives inputs already cast to the op's compute dtype (Python
+scalars stay scalars) and returns a native array of the declared result
+dtype. :mod:`ferro.ops_contract` (``ferro.backends.KERNEL_SIGNATURES``)
+lists each kernel's parameters.
+
+Every method not implemented here raises :class:`NotImplementedError` naming
+the backend and the method, so a new backend can be grown one piece at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .._dtypes import DType, all_dtypes
+
+__all__ = ["Backend", "Availability"]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run here, and if not, why (``bool(a)`` works)."""
+
+    available: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.available
+
+
+class Backend:
+    """Base class of every backend. Subclass it, then return an instance from
+    the ``ferro_register_backends`` hook.
+
+    Class attributes to set: :attr:`name` (also its device type, as in
+    ``"mine:0"``) and, optionally, :attr:`description`.
+    """
+
+    #: Name of the backend; devices are spelled ``f"{name}:{index}"``.
+    name: str = ""
+    #: One line for ``ferro info``.
+    description: str = ""
+    #: The distribution that provides it (filled in by the plugin manager).
+    plugin: str = ""
+
+    # -- availability and devices ------------------------------------------
+
+    def availability(self) -> Availability:
+        """Say whether the backend runs here; called lazily, may import its library."""
+        return Availability(True)
+
+    def device_count(self) -> int:
+        """How many devices the backend has here (0 when unavailable)."""
+        return 1
+
+    def default_device_index(self) -> int:
+        """The ordinal used when a device string has none (``"opencl"``)."""
+        return 0
+
+    def device_name(self, index: int) -> str:
+        """A human-readable name of device ``index``, for ``ferro info``."""
+        return f"{self.name}:{index}"
+
+    def device_info(self, index: int) -> dict[str, str]:
+        """Extra facts about device ``index`` (memory, extensions) for ``ferro info``."""
+        return {}
+
+    def dtypes(self, index: int) -> frozenset[DType]:
+        """The dtypes device ``index`` supports at all."""
+        return frozenset(all_dtypes)
+
+    # -- kernels ----------------------------------------------------------
+
+    def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        """The kernel table of device ``index``: op name to kernel.
+
+        Called once per device, when the device is first used; the result is
+        merged with plugin overrides and then frozen for the hot path.
+        """
+        return {}
+
+    def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
+        """Op name to dtypes whose kernel exists but refuses them, for capability queries."""
+        return {}
+
+    # -- data movement ----------------------------------------------------
+
+    def native_dtype(self, dtype: DType) -> Any:
+        """The native dtype for ``dtype``."""
+        raise self._missing("native_dtype")
+
+    def from_numpy(self, array: Any, index: int) -> Any:
+        """Copy a NumPy array (already of a supported dtype) to device ``index``."""
+        raise self._missing("from_numpy")
+
+    def to_numpy(self, array: Any) -> Any:
+        """Copy a native array to a NumPy array on the host."""
+        raise self._missing("to_numpy")
+
+    def from_dlpack(self, obj: Any, index: int) -> Any:
+        """Import a DLPack-capable object on device ``index`` without a copy where possible."""
+        return self.from_numpy(_host(obj), index)
+
+    def to_dlpack(self, array: Any, stream: Any = None) -> Any:
+        """Export ``array`` as a DLPack capsule (``Tensor.__dlpack__``)."""
+        return array.__dlpack__() if stream is None else array.__dlpack__(stream=stream)
+
+    def dlpack_device(self, array: Any) -> tuple[int, int]:
+        """``(device_type, device_id)`` of ``array`` in DLPack's codes."""
+        return array.__dlpack_device__()
+
+    # -- runtime ----------------------------------------------------------
+
+    def synchronize(self, index: int) -> None:
+        """Wait for all work queued on device ``index``."""
+
+    def manual_seed(self, seed: int, index: int) -> None:
+        """Seed the random number generator of device ``index``."""
+        raise self._missing("manual_seed")
+
+    def get_rng_state(self, index: int) -> bytes:
+        """The RNG state of device ``index`` as bytes."""
+        raise self._missing("get_rng_state")
+
+    def set_rng_state(self, state: bytes, index: int) -> None:
+        """Restore an RNG state from :meth:`get_rng_state`."""
+        raise self._missing("set_rng_state")
+
+    def memory_stats(self, index: int) -> dict[str, int]:
+        """Allocator statistics of device ``index`` (bytes); empty if unknown."""
+        return {}
+
+    # -- capability queries (implemented here, from the resolved tables) ----
+
+    def supports(self, op: str, dtype: DType, index: int | None = None) -> bool:
+        """Whether ``op`` runs on device ``index`` (default device) at input ``dtype``.
+
+        True when the backend is available, has a kernel (or the op has a
+        decomposition) and accepts the dtype; it agrees with what really runs.
+        """
+        if not self.availability():
+            return False
+        from .._ops._registry import get
+        table = self._device(index)._ops
+        opdef = get(op)
+        entry = table.get(op)
+        if entry is not None:
+            return dtype in entry[1]
+        return opdef.decomposition is not None and dtype in opdef.table and dtype in self.dtypes(self._index(index))
+
+    def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
+        """Op name to the names of the input dtypes it supports on device ``index``."""
+        from .._dtypes import all_dtypes as dts
+        from .._ops._registry import REGISTRY
+        if not self.availability():
+            return {}
+        return {op: [d.name for d in dts if self.supports(op, d, index)] for op in sorted(REGISTRY)}
+
+    def _index(self, index: int | None) -> int:
+        return self.default_device_index() if index is None else index
+
+    def _device(self, index: int | None) -> Any:
+        from .._device import device
+        dev = device(self.name, self._index(index))
+        dev.backend  # binds it  # noqa: B018
+        return dev
+
+    # -- helpers ------------------------------------------------------------
+
+    def _missing(self, what: str) -> NotImplementedError:
+        return NotImplementedError(f"backend '{self.name}' ({type(self).__name__}) does not implement {what}()")
+
+    def __repr__(self) -> str:
+        return f"<ferro backend '{self.name}' ({type(self).__module__}.{type(self).__qualname__})>"
+
+
+def _host(obj: Any) -> Any:
+    import numpy as np
+    return np.from_dlpack(obj)

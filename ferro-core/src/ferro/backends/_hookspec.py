@@ -1,0 +1,91 @@
+"""The hook specification of ferro's plugins (pluggy project ``ferro``).
+
+A plugin is a module named by an entry point in the group ``ferro.backends``;
+it holds functions decorated with :data:`hookimpl`. ferro loads entry points
+lazily, on the first call that needs a backend, never at ``import ferro``.
+Importing a plugin module must be cheap: it must not import its array library
+(CuPy, pyopencl); that waits until its backend is used.
+
+Hooks are grouped by when they are called. Unless a hook says "first result
+wins", ferro calls every implementation and gathers the results.
+Implementations run in pluggy's order: the last registered plugin first,
+``tryfirst=True`` before, ``trylast=True`` after.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._base import Backend
+
+__all__ = ["hookspec", "hookimpl", "PLUGIN_API_VERSION", "FerroHookSpec"]
+
+PROJECT = "ferro"
+#: The plugin API version this ferro speaks. A plugin whose
+#: ``ferro_plugin_api_version`` returns another major version is refused.
+PLUGIN_API_VERSION = 1
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+#: Decorate a plugin's hook functions with this: ``@ferro.backends.hookimpl``.
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class FerroHookSpec:
+    """Every hook a ferro plugin may implement."""
+
+    # ------------------------------------------------------------------ #
+    # Validation: called once, right after a plugin module is imported.
+    # ------------------------------------------------------------------ #
+
+    @hookspec(firstresult=True)
+    def ferro_plugin_api_version(self) -> int:
+        """Return the plugin API version the plugin was written against.
+
+        Called once per plugin, straight after its module is registered, on
+        that plugin alone. Every plugin must implement it. A plugin whose
+        version differs from :data:`PLUGIN_API_VERSION` is unregistered and
+        listed as broken with the reason; it never breaks ferro.
+        """
+
+    # ------------------------------------------------------------------ #
+    # Registration: called once per plugin when the backends are loaded.
+    # ------------------------------------------------------------------ #
+
+    @hookspec
+    def ferro_register_backends(self) -> list[Backend]:
+        """Return the backends this plugin contributes, as :class:`~ferro.backends.Backend` instances.
+
+        Called once per plugin when ferro first needs a backend. Constructing a
+        backend must not import its array library; availability is asked
+        later through :meth:`Backend.availability`. Two backends with one
+        name are an error: the later plugin is listed as broken.
+        """
+
+    @hookspec
+    def ferro_register_kernels(self, backend: Backend) -> dict[str, Callable[..., Any]] | None:
+        """Return kernels to add to, or override in, ``backend``'s table.
+
+        Called once per loaded backend, for every plugin, when that backend is
+        first used (its table is resolved then and never again). Return a dict
+        from op name to kernel, or None to leave ``backend`` alone; look at
+        ``backend.name`` to decide. Kernels take and return the backend's
+        native arrays (see :class:`~ferro.backends.Backend`).
+
+        Precedence, for each op name: a kernel from this hook beats the
+        backend's own; among several plugins, the first in pluggy's call order
+        wins (the last registered, unless ``tryfirst`` / ``trylast`` say otherwise).
+        """
+
+    # ------------------------------------------------------------------ #
+    # Reporting: called by ``ferro info``.
+    # ------------------------------------------------------------------ #
+
+    @hookspec
+    def ferro_report_info(self) -> dict[str, str] | None:
+        """Return extra lines (label to text) for ``ferro info`` to print, or None.
+
+        Called only by ``ferro info``; may import the plugin's array library.
+        """

@@ -1,0 +1,83 @@
+"""The exceptions ferro raises, each naming what was wrong and what to do.
+
+Every error type here subclasses the built-in exception a Python user would
+catch for the same problem (``NotImplementedError``, ``RuntimeError``,
+``TypeError``, ``ValueError``), so ``except NotImplementedError`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FerroError",
+    "UnsupportedOperationError",
+    "BackendUnavailableError",
+    "BackendNotFoundError",
+    "DeviceMismatchError",
+    "ShapeError",
+    "DTypeError",
+    "PluginError",
+]
+
+
+class FerroError(Exception):
+    """Base class of every error raised by ferro itself."""
+
+
+class UnsupportedOperationError(FerroError, NotImplementedError):
+    """A backend has no kernel for an op at a dtype on a device.
+
+    The message names the op, dtype, backend and device, lists the installed
+    backends that do have the op, and says how to opt in to the CPU fallback.
+    """
+
+    def __init__(self, op: str, dtype: object, backend: str, device: object,
+                 *, reason: str | None = None, others: list[str] | None = None) -> None:
+        self.op, self.dtype, self.backend, self.device = op, dtype, backend, device
+        self.reason = reason
+        self.others = others or []
+        msg = f"op '{op}' is not supported for dtype {dtype} by backend '{backend}' on device '{device}'"
+        if reason:
+            msg += f" ({reason})"
+        msg += ". "
+        if self.others:
+            msg += f"Installed backends that have it: {', '.join(self.others)}. "
+        else:
+            msg += "No other installed backend has it. "
+        msg += ("Move the tensors with .to('cpu'), or set FERRO_FALLBACK=cpu to run "
+                "missing kernels on the CPU backend (with a warning).")
+        super().__init__(msg)
+
+
+class BackendUnavailableError(FerroError, RuntimeError):
+    """A backend is installed but cannot run here; the message gives why."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend, self.reason = backend, reason
+        super().__init__(f"backend '{backend}' is not available: {reason}")
+
+
+class BackendNotFoundError(FerroError, ValueError):
+    """No installed backend has the requested name."""
+
+    def __init__(self, name: str, installed: list[str], broken: dict[str, str] | None = None) -> None:
+        self.name = name
+        msg = f"no backend named '{name}'; installed backends: {', '.join(installed) or 'none'}"
+        if broken:
+            msg += "; broken plugins: " + "; ".join(f"{k}: {v}" for k, v in broken.items())
+        super().__init__(msg)
+
+
+class DeviceMismatchError(FerroError, RuntimeError):
+    """An op got tensors on different devices; nothing moves silently."""
+
+
+class ShapeError(FerroError, ValueError):
+    """Shapes do not fit an op (broadcasting, matmul, reshape, indexing)."""
+
+
+class DTypeError(FerroError, TypeError):
+    """A dtype does not fit an op (an unsafe in-place cast, an integer-only op on floats)."""
+
+
+class PluginError(FerroError, RuntimeError):
+    """A plugin failed to load or to validate; it is isolated, never fatal to ferro."""

@@ -1,0 +1,155 @@
+"""The NumPy backend: the generic Array API backend plus NumPy's fast paths.
+
+The fast paths are NumPy's own ufuncs called with ``out=...`` (so 0-d
+results stay arrays, never NumPy scalars), bfloat16 through ml_dtypes, views
+for reshape, and ``np.add.at`` for accumulating index writes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from ferro._dtypes import DType, all_dtypes, bfloat16
+from ferro.backends import ArrayAPIBackend
+from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
+
+__all__ = ["NumpyBackend"]
+
+#: ferro op -> NumPy ufunc, where NumPy's name differs from the Array API's.
+_NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+                "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
+                "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift", "round": "rint"}
+#: Ops whose NumPy loops can warn (overflow, divide by zero, invalid): PyTorch never warns.
+_QUIET = {"div", "pow", "exp", "log", "sqrt", "log1p", "expm1", "log2", "log10", "floor_divide", "remainder",
+          "tan", "asin", "acos", "acosh", "atanh", "sinh", "cosh", "sigmoid"}
+
+
+class NumpyBackend(ArrayAPIBackend):
+    """Kernels on NumPy arrays; the ``cpu`` device."""
+
+    name = "cpu"
+    description = "NumPy on the host CPU"
+    module_name = "numpy"
+
+    def device_name(self, index: int) -> str:
+        import platform
+        return platform.processor() or platform.machine() or "host CPU"
+
+    def device_info(self, index: int) -> dict[str, str]:
+        xp = self.xp
+        return {"numpy": xp.__version__, "threads": str(os.cpu_count() or 1)}
+
+    def dtypes(self, index: int) -> frozenset[DType]:
+        return frozenset(all_dtypes)
+
+    def native_dtype(self, dtype: DType) -> Any:
+        if dtype is bfloat16:
+            import ml_dtypes
+            return self.xp.dtype(ml_dtypes.bfloat16)
+        return self.xp.dtype(dtype.name)
+
+    def from_numpy(self, array: Any, index: int) -> Any:
+        return self.xp.asarray(array)
+
+    def to_numpy(self, array: Any) -> Any:
+        return array
+
+    def from_dlpack(self, obj: Any, index: int) -> Any:
+        return self.xp.from_dlpack(obj)
+
+    def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        np = self.xp
+        nd = self.native_dtype
+        quiet = np.errstate(all="ignore")
+        table: dict[str, Callable[..., Any]] = {}
+        for op, fn in (*UNARY_FUNCS.items(), *BINARY_FUNCS.items()):
+            ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
+            if isinstance(ufunc, np.ufunc):
+                table[op] = _ufunc_kernel(ufunc, quiet if op in _QUIET else None)
+
+        def sigmoid(x: Any) -> Any:
+            with quiet:
+                e = np.exp(-np.abs(x))
+                return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+        def relu(x: Any) -> Any:
+            return np.maximum(x, 0, out=..., dtype=x.dtype)
+
+        def reduce(f: Any) -> Callable[..., Any]:
+            def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
+                with quiet:
+                    return np.asarray(f(x, axis=dims, keepdims=keepdim))
+            return kernel
+
+        def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
+            return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=nd(dtype)))
+
+        def mean(x: Any, dims: Any, keepdim: bool) -> Any:
+            with quiet:
+                return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+
+        def arg(f: Any) -> Callable[..., Any]:
+            def kernel(x: Any, dim: int, keepdim: bool) -> Any:
+                return np.asarray(f(x, axis=dim, keepdims=keepdim))
+            return kernel
+
+        def matmul(x: Any, y: Any) -> Any:
+            r = np.matmul(x, y, out=...)
+            return r if r.dtype == x.dtype else r.astype(x.dtype)
+
+        def cast(x: Any, dtype: DType) -> Any:
+            return x.astype(nd(dtype))
+
+        def view(x: Any, shape: tuple[int, ...]) -> Any:
+            v = x.view()
+            v.shape = shape  # raises when no view is possible, as PyTorch's view does
+            return v
+
+        def contiguous(x: Any) -> Any:
+            return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+
+        def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
+            if accumulate:
+                np.add.at(x, key, value)
+            else:
+                x[key] = value
+
+        def getitem(x: Any, key: Any) -> Any:
+            return np.asarray(x[key])
+
+        def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+            return np.full(shape, value, dtype=nd(dtype))
+
+        def empty(shape: tuple[int, ...], dtype: DType) -> Any:
+            return np.empty(shape, dtype=nd(dtype))
+
+        def where(c: Any, x: Any, y: Any) -> Any:
+            return np.asarray(np.where(c, x, y))
+
+        table.update({
+            "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
+            "amin": reduce(np.min), "prod": reduce(np.prod), "argmax": arg(np.argmax), "argmin": arg(np.argmin),
+            "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
+            "clone": np.array, "index_put": index_put, "getitem": getitem, "full": full, "empty": empty,
+            "where": where, "permute": np.transpose, "expand": np.broadcast_to,
+        })
+        return table
+
+
+def _ufunc_kernel(ufunc: Any, quiet: Any) -> Callable[..., Any]:
+    """A kernel calling ``ufunc`` so that it always returns an array (``out=...``)."""
+    if quiet is None:
+        if ufunc.nin == 1:
+            def k1(x: Any) -> Any:
+                return ufunc(x, out=...)
+            return k1
+
+        def k2(x: Any, y: Any) -> Any:
+            return ufunc(x, y, out=...)
+        return k2
+
+    def kq(*args: Any) -> Any:
+        with quiet:
+            return ufunc(*args, out=...)
+    return kq
