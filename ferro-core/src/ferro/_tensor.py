@@ -79,9 +79,13 @@ class Tensor:
         return t
 
     def __getattr__(self, name: str) -> Any:
-        # Rarely used slots stay unassigned on the hot path and read as None.
+        # Rarely used slots stay unassigned on the hot path: they read as None,
+        # and the version counter is made on first need.
         if name in _LAZY_NONE:
             return None
+        if name == "_vc":
+            vc = self._vc = [0]
+            return vc
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _as_subclass(self, cls: type) -> Any:
@@ -380,7 +384,6 @@ def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:
     t._device = device
     t._rg = False
     t.grad_fn = None
-    t._vc = [0]
     return t
 
 

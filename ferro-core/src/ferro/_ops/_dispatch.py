@@ -32,13 +32,24 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
     Called only when grad mode is on and some input requires grad. Inputs
     that are not tensors (Python scalars, index tuples) get no edge.
     """
-    if not (out._dtype.is_floating_point or out._dtype.is_complex):
+    if out._dtype.category < 2:  # only floating and complex outputs carry gradients
+        out._rg = False
         return out
-    nxt = tuple((t.grad_fn or t) if (isinstance(t, Tensor) and t._rg) else None for t in inputs)
-    meta = tuple((t.shape, t._dtype) if isinstance(t, Tensor) else None for t in inputs)
-    node = Node(op.name, fns if fns is not None else (op.grads or ()), nxt, saved, meta, attrs)
-    if any(s is OUT for s in saved):
-        node.out = (out._data, out._dtype, out._device, out._vc, out._vc[0])
+    nxt = []
+    meta = []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            nxt.append((t.grad_fn or t) if t._rg else None)
+            meta.append((t._data.shape, t._dtype))
+        else:
+            nxt.append(None)
+            meta.append(None)
+    node = Node(op.name, fns if fns is not None else (op.grads or ()), tuple(nxt), saved, tuple(meta), attrs)
+    for s in saved:
+        if s is OUT:
+            vc = out._vc
+            node.out = (out._data, out._dtype, out._device, vc, vc[0])
+            break
     out.grad_fn = node
     out._rg = True
     return out

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .._dtypes import result_type
 from .._tensor import Tensor, _wrap
+from .._tensor import _new as _new_object
 from ..autograd._mode import _state
 from ..autograd._node import OUT
 from ._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
@@ -126,10 +127,14 @@ def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
             compute, out_dt = table[dt]
         except (AttributeError, KeyError, TypeError):
             return _unary_slow(op, x)
-        data = x._data if compute is dt else dev._kernels["cast"](x._data, compute)
-        r = _wrap(k(data), out_dt, dev)
+        # _wrap, inlined: this is the hot path.
+        r = _new_object(Tensor)
+        r._data = k(x._data if compute is dt else dev._kernels["cast"](x._data, compute))
+        r._dtype, r._device, r.grad_fn = out_dt, dev, None
         if x._rg and _state.enabled:
             record(r, op, (x,), _saved(saves, (x,)))
+        else:
+            r._rg = False
         return r
 
     fn.__name__ = fn.__qualname__ = name
@@ -171,13 +176,16 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
         else:
             cast = dev._kernels["cast"]
             xd, yd = cast(x._data, compute), cast(y._data, compute)
+        r = _new_object(Tensor)  # _wrap, inlined: this is the hot path.
         try:
-            data = k(xd, yd)
+            r._data = k(xd, yd)
         except ValueError as e:
             raise shape_error(name, [x.shape, y.shape], e, dev) from None
-        r = _wrap(data, out_dt, dev)
+        r._dtype, r._device, r.grad_fn = out_dt, dev, None
         if (x._rg or y._rg) and _state.enabled:
             record(r, op, (x, y), _saved(saves, (x, y)))
+        else:
+            r._rg = False
         return r
 
     fn.__name__ = fn.__qualname__ = name

@@ -31,7 +31,7 @@ def _topo_counts(roots: list[Node]) -> dict[Node, int]:
 
 def _fit(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
     """Sum a broadcast gradient back to ``shape`` and cast it to the input's dtype."""
-    if g.shape != shape:
+    if g._data.shape != shape:
         from .._ops.shape import sum_to
         g = sum_to(g, shape)
     if g._dtype is not dtype:
