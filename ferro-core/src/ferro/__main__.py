@@ -1,0 +1,5 @@
+"""``python -m ferro`` is the ``ferro`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""The ``ferro`` command line: ``ferro info``, ``ferro ops``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from typing import Any, Sequence
+
+__all__ = ["main", "info_report", "ops_matrix"]
+
+
+def info_report() -> dict[str, Any]:
+    """Versions, plugins, each backend's availability and devices, broken plugins."""
+    import ferro
+    from ferro._dtypes import all_dtypes
+    from ferro.backends import _registry
+    backends: dict[str, Any] = {}
+    for name, b in sorted(_registry.backends().items()):
+        avail = b.availability()
+        entry: dict[str, Any] = {"plugin": b.plugin, "distribution": _registry._state.plugins.get(b.plugin, ""),
+                                 "description": b.description, "available": bool(avail),
+                                 "reason": avail.reason, "devices": []}
+        if avail:
+            for i in range(b.device_count()):
+                try:
+                    entry["devices"].append({"device": f"{name}:{i}", "name": b.device_name(i),
+                                             "dtypes": [d.name for d in all_dtypes if d in b.dtypes(i)], **b.device_info(i)})
+                except Exception as e:  # a device that cannot describe itself is shown with its error
+                    entry["devices"].append({"device": f"{name}:{i}", "error": f"{type(e).__name__}: {e}"})
+        backends[name] = entry
+    extra: dict[str, Any] = {}
+    pm = _registry._state.pm
+    if pm is not None:
+        for impl in pm.hook.ferro_report_info.get_hookimpls():
+            try:
+                extra.update(impl.function() or {})
+            except Exception as e:
+                extra[pm.get_name(impl.plugin) or "?"] = f"ferro_report_info() raised {type(e).__name__}: {e}"
+    try:
+        selected = ferro.backends.current_backend()
+    except Exception as e:
+        selected = f"(none: {e})"
+    return {"ferro": ferro.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+            "selected_backend": selected, "backends": backends, "broken_plugins": ferro.backends.broken(),
+            "disabled_plugins": ferro.backends.disabled(), "extra": extra}
+
+
+def _print_info(rep: dict[str, Any]) -> None:
+    print(f"ferro {rep['ferro']}  (Python {rep['python']}, {rep['platform']})")
+    print(f"selected backend: {rep['selected_backend']}")
+    print("backends:")
+    for name, b in rep["backends"].items():
+        state = "available" if b["available"] else f"unavailable: {b['reason']}"
+        print(f"  {name:<8} {state}   [plugin '{b['plugin']}' from {b['distribution'] or 'in-process'}]")
+        for d in b["devices"]:
+            details = ", ".join(f"{k}={v}" for k, v in d.items() if k not in ("device", "name", "dtypes"))
+            print(f"    {d['device']}: {d.get('name', '?')}" + (f" ({details})" if details else ""))
+            if "dtypes" in d:
+                print(f"      dtypes: {' '.join(d['dtypes'])}")
+    if rep["broken_plugins"]:
+        print("broken plugins (skipped):")
+        for name, err in rep["broken_plugins"].items():
+            print(f"  {name}: {err}")
+    if rep["disabled_plugins"]:
+        print(f"disabled plugins (FERRO_DISABLE_PLUGINS): {', '.join(rep['disabled_plugins'])}")
+    for k, v in rep["extra"].items():
+        print(f"{k}: {v}")
+
+
+def ops_matrix(backends: Sequence[str] | None = None, dtype: str | None = None) -> dict[str, dict[str, list[str]]]:
+    """Op name -> backend -> supported input dtypes, from the registry and the loaded tables."""
+    import ferro
+    from ferro._ops import REGISTRY
+    names = list(backends) if backends else ferro.backends.installed()
+    caps = {}
+    for n in names:
+        b = ferro.backends.get(n)
+        caps[n] = b.capabilities() if b.availability() else {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for op in sorted(REGISTRY):
+        out[op] = {n: [d for d in caps[n].get(op, []) if dtype is None or d == dtype] for n in names}
+    return out
+
+
+_SHORT = {"bool": "b", "uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
+          "complex128": "c128"}
+
+
+def _print_ops(matrix: dict[str, dict[str, list[str]]], fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(matrix, indent=2))
+        return
+    backends = list(next(iter(matrix.values()))) if matrix else []
+    cells = {op: {b: " ".join(_SHORT[d] for d in ds) or "-" for b, ds in row.items()} for op, row in matrix.items()}
+    if fmt == "markdown":
+        print("| op | " + " | ".join(backends) + " |")
+        print("|---|" + "---|" * len(backends))
+        for op, row in cells.items():
+            print(f"| {op} | " + " | ".join(row[b] for b in backends) + " |")
+        return
+    w = max((len(op) for op in cells), default=2) + 2
+    widths = {b: max([len(b)] + [len(r[b]) for r in cells.values()]) + 2 for b in backends}
+    print("op".ljust(w) + "".join(b.ljust(widths[b]) for b in backends))
+    for op, row in cells.items():
+        print(op.ljust(w) + "".join(row[b].ljust(widths[b]) for b in backends))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ferro`` command."""
+    parser = argparse.ArgumentParser(prog="ferro", description="ferro: tensors and autograd on pluggable backends")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_info = sub.add_parser("info", help="versions, plugins, backends, devices and their availability")
+    p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_ops = sub.add_parser("ops", help="the capability matrix: op x backend x dtype")
+    p_ops.add_argument("--backend", help="comma-separated backends (default: all installed)")
+    p_ops.add_argument("--dtype", help="only this dtype, e.g. float64")
+    p_ops.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        rep = info_report()
+        if args.json:
+            print(json.dumps(rep, indent=2))
+        else:
+            _print_info(rep)
+        return 0
+    if args.command == "ops":
+        from ferro._dtypes import by_name
+        if args.dtype and args.dtype not in by_name:
+            parser.error(f"unknown dtype {args.dtype!r}")
+        dtype = by_name[args.dtype].name if args.dtype else None
+        try:
+            matrix = ops_matrix(args.backend.split(",") if args.backend else None, dtype)
+        except Exception as e:
+            print(f"ferro ops: {e}", file=sys.stderr)
+            return 2
+        _print_ops(matrix, args.format)
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
