@@ -56,6 +56,9 @@ class Tensor:
     __slots__ = ("_data", "_dtype", "_device", "_rg", "grad_fn", "_vc", "_grad", "_base",
                  "_hooks", "_retains", "__weakref__")
 
+    #: NumPy defers ``ndarray + tensor`` to ``Tensor.__radd__`` (as with PyTorch).
+    __array_priority__ = 1000
+
     _data: Any
     _dtype: DType
     _device: _device_cls

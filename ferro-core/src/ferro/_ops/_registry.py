@@ -14,7 +14,6 @@ the kernel and the dtypes it accepts there. The hot path is then
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .._dtypes import DType, all_dtypes, bool_, get_default_dtype
@@ -81,26 +80,34 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
 }
 
 
-@dataclass(eq=False)
 class OpDef:
-    """The definition of one op. See the module docstring."""
+    """The definition of one op. See the module docstring.
 
-    name: str
-    kind: str  # unary, binary, reduction, shape, linalg, indexing, creation, ...
-    doc: str = ""
-    dtype_rule: str = "same"
-    #: What backward needs: input positions (0, 1, ...), ``OUT``, or attribute names.
-    saves: tuple[Any, ...] = ()
-    #: One formula per differentiable input: ``f(grad, *saved, **attrs) -> grad_input``.
-    grads: tuple[Callable[..., Any] | None, ...] | None = None
-    #: ``f(*inputs, **attrs) -> Tensor`` in other ferro ops, used without a kernel.
-    decomposition: Callable[..., Any] | None = None
-    #: The names of the kernels the op calls; by default just its own name.
-    kernels: tuple[str, ...] = ()
-    #: dtype -> (compute, result), filled from ``dtype_rule`` at registration.
-    table: dict[DType, tuple[DType, DType]] = field(default_factory=dict)
-    #: The public function, filled in by the module that builds it.
-    fn: Callable[..., Any] | None = None
+    ``saves`` lists what backward needs: input positions (0, 1, ...) or
+    ``OUT``; ``grads`` holds one formula per input,
+    ``f(grad, *saved, **attrs) -> grad_input`` (None: not differentiable);
+    ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops, used
+    where a backend has no kernel; ``kernels`` names the kernels the op calls
+    (by default just its own name).
+    """
+
+    __slots__ = ("name", "kind", "doc", "dtype_rule", "saves", "grads", "decomposition", "kernels", "table", "fn")
+
+    def __init__(self, name: str, kind: str, doc: str = "", *, dtype_rule: str = "same",
+                 saves: tuple[Any, ...] = (), grads: tuple[Callable[..., Any] | None, ...] | None = None,
+                 decomposition: Callable[..., Any] | None = None, kernels: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
+        self.doc = doc
+        self.dtype_rule = dtype_rule
+        self.saves = saves
+        self.grads = grads
+        self.decomposition = decomposition
+        self.kernels = kernels
+        #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.
+        self.table: dict[DType, tuple[DType, DType]] = {}
+        #: the public function, filled in by the module that builds it.
+        self.fn: Callable[..., Any] | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -111,6 +118,9 @@ class OpDef:
     def dtype_words(self) -> str:
         """The dtypes the op accepts, in words."""
         return DTYPE_RULES[self.dtype_rule][1]
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.name} ({self.kind})>"
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -201,10 +201,9 @@ def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
     tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
     if not (tx or ty):
         raise TypeError(f"{op.name}(): expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}")
-    for v in (x, y):
-        if not isinstance(v, Tensor) and not isinstance(v, _SCALARS):
-            raise TypeError(f"{op.name}(): unsupported operand type {type(v).__name__}; "
-                            "use a Tensor or a Python number")
+    if not (tx and ty):
+        x, y = (_operand(v, y if v is x else x) for v in (x, y))
+        tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
     if tx and ty and x._device is not y._device:
         # A 0-d CPU tensor mixes with any device, as a scalar (PyTorch's rule).
         if y.ndim == 0 and y._device.type == "cpu":
@@ -233,6 +232,18 @@ def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
     if ((tx and x._rg) or (ty and y._rg)) and _state.enabled:
         record(r, op, (x, y), _saved(op.saves, (x, y)))
     return r
+
+
+def _operand(v: Any, other: Tensor) -> Any:
+    """A non-tensor operand as a Python number, or a NumPy array as a tensor on ``other``'s device."""
+    if isinstance(v, (Tensor, *_SCALARS)):
+        return v
+    if hasattr(v, "__array__") and hasattr(v, "dtype"):
+        if getattr(v, "ndim", 1) == 0 and hasattr(v, "item"):
+            return v.item()  # NumPy scalars behave as Python numbers
+        from .._creation import as_tensor
+        return as_tensor(v, device=other._device)
+    raise TypeError(f"unsupported operand type {type(v).__name__}; use a Tensor or a Python number")
 
 
 def _where_grads() -> tuple[Callable[..., Any] | None, ...]:

@@ -15,16 +15,14 @@ the backend and the method, so a new backend can be grown one piece at a time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .._dtypes import DType, all_dtypes
 
 __all__ = ["Backend", "Availability"]
 
 
-@dataclass(frozen=True)
-class Availability:
+class Availability(NamedTuple):
     """Whether a backend can run here, and if not, why (``bool(a)`` works)."""
 
     available: bool
