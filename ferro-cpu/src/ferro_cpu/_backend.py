@@ -61,33 +61,35 @@ class NumpyBackend(ArrayAPIBackend):
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         np = self.xp
         nd = self.native_dtype
-        quiet = np.errstate(all="ignore")
+        # The decorator form is reusable and cheap (~0.5 us); a `with` block is not.
+        def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
+            return np.errstate(all="ignore")(fn)
         table: dict[str, Callable[..., Any]] = {}
         for op, fn in (*UNARY_FUNCS.items(), *BINARY_FUNCS.items()):
             ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, quiet if op in _QUIET else None)
 
+        @quiet
         def sigmoid(x: Any) -> Any:
-            with quiet:
-                e = np.exp(-np.abs(x))
-                return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            e = np.exp(-np.abs(x))
+            return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
         def relu(x: Any) -> Any:
             return np.maximum(x, 0, out=..., dtype=x.dtype)
 
         def reduce(f: Any) -> Callable[..., Any]:
+            @quiet
             def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
-                with quiet:
-                    return np.asarray(f(x, axis=dims, keepdims=keepdim))
+                return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=nd(dtype)))
 
+        @quiet
         def mean(x: Any, dims: Any, keepdim: bool) -> Any:
-            with quiet:
-                return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
 
         def arg(f: Any) -> Callable[..., Any]:
             def kernel(x: Any, dim: int, keepdim: bool) -> Any:
@@ -137,7 +139,7 @@ class NumpyBackend(ArrayAPIBackend):
         return table
 
 
-def _ufunc_kernel(ufunc: Any, quiet: Any) -> Callable[..., Any]:
+def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None) -> Callable[..., Any]:
     """A kernel calling ``ufunc`` so that it always returns an array (``out=...``)."""
     if quiet is None:
         if ufunc.nin == 1:
@@ -149,7 +151,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Any) -> Callable[..., Any]:
             return ufunc(x, y, out=...)
         return k2
 
+    @quiet
     def kq(*args: Any) -> Any:
-        with quiet:
-            return ufunc(*args, out=...)
+        return ufunc(*args, out=...)
     return kq
