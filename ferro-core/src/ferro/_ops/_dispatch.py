@@ -173,7 +173,8 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
     r = _wrap(data, dtype, dev)
     if view_of is not None:
         r._vc = view_of._vc
-        r._base = view_of._base or view_of
+        base = view_of._base
+        r._base = view_of if base is None else base
     if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
         record(r, op, inputs, saved, attrs, fns)
     return r

@@ -94,12 +94,12 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             in_grads = node.apply(g)
             if not retain_graph:
                 node.release()
-            for nxt, gi, (shape, dtype) in zip(node.next, in_grads, node.meta):
+            for nxt, gi, meta in zip(node.next, in_grads, node.meta):
                 if nxt is None or gi is None:
                     if type(nxt) is Node and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
                     continue
-                gi = _fit(gi, shape, dtype)
+                gi = _fit(gi, *meta)
                 if type(nxt) is Node or isinstance(nxt, Node):
                     _accumulate(node_grads, nxt, None, gi)
                     deps[nxt] -= 1

@@ -100,7 +100,7 @@ class Function:
         node.fn_cls, node.ctx = cls, ctx
         for o in outs:
             if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex):
-                if o.grad_fn is not None or o in args:
+                if o.grad_fn is not None or any(o is a for a in args):
                     o = o.detach()
                 o.grad_fn, o._rg = node, True
                 break  # a single differentiable output is supported
