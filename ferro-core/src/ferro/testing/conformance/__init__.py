@@ -1,0 +1,1 @@
+"""The conformance suite: ``pytest --pyargs ferro.testing.conformance --ferro-backend=NAME``."""
