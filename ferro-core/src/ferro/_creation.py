@@ -30,6 +30,22 @@ def _check_dtype(dtype: DType, dev: _device_cls, what: str) -> None:
         raise UnsupportedOperationError(what, dtype, dev.type, dev, reason=f"the device does not support {dtype}")
 
 
+def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
+    """Run creation kernel ``kind``; without one, the opt-in CPU fallback or a clear error."""
+    _check_dtype(dtype, dev, kind)
+    k = dev._kernels.get(kind)  # type: ignore[union-attr]
+    if k is not None:
+        return _wrap(k(*args), dtype, dev)
+    from ._ops._dispatch import fallback_enabled, warn_fallback
+    if fallback_enabled() and dev.type != "cpu":
+        warn_fallback(kind, dev)
+        cpu = _device("cpu")
+        return _wrap(cpu._kernels[kind](*args), dtype, cpu).to(dev)  # type: ignore[index]
+    from .errors import UnsupportedOperationError
+    raise UnsupportedOperationError(kind, dtype, dev.type, dev, reason="the backend has no kernel for it",
+                                    others=["cpu"] if dev.type != "cpu" else [])
+
+
 def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
@@ -93,9 +109,8 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, de
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else \
             get_default_dtype() if isinstance(fill_value, float) else _host.infer(fill_value, None)[1]
-    _check_dtype(dtype, dev, "full")
     shape = _size((size,) if isinstance(size, int) else (tuple(size),))
-    return _finish(_wrap(dev._kernels["full"](shape, fill_value, dtype), dtype, dev), requires_grad)
+    return _finish(_make("full", dev, dtype, shape, fill_value, dtype), requires_grad)
 
 
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -112,8 +127,7 @@ def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
     """An uninitialized tensor of shape ``size``."""
     dev = _device(device)
     dtype = dtype or get_default_dtype()
-    _check_dtype(dtype, dev, "empty")
-    return _finish(_wrap(dev._kernels["empty"](_size(size), dtype), dtype, dev), requires_grad)
+    return _finish(_make("empty", dev, dtype, _size(size), dtype), requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = None, device: Any = None,
@@ -126,8 +140,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = 
     if dtype is None:
         dtype = int64 if all(isinstance(v, int) for v in (start, end, step)) else get_default_dtype()
     dev = _device(device)
-    _check_dtype(dtype, dev, "arange")
-    return _finish(_wrap(dev._kernels["arange"](start, end, step, dtype), dtype, dev), requires_grad)
+    return _finish(_make("arange", dev, dtype, start, end, step, dtype), requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None, device: Any = None,
@@ -137,8 +150,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = dtype or get_default_dtype()
     dev = _device(device)
-    _check_dtype(dtype, dev, "linspace")
-    return _finish(_wrap(dev._kernels["linspace"](start, end, steps, dtype), dtype, dev), requires_grad)
+    return _finish(_make("linspace", dev, dtype, start, end, steps, dtype), requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any = None,
@@ -146,15 +158,12 @@ def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any
     """A 2-D tensor with ones on the diagonal."""
     dtype = dtype or get_default_dtype()
     dev = _device(device)
-    _check_dtype(dtype, dev, "eye")
-    return _finish(_wrap(dev._kernels["eye"](n, n if m is None else m, dtype), dtype, dev), requires_grad)
+    return _finish(_make("eye", dev, dtype, n, n if m is None else m, dtype), requires_grad)
 
 
 def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, requires_grad: bool,
             *args: Any) -> Tensor:
-    dev = _device(device)
-    _check_dtype(dtype, dev, kind)
-    return _finish(_wrap(dev._kernels[kind](size, dtype, *args), dtype, dev), requires_grad)
+    return _finish(_make(kind, _device(device), dtype, size, dtype, *args), requires_grad)
 
 
 def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:

@@ -1,18 +1,5 @@
-"""The plugin module named by the ``cpu`` entry point: hooks only, no NumPy import."""
+"""The plugin module named by the ``cpu`` entry point: hooks only; NumPy loads on first use."""
 
-from __future__ import annotations
+from ferro.backends import backend_plugin
 
-from ferro.backends import PLUGIN_API_VERSION, Backend, hookimpl
-
-
-@hookimpl
-def ferro_plugin_api_version() -> int:
-    """The plugin API version ferro-cpu speaks."""
-    return PLUGIN_API_VERSION
-
-
-@hookimpl
-def ferro_register_backends() -> list[Backend]:
-    """The NumPy backend, named ``cpu``."""
-    from ._backend import NumpyBackend
-    return [NumpyBackend()]
+ferro_plugin_api_version, ferro_register_backends = backend_plugin("ferro_cpu._backend:NumpyBackend")

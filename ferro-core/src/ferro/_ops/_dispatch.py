@@ -125,20 +125,28 @@ def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwar
     """Run ``op`` without a kernel on ``dev``: its decomposition, else the opt-in CPU fallback."""
     if op.decomposition is not None:
         return op.decomposition(*args, **kwargs)
-    policy = os.environ.get("FERRO_FALLBACK", "").strip().lower()
-    if policy == "cpu" and dev.type != "cpu":
-        key = (op.name, dev.type)
-        if key not in _warned_fallback:
-            _warned_fallback.add(key)
-            warnings.warn(f"op '{op.name}' has no kernel on backend '{dev.type}'; running it on the CPU "
-                          "backend because FERRO_FALLBACK=cpu (data moves to the host and back)",
-                          RuntimeWarning, stacklevel=3)
+    if fallback_enabled() and dev.type != "cpu":
+        warn_fallback(op.name, dev)
         moved = tuple(a.to("cpu") if isinstance(a, Tensor) else a for a in args)
         result = op.fn(*moved, **kwargs)  # type: ignore[misc]
         if isinstance(result, tuple):
             return type(result)(*(r.to(dev) if isinstance(r, Tensor) else r for r in result))
         return result.to(dev)
     raise _unsupported(op, dtype, dev, "the backend has no kernel for it")
+
+
+def fallback_enabled() -> bool:
+    """Whether ``FERRO_FALLBACK=cpu`` is set (read at each missing kernel, never on the hot path)."""
+    return os.environ.get("FERRO_FALLBACK", "").strip().lower() == "cpu"
+
+
+def warn_fallback(op: str, dev: Any) -> None:
+    """Warn, once per op and backend, that ``op`` runs on the CPU backend instead of ``dev``."""
+    key = (op, dev.type)
+    if key not in _warned_fallback:
+        _warned_fallback.add(key)
+        warnings.warn(f"op '{op}' has no kernel on backend '{dev.type}'; running it on the CPU backend because "
+                      "FERRO_FALLBACK=cpu (data moves to the host and back)", RuntimeWarning, stacklevel=4)
 
 
 def _unsupported(op: OpDef, dtype: DType, dev: Any, reason: str) -> UnsupportedOperationError:

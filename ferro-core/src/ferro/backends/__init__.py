@@ -18,7 +18,7 @@ __all__ = [
     "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
-    "register_plugin", "hookimpl", "PLUGIN_API_VERSION",
+    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin",
 ]
 
 
@@ -67,6 +67,9 @@ def __getattr__(name: str) -> Any:
     if name in ("hookimpl", "PLUGIN_API_VERSION", "hookspec"):
         from . import _hookspec
         return getattr(_hookspec, name)
+    if name == "backend_plugin":
+        from ._simple import backend_plugin
+        return backend_plugin
     raise AttributeError(f"module 'ferro.backends' has no attribute '{name}'")
 
 

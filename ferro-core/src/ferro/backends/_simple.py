@@ -1,0 +1,36 @@
+"""Hook implementations for the common plugin: one that only contributes backends."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from ._base import Backend
+from ._hookspec import PLUGIN_API_VERSION, hookimpl
+
+__all__ = ["backend_plugin"]
+
+
+def backend_plugin(*targets: str) -> tuple[Callable[[], int], Callable[[], list[Backend]]]:
+    """The two hooks of a plugin whose backends are classes named ``"package.module:Class"``.
+
+    The classes are imported when ferro first needs backends, not when the
+    plugin module is imported. In the plugin module::
+
+        ferro_plugin_api_version, ferro_register_backends = backend_plugin("my_pkg._backend:MyBackend")
+    """
+
+    @hookimpl
+    def ferro_plugin_api_version() -> int:
+        return PLUGIN_API_VERSION
+
+    @hookimpl
+    def ferro_register_backends() -> list[Backend]:
+        out = []
+        for target in targets:
+            module, _, cls = target.partition(":")
+            backend_cls: Any = getattr(importlib.import_module(module), cls)
+            out.append(backend_cls())
+        return out
+
+    return ferro_plugin_api_version, ferro_register_backends
