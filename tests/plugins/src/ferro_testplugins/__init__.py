@@ -1,0 +1,1 @@
+"""Test plugins for ferro's plugin manager (see the README of this distribution)."""
