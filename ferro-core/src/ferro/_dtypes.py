@@ -84,6 +84,11 @@ def get_default_dtype() -> DType:
     return _default_float[0]
 
 
+def get_default_complex_dtype() -> DType:
+    """The dtype of complex tensors made from Python complex numbers (follows the default float dtype)."""
+    return _SCALAR_DEFAULT[complex]
+
+
 def set_default_dtype(dtype: DType) -> None:
     """Set the default floating dtype (float16, bfloat16, float32 or float64)."""
     if not isinstance(dtype, DType) or not dtype.is_floating_point:

@@ -25,12 +25,10 @@ def format_tensor(t: Tensor) -> str:
         finite = arr[np.isfinite(arr)]
         if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
             opts["formatter"] = {"float": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v).replace("inf", "inf")}
-        elif finite.size and (np.abs(finite).max() >= 1e8 or np.abs(finite[finite != 0]).min(initial=1) < 1e-4):
+        elif finite.size and _scientific(np.abs(finite[finite != 0])):
             opts["formatter"] = {"float": lambda v: f"{v:.4e}"}
         else:
             opts["formatter"] = {"float": lambda v: f"{v:.4f}"}
-    elif d is bool_:
-        opts["formatter"] = {"bool": lambda v: "True" if v else "False"}
     body = np.array2string(arr, **opts)  # type: ignore[arg-type]
     extras = []
     if t._device.type != "cpu":
@@ -43,3 +41,13 @@ def format_tensor(t: Tensor) -> str:
     elif t._rg:
         extras.append("requires_grad=True")
     return prefix + body + "".join(", " + e for e in extras) + ")"
+
+
+def _scientific(nonzero: object) -> bool:
+    # PyTorch's rule: scientific notation when values span more than 1000x or leave [1e-4, 1e8).
+    import numpy as np
+    a = np.asarray(nonzero)
+    if not a.size:
+        return False
+    lo, hi = a.min(), a.max()
+    return bool(hi / lo > 1000 or hi >= 1e8 or lo < 1e-4)

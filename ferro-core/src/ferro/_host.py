@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._dtypes import DType, bfloat16, bool_, by_name, complex64, get_default_dtype, int64
+from ._dtypes import DType, bfloat16, bool_, by_name, get_default_complex_dtype, get_default_dtype, int64
 
 __all__ = ["np", "numpy_dtype", "from_numpy_dtype", "infer"]
 
@@ -44,15 +44,18 @@ def infer(data: Any, dtype: DType | None) -> tuple[Any, DType]:
         arr = numpy.asarray(data)
         d = dtype or from_numpy_dtype(arr.dtype)
     else:
-        arr = numpy.asarray(data)
-        if arr.dtype == object:
+        try:
+            arr = numpy.asarray(data)
+        except ValueError:
+            arr = None  # ragged nested sequences
+        if arr is None or arr.dtype == object:
             raise TypeError(f"cannot make a tensor from {type(data).__name__}: nested sequences must be "
                             "rectangular and hold numbers or tensors")
         if dtype is not None:
             d = dtype
         else:
             kind = arr.dtype.kind
-            d = {"b": bool_, "i": int64, "u": int64, "f": get_default_dtype(), "c": complex64}.get(kind)
+            d = {"b": bool_, "i": int64, "u": int64, "f": get_default_dtype(), "c": get_default_complex_dtype()}.get(kind)
             if d is None:
                 raise TypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
     want = numpy_dtype(d)

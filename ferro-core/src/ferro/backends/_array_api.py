@@ -24,7 +24,7 @@ __all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS"]
 
 #: ferro elementwise op -> Array API function of one argument.
 UNARY_FUNCS: dict[str, str] = {
-    "neg": "negative", "abs": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt",
+    "neg": "negative", "positive": "positive", "abs": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt",
     "sin": "sin", "cos": "cos", "tanh": "tanh", "logical_not": "logical_not",
     "sign": "sign", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "round": "round", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
