@@ -71,10 +71,22 @@ def check_devices(op: str, tensors: list[Tensor] | tuple[Tensor, ...]) -> Any:
     return dev
 
 
-def shape_error(op: str, shapes: list[Any], err: Exception, dev: Any) -> ShapeError:
-    """A ShapeError naming the op, the shapes and the backend, from a kernel's error."""
+def shape_error(op: str, shapes: list[Any], err: Exception, dev: Any) -> Exception:
+    """The error for a kernel's ValueError: a ShapeError naming the shapes when they do not
+    broadcast, else the kernel's own complaint (e.g. integers to negative powers) with the op and backend."""
     shown = ", ".join(str(list(s)) for s in shapes)
-    return ShapeError(f"{op}: shapes {shown} do not fit (backend '{dev.type}' on {dev}): {err}")
+    if not _broadcastable(shapes):
+        return ShapeError(f"{op}: shapes {shown} cannot be broadcast together (backend '{dev.type}' on {dev})")
+    return ValueError(f"{op} on backend '{dev.type}' ({dev}) with shapes {shown}: {err}")
+
+
+def _broadcastable(shapes: list[Any]) -> bool:
+    ndim = max((len(s) for s in shapes), default=0)
+    for i in range(1, ndim + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(sizes) > 1:
+            return False
+    return True
 
 
 def kernel(dev: Any, name: str) -> Callable[..., Any]:
