@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import itertools
 
+import ferro
 import numpy as np
 import pytest
-
-import ferro
 from ferro._dtypes import all_dtypes, result_type
 
 torch = pytest.importorskip("torch")
 
 
-def tdt(d: ferro.DType) -> "torch.dtype":
+def tdt(d: ferro.DType) -> torch.dtype:
     return getattr(torch, d.name)
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import ferro
 import numpy as np
 import pytest
-
-import ferro
 from ferro._ops import REGISTRY
 from ferro._ops.elementwise import BINARY, DECOMPOSITIONS, UNARY
 from ferro.testing import assert_close
@@ -28,14 +27,14 @@ def _input(name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return x.astype(dtype)
 
 
-def _torch_result(name: str, *args: object) -> "torch.Tensor":
+def _torch_result(name: str, *args: object) -> torch.Tensor:
     alias = {"neg": "neg", "floor_divide": "floor_divide", "bitwise_not": "bitwise_not"}
     tfn = getattr(torch, alias.get(name, name))
     targs = [torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in args]
     return tfn(*targs)
 
 
-def _compare(got: ferro.Tensor, ref: "torch.Tensor") -> None:
+def _compare(got: ferro.Tensor, ref: torch.Tensor) -> None:
     assert got.dtype.name == str(ref.dtype).removeprefix("torch."), (got.dtype, ref.dtype)
     r = ref.numpy()
     tol = 2e-3 if got.dtype in (ferro.float16,) else 1e-5

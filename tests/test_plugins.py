@@ -6,10 +6,9 @@ scenario runs in a fresh interpreter because discovery happens once per process.
 
 from __future__ import annotations
 
+import ferro
 import pytest
 from conftest import run_json, run_python
-
-import ferro
 
 BROKEN = {"testbroken_import": "ImportError", "testbadsig": "backnd", "testraises": "RuntimeError",
           "testoldapi": "999"}
@@ -138,7 +137,7 @@ def test_set_backend_and_use_backend() -> None:
 
 
 def test_unknown_backend_names_the_installed_ones() -> None:
-    with pytest.raises(ferro.errors.BackendNotFoundError, match="installed backends: .*cpu"):
+    with pytest.raises(ferro.errors.BackendNotFoundError, match=r"installed backends: .*cpu"):
         ferro.set_backend("nonexistent")
     with pytest.raises(ferro.errors.BackendNotFoundError, match="nonexistent"):
         ferro.zeros(1, device="nonexistent")

@@ -68,7 +68,7 @@ from ._ops.inplace import fill_ as _fill_
 from ._ops.inplace import make_inplace as _make_inplace
 from ._ops.inplace import zero_ as _zero_
 from ._ops.linalg import bmm, dot, matmul, mm, mv
-from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum  # noqa: A004
+from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum
 from ._ops.shape import (
     broadcast_to,
     cat,
@@ -94,9 +94,9 @@ from .errors import BackendUnavailableError, UnsupportedOperationError
 
 __version__ = "0.1.0"
 
-bool = bool_  # noqa: A001  (ferro.bool, as torch.bool)
-half, float, double = float16, float32, float64  # noqa: A001
-short, int, long = int16, int32, int64  # noqa: A001
+bool = bool_
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
 cfloat, cdouble = complex64, complex128
 
 _g = globals()

@@ -16,7 +16,7 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
     True
     """
 
-    __slots__ = ("type", "index", "_ops", "_kernels", "_dtypes", "_backend", "__weakref__")
+    __slots__ = ("__weakref__", "_backend", "_dtypes", "_kernels", "_ops", "index", "type")
     _interned: dict[tuple[str, int], device] = {}
 
     type: str
@@ -39,7 +39,8 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
             if index is not None:
                 raise ValueError(f"device {spec!r} already has an index; do not pass index={index}")
             if not idx.isdigit():
-                raise ValueError(f"invalid device string {spec!r}: the ordinal after ':' must be a non-negative integer")
+                raise ValueError(f"invalid device string {spec!r}: the ordinal after ':' must be a "
+                                 "non-negative integer")
             index = int(idx)
         if not typ or not typ.replace("_", "").isalnum():
             raise ValueError(f"invalid device string {spec!r}: expected 'TYPE' or 'TYPE:N', e.g. 'cuda:1'")

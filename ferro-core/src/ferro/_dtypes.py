@@ -22,7 +22,7 @@ class DType:
     Instances are singletons: compare them with ``is`` or ``==``.
     """
 
-    __slots__ = ("name", "itemsize", "kind", "category", "__weakref__")
+    __slots__ = ("__weakref__", "category", "itemsize", "kind", "name")
 
     def __init__(self, name: str, itemsize: int, kind: str) -> None:
         self.name = name

@@ -29,7 +29,8 @@ def from_numpy_dtype(npdtype: Any) -> DType:
     d = by_name.get(name)
     if d is None or name in ("int", "float", "long", "short", "half", "double"):
         raise TypeError(f"NumPy dtype {name} has no ferro equivalent; supported: "
-                        "bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128")
+                        "bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, "
+                        "complex64, complex128")
     return d
 
 
@@ -55,7 +56,8 @@ def infer(data: Any, dtype: DType | None) -> tuple[Any, DType]:
             d = dtype
         else:
             kind = arr.dtype.kind
-            d = {"b": bool_, "i": int64, "u": int64, "f": get_default_dtype(), "c": get_default_complex_dtype()}.get(kind)
+            d = {"b": bool_, "i": int64, "u": int64, "f": get_default_dtype(),
+                 "c": get_default_complex_dtype()}.get(kind)
             if d is None:
                 raise TypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
     want = numpy_dtype(d)

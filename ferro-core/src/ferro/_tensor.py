@@ -10,7 +10,8 @@ defined once.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from . import _dtypes
 from ._device import device as _device_cls
@@ -53,8 +54,19 @@ class Tensor:
             [6., 8.]])
     """
 
-    __slots__ = ("_data", "_dtype", "_device", "_rg", "grad_fn", "_vc", "_grad", "_base",
-                 "_hooks", "_retains", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_base",
+        "_data",
+        "_device",
+        "_dtype",
+        "_grad",
+        "_hooks",
+        "_retains",
+        "_rg",
+        "_vc",
+        "grad_fn",
+    )
 
     #: NumPy defers ``ndarray + tensor`` to ``Tensor.__radd__`` (as with PyTorch).
     __array_priority__ = 1000

@@ -6,7 +6,8 @@ import argparse
 import json
 import platform
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main", "info_report", "ops_matrix"]
 
@@ -26,7 +27,8 @@ def info_report() -> dict[str, Any]:
             for i in range(b.device_count()):
                 try:
                     entry["devices"].append({"device": f"{name}:{i}", "name": b.device_name(i),
-                                             "dtypes": [d.name for d in all_dtypes if d in b.dtypes(i)], **b.device_info(i)})
+                                             "dtypes": [d.name for d in all_dtypes if d in b.dtypes(i)],
+                                             **b.device_info(i)})
                 except Exception as e:  # a device that cannot describe itself is shown with its error
                     entry["devices"].append({"device": f"{name}:{i}", "error": f"{type(e).__name__}: {e}"})
         backends[name] = entry

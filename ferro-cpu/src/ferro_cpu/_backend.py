@@ -8,7 +8,8 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend

@@ -8,7 +8,8 @@ devices, transfers, synchronization and memory statistics.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ferro.backends import ArrayAPIBackend, Availability
 

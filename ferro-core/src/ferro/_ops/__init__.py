@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from . import conversion, elementwise, indexing, inplace, linalg, reduction, shape
+from . import conversion, elementwise, indexing, inplace, linalg, reduction, shape  # noqa: F401  (registers ops)
 from ._registry import REGISTRY, OpDef, get, register
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._dtypes import DType
 from .._tensor import Tensor, _wrap

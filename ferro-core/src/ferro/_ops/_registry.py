@@ -14,7 +14,8 @@ the kernel and the dtypes it accepts there. The hot path is then
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._dtypes import DType, all_dtypes, bool_, get_default_dtype
 
@@ -65,6 +66,16 @@ def _floating(d: DType) -> tuple[DType, DType] | None:
     return (d, d) if (d.is_floating_point or d.is_complex) else None
 
 
+def _accumulate(d: DType) -> tuple[DType, DType] | None:
+    from .._dtypes import int64
+    return (int64, int64) if d.kind in "bui" else (d, d)
+
+
+def _index(d: DType) -> tuple[DType, DType] | None:
+    from .._dtypes import int64
+    return None if d.is_complex else (d, int64)
+
+
 #: Named dtype rules, with the words used in error messages.
 DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]] = {
     "same": (_same, "any dtype"),
@@ -77,6 +88,8 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "real_to_bool": (_real_to_bool, "real dtypes (not complex)"),
     "integral": (_integral, "integer and bool dtypes"),
     "floating": (_floating, "floating and complex dtypes"),
+    "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
+    "index": (_index, "real dtypes (the result is an int64 index)"),
 }
 
 
@@ -86,16 +99,29 @@ class OpDef:
     ``saves`` lists what backward needs: input positions (0, 1, ...) or
     ``OUT``; ``grads`` holds one formula per input,
     ``f(grad, *saved, **attrs) -> grad_input`` (None: not differentiable);
-    ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops, used
-    where a backend has no kernel; ``kernels`` names the kernels the op calls
+    ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops (named
+    in ``uses``), used where a backend has no kernel; ``kernels`` names the kernels the op calls
     (by default just its own name).
     """
 
-    __slots__ = ("name", "kind", "doc", "dtype_rule", "saves", "grads", "decomposition", "kernels", "table", "fn")
+    __slots__ = (
+        "decomposition",
+        "doc",
+        "dtype_rule",
+        "fn",
+        "grads",
+        "kernels",
+        "kind",
+        "name",
+        "saves",
+        "table",
+        "uses",
+    )
 
     def __init__(self, name: str, kind: str, doc: str = "", *, dtype_rule: str = "same",
                  saves: tuple[Any, ...] = (), grads: tuple[Callable[..., Any] | None, ...] | None = None,
-                 decomposition: Callable[..., Any] | None = None, kernels: tuple[str, ...] = ()) -> None:
+                 decomposition: Callable[..., Any] | None = None, uses: tuple[str, ...] = (),
+                 kernels: tuple[str, ...] = ()) -> None:
         self.name = name
         self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
         self.doc = doc
@@ -103,6 +129,8 @@ class OpDef:
         self.saves = saves
         self.grads = grads
         self.decomposition = decomposition
+        #: the ops the decomposition calls, so capability queries can tell whether it runs.
+        self.uses = uses
         self.kernels = kernels
         #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.
         self.table: dict[DType, tuple[DType, DType]] = {}

@@ -11,7 +11,8 @@ input's dtype, so the formulas ignore both.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._dtypes import result_type
 from .._tensor import Tensor, _wrap
@@ -104,10 +105,11 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
 ]
 
 #: Ops without a primitive kernel, written in other ops (backends may still supply one).
-DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any], str]] = [
-    ("reciprocal", "float", (OUT,), (lambda g, out: -g * out * out,), lambda x: 1 / x, "1 / x."),
+DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any],
+                           tuple[str, ...], str]] = [
+    ("reciprocal", "float", (OUT,), (lambda g, out: -g * out * out,), lambda x: 1 / x, ("div",), "1 / x."),
     ("rsqrt", "float", (OUT,), (lambda g, out: g * out * out * out * -0.5,), lambda x: 1 / x.sqrt(),
-     "1 / sqrt(x)."),
+     ("sqrt", "div"), "1 / sqrt(x)."),
 ]
 
 
@@ -299,8 +301,9 @@ def _register_table() -> dict[str, Callable[..., Any]]:
     for name, rule, saves, grads, doc in BINARY:
         op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads))
         op.fn = fns[name] = build_binary(op)
-    for name, rule, saves, grads, decomp, doc in DECOMPOSITIONS:
-        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp))
+    for name, rule, saves, grads, decomp, uses, doc in DECOMPOSITIONS:
+        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp,
+                            uses=uses))
         op.fn = fns[name] = build_unary(op)
     return fns
 

@@ -8,7 +8,8 @@ fails, so a failed in-place op leaves ``x`` and the graph as they were.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._dtypes import can_cast
 from .._tensor import Tensor, _wrap

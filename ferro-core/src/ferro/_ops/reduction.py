@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._dtypes import DType, int64
 from .._tensor import Tensor, _wrap, _wrap_dim
@@ -59,13 +60,9 @@ def _extreme_grad(g: Tensor, x: Tensor, out: Tensor, *, in_shape: tuple[int, ...
     return share / mask.sum(dims, keepdim=True)
 
 
-def _sum_rule(d: DType) -> tuple[DType, DType]:
-    return (int64, int64) if d.kind in "bui" else (d, d)
-
-
 _SUM = register(OpDef("sum", "reduction", "Sum over dims (all by default); integers and bool sum in int64.",
+                      dtype_rule="accumulate",
                       grads=(lambda g, *, in_shape, dims, keepdim: _grad_back(g, in_shape, dims, keepdim),)))
-_SUM.table = {d: _sum_rule(d) for d in _SUM.table}
 _MEAN = register(OpDef("mean", "reduction", "Mean over dims (all by default); floating dtypes only.",
                        dtype_rule="floating",
                        grads=(lambda g, *, in_shape, dims, keepdim:
@@ -95,7 +92,7 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (), attrs)
 
 
-def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,  # noqa: A001
+def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
         dtype: DType | None = None) -> Tensor:
     """Sum of elements over ``dim`` (all when None)."""
     return _reduce(_SUM, x, dim, keepdim, dtype)
@@ -123,14 +120,10 @@ def amin(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False)
     return _reduce(_AMIN, x, dim if dim not in ((), []) else None, keepdim)
 
 
-def _arg_rule(d: DType) -> tuple[DType, DType] | None:
-    return None if d.is_complex else (d, int64)
-
-
-_ARGMAX = register(OpDef("argmax", "reduction", "Index of the maximum (flattened when dim is None)."))
-_ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened when dim is None)."))
-for _op in (_ARGMAX, _ARGMIN):
-    _op.table = {d: r for d in _op.table if (r := _arg_rule(d)) is not None}
+_ARGMAX = register(OpDef("argmax", "reduction", "Index of the maximum (flattened when dim is None).",
+                         dtype_rule="index"))
+_ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened when dim is None).",
+                         dtype_rule="index"))
 
 
 def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
@@ -174,7 +167,7 @@ def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[...
     return MaxMin(where(mask, x, 0).sum(dim, keepdim=keepdim), idx)
 
 
-def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS
@@ -186,7 +179,7 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     return _pick(x, d, keepdim, idx, amax)
 
 
-def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._dtypes import result_type
 from .._tensor import Size, Tensor, _wrap_dim
 from ..errors import ShapeError
-from ._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
+from ._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ._registry import OpDef, register
 
 __all__ = ["reshape", "view", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten",
@@ -174,7 +175,8 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     shape = list(x._data.shape)
     n = len(shape) + 1
     if not -n <= dim < n:
-        raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
     shape.insert(dim + n if dim < 0 else dim, 1)
     return reshape(x, *shape)
 

@@ -9,7 +9,8 @@ tensor([ 3., 12.], grad_fn=<MulBackward0>)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ._engine import run_backward
 from ._function import Function, FunctionCtx

@@ -23,12 +23,12 @@ class FunctionCtx:
         self.saved_tensors = tensors
         self._versions = tuple(t._vc[0] if t is not None else -1 for t in tensors)
 
-    def mark_non_differentiable(self, *tensors: Any) -> None:  # noqa: D401
+    def mark_non_differentiable(self, *tensors: Any) -> None:
         """Accepted for compatibility: outputs of non-float dtypes never get gradients anyway."""
 
 
 class _FunctionNode(Node):
-    __slots__ = ("fn_cls", "ctx")
+    __slots__ = ("ctx", "fn_cls")
 
     def apply(self, grad: Any) -> tuple[Any, ...]:
         if self.released:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["gradcheck", "gradgradcheck"]
 
@@ -48,8 +49,12 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
     out = fn(*inputs)
     rng = np.random.default_rng(seed)
     out_grad = rng.standard_normal(tuple(out.shape))
-    analytic = autograd_grad(out, [inputs[i] for i in diff],
-                             grad_outputs=tensor(out_grad, dtype=out.dtype, device=out.device), allow_unused=True)
+    if out.requires_grad:
+        analytic = autograd_grad(out, [inputs[i] for i in diff],
+                                 grad_outputs=tensor(out_grad, dtype=out.dtype, device=out.device),
+                                 allow_unused=True)
+    else:  # the output does not depend on the inputs (e.g. the gradient of a linear function)
+        analytic = (None,) * len(diff)
     for k, i in enumerate(diff):
         num = _numerical(fn, inputs, i, eps, out_grad)
         got = np.zeros_like(num) if analytic[k] is None else analytic[k].detach().numpy().astype(np.float64)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 

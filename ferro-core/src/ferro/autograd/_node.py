@@ -11,7 +11,8 @@ change to one of them is caught at backward rather than giving a wrong answer.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -37,8 +38,20 @@ _Tensor: Any = None  # set by ferro._tensor, to build tensors without an import 
 class Node:
     """A recorded op, ready to run its backward formulas."""
 
-    __slots__ = ("name", "fns", "next", "saved", "versions", "attrs", "meta",
-                 "out", "hooks", "retain", "released", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "attrs",
+        "fns",
+        "hooks",
+        "meta",
+        "name",
+        "next",
+        "out",
+        "released",
+        "retain",
+        "saved",
+        "versions",
+    )
 
     def __init__(self, name: str, fns: Sequence[Callable[..., Any] | None],
                  nxt: tuple[Any, ...], saved: tuple[Any, ...],

@@ -15,7 +15,8 @@ compliant array library into a ferro backend in a few lines::
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._dtypes import DType, all_dtypes, bfloat16
 from ._base import Availability, Backend
@@ -82,7 +83,7 @@ class ArrayAPIBackend(Backend):
         """Available when :meth:`namespace` imports; otherwise the import error is the reason."""
         if self._avail is None:
             try:
-                self.xp
+                _ = self.xp  # imports the namespace
                 self._avail = self.check_runtime()
             except ImportError as e:
                 self._avail = Availability(False, f"{self.module_name or 'its array library'} is not installed ({e})")

@@ -15,7 +15,8 @@ the backend and the method, so a new backend can be grown one piece at a time.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .._dtypes import DType, all_dtypes
 
@@ -150,7 +151,10 @@ class Backend:
         entry = table.get(op)
         if entry is not None:
             return dtype in entry[1]
-        return opdef.decomposition is not None and dtype in opdef.table and dtype in self.dtypes(self._index(index))
+        if opdef.decomposition is None or dtype not in opdef.table or dtype not in self.dtypes(self._index(index)):
+            return False
+        compute = opdef.table[dtype][0]
+        return all(self.supports(u, compute, index) for u in opdef.uses)
 
     def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
         """Op name to the names of the input dtypes it supports on device ``index``."""

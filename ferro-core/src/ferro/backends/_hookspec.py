@@ -14,7 +14,8 @@ Implementations run in pluggy's order: the last registered plugin first,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 

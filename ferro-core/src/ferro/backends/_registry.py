@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._base import Backend
 from ._hookspec import PLUGIN_API_VERSION, hookimpl

@@ -32,6 +32,7 @@ def assert_close(actual: Any, expected: Any, *, rtol: float | None = None, atol:
     tolerances. The message shows both sides and the largest difference.
     """
     import numpy as np
+
     from ferro import Tensor
     a = actual.detach().numpy() if isinstance(actual, Tensor) else np.asarray(actual)
     e = expected.detach().numpy() if isinstance(expected, Tensor) else np.asarray(expected)

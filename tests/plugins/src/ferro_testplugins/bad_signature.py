@@ -9,5 +9,5 @@ def ferro_plugin_api_version() -> int:
 
 
 @hookimpl
-def ferro_register_kernels(backnd):  # noqa: ANN001, ANN201  (misspelled on purpose)
+def ferro_register_kernels(backnd):
     return None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ferro.backends import PLUGIN_API_VERSION, ArrayAPIBackend, Backend, hookimpl
 
