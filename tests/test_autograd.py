@@ -6,9 +6,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import ferro
 import numpy as np
 import pytest
+
+import ferro
 from ferro._ops import REGISTRY
 from ferro.autograd import gradcheck, gradgradcheck
 from ferro.testing import assert_close

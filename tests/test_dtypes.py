@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 
-import ferro
 import numpy as np
 import pytest
+
+import ferro
 from ferro._dtypes import all_dtypes, result_type
 
 torch = pytest.importorskip("torch")

@@ -11,9 +11,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import ferro
 import numpy as np
 import pytest
+
+import ferro
 from ferro._dtypes import all_dtypes
 from ferro._ops import REGISTRY
 from ferro.backends import PLUGIN_API_VERSION, ArrayAPIBackend, Availability, Backend, hookimpl

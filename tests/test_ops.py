@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import ferro
 import numpy as np
 import pytest
+
+import ferro
 from ferro._ops import REGISTRY
 from ferro._ops.elementwise import BINARY, DECOMPOSITIONS, UNARY
 from ferro.testing import assert_close

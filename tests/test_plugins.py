@@ -6,8 +6,10 @@ scenario runs in a fresh interpreter because discovery happens once per process.
 
 from __future__ import annotations
 
-import ferro
 import pytest
+
+import ferro
+
 from conftest import run_json, run_python
 
 BROKEN = {"testbroken_import": "ImportError", "testbadsig": "backnd", "testraises": "RuntimeError",

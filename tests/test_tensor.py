@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import operator
 
-import ferro
 import numpy as np
 import pytest
+
+import ferro
 from ferro.testing import assert_close
 
 torch = pytest.importorskip("torch")
