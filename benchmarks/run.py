@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = p.parse_args(argv)
-    repeat, budget, import_runs = (3, 0.05, 3) if args.quick else (9, 0.3, 15)
+    repeat, budget, import_runs = (3, 0.05, 3) if args.quick else (15, 0.3, 15)
 
     import torch
     rows = []
