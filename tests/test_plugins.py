@@ -145,51 +145,38 @@ def test_unknown_backend_names_the_installed_ones() -> None:
         ferro.zeros(1, device="nonexistent")
 
 
+IN_PROCESS_PLUGIN = """
+    import json, warnings, ferro
+    from ferro.backends import ArrayAPIBackend, hookimpl, PLUGIN_API_VERSION
+    warnings.simplefilter('ignore')
+
+    class NumpyAgain(ArrayAPIBackend):
+        name = '{backend}'
+        module_name = 'numpy'
+
+    class Plugin:
+        @hookimpl
+        def ferro_plugin_api_version(self):
+            return PLUGIN_API_VERSION
+        @hookimpl
+        def ferro_register_backends(self):
+            return [NumpyAgain()]
+
+    ferro.backends.installed()
+    ok = ferro.backends.register_plugin(Plugin(), 'in-process')
+"""
+
+
 def test_register_plugin_in_process() -> None:
-    got = run_json("""
-        import json, warnings, ferro
-        from ferro.backends import ArrayAPIBackend, hookimpl, PLUGIN_API_VERSION
-        warnings.simplefilter('ignore')
-
-        class Mine(ArrayAPIBackend):
-            name = 'mine'
-            module_name = 'numpy'
-
-        class Plugin:
-            @hookimpl
-            def ferro_plugin_api_version(self):
-                return PLUGIN_API_VERSION
-            @hookimpl
-            def ferro_register_backends(self):
-                return [Mine()]
-
-        ok = ferro.backends.register_plugin(Plugin(), 'mine-plugin')
-        t = ferro.arange(4, device='mine') * 2
-        print(json.dumps([ok, 'mine' in ferro.backends.available(), t.numpy().tolist()]))
+    got = run_json(IN_PROCESS_PLUGIN.format(backend="mine") + """
+    t = ferro.arange(4, device='mine') * 2
+    print(json.dumps([ok, 'mine' in ferro.backends.available(), t.numpy().tolist()]))
     """)
     assert got == [True, True, [0, 2, 4, 6]]
 
 
 def test_a_second_backend_with_a_taken_name_is_refused() -> None:
-    got = run_json("""
-        import json, warnings, ferro
-        from ferro.backends import ArrayAPIBackend, hookimpl, PLUGIN_API_VERSION
-        warnings.simplefilter('ignore')
-
-        class Cpu2(ArrayAPIBackend):
-            name = 'cpu'
-            module_name = 'numpy'
-
-        class Dup:
-            @hookimpl
-            def ferro_plugin_api_version(self):
-                return PLUGIN_API_VERSION
-            @hookimpl
-            def ferro_register_backends(self):
-                return [Cpu2()]
-
-        ferro.backends.installed()
-        ok = ferro.backends.register_plugin(Dup(), 'dup')
-        print(json.dumps([ok, ferro.backends.broken().get('dup', ''), ferro.backends.get('cpu').plugin]))
+    got = run_json(IN_PROCESS_PLUGIN.format(backend="cpu") + """
+    print(json.dumps([ok, ferro.backends.broken().get('in-process', ''), ferro.backends.get('cpu').plugin]))
     """)
     assert got[0] is False and "already taken" in got[1] and got[2] == "cpu"
