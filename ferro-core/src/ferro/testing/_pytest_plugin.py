@@ -22,6 +22,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ferro_backends(*names): run this test only on these backends")
+    raw = config.getoption("--ferro-backend") or os.environ.get("FERRO_TEST_BACKENDS")
+    if raw and raw.strip() != "all":
+        _selected(config)  # a name that is not installed is a usage error, before collection
 
 
 def _selected(config: pytest.Config) -> list[str]:
