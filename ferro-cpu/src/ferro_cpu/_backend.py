@@ -15,12 +15,17 @@ from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
 
+from ._pool import MIN_BYTES, BufferPool
+
 __all__ = ["NumpyBackend"]
 
 #: ferro op -> NumPy ufunc, where NumPy's name differs from the Array API's.
 _NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
                 "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift", "round": "rint"}
+#: Ops whose result is bool whatever their input dtype.
+_BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+                "isnan", "isinf", "isfinite"}
 #: Ops whose NumPy loops can warn (overflow, divide by zero, invalid): PyTorch never warns.
 _QUIET = {"div", "pow", "exp", "log", "sqrt", "log1p", "expm1", "log2", "log10", "floor_divide", "remainder",
           "tan", "asin", "acos", "acosh", "atanh", "sinh", "cosh", "sigmoid"}
@@ -32,6 +37,18 @@ class NumpyBackend(ArrayAPIBackend):
     name = "cpu"
     description = "NumPy on the host CPU"
     module_name = "numpy"
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Large kernel outputs come from here (see ``_pool``): no page faults on reuse.
+        self.pool = BufferPool()
+
+    def memory_stats(self, index: int) -> dict[str, int]:
+        return self.pool.stats()
+
+    def empty_cache(self) -> None:
+        """Give cached buffers back to the OS."""
+        self.pool.empty_cache()
 
     def device_name(self, index: int) -> str:
         import platform
@@ -65,11 +82,12 @@ class NumpyBackend(ArrayAPIBackend):
         # The decorator form is reusable and cheap (~0.5 us); a `with` block is not.
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
+        pool = self.pool
         table: dict[str, Callable[..., Any]] = {}
         for op, fn in (*UNARY_FUNCS.items(), *BINARY_FUNCS.items()):
             ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
             if isinstance(ufunc, np.ufunc):
-                table[op] = _ufunc_kernel(ufunc, quiet if op in _QUIET else None)
+                table[op] = _ufunc_kernel(ufunc, quiet if op in _QUIET else None, op in _BOOL_RESULT, pool)
 
         @quiet
         def sigmoid(x: Any) -> Any:
@@ -102,7 +120,19 @@ class NumpyBackend(ArrayAPIBackend):
             return r if r.dtype == x.dtype else r.astype(x.dtype)
 
         def cast(x: Any, dtype: DType) -> Any:
-            return x.astype(nd(dtype))
+            want = nd(dtype)
+            if x.nbytes < MIN_BYTES:
+                return x.astype(want)
+            out = pool.empty(x.shape, want)
+            np.copyto(out, x, casting="unsafe")
+            return out
+
+        def clone(x: Any) -> Any:
+            if x.nbytes < MIN_BYTES:
+                return np.array(x)
+            out = pool.empty(x.shape, x.dtype)
+            np.copyto(out, x)
+            return out
 
         def view(x: Any, shape: tuple[int, ...]) -> Any:
             v = x.view()
@@ -110,7 +140,7 @@ class NumpyBackend(ArrayAPIBackend):
             return v
 
         def contiguous(x: Any) -> Any:
-            return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+            return x if x.flags.c_contiguous else clone(x)
 
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
             if accumulate:
@@ -122,10 +152,12 @@ class NumpyBackend(ArrayAPIBackend):
             return np.asarray(x[key])
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
-            return np.full(shape, value, dtype=nd(dtype))
+            out = pool.empty(shape, nd(dtype))
+            out.fill(value)
+            return out
 
         def empty(shape: tuple[int, ...], dtype: DType) -> Any:
-            return np.empty(shape, dtype=nd(dtype))
+            return pool.empty(shape, nd(dtype))
 
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
@@ -134,25 +166,40 @@ class NumpyBackend(ArrayAPIBackend):
             "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": reduce(np.prod), "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
-            "clone": np.array, "index_put": index_put, "getitem": getitem, "full": full, "empty": empty,
+            "clone": clone, "index_put": index_put, "getitem": getitem, "full": full, "empty": empty,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
         })
         return table
 
 
-def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None) -> Callable[..., Any]:
-    """A kernel calling ``ufunc`` so that it always returns an array (``out=...``)."""
-    if quiet is None:
-        if ufunc.nin == 1:
-            def k1(x: Any) -> Any:
+def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
+                  pool: BufferPool) -> Callable[..., Any]:
+    """A kernel calling ``ufunc`` so that it always returns an array (``out=...``);
+    outputs of a megabyte or more are written into pooled buffers."""
+    import numpy as np
+    broadcast = np.broadcast_shapes
+    bool_ = np.dtype(bool)
+
+    def large(*args: Any) -> Any:
+        shapes = [a.shape for a in args if hasattr(a, "shape")]
+        shape = shapes[0] if len(shapes) == 1 or shapes[0] == shapes[-1] else broadcast(*shapes)
+        out = pool.empty(shape, bool_ if bool_result else args[0].dtype)
+        return ufunc(*args, out=out)
+
+    if ufunc.nin == 1:
+        def k1(x: Any) -> Any:
+            if x.nbytes < MIN_BYTES:
                 return ufunc(x, out=...)
-            return k1
-
+            return large(x)
+        kernel = k1
+    else:
         def k2(x: Any, y: Any) -> Any:
-            return ufunc(x, y, out=...)
-        return k2
-
-    @quiet
-    def kq(*args: Any) -> Any:
-        return ufunc(*args, out=...)
-    return kq
+            try:
+                small = x.nbytes < MIN_BYTES
+            except AttributeError:  # a Python scalar on the left
+                return ufunc(x, y, out=...)
+            if small:
+                return ufunc(x, y, out=...)
+            return large(x, y)
+        kernel = k2
+    return kernel if quiet is None else quiet(kernel)
