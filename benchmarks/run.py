@@ -63,9 +63,12 @@ def run_case(case: Case, repeat: int, budget: float) -> None:
         fn()  # warm up (and bind devices)
     numbers = {k: _calibrate(f, budget) for k, f in fns.items()}
     samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
-            samples[k].append(_median_time(f, numbers[k], 1))
+    order = list(fns)
+    for r in range(repeat):
+        # Rotate who goes first: PyTorch's OpenMP threads spin on after an op and slow down
+        # whoever runs right after them.
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            samples[k].append(_median_time(fns[k], numbers[k], 1))
     case.results = {k: min(v) for k, v in samples.items()}  # the least disturbed round
 
 
