@@ -116,11 +116,6 @@ class NumpyBackend(ArrayAPIBackend):
             return kernel
 
         def matmul(x: Any, y: Any) -> Any:
-            if x.ndim >= 2 and y.ndim >= 2 and x.dtype == y.dtype and x.dtype.kind == "f":
-                shape = (*np.broadcast_shapes(x.shape[:-2], y.shape[:-2]), x.shape[-2], y.shape[-1])
-                if x.shape[-1] != y.shape[-2]:
-                    raise ValueError(f"matmul: {x.shape} @ {y.shape}")
-                return np.matmul(x, y, out=pool.empty(shape, x.dtype))
             r = np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
 
