@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, errors
+from . import _ops, autograd, backends, errors, nn
 from ._creation import (
     arange,
     as_tensor,
@@ -142,7 +142,7 @@ __all__ = [
     "get_rng_state", "set_rng_state", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "where", "matmul", "mm", "bmm", "mv", "dot", "sum", "mean",
+    "use_backend", "autograd", "backends", "errors", "nn", "where", "matmul", "mm", "bmm", "mv", "dot", "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
     "index_put", "is_tensor", "numel", "UnsupportedOperationError", "BackendUnavailableError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import conversion, elementwise, indexing, inplace, linalg, reduction, shape  # noqa: F401  (registers ops)
+from . import composite, conversion, elementwise, indexing, inplace, linalg, reduction, shape  # noqa: F401
 from ._registry import REGISTRY, OpDef, get, register
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -13,10 +13,12 @@ __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPL
 #: Every public op function by name.
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
-    **indexing.FUNCTIONS,
+    **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
+    "allclose": composite.allclose,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
-                      + indexing.METHODS)
+                      + indexing.METHODS + composite.METHODS + ["allclose"])
 #: Ops with an in-place ``name_`` method.
-INPLACE: list[str] = elementwise.INPLACE
+INPLACE: list[str] = [*elementwise.INPLACE, "clamp", "clamp_min", "clamp_max", "lerp", "fmod", "true_divide",
+                       "nan_to_num"]

@@ -120,6 +120,20 @@ def amin(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False)
     return _reduce(_AMIN, x, dim if dim not in ((), []) else None, keepdim)
 
 
+_ANY = register(OpDef("any", "reduction", "Whether any element (over dims) is nonzero.", dtype_rule="to_bool"))
+_ALL = register(OpDef("all", "reduction", "Whether every element (over dims) is nonzero.", dtype_rule="to_bool"))
+
+
+def any(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Whether any element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    return _reduce(_ANY, x, dim, keepdim)
+
+
+def all(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Whether every element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    return _reduce(_ALL, x, dim, keepdim)
+
+
 _ARGMAX = register(OpDef("argmax", "reduction", "Index of the maximum (flattened when dim is None).",
                          dtype_rule="index"))
 _ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened when dim is None).",
@@ -193,9 +207,9 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sum": sum, "mean": mean, "amax": amax, "amin": amin, "max": max, "min": min,
-    "argmax": argmax, "argmin": argmin,
+    "argmax": argmax, "argmin": argmin, "any": any, "all": all,
 }
 for _name, _o in (("sum", _SUM), ("mean", _MEAN), ("amax", _AMAX), ("amin", _AMIN), ("argmax", _ARGMAX),
-                  ("argmin", _ARGMIN)):
+                  ("argmin", _ARGMIN), ("any", _ANY), ("all", _ALL)):
     _o.fn = FUNCTIONS[_name]
 METHODS = list(FUNCTIONS)

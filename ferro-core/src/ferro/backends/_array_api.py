@@ -173,7 +173,7 @@ class ArrayAPIBackend(Backend):
         rng = self._rng
 
         def relu(x: Any) -> Any:
-            return xp.where(x > 0, x, xp.zeros_like(x))
+            return xp.maximum(x, xp.zeros_like(x))  # nan stays nan, as in PyTorch
 
         def sigmoid(x: Any) -> Any:
             # Stable on both tails: exp of a non-positive number never overflows.
@@ -215,6 +215,11 @@ class ArrayAPIBackend(Backend):
         def setitem(x: Any, key: Any, value: Any) -> None:
             x[key] = value
 
+        def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
+            # The standard has no scatter-add: accumulating is exact for keys without repeated
+            # indices (slices, masks, unique integer indices); a backend with one overrides this.
+            x[key] = (x[key] + value) if accumulate else value
+
         def copy_(dst: Any, src: Any) -> None:
             dst[...] = src
 
@@ -245,13 +250,13 @@ class ArrayAPIBackend(Backend):
         return {
             "relu": relu, "sigmoid": sigmoid, "cast": cast, "where": where,
             "sum": sum_, "mean": reduce("mean"), "amax": reduce("max"), "amin": reduce("min"),
-            "prod": reduce("prod"),
+            "prod": reduce("prod"), "any": reduce("any"), "all": reduce("all"),
             "argmax": arg("argmax"), "argmin": arg("argmin"),
             "matmul": xp.matmul, "reshape": reshape, "view": view,
             "permute": xp.permute_dims, "expand": xp.broadcast_to,
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
-            "getitem": getitem, "setitem": setitem, "copy_": copy_,
+            "getitem": getitem, "setitem": setitem, "index_put": index_put, "copy_": copy_,
             "contiguous": contiguous, "clone": contiguous,
             "empty": empty, "full": full, "arange": arange, "linspace": linspace, "eye": eye,
             "rand": host_random(lambda g, s: g.random(s)),

@@ -1,0 +1,196 @@
+"""Ops written in other ops: one table row each, no kernel needed.
+
+A backend may still supply a fused kernel by the op's name; the registry then
+reports it in capability queries. Each row: name, dtype rule, the ops the
+decomposition uses (for capability queries), the decomposition, its doc.
+Gradients flow through the ops used, so double backward works as for them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor
+from ..errors import DTypeError, ShapeError
+from ._registry import OpDef, register
+
+__all__ = ["COMPOSITES", "FUNCTIONS", "ACTIVATIONS"]
+
+
+def _where(c: Tensor, a: Any, b: Any) -> Tensor:
+    from .elementwise import where
+    return where(c, a, b)
+
+
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Limit ``x`` to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    out = x
+    if min is not None:
+        out = _where(out < min, min, out)
+    if max is not None:
+        out = _where(out > max, max, out)
+    return out
+
+
+def _softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    bx = x * beta
+    # log1p(exp(bx)) overflows for large bx, where it equals bx (PyTorch's threshold).
+    return _where(bx > threshold, x, (bx.clamp(max=threshold)).exp().log1p() / beta)
+
+
+def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    # Shift by the (detached) maximum: the value is the same and exp cannot overflow;
+    # the gradient does not depend on the shift, so detaching it changes nothing.
+    m = x.amax(dim, keepdim=True).detach()
+    m = _where(m.isfinite(), m, 0.0)
+    out = (x - m).exp().sum(dim, keepdim=True).log() + m
+    if keepdim:
+        return out
+    return out.squeeze(dim) if dim is not None else out.reshape(())
+
+
+def _softmax(x: Tensor, dim: int = -1) -> Tensor:
+    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def _log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x - _logsumexp(x, dim, keepdim=True)
+
+
+def _glu(x: Tensor, dim: int = -1) -> Tensor:
+    n = x.shape[dim]
+    if n % 2:
+        raise ShapeError(f"glu: halving dimension {dim} needs an even size, got {n} (shape {list(x.shape)})")
+    d = dim % x.ndim
+    a = x[(slice(None),) * d + (slice(0, n // 2),)]
+    b = x[(slice(None),) * d + (slice(n // 2, n),)]
+    return a * b.sigmoid()
+
+
+def _gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)).tanh())
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
+
+
+def _nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    if not x._dtype.is_floating_point:
+        return x.clone()
+    from .._host import np, numpy_dtype
+    info = np().finfo(numpy_dtype(x._dtype) if x._dtype.name != "bfloat16" else np().float32)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    out = _where(x.isnan(), nan, x)
+    out = _where(out == math.inf, hi, out)
+    return _where(out == -math.inf, lo, out)
+
+
+def _isclose(x: Tensor, y: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> Tensor:
+    close = (x - y).abs() <= atol + rtol * (y.abs() if isinstance(y, Tensor) else abs(y))
+    close = close | (x == y)
+    if equal_nan:
+        close = close | (x.isnan() & (y.isnan() if isinstance(y, Tensor) else math.isnan(y)))
+    return close
+
+
+def _fmod(x: Any, y: Any) -> Tensor:
+    q = (x / y).trunc()
+    ref = x if isinstance(x, Tensor) else y
+    if not ref._dtype.is_floating_point:  # integer operands: an integer result
+        q = q.to(ref._dtype)
+    return x - q * y
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+#: (name, dtype rule, ops used, decomposition, doc)
+COMPOSITES: list[tuple[str, str, tuple[str, ...], Callable[..., Tensor], str]] = [
+    ("clamp", "real", ("where", "lt", "gt"), clamp, "Limit values to [min, max]."),
+    ("clamp_min", "real", ("where", "lt"), lambda x, min: clamp(x, min=min), "max(x, min)."),
+    ("clamp_max", "real", ("where", "gt"), lambda x, max: clamp(x, max=max), "min(x, max)."),
+    ("true_divide", "float", ("div",), lambda x, y: x / y, "x / y (alias of div)."),
+    ("fmod", "real_numeric", ("div", "trunc", "mul", "sub"), lambda x, y: _fmod(x, y),
+     "Remainder with the sign of x (C's fmod)."),
+    ("lerp", "floating", ("sub", "mul", "add"), lambda start, end, weight: start + weight * (end - start),
+     "start + weight * (end - start)."),
+    ("xlogy", "real_float", ("where", "log", "mul", "eq"),
+     lambda x, y: _where(x == 0, 0.0, x * (y.log() if isinstance(y, Tensor) else math.log(y))),
+     "x * log(y), 0 where x == 0."),
+    ("nan_to_num", "same", ("where", "isnan", "eq"), _nan_to_num, "Replace nan, +inf and -inf by finite numbers."),
+    ("isclose", "same", ("sub", "abs", "le", "eq"), _isclose, "|x - y| <= atol + rtol * |y|, elementwise."),
+    ("logsumexp", "floating", ("amax", "exp", "sum", "log"), _logsumexp, "log(sum(exp(x))) over dim, stably."),
+    ("softmax", "floating", ("amax", "exp", "sum", "div"), _softmax, "exp(x) / sum(exp(x)) over dim."),
+    ("log_softmax", "floating", ("amax", "exp", "sum", "log"), _log_softmax, "x - logsumexp(x) over dim."),
+]
+
+#: Activations of ``ferro.nn.functional``: (name, ops used, decomposition, doc).
+ACTIVATIONS: list[tuple[str, tuple[str, ...], Callable[..., Tensor], str]] = [
+    ("relu6", ("where",), lambda x: clamp(x, 0.0, 6.0), "min(max(x, 0), 6)."),
+    ("leaky_relu", ("where", "mul"), lambda x, negative_slope=0.01: _where(x > 0, x, x * negative_slope),
+     "x if x > 0 else negative_slope * x."),
+    ("elu", ("where", "expm1"), lambda x, alpha=1.0: _where(x > 0, x, x.expm1() * alpha),
+     "x if x > 0 else alpha * (exp(x) - 1)."),
+    ("selu", ("where", "expm1"), lambda x: _where(x > 0, x, x.expm1() * _SELU_ALPHA) * _SELU_SCALE,
+     "scale * elu(x, alpha) with the self-normalizing constants."),
+    ("celu", ("where", "expm1"), lambda x, alpha=1.0: _where(x > 0, x, (x / alpha).expm1() * alpha),
+     "x if x > 0 else alpha * (exp(x / alpha) - 1)."),
+    ("gelu", ("erf", "tanh", "mul"), _gelu, "x * Phi(x); approximate='tanh' for the tanh form."),
+    ("silu", ("sigmoid", "mul"), lambda x: x * x.sigmoid(), "x * sigmoid(x)."),
+    ("softplus", ("where", "exp", "log1p"), _softplus, "log(1 + exp(beta * x)) / beta, linear past threshold."),
+    ("mish", ("tanh", "exp", "log1p"), lambda x: x * _softplus(x).tanh(), "x * tanh(softplus(x))."),
+    ("softsign", ("abs", "div"), lambda x: x / (x.abs() + 1), "x / (1 + |x|)."),
+    ("hardtanh", ("where",), lambda x, min_val=-1.0, max_val=1.0: clamp(x, min_val, max_val),
+     "Clamp to [min_val, max_val]."),
+    ("hardsigmoid", ("where",), lambda x: clamp(x / 6 + 0.5, 0.0, 1.0), "clamp(x / 6 + 1/2, 0, 1)."),
+    ("hardswish", ("where", "mul"), lambda x: x * clamp(x / 6 + 0.5, 0.0, 1.0), "x * hardsigmoid(x)."),
+    ("logsigmoid", ("where", "exp", "log1p"), lambda x: -_softplus(-x), "log(sigmoid(x)), stably."),
+    ("tanhshrink", ("tanh", "sub"), lambda x: x - x.tanh(), "x - tanh(x)."),
+    ("threshold", ("where",), lambda x, threshold, value: _where(x > threshold, x, value),
+     "x if x > threshold else value."),
+    ("glu", ("sigmoid", "mul", "getitem"), _glu, "a * sigmoid(b) for the two halves a, b along dim."),
+]
+
+
+def _build(op: OpDef) -> Callable[..., Tensor]:
+    name, decompose = op.name, op.decomposition
+    assert decompose is not None
+
+    def fn(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+        ref = x if isinstance(x, Tensor) else next((a for a in args if isinstance(a, Tensor)), None)
+        if ref is None:
+            raise TypeError(f"{name}(): expected a Tensor, got {type(x).__name__}")
+        if ref._dtype not in op.table:
+            raise DTypeError(f"{name}: not defined for dtype {ref._dtype}; it takes {op.dtype_words}")
+        return decompose(x, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = op.doc
+    return fn
+
+
+def _register() -> dict[str, Callable[..., Tensor]]:
+    fns: dict[str, Callable[..., Tensor]] = {}
+    rows = [*COMPOSITES, *((n, "floating", uses, f, doc) for n, uses, f, doc in ACTIVATIONS)]
+    for name, rule, uses, decomposition, doc in rows:
+        op = register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition, uses=uses))
+        op.fn = fns[name] = _build(op)
+    return fns
+
+
+FUNCTIONS = _register()
+ACTIVATION_NAMES = [n for n, *_ in ACTIVATIONS]
+#: Composites that are also Tensor methods and top-level functions (as in PyTorch).
+METHODS = ["clamp", "clamp_min", "clamp_max", "true_divide", "fmod", "lerp", "xlogy", "nan_to_num", "isclose",
+           "logsumexp", "softmax", "log_softmax"]
+
+
+def allclose(x: Tensor, y: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    """Whether every element of x is close to y (see ``isclose``)."""
+    return bool(FUNCTIONS["isclose"](x, y, rtol, atol, equal_nan).all())

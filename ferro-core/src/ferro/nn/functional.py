@@ -1,0 +1,36 @@
+"""Stateless neural-network functions, as ``torch.nn.functional``.
+
+Activations and softmax are registry ops (``ferro ops`` lists them), written
+in other ops unless a backend supplies a fused kernel.
+"""
+
+from __future__ import annotations
+
+from .._ops.composite import ACTIVATION_NAMES
+from .._ops.composite import FUNCTIONS as _COMPOSITES
+from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
+
+relu = _ELEMENTWISE["relu"]
+sigmoid = _ELEMENTWISE["sigmoid"]
+tanh = _ELEMENTWISE["tanh"]
+softmax = _COMPOSITES["softmax"]
+log_softmax = _COMPOSITES["log_softmax"]
+relu6 = _COMPOSITES["relu6"]
+leaky_relu = _COMPOSITES["leaky_relu"]
+elu = _COMPOSITES["elu"]
+selu = _COMPOSITES["selu"]
+celu = _COMPOSITES["celu"]
+gelu = _COMPOSITES["gelu"]
+silu = _COMPOSITES["silu"]
+mish = _COMPOSITES["mish"]
+softplus = _COMPOSITES["softplus"]
+softsign = _COMPOSITES["softsign"]
+hardtanh = _COMPOSITES["hardtanh"]
+hardsigmoid = _COMPOSITES["hardsigmoid"]
+hardswish = _COMPOSITES["hardswish"]
+logsigmoid = _COMPOSITES["logsigmoid"]
+tanhshrink = _COMPOSITES["tanhshrink"]
+threshold = _COMPOSITES["threshold"]
+glu = _COMPOSITES["glu"]
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", *ACTIVATION_NAMES]

@@ -1,0 +1,248 @@
+"""The op database of the conformance suite, in the spirit of PyTorch's OpInfo.
+
+One :class:`OpInfo` per registry op: how to call it, a NumPy reference, the
+domain its sample inputs are drawn from, the dtypes it is tested on, and
+whether its gradient is checked. :func:`samples` makes the inputs: shapes
+from a scalar to 4-D, broadcasting pairs, a non-contiguous (transposed) input,
+an empty input, and edge values (inf, nan, -0.0) where the op takes them.
+Every registry op must have an entry or be listed in :data:`NOT_SAMPLED`
+with the reason (a test enforces it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["OpInfo", "OP_DB", "NOT_SAMPLED", "Sample", "samples"]
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+INTS = ("int32", "int64")
+
+
+@dataclass
+class Sample:
+    """Positional inputs (NumPy arrays or Python numbers) and keyword arguments of one call."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class OpInfo:
+    """How to test one op. ``ref`` gets NumPy float64 (or the input dtype) arrays."""
+
+    name: str
+    ref: Callable[..., Any]
+    arity: int = 1
+    call: Callable[..., Any] | None = None  # (ferro module, *tensors, **kwargs) -> Tensor; default ferro.<name>
+    domain: tuple[float, float] = (-3.0, 3.0)
+    dtypes: tuple[str, ...] = FLOATS + INTS
+    grad: bool = True
+    gradgrad: bool = False
+    edge: bool = True  # also try inf, -inf, nan, -0.0
+    kwargs: tuple[dict[str, Any], ...] = ({},)
+    shapes: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    rtol: float | None = None
+    atol: float | None = None
+    widen: bool = True  # compute the reference in float64 (False: in the input's dtype)
+
+    def __call__(self, ferro: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.call is not None:
+            return self.call(ferro, *args, **kwargs)
+        return getattr(ferro, self.name)(*args, **kwargs)
+
+
+UNARY_SHAPES = ((), (5,), (3, 4), (2, 3, 4), (2, 1, 3, 2), (0, 3))
+BINARY_SHAPES = (((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((0, 3), (3,)))
+
+
+def samples(info: OpInfo, dtype: str, rng: Any, *, small: bool = False) -> Iterator[Sample]:
+    """The sample calls of ``info`` at ``dtype`` (``small``: a few tiny shapes, for gradcheck)."""
+    import numpy as np
+    lo, hi = info.domain
+
+    def draw(shape: tuple[int, ...]) -> Any:
+        if dtype == "bool":
+            return np.asarray(rng.random(shape) > 0.5)
+        if dtype.startswith(("int", "uint")):
+            return rng.integers(max(math.ceil(lo), -5), max(min(math.floor(hi), 6), math.ceil(lo) + 1),
+                                shape).astype(dtype)
+        x = rng.uniform(lo, hi, shape)
+        return x.astype("float32" if dtype == "bfloat16" else dtype)
+
+    shapes = info.shapes or (tuple((s,) for s in UNARY_SHAPES) if info.arity == 1 else BINARY_SHAPES)
+    if small:
+        shapes = tuple(s for s in shapes if 0 not in sum(s, ()) and len(sum(s, ())) <= 4)[:2]
+    for kw in info.kwargs:
+        for shape in shapes:
+            yield Sample(tuple(draw(s) for s in shape), dict(kw), f"shapes {list(shape)}")
+        if small:
+            continue
+        if len(shapes[0][0]) == 2 or any(len(s[0]) >= 2 for s in shapes):
+            base = next(s for s in shapes if len(s[0]) >= 2)
+            args = tuple(np.ascontiguousarray(draw(s[::-1]).T) if i == 0 else draw(s) for i, s in enumerate(base))
+            yield Sample(args, dict(kw), "transposed input")
+        if info.edge and dtype in FLOATS and info.arity == 1:
+            edge = np.array([math.inf, -math.inf, math.nan, -0.0, 0.0, lo, hi], dtype="float32" if dtype ==
+                            "bfloat16" else dtype)
+            yield Sample((edge,), dict(kw), "edge values")
+
+
+def _np() -> Any:
+    import numpy
+    return numpy
+
+
+def _sp() -> Any:
+    from scipy import special
+    return special
+
+
+def _u(fn: str, **kw: Any) -> OpInfo:
+    return OpInfo(fn, lambda x, _f=fn: getattr(_np(), _f)(x), **kw)
+
+
+def _softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    np = _np()
+    return np.where(x * beta > threshold, x, np.log1p(np.exp(np.minimum(x * beta, threshold))) / beta)
+
+
+def _logsumexp(x: Any, dim: int = -1, keepdim: bool = False) -> Any:
+    from scipy.special import logsumexp
+    return logsumexp(x, axis=dim, keepdims=keepdim)
+
+
+def _f(name: str) -> Callable[..., Any]:
+    return lambda ferro, *a, **k: getattr(ferro.nn.functional, name)(*a, **k)
+
+
+_NN_SHAPES = (((2, 6),), ((3, 2, 4),))
+SELU_A, SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+OP_DB: list[OpInfo] = [
+    # -- unary elementwise -------------------------------------------------------
+    OpInfo("neg", lambda x: -x),
+    OpInfo("positive", lambda x: +x),
+    _u("abs", domain=(0.2, 3)),
+    _u("sign", domain=(0.2, 3), grad=False),
+    _u("exp", gradgrad=True),
+    _u("log", domain=(0.1, 5), gradgrad=True),
+    _u("sqrt", domain=(0.1, 5), gradgrad=True),
+    _u("sin", gradgrad=True), _u("cos"), _u("tan", domain=(-1.2, 1.2)),
+    _u("tanh", gradgrad=True),
+    OpInfo("sigmoid", lambda x: 1 / (1 + _np().exp(-x)), gradgrad=True),
+    OpInfo("relu", lambda x: _np().maximum(x, 0), domain=(0.2, 3)),
+    _u("square", gradgrad=True),
+    _u("log1p", domain=(-0.5, 3)), _u("expm1"),
+    _u("floor", grad=False), _u("ceil", grad=False), _u("trunc", grad=False),
+    OpInfo("round", lambda x: _np().rint(x), grad=False),
+    OpInfo("asin", lambda x: _np().arcsin(x), domain=(-0.9, 0.9)),
+    OpInfo("acos", lambda x: _np().arccos(x), domain=(-0.9, 0.9)),
+    OpInfo("atan", lambda x: _np().arctan(x)),
+    _u("sinh"), _u("cosh"),
+    OpInfo("asinh", lambda x: _np().arcsinh(x)),
+    OpInfo("acosh", lambda x: _np().arccosh(x), domain=(1.1, 4)),
+    OpInfo("atanh", lambda x: _np().arctanh(x), domain=(-0.9, 0.9)),
+    _u("log2", domain=(0.1, 5)), _u("log10", domain=(0.1, 5)), _u("exp2"),
+    OpInfo("frac", lambda x: x - _np().trunc(x), dtypes=FLOATS, domain=(0.1, 0.9)),
+    OpInfo("reciprocal", lambda x: 1 / x, domain=(0.2, 3), gradgrad=True),
+    OpInfo("rsqrt", lambda x: 1 / _np().sqrt(x), domain=(0.2, 3)),
+    OpInfo("erf", lambda x: _sp().erf(x)), OpInfo("erfc", lambda x: _sp().erfc(x)),
+    OpInfo("erfinv", lambda x: _sp().erfinv(x), domain=(-0.9, 0.9)),
+    OpInfo("lgamma", lambda x: _sp().gammaln(x), domain=(0.5, 4)),
+    OpInfo("digamma", lambda x: _sp().digamma(x), domain=(0.5, 4), grad=False),
+    _u("isnan", grad=False), _u("isinf", grad=False), _u("isfinite", grad=False),
+    OpInfo("logical_not", lambda x: _np().logical_not(x), grad=False),
+    OpInfo("bitwise_not", lambda x: _np().invert(x), dtypes=(*INTS, "bool"), grad=False),
+    # -- binary elementwise ---------------------------------------------------------
+    OpInfo("add", lambda x, y: x + y, 2, gradgrad=True),
+    OpInfo("sub", lambda x, y: x - y, 2),
+    OpInfo("mul", lambda x, y: x * y, 2, gradgrad=True),
+    OpInfo("div", lambda x, y: x / y, 2, domain=(0.5, 3), gradgrad=True),
+    OpInfo("true_divide", lambda x, y: x / y, 2, domain=(0.5, 3)),
+    OpInfo("pow", lambda x, y: x ** y, 2, domain=(0.5, 2), gradgrad=True),
+    OpInfo("maximum", lambda x, y: _np().maximum(x, y), 2), OpInfo("minimum", lambda x, y: _np().minimum(x, y), 2),
+    OpInfo("atan2", lambda x, y: _np().arctan2(x, y), 2, domain=(0.5, 3)),
+    OpInfo("hypot", lambda x, y: _np().hypot(x, y), 2, domain=(0.5, 3)),
+    OpInfo("logaddexp", lambda x, y: _np().logaddexp(x, y), 2),
+    OpInfo("floor_divide", lambda x, y: _np().floor_divide(x, y), 2, domain=(1, 5), grad=False),
+    OpInfo("remainder", lambda x, y: _np().remainder(x, y), 2, domain=(1, 5), grad=False),
+    OpInfo("fmod", lambda x, y: _np().fmod(x, y), 2, domain=(1, 5), grad=False),
+    OpInfo("xlogy", lambda x, y: _sp().xlogy(x, y), 2, domain=(0.5, 3)),
+    *(OpInfo(n, lambda x, y, _f=f: getattr(_np(), _f)(x, y), 2, grad=False)
+      for n, f in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                   ("gt", "greater"), ("ge", "greater_equal"))),
+    *(OpInfo(n, lambda x, y, _f=n: getattr(_np(), _f)(x, y), 2, grad=False, dtypes=(*INTS, "bool", "float32"))
+      for n in ("logical_and", "logical_or", "logical_xor")),
+    *(OpInfo(n, lambda x, y, _f=f: getattr(_np(), _f)(x, y), 2, grad=False, dtypes=(*INTS, "bool"), domain=(0, 3))
+      for n, f in (("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor"))),
+    *(OpInfo(n, lambda x, y, _f=f: getattr(_np(), _f)(x, y), 2, grad=False, dtypes=INTS, domain=(0, 3))
+      for n, f in (("bitwise_left_shift", "left_shift"), ("bitwise_right_shift", "right_shift"))),
+    OpInfo("where", lambda x, y: _np().where(x > 0, x, y), 2, call=lambda f, x, y: f.where(x > 0, x, y)),
+    OpInfo("isclose", lambda x, y: _np().isclose(x, y), 2, grad=False, dtypes=("float32", "float64")),
+    OpInfo("lerp", lambda x, y: x + 0.3 * (y - x), 2, call=lambda f, x, y: f.lerp(x, y, 0.3), dtypes=FLOATS),
+    # -- composites with arguments -------------------------------------------------
+    OpInfo("clamp", lambda x: _np().clip(x, -1, 1), call=lambda f, x: f.clamp(x, -1.0, 1.0), edge=False),
+    OpInfo("clamp_min", lambda x: _np().maximum(x, 0.5), call=lambda f, x: f.clamp_min(x, 0.5), edge=False),
+    OpInfo("clamp_max", lambda x: _np().minimum(x, 0.5), call=lambda f, x: f.clamp_max(x, 0.5), edge=False),
+    OpInfo("nan_to_num", lambda x: _np().nan_to_num(x), grad=False, widen=False),
+    # -- reductions -------------------------------------------------------------------
+    *(OpInfo(n, lambda x, dim=None, keepdim=False, _f=f: getattr(_np(), _f)(x, axis=dim, keepdims=keepdim),
+             shapes=(((3, 4),), ((2, 3, 4),)), edge=False, gradgrad=n in ("sum", "mean", "amax"),
+             kwargs=({}, {"dim": 1}, {"dim": -1, "keepdim": True}, {"dim": (0, 1)}),
+             dtypes=FLOATS if n == "mean" else FLOATS + INTS)
+      for n, f in (("sum", "sum"), ("mean", "mean"), ("amax", "max"), ("amin", "min"))),
+    *(OpInfo(n, lambda x, dim=None, keepdim=False, _f=f: getattr(_np(), _f)(x, axis=dim, keepdims=keepdim),
+             shapes=(((3, 4),),), edge=False, grad=False, dtypes=("float32", "int64", "bool"),
+             kwargs=({}, {"dim": 1}, {"dim": 0, "keepdim": True})) for n, f in (("any", "any"), ("all", "all"))),
+    *(OpInfo(n, lambda x, dim=None, keepdim=False, _f=f: getattr(_np(), _f)(x, axis=dim, keepdims=keepdim),
+             shapes=(((3, 4),), ((2, 3, 4),)), edge=False, grad=False, dtypes=("float32", "float64", "int64"),
+             kwargs=({}, {"dim": 1}, {"dim": -1, "keepdim": True})) for n, f in (("argmax", "argmax"),
+                                                                               ("argmin", "argmin"))),
+    OpInfo("logsumexp", _logsumexp, shapes=(((3, 4),), ((2, 3, 4),)), dtypes=("float32", "float64"),
+           kwargs=({"dim": 1}, {"dim": -1, "keepdim": True}), edge=False, gradgrad=True),
+    OpInfo("softmax", lambda x, dim=-1: _np().exp(x - _logsumexp(x, dim, True)), shapes=_NN_SHAPES,
+           dtypes=("float32", "float64"), kwargs=({"dim": -1}, {"dim": 0}), edge=False, gradgrad=True),
+    OpInfo("log_softmax", lambda x, dim=-1: x - _logsumexp(x, dim, True), shapes=_NN_SHAPES,
+           dtypes=("float32", "float64"), kwargs=({"dim": -1}, {"dim": 1}), edge=False, gradgrad=True),
+    # -- matmul ---------------------------------------------------------------------
+    OpInfo("matmul", lambda x, y: _np().matmul(x, y), 2, edge=False, gradgrad=True, dtypes=FLOATS[2:] + INTS,
+           shapes=(((3,), (3,)), ((2, 3), (3, 4)), ((4, 2, 3), (3,)), ((2, 1, 2, 3), (3, 3, 2)))),
+    # -- activations (ferro.nn.functional) --------------------------------------------
+    *(OpInfo(n, r, call=_f(n), dtypes=FLOATS, domain=(0.1, 3) if n in ("relu6", "hardtanh") else (-3, 3))
+      for n, r in (
+          ("relu6", lambda x: _np().clip(x, 0, 6)),
+          ("leaky_relu", lambda x: _np().where(x > 0, x, 0.01 * x)),
+          ("elu", lambda x: _np().where(x > 0, x, _np().expm1(x))),
+          ("selu", lambda x: SELU_S * _np().where(x > 0, x, SELU_A * _np().expm1(x))),
+          ("celu", lambda x: _np().where(x > 0, x, _np().expm1(x))),
+          ("gelu", lambda x: 0.5 * x * (1 + _sp().erf(x / math.sqrt(2)))),
+          ("silu", lambda x: x / (1 + _np().exp(-x))),
+          ("softplus", _softplus),
+          ("mish", lambda x: x * _np().tanh(_softplus(x))),
+          ("softsign", lambda x: x / (1 + _np().abs(x))),
+          ("hardtanh", lambda x: _np().clip(x, -1, 1)),
+          ("hardsigmoid", lambda x: _np().clip(x / 6 + 0.5, 0, 1)),
+          ("hardswish", lambda x: x * _np().clip(x / 6 + 0.5, 0, 1)),
+          ("logsigmoid", lambda x: -_softplus(-x)),
+          ("tanhshrink", lambda x: x - _np().tanh(x)),
+      )),
+    OpInfo("threshold", lambda x: _np().where(x > 0.5, x, -1.0), call=lambda f, x: f.nn.functional.threshold(
+        x, 0.5, -1.0), dtypes=FLOATS),
+    OpInfo("glu", lambda x: x[..., :3] / (1 + _np().exp(-x[..., 3:])), call=_f("glu"), dtypes=FLOATS,
+           shapes=(((2, 6),), ((3, 2, 6),)), edge=False),
+]
+
+#: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
+NOT_SAMPLED: dict[str, str] = {
+    "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
+    "permute": "shape op: tests/test_ops.py", "expand": "shape op: tests/test_ops.py",
+    "contiguous": "shape op: tests/test_ops.py", "clone": "shape op: tests/test_ops.py",
+    "cat": "takes a list: tests/test_ops.py", "stack": "takes a list: tests/test_ops.py",
+    "getitem": "indexing: tests/test_ops.py", "index_put": "indexing: tests/test_ops.py",
+    "cast": "conversion: tests/test_tensor.py",
+}
