@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import composite, conversion, elementwise, indexing, inplace, linalg, reduction, shape  # noqa: F401
+from . import composite, conversion, elementwise, indexing, inplace, linalg, movement, reduction, shape  # noqa: F401
 from ._registry import REGISTRY, OpDef, get, register
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -14,11 +14,11 @@ __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPL
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
-    "allclose": composite.allclose,
+    "allclose": composite.allclose, **movement.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
-                      + indexing.METHODS + composite.METHODS + ["allclose"])
+                      + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "clamp", "clamp_min", "clamp_max", "lerp", "fmod", "true_divide",
                        "nan_to_num"]

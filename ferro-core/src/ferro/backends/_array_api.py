@@ -15,6 +15,7 @@ compliant array library into a ferro backend in a few lines::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -216,9 +217,21 @@ class ArrayAPIBackend(Backend):
             x[key] = value
 
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
-            # The standard has no scatter-add: accumulating is exact for keys without repeated
-            # indices (slices, masks, unique integer indices); a backend with one overrides this.
-            x[key] = (x[key] + value) if accumulate else value
+            if not accumulate:
+                x[key] = value
+                return
+            # The standard has no scatter-add. `x[key] += value` is exact when no element is
+            # addressed twice; repeated indices are summed on the host (a backend overrides this).
+            positions = xp.reshape(xp.reshape(xp.arange(math.prod(x.shape), **kw), x.shape)[key], (-1,))
+            if positions.shape[0] == xp.unique_values(positions).shape[0]:
+                x[key] = x[key] + value
+                return
+            import numpy as np
+            host = np.array(self.to_numpy(x))
+            host_key = tuple(np.asarray(self.to_numpy(k)) if hasattr(k, "shape") else k
+                             for k in (key if isinstance(key, tuple) else (key,)))
+            np.add.at(host, host_key, np.asarray(self.to_numpy(value)) if hasattr(value, "shape") else value)
+            x[...] = xp.asarray(host, **kw)
 
         def copy_(dst: Any, src: Any) -> None:
             dst[...] = src

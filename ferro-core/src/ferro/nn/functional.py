@@ -9,6 +9,7 @@ from __future__ import annotations
 from .._ops.composite import ACTIVATION_NAMES
 from .._ops.composite import FUNCTIONS as _COMPOSITES
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
+from .._ops.movement import pad
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]
@@ -33,4 +34,4 @@ tanhshrink = _COMPOSITES["tanhshrink"]
 threshold = _COMPOSITES["threshold"]
 glu = _COMPOSITES["glu"]
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", *ACTIVATION_NAMES]
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES]

@@ -237,6 +237,38 @@ OP_DB: list[OpInfo] = [
            shapes=(((2, 6),), ((3, 2, 6),)), edge=False),
 ]
 
+_M = (((3, 4),), ((2, 3, 4),))
+
+
+def _mv(name: str, ref: Callable[..., Any], call: Callable[..., Any], **kw: Any) -> OpInfo:
+    return OpInfo(name, ref, call=call, shapes=kw.pop("shapes", _M), edge=False, **kw)
+
+
+OP_DB += [
+    _mv("narrow", lambda x: x[:, 1:3], lambda f, x: f.narrow(x, 1, 1, 2)),
+    _mv("select", lambda x: x[:, -1], lambda f, x: f.select(x, 1, -1)),
+    _mv("unbind", lambda x: x[1], lambda f, x: f.unbind(x)[1]),
+    _mv("split", lambda x: x[:, 2:], lambda f, x: f.split(x, 2, 1)[-1]),
+    _mv("chunk", lambda x: x[:, :2], lambda f, x: f.chunk(x, 2, 1)[0]),
+    _mv("tensor_split", lambda x: x[:, 1:3], lambda f, x: f.tensor_split(x, [1, 3], 1)[1]),
+    _mv("unflatten", lambda x: x.reshape(*x.shape[:-1], 2, 2), lambda f, x: f.unflatten(x, -1, (2, 2))),
+    _mv("movedim", lambda x: _np().moveaxis(x, 0, -1), lambda f, x: f.movedim(x, 0, -1)),
+    _mv("flip", lambda x: _np().flip(x, (0, -1)), lambda f, x: f.flip(x, (0, -1))),
+    _mv("roll", lambda x: _np().roll(x, (1, -2), (0, -1)), lambda f, x: f.roll(x, (1, -2), (0, -1))),
+    _mv("repeat", lambda x: _np().tile(x, (2,) + (1,) * (x.ndim - 2) + (3,)),
+        lambda f, x: x.repeat(2, *([1] * (x.ndim - 2)), 3)),
+    _mv("tile", lambda x: _np().tile(x, (2, 1)), lambda f, x: f.tile(x, (2, 1))),
+    _mv("repeat_interleave", lambda x: _np().repeat(x, 2, axis=1), lambda f, x: f.repeat_interleave(x, 2, 1)),
+    _mv("tril", lambda x: _np().tril(x, 1), lambda f, x: f.tril(x, 1)),
+    _mv("triu", lambda x: _np().triu(x, -1), lambda f, x: f.triu(x, -1)),
+    _mv("diagonal", lambda x: _np().diagonal(x, 1, -2, -1), lambda f, x: f.diagonal(x, 1, -2, -1)),
+    _mv("diag_embed", lambda x: _np().stack([_np().diag(r) for r in x.reshape(-1, x.shape[-1])]).reshape(
+        *x.shape, x.shape[-1]), lambda f, x: f.diag_embed(x)),
+    _mv("diag", lambda x: _np().diag(x, 1), lambda f, x: f.diag(x, 1), shapes=(((3, 4),), ((5,),))),
+    _mv("pad", lambda x: _np().pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 2)], mode="reflect"),
+        lambda f, x: f.nn.functional.pad(x, (1, 2), mode="reflect")),
+]
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
