@@ -13,7 +13,7 @@ from typing import Any
 
 from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
-from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
+from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce
 
 from ._pool import MIN_BYTES, BufferPool
 
@@ -152,6 +152,12 @@ class NumpyBackend(ArrayAPIBackend):
             else:
                 x[key] = value
 
+        def index_reduce(x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
+            _host_index_reduce(np, x, key, value, how, include_self)
+
+        def nonzero(x: Any) -> Any:
+            return np.argwhere(x)
+
         def getitem(x: Any, key: Any) -> Any:
             return np.asarray(x[key])
 
@@ -172,7 +178,8 @@ class NumpyBackend(ArrayAPIBackend):
             "amin": reduce(np.min), "prod": reduce(np.prod), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
-            "clone": clone, "index_put": index_put, "getitem": getitem, "full": full, "empty": empty,
+            "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
+            "getitem": getitem, "full": full, "empty": empty,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
         })
         return table

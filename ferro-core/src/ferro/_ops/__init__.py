@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import composite, conversion, elementwise, indexing, inplace, linalg, movement, reduction, shape  # noqa: F401
+from . import (  # noqa: F401  (each module registers its ops)
+    composite,
+    conversion,
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    movement,
+    reduction,
+    scatter,
+    shape,
+)
 from ._registry import REGISTRY, OpDef, get, register
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -14,11 +25,12 @@ __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPL
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
-    "allclose": composite.allclose, **movement.FUNCTIONS,
+    "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
-                      + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS)
+                      + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS)
 #: Ops with an in-place ``name_`` method.
-INPLACE: list[str] = [*elementwise.INPLACE, "clamp", "clamp_min", "clamp_max", "lerp", "fmod", "true_divide",
-                       "nan_to_num"]
+INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+                       "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",
+                       "fmod", "true_divide", "nan_to_num"]

@@ -129,7 +129,7 @@ class OpDef:
         self.saves = saves
         self.grads = grads
         self.decomposition = decomposition
-        #: the ops the decomposition calls, so capability queries can tell whether it runs.
+        #: the ops (or raw kernels) the decomposition calls, so capability queries can tell whether it runs.
         self.uses = uses
         self.kernels = kernels
         #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.

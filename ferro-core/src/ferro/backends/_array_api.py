@@ -233,6 +233,20 @@ class ArrayAPIBackend(Backend):
             np.add.at(host, host_key, np.asarray(self.to_numpy(value)) if hasattr(value, "shape") else value)
             x[...] = xp.asarray(host, **kw)
 
+        def nonzero(x: Any) -> Any:
+            idx = xp.nonzero(x) if x.ndim else xp.nonzero(xp.reshape(x, (1,)))[:0]
+            if not idx:
+                return xp.zeros((int(bool(x)), 0), dtype=xp.int64, **kw)
+            return xp.stack([xp.astype(i, xp.int64) for i in idx], axis=-1)
+
+        def index_reduce(x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
+            # No scatter-reduce in the standard: reduced on the host.
+            import numpy as np
+            host = np.array(self.to_numpy(x))
+            host_key = tuple(np.asarray(self.to_numpy(k)) if hasattr(k, "shape") else k for k in key)
+            _host_index_reduce(np, host, host_key, np.asarray(self.to_numpy(value)), how, include_self)
+            x[...] = xp.asarray(host, **kw)
+
         def copy_(dst: Any, src: Any) -> None:
             dst[...] = src
 
@@ -270,6 +284,7 @@ class ArrayAPIBackend(Backend):
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
             "getitem": getitem, "setitem": setitem, "index_put": index_put, "copy_": copy_,
+            "nonzero": nonzero, "index_reduce": index_reduce,
             "contiguous": contiguous, "clone": contiguous,
             "empty": empty, "full": full, "arange": arange, "linspace": linspace, "eye": eye,
             "rand": host_random(lambda g, s: g.random(s)),
@@ -279,6 +294,19 @@ class ArrayAPIBackend(Backend):
 
     def device_count(self) -> int:
         return 1 if self.availability() else 0
+
+
+def _host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
+    """``x[key] = reduce(x[key], value)`` with repeated indices reduced too (NumPy's ufunc.at)."""
+    ufunc = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[how]
+    if not include_self:
+        identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[how]
+        if how != "prod" and x.dtype.kind in "iub":
+            identity = np.iinfo(x.dtype).min if how == "amax" else np.iinfo(x.dtype).max
+        touched = np.zeros(x.shape, bool)
+        touched[key] = True
+        x[touched] = identity
+    ufunc.at(x, key, np.broadcast_to(value, x[key].shape))
 
 
 def _jsonable(o: Any) -> Any:

@@ -269,6 +269,93 @@ OP_DB += [
         lambda f, x: f.nn.functional.pad(x, (1, 2), mode="reflect")),
 ]
 
+_IDX = [[0, 2, 1, 0], [2, 2, 1, 0]]  # repeated indices on purpose
+
+
+def _scatter_ref(x: Any, how: str, include_self: bool = True) -> Any:
+    np = _np()
+    out = x.copy()
+    idx = np.array(_IDX)
+    src = _src(x)
+    cols = np.broadcast_to(np.arange(4), idx.shape)
+    if not include_self:
+        out[idx, cols] = {"sum": 0, "amax": -np.inf, "amin": np.inf, "prod": 1}[how]
+    ufunc = {"sum": np.add, "amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[how]
+    ufunc.at(out, (idx, cols), src)
+    return out
+
+
+def _src(x: Any) -> Any:
+    return _np().linspace(-1, 1, 8).reshape(2, 4).astype(x.dtype)
+
+
+def _ix(f: Any, x: Any) -> Any:
+    return f.tensor(_IDX, device=x.device)
+
+
+def _fsrc(f: Any, x: Any) -> Any:
+    return f.tensor(_src(x.detach().float().numpy()), device=x.device).to(x.dtype)
+
+
+def _put(x: Any) -> Any:
+    out = x.copy()
+    _np().put_along_axis(out, _np().array([[1, 0, 2, 0]]), _src(x)[:1], 0)
+    return out
+
+
+def _add_cols(x: Any, cols: list[int], v: float) -> Any:
+    out = x.copy()
+    _np().add.at(out, (slice(None), cols), v)
+    return out
+
+
+def _put_cols(x: Any, cols: list[int], v: float) -> Any:
+    out = x.copy()
+    out[:, cols] = v
+    return out
+
+
+def _mscatter(x: Any) -> Any:
+    out = x.copy()
+    m = x > 0
+    out[m] = _np().arange(x.size, dtype=x.dtype)[: int(m.sum())]
+    return out
+
+
+_S = (((3, 4),),)
+OP_DB += [
+    _mv("gather", lambda x: _np().take_along_axis(x, _np().array(_IDX), 0), lambda f, x: f.gather(x, 0, _ix(f, x)),
+        shapes=_S),
+    _mv("take_along_dim", lambda x: _np().take_along_axis(x, _np().array(_IDX), 0),
+        lambda f, x: f.take_along_dim(x, _ix(f, x), 0), shapes=_S),
+    _mv("scatter", _put, lambda f, x: f.scatter(x, 0, f.tensor([[1, 0, 2, 0]], device=x.device), _fsrc(f, x)[:1]),
+        shapes=_S, dtypes=FLOATS[2:]),
+    _mv("scatter_add", lambda x: _scatter_ref(x, "sum"), lambda f, x: f.scatter_add(x, 0, _ix(f, x), _fsrc(f, x)),
+        shapes=_S, dtypes=FLOATS[2:]),
+    *(_mv("scatter_reduce", lambda x, _h=h, _i=inc: _scatter_ref(x, _h, _i),
+          lambda f, x, _h=h, _i=inc: f.scatter_reduce(x, 0, _ix(f, x), _fsrc(f, x), _h, include_self=_i),
+          shapes=_S, dtypes=FLOATS[2:]) for h, inc in (("sum", True), ("amax", True), ("amin", False))),
+    _mv("index_select", lambda x: x[:, [2, 0, 2]], lambda f, x: f.index_select(x, 1, f.tensor([2, 0, 2],
+        device=x.device)), shapes=_S),
+    _mv("index_add", lambda x: _add_cols(x, [2, 0, 2], 1.5),
+        lambda f, x: f.index_add(x, 1, f.tensor([2, 0, 2], device=x.device), f.full((3, 3), 1.5,
+                                                                                  dtype=x.dtype, device=x.device)),
+        shapes=_S, dtypes=FLOATS[2:]),
+    _mv("index_copy", lambda x: _put_cols(x, [3, 1], -2.0),
+        lambda f, x: f.index_copy(x, 1, f.tensor([3, 1], device=x.device), f.full((3, 2), -2.0, dtype=x.dtype,
+                                                                                  device=x.device)), shapes=_S),
+    _mv("index_fill", lambda x: _put_cols(x, [3, 1], -2.0), lambda f, x: f.index_fill(x, 1, f.tensor(
+        [3, 1], device=x.device), -2.0), shapes=_S),
+    _mv("masked_fill", lambda x: _np().where(x > 0, 7, x), lambda f, x: f.masked_fill(x, x > 0, 7)),
+    _mv("masked_select", lambda x: x[x > 0], lambda f, x: f.masked_select(x, x > 0)),
+    _mv("masked_scatter", lambda x: _mscatter(x), lambda f, x: f.masked_scatter(x, x > 0, f.arange(
+        x.numel(), device=x.device).to(x.dtype)), shapes=_S, dtypes=FLOATS[2:]),
+    _mv("take", lambda x: x.reshape(-1)[[5, 0, 5]], lambda f, x: f.take(x, f.tensor([5, 0, 5], device=x.device))),
+    OpInfo("nonzero", lambda x: _np().argwhere(x), call=lambda f, x: f.nonzero(x), grad=False, edge=False,
+           shapes=_M, dtypes=("float32", "int64", "bool")),
+]
+
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",

@@ -1,0 +1,258 @@
+"""Gather, scatter and index ops, composed from ``getitem`` and ``index_put``.
+
+``gather`` and ``scatter`` along ``dim`` become advanced indexing with the
+index tensor at ``dim`` and ``arange`` grids elsewhere, which gives PyTorch's
+semantics (the index may be smaller than the input in other dimensions) and
+gradients through the primitives. Reductions other than sum and mean use the
+``index_reduce`` kernel, with gradients written in ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor, _wrap_dim
+from ..autograd._function import Function
+from ..errors import DTypeError, ShapeError
+from ._dispatch import kernel
+from ._registry import OpDef, register
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def _check_index(op: str, index: Tensor) -> None:
+    if not isinstance(index, Tensor) or index.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: expected an integer index tensor, got "
+                         f"{getattr(index, 'dtype', type(index).__name__)}")
+
+
+def _grid_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
+    """The advanced-indexing key that reads ``x`` along ``dim`` at ``index`` (``gather``'s key)."""
+    from .._creation import arange
+    _check_index(op, index)
+    d = _wrap_dim(dim, x.ndim, op)
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{op}: index {list(index.shape)} and input {list(x.shape)} must have the same number of "
+                         "dimensions")
+    for k in range(x.ndim):
+        if k != d and index.shape[k] > x.shape[k]:
+            raise ShapeError(f"{op}: index {list(index.shape)} is larger than input {list(x.shape)} in dimension {k}")
+    key = []
+    for k in range(x.ndim):
+        if k == d:
+            key.append(index)
+        else:
+            shape = [1] * x.ndim
+            shape[k] = index.shape[k]
+            key.append(arange(index.shape[k], device=x.device).reshape(shape))
+    return tuple(key)
+
+
+def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``out[i][j][k] = x[index[i][j][k]][j][k]`` for ``dim == 0`` (and so on)."""
+    return x[_grid_key(x, dim, index, "gather")]
+
+
+def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` with broadcasting of ``indices`` and ``x`` in the other dimensions."""
+    if dim is None:
+        return x.reshape(-1)[indices.reshape(-1)]
+    d = _wrap_dim(dim, x.ndim, "take_along_dim")
+    shape_x, shape_i = list(x.shape), list(indices.shape)
+    shape_x[d] = shape_i[d] = 1
+    import builtins
+
+    from .._ops.shape import expand
+    common = [builtins.max(a, b) for a, b in zip(shape_x, shape_i)]
+    xi = list(common)
+    xi[d] = x.shape[d]
+    ii = list(common)
+    ii[d] = indices.shape[d]
+    return gather(expand(x, *xi), d, expand(indices, *ii))
+
+
+def _source(src: Any, index: Tensor) -> Any:
+    if not isinstance(src, Tensor):
+        return src
+    return src[tuple(slice(0, n) for n in index.shape)]
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """A copy of ``x`` with ``src`` (or ``value``) written at ``index`` along ``dim``."""
+    if reduce is not None:
+        return scatter_reduce(x, dim, index, _source(src if src is not None else value, index),
+                              {"add": "sum", "multiply": "prod"}.get(reduce, reduce))
+    data = src if src is not None else value
+    if data is None:
+        raise TypeError("scatter(): needs src or value")
+    return x.index_put(_grid_key(x, dim, index, "scatter"), _source(data, index))
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    return x.index_put(_grid_key(x, dim, index, "scatter_add"), _source(src, index), accumulate=True)
+
+
+class _IndexReduce(Function):
+    """amax / amin / prod of scattered values (the ``index_reduce`` kernel), gradients in ops."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, key: tuple[Any, ...], src: Tensor, how: str, include_self: bool) -> Tensor:
+        from .._tensor import _wrap
+        dev = x._device
+        data = kernel(dev, "clone")(x._data)
+        native = tuple(k._data if isinstance(k, Tensor) else k for k in key)
+        kernel(dev, "index_reduce")(data, native, src.to(x.dtype)._data, how, include_self)
+        out = _wrap(data, x._dtype, dev)
+        ctx.save_for_backward(x, src, out)
+        ctx.key, ctx.how, ctx.include_self = key, how, include_self
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, src, out = ctx.saved_tensors
+        key = ctx.key
+        picked = out[key]
+        if ctx.how == "prod":
+            gx = g * out / x if ctx.include_self else g * (1 - (x * 0).index_put(key, 1.0))
+            return gx, None, (g[key] * picked / src), None, None
+        hit_src = (src == picked).to(g.dtype)
+        if ctx.include_self:
+            hit_x = (x == out).to(g.dtype)
+        else:  # x only survives where nothing was scattered
+            hit_x = 1 - (x * 0).index_put(key, 1.0)
+        count = hit_x.index_put(key, hit_src, accumulate=True)
+        count = count + (count == 0).to(g.dtype)
+        share = g / count
+        return share * hit_x, None, share[key] * hit_src, None, None
+
+
+def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``x`` where ``src`` values are reduced (sum, prod, mean, amax, amin) into ``index`` along ``dim``."""
+    key = _grid_key(x, dim, index, "scatter_reduce")
+    src = _source(src, index)
+    if reduce == "sum":
+        base = x if include_self else x.index_put(key, 0)
+        return base.index_put(key, src, accumulate=True)
+    if reduce == "mean":
+        from .._creation import ones_like
+        base = x if include_self else x.index_put(key, 0)
+        total = base.index_put(key, src, accumulate=True)
+        count = (ones_like(x) if include_self else ones_like(x) * 0).index_put(key, ones_like(src), accumulate=True)
+        count = count + (count == 0).to(count.dtype)
+        out = total / count
+        return out if x.dtype.is_floating_point else out.floor().to(x.dtype)
+    if reduce in ("amax", "amin", "prod"):
+        return _IndexReduce.apply(x, key, src, reduce, include_self)
+    raise ValueError(f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
+
+
+def _dim_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
+    _check_index(op, index)
+    if index.ndim > 1:
+        raise ShapeError(f"{op}: index must be 1-D, got shape {list(index.shape)}")
+    d = _wrap_dim(dim, x.ndim, op)
+    return (slice(None),) * d + (index,)
+
+
+def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries ``index`` of dimension ``dim``."""
+    return x[_dim_key(x, dim, index, "index_select")]
+
+
+def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """A copy of ``x`` with ``alpha * source`` added at ``index`` of ``dim`` (repeats add up)."""
+    return x.index_put(_dim_key(x, dim, index, "index_add"), source * alpha if alpha != 1 else source,
+                       accumulate=True)
+
+
+def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``x`` with ``source`` written at ``index`` of ``dim``."""
+    return x.index_put(_dim_key(x, dim, index, "index_copy"), source)
+
+
+def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """A copy of ``x`` with ``value`` at ``index`` of ``dim``."""
+    return x.index_put(_dim_key(x, dim, index, "index_fill"), value)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` where ``mask`` (broadcast) is True, else ``x``."""
+    from .elementwise import where
+    out = where(mask, value, x)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``x`` where ``mask`` (broadcast with ``x``) is True, as a 1-D tensor."""
+    import builtins
+    n = builtins.max(x.ndim, mask.ndim)
+    xs, ms = (1,) * (n - x.ndim) + tuple(x.shape), (1,) * (n - mask.ndim) + tuple(mask.shape)
+    shape = [builtins.max(a, b) for a, b in zip(xs, ms)]
+    return x.reshape(xs).expand(*shape)[mask.reshape(ms).expand(*shape)]
+
+
+def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``x`` with consecutive elements of ``source`` where ``mask`` is True."""
+    m = mask.expand(*x.shape) if mask.shape != x.shape else mask
+    n = int(m.sum().item())
+    if source.numel() < n:
+        raise ShapeError(f"masked_scatter: the mask selects {n} elements but source has {source.numel()}")
+    return x.index_put((m,), source.reshape(-1)[:n])
+
+
+def take(x: Tensor, index: Tensor) -> Tensor:
+    """Elements of the flattened ``x`` at ``index`` (in ``index``'s shape)."""
+    return x.reshape(-1)[index]
+
+
+_NONZERO = register(OpDef("nonzero", "indexing", "Indices of the nonzero elements, one row each (int64)."))
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
+    from .._dtypes import int64
+    from .._tensor import _wrap
+    from ._dispatch import kernel_for, run_elsewhere
+    k = kernel_for(_NONZERO, x._device, x._dtype)
+    if k is None:
+        return run_elsewhere(_NONZERO, x._device, x._dtype, (x,), {"as_tuple": as_tuple})
+    idx = _wrap(k(x._data), int64, x._device)
+    if as_tuple:
+        return tuple(idx[:, i] for i in range(x.ndim)) if x.ndim else (idx.reshape(-1),)
+    return idx
+
+
+_NONZERO.fn = nonzero
+_NONZERO.table = {d: (d, d) for d in _NONZERO.table}  # the result is int64 whatever the input
+
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
+    ("gather", gather, ("getitem",), "Values along a dimension at index positions."),
+    ("take_along_dim", take_along_dim, ("getitem", "expand"), "gather with broadcasting."),
+    ("scatter", scatter, ("index_put",), "Write values at index positions along a dimension."),
+    ("scatter_add", scatter_add, ("index_put",), "Add values at index positions along a dimension."),
+    ("scatter_reduce", scatter_reduce, ("index_put", "index_reduce"), "Reduce values into index positions."),
+    ("index_select", index_select, ("getitem",), "Entries of one dimension."),
+    ("index_add", index_add, ("index_put",), "Add into entries of one dimension."),
+    ("index_copy", index_copy, ("index_put",), "Write entries of one dimension."),
+    ("index_fill", index_fill, ("index_put",), "Fill entries of one dimension."),
+    ("masked_fill", masked_fill, ("where",), "Fill where a mask is True."),
+    ("masked_select", masked_select, ("getitem", "expand"), "The elements where a mask is True."),
+    ("masked_scatter", masked_scatter, ("index_put", "sum"), "Write consecutive values where a mask is True."),
+    ("take", take, ("getitem", "reshape"), "Elements of the flattened tensor."),
+]
+
+
+def _register() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {"nonzero": nonzero}
+    for name, fn, uses, doc in _ROWS:
+        op = register(OpDef(name, "composite", doc, dtype_rule="same", decomposition=fn, uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
+FUNCTIONS = _register()
+METHODS = list(FUNCTIONS)
