@@ -158,6 +158,16 @@ class NumpyBackend(ArrayAPIBackend):
         def nonzero(x: Any) -> Any:
             return np.argwhere(x)
 
+        def argsort(x: Any, dim: int, descending: bool) -> Any:
+            if x.ndim == 0:
+                return np.zeros((), np.int64)
+            if descending:
+                # Stable descending: sort the reversed axis ascending, then reverse back; equal
+                # elements keep their original order.
+                idx = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
+                return (x.shape[dim] - 1 - np.flip(idx, dim)).astype(np.int64)
+            return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
+
         def getitem(x: Any, key: Any) -> Any:
             return np.asarray(x[key])
 
@@ -179,6 +189,8 @@ class NumpyBackend(ArrayAPIBackend):
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
+            "argsort": argsort, "cumsum": lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype),
+            "cumprod": lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype),
             "getitem": getitem, "full": full, "empty": empty,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
         })

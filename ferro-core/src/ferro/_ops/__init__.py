@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     reduction,
     scatter,
     shape,
+    sorting,
 )
 from ._registry import REGISTRY, OpDef, get, register
 
@@ -26,10 +27,12 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
+    **sorting.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
-                      + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS)
+                      + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
+                      + sorting.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",

@@ -274,7 +274,26 @@ class ArrayAPIBackend(Backend):
                 return xp.astype(xp.asarray(host, **kw), nd(dtype))
             return kernel
 
+        table = self._host_kernels(index)
+
+        def standard(name: str, fallback: str) -> Callable[..., Any]:
+            return (getattr(xp, name, None) and (lambda x, dim: getattr(xp, name)(x, axis=dim))) or table[fallback]
+
+        def argsort(x: Any, dim: int, descending: bool) -> Any:
+            if x.ndim == 0:
+                return xp.zeros((), dtype=xp.int64, **kw)
+            if not descending:
+                return xp.astype(xp.argsort(x, axis=dim, stable=True), xp.int64)
+            # Stable descending from a stable ascending sort of the reversed axis.
+            idx = xp.argsort(xp.flip(x, axis=dim), axis=dim, stable=True)
+            return xp.astype(x.shape[dim] - 1 - xp.flip(idx, axis=dim), xp.int64)
+
+        table.update({
+            "cumsum": standard("cumulative_sum", "cumsum"), "cumprod": standard("cumulative_prod", "cumprod"),
+            "argsort": argsort,
+        })
         return {
+            **table,
             "relu": relu, "sigmoid": sigmoid, "cast": cast, "where": where,
             "sum": sum_, "mean": reduce("mean"), "amax": reduce("max"), "amin": reduce("min"),
             "prod": reduce("prod"), "any": reduce("any"), "all": reduce("all"),
@@ -294,6 +313,67 @@ class ArrayAPIBackend(Backend):
 
     def device_count(self) -> int:
         return 1 if self.availability() else 0
+
+    def _host_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        """Kernels the standard lacks, computed with NumPy on the host (free for NumPy itself)."""
+        import numpy as np
+
+        def host(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def kernel(*args: Any) -> Any:
+                conv = [np.asarray(self.to_numpy(a)) if hasattr(a, "shape") else a for a in args]
+                out = fn(*conv)
+                if isinstance(out, tuple):
+                    return tuple(self.from_numpy(np.ascontiguousarray(o), index) for o in out)
+                return self.from_numpy(np.ascontiguousarray(out), index)
+            return kernel
+
+        def extreme_accumulate(ufunc: Any) -> Callable[..., Any]:
+            def kernel(x: Any, dim: int) -> tuple[Any, Any]:
+                values = ufunc.accumulate(x, axis=dim)
+                pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
+                # the index of the last element equal to the running extreme (PyTorch's choice)
+                hit = np.where(x == values, pos, 0)
+                return values, np.maximum.accumulate(hit, axis=dim).astype(np.int64)
+            return kernel
+
+        def searchsorted(seq: Any, values: Any, right: bool) -> Any:
+            side = "right" if right else "left"
+            if seq.ndim <= 1:
+                return np.searchsorted(seq, values, side=side).astype(np.int64)
+            flat_s = seq.reshape(-1, seq.shape[-1])
+            flat_v = values.reshape(-1, values.shape[-1])
+            out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(flat_s, flat_v)])
+            return out.reshape(values.shape).astype(np.int64)
+
+        def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
+            flat = x.reshape(-1)
+            if consecutive:
+                if flat.size == 0:
+                    return flat, np.zeros(x.shape, np.int64), np.zeros(0, np.int64)
+                starts = np.concatenate([[True], flat[1:] != flat[:-1]])
+                values, inverse = flat[starts], np.cumsum(starts) - 1
+                counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
+                return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
+            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+            return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
+
+        def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
+            if lo == hi == 0:
+                lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+            if lo == hi:
+                lo, hi = lo - 1, hi + 1
+            counts, _ = np.histogram(x, bins=bins, range=(lo, hi))
+            return counts.astype(x.dtype)
+
+        def bincount(x: Any, weights: Any, minlength: int) -> Any:
+            return np.bincount(x, weights=weights, minlength=minlength)
+
+        return {name: host(fn) for name, fn in {
+            "cumsum": lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype),
+            "cumprod": lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype),
+            "cummax": extreme_accumulate(np.maximum), "cummin": extreme_accumulate(np.minimum),
+            "searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
+        }.items()}
 
 
 def _host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:

@@ -157,7 +157,8 @@ class Backend:
         from .._ops._registry import REGISTRY
         dev = self._device(index)
         # ``uses`` names registry ops, or raw kernels (such as index_reduce) the decomposition calls.
-        return all(self.supports(u, compute, index) if u in REGISTRY else u in dev._kernels for u in opdef.uses)
+        return all(self.supports(u, compute, index) if (u in REGISTRY and u != op) else u in dev._kernels
+                   for u in opdef.uses)
 
     def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
         """Op name to the names of the input dtypes it supports on device ``index``."""

@@ -356,6 +356,48 @@ OP_DB += [
 ]
 
 
+def _sorted(x: Any, dim: int = -1) -> Any:
+    return _np().sort(x, axis=dim, kind="stable")
+
+
+def _ints(name: str, ref: Callable[..., Any], call: Callable[..., Any], **kw: Any) -> OpInfo:
+    return OpInfo(name, ref, call=call, grad=False, edge=False, dtypes=("int64",), domain=(0, 4),
+                  shapes=kw.pop("shapes", (((12,),),)), **kw)
+
+
+OP_DB += [
+    _mv("argsort", lambda x: _np().argsort(x, axis=-1, kind="stable"), lambda f, x: f.argsort(x), grad=False),
+    _mv("sort", _sorted, lambda f, x: f.sort(x).values),
+    _mv("topk", lambda x: -_np().sort(-x, axis=-1)[..., :2], lambda f, x: f.topk(x, 2).values,
+        dtypes=FLOATS[2:]),
+    _mv("kthvalue", lambda x: _sorted(x)[..., 1], lambda f, x: f.kthvalue(x, 2).values),
+    _mv("median", lambda x: _sorted(x)[..., (x.shape[-1] - 1) // 2], lambda f, x: f.median(x, -1).values),
+    _mv("mode", lambda x: _sorted(x)[..., 0], lambda f, x: f.mode(x, -1).values, grad=False, dtypes=("int64",),
+        domain=(7, 8)),
+    _mv("cumsum", lambda x: _np().cumsum(x, axis=1), lambda f, x: f.cumsum(x, 1), dtypes=FLOATS[2:] + INTS),
+    _mv("cumprod", lambda x: _np().cumprod(x, axis=0), lambda f, x: f.cumprod(x, 0), domain=(0.5, 1.5),
+        dtypes=FLOATS[2:]),
+    _mv("cummax", lambda x: _np().maximum.accumulate(x, axis=-1), lambda f, x: f.cummax(x, -1).values),
+    _mv("cummin", lambda x: _np().minimum.accumulate(x, axis=0), lambda f, x: f.cummin(x, 0).values),
+    _mv("logcumsumexp", lambda x: _np().logaddexp.accumulate(x, axis=-1), lambda f, x: f.logcumsumexp(x, -1),
+        dtypes=FLOATS[2:]),
+    _mv("prod", lambda x: _np().prod(x, axis=-1), lambda f, x: f.prod(x, -1), domain=(0.5, 1.5),
+        dtypes=FLOATS[2:]),
+    _mv("var", lambda x: _np().var(x, axis=-1, ddof=1), lambda f, x: f.var(x, -1), dtypes=FLOATS[2:]),
+    _mv("std", lambda x: _np().std(x, ddof=0), lambda f, x: f.std(x, correction=0), dtypes=FLOATS[2:]),
+    _mv("norm", lambda x: _np().sqrt((x * x).sum(axis=-1)), lambda f, x: f.norm(x, dim=-1), dtypes=FLOATS[2:]),
+    _mv("count_nonzero", lambda x: (x > 0).sum(), lambda f, x: f.count_nonzero(x > 0), grad=False),
+    _ints("searchsorted", lambda x: _np().searchsorted([0, 1, 2], x), lambda f, x: f.searchsorted(
+        f.tensor([0, 1, 2], device=x.device), x)),
+    _ints("bucketize", lambda x: _np().searchsorted([0, 1, 2], x, side="right"), lambda f, x: f.bucketize(
+        x, f.tensor([0, 1, 2], device=x.device), right=True)),
+    _ints("unique", lambda x: _np().unique(x), lambda f, x: f.unique(x)),
+    _ints("unique_consecutive", lambda x: x[_np().r_[True, x[1:] != x[:-1]]], lambda f, x: f.unique_consecutive(x)),
+    _ints("bincount", lambda x: _np().bincount(x), lambda f, x: f.bincount(x)),
+    OpInfo("histc", lambda x: _np().histogram(x, 4, (-3, 3))[0], call=lambda f, x: f.histc(x, 4, -3, 3).long(),
+           grad=False, edge=False, dtypes=("float32", "float64"), shapes=(((20,),),)),
+]
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",

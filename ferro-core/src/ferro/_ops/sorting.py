@@ -1,0 +1,305 @@
+"""Reductions, scans and sorting beyond the primitives, written in ops over a few kernels.
+
+Kernels used: ``argsort`` (stable), ``cumsum``, ``cumprod``, ``cummax``, ``cummin``,
+``searchsorted``, ``unique``, ``histc``, ``bincount``. Values of sort, topk,
+kthvalue, median and cummax come from ``gather`` at the kernel's indices, so
+their gradients flow through ``gather``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._dtypes import int64
+from .._tensor import Tensor, _wrap, _wrap_dim
+from ..errors import ShapeError
+from ._dispatch import finish, kernel, kernel_for, run_elsewhere
+from ._registry import OpDef, register
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+#: ``(values, indices)`` of sort, topk, kthvalue, median, mode, cummax, cummin.
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _native(x: Tensor, name: str, *args: Any, dtype: Any = int64) -> Tensor:
+    return _wrap(kernel(x._device, name)(x._data, *args), dtype, x._device)
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+    if x.ndim == 0:
+        return _native(x, "argsort", 0, descending)
+    return _native(x, "argsort", _wrap_dim(dim, x.ndim, "argsort"), descending)
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> ValuesIndices:
+    """``(values, indices)`` of ``x`` sorted along ``dim``."""
+    idx = argsort(x, dim, descending)
+    return ValuesIndices(x.gather(dim, idx) if x.ndim else x.clone(), idx)
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+    """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+    d = _wrap_dim(dim, x.ndim, "topk")
+    if not 0 <= k <= (x.shape[d] if x.ndim else 1):
+        raise ShapeError(f"topk: k ({k}) out of range for dimension {d} of size {x.shape[d] if x.ndim else 1}")
+    idx = argsort(x, d, descending=largest).narrow(d, 0, k)
+    return ValuesIndices(x.gather(d, idx), idx)
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    d = _wrap_dim(dim, x.ndim, "kthvalue")
+    if not 1 <= k <= x.shape[d]:
+        raise ShapeError(f"kthvalue: k ({k}) out of range for dimension {d} of size {x.shape[d]}")
+    idx = argsort(x, d).narrow(d, k - 1, 1)
+    vals = x.gather(d, idx)
+    return ValuesIndices(vals, idx) if keepdim else ValuesIndices(vals.squeeze(d), idx.squeeze(d))
+
+
+def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median: of all elements, or ``(values, indices)`` along ``dim``."""
+    if dim is None:
+        flat = x.reshape(-1)
+        if flat.numel() == 0:
+            raise ShapeError("median: empty tensor")
+        return kthvalue(flat, (flat.numel() + 1) // 2, 0).values
+    d = _wrap_dim(dim, x.ndim, "median")
+    return kthvalue(x, (x.shape[d] + 1) // 2, d, keepdim)
+
+
+def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The most frequent value along ``dim`` (the smallest on ties) and an index of it."""
+    from .shape import cat
+    d = _wrap_dim(dim, x.ndim, "mode")
+    vals, idx = sort(x, d)
+    # how often each sorted value occurs; the first maximal count is the smallest most frequent value
+    count = cat([(vals == vals.narrow(d, i, 1)).sum(d, keepdim=True) for i in range(x.shape[d])], d)
+    best = count.argmax(d, keepdim=True)
+    out_v, out_i = vals.gather(d, best), idx.gather(d, best)
+    return ValuesIndices(out_v, out_i) if keepdim else ValuesIndices(out_v.squeeze(d), out_i.squeeze(d))
+
+
+_CUMSUM = register(OpDef("cumsum", "scan", "Cumulative sum along a dimension; integers accumulate in int64.",
+                         dtype_rule="accumulate", grads=(lambda g, *, dim: g.flip(dim).cumsum(dim).flip(dim),)))
+_CUMPROD = register(OpDef("cumprod", "scan", "Cumulative product along a dimension.", dtype_rule="accumulate",
+                          saves=(0,), grads=(lambda g, x, *, dim: _cumprod_grad(g, x, dim),)))
+
+
+def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
+    # d out_j / d x_i = out_j / x_i for j >= i (exact when no element is zero).
+    out = x.cumprod(dim)
+    return (g * out).flip(dim).cumsum(dim).flip(dim) / x
+
+
+def _scan(op: OpDef, x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    d = _wrap_dim(dim, x.ndim, op.name) if x.ndim else 0
+    dev = x._device
+    k = kernel_for(op, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(op, dev, x._dtype, (x, dim), {})
+    compute, out_dt = op.table[x._dtype]
+    data = x._data if compute is x._dtype else dev._kernels["cast"](x._data, compute)
+    if not x.ndim:
+        return finish(op, dev._kernels["clone"](data), out_dt, dev, (x,), (), {"dim": 0})
+    return finish(op, k(data, d), out_dt, dev, (x,), (x,) if op.saves else (), {"dim": d})
+
+
+def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Cumulative sum along ``dim``."""
+    return _scan(_CUMSUM, x, dim, dtype)
+
+
+def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Cumulative product along ``dim``."""
+    return _scan(_CUMPROD, x, dim, dtype)
+
+
+def _cum_extreme(x: Tensor, dim: int, name: str) -> ValuesIndices:
+    d = _wrap_dim(dim, x.ndim, name)
+    _, idx = kernel(x._device, name)(x._data, d)
+    indices = _wrap(idx, int64, x._device)
+    return ValuesIndices(x.gather(d, indices), indices)
+
+
+def cummax(x: Tensor, dim: int) -> ValuesIndices:
+    """Running maximum along ``dim`` and the index where it was reached."""
+    return _cum_extreme(x, dim, "cummax")
+
+
+def cummin(x: Tensor, dim: int) -> ValuesIndices:
+    """Running minimum along ``dim`` and the index where it was reached."""
+    return _cum_extreme(x, dim, "cummin")
+
+
+def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(x))) along ``dim``, without overflow."""
+    from .elementwise import where
+    m = x.amax(dim, keepdim=True).detach()
+    m = where(m.isfinite(), m, 0.0)
+    return (x - m).exp().cumsum(dim).log() + m
+
+
+def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product of elements (over ``dim``); integers multiply in int64."""
+    if dtype is not None:
+        x = x.to(dtype)
+    if dim is None:
+        out = cumprod(x.reshape(-1), 0)
+        r = out[-1] if out.numel() else _one(x)
+        return r.reshape((1,) * x.ndim) if keepdim else r
+    d = _wrap_dim(dim, x.ndim, "prod")
+    out = cumprod(x, d).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x).expand(*_kept(x, d))
+    return out if keepdim else out.squeeze(d)
+
+
+def _one(x: Tensor) -> Tensor:
+    from .._creation import ones
+    return ones((), dtype=_CUMPROD.table[x._dtype][1], device=x._device)
+
+
+def _kept(x: Tensor, d: int) -> list[int]:
+    s = list(x.shape)
+    s[d] = 1
+    return s
+
+
+def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float = 1, keepdim: bool = False,
+        unbiased: bool | None = None) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
+    mu = x.mean(dim, keepdim=True)
+    return ((x - mu) ** 2).sum(dim, keepdim=keepdim) / max(n - correction, 0)
+
+
+def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float = 1, keepdim: bool = False,
+        unbiased: bool | None = None) -> Tensor:
+    """Standard deviation: the square root of :func:`var`."""
+    return var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+
+def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    a = x.abs()
+    if p in ("fro", 2, 2.0):
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if p in (math.inf, "inf"):
+        return a.amax(dim if dim is not None else (), keepdim=keepdim)
+    if p in (-math.inf, "-inf"):
+        return a.amin(dim if dim is not None else (), keepdim=keepdim)
+    if p == 0:
+        return (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+    if p == 1:
+        return a.sum(dim, keepdim=keepdim)
+    return (a ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Number of nonzero elements (over ``dim``), as int64."""
+    return (x != 0).sum(dim)
+
+
+def searchsorted(sorted_sequence: Tensor, values: Any, *, right: bool = False, side: str | None = None) -> Tensor:
+    """Insertion indices of ``values`` in the last dimension of ``sorted_sequence``."""
+    from .._creation import tensor
+    if not isinstance(values, Tensor):
+        values = tensor(values, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+    right = right or side == "right"
+    return _wrap(kernel(values._device, "searchsorted")(sorted_sequence._data, values._data, right), int64,
+                 values._device)
+
+
+def bucketize(x: Tensor, boundaries: Tensor, *, right: bool = False) -> Tensor:
+    """Index of the bucket of each element: ``boundaries[i-1] < x <= boundaries[i]`` (``right``: ``<=``, ``<``)."""
+    return searchsorted(boundaries, x, right=right)
+
+
+def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None) -> Any:
+    """The distinct elements (sorted), optionally with the inverse indices and the counts."""
+    if dim is not None:
+        raise NotImplementedError("unique: dim= is not supported yet; flatten or use unique_consecutive")
+    return _unique(x, False, return_inverse, return_counts)
+
+
+def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    """Collapse runs of equal consecutive elements (of the flattened tensor)."""
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive: dim= is not supported yet")
+    return _unique(x, True, return_inverse, return_counts)
+
+
+def _unique(x: Tensor, consecutive: bool, inverse: bool, counts: bool) -> Any:
+    v, inv, cnt = kernel(x._device, "unique")(x._data, consecutive)
+    out = [_wrap(v, x._dtype, x._device)]
+    if inverse:
+        out.append(_wrap(inv, int64, x._device))
+    if counts:
+        out.append(_wrap(cnt, int64, x._device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+    if not x.dtype.is_floating_point:
+        from ..errors import DTypeError
+        raise DTypeError(f"histc: expected a floating tensor, got {x.dtype}")
+    return _wrap(kernel(x._device, "histc")(x._data, bins, min, max), x._dtype, x._device)
+
+
+def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
+    if x.ndim != 1 or x.dtype.kind not in "iu":
+        raise ShapeError(f"bincount: expected a 1-D integer tensor, got {x.dtype} of shape {list(x.shape)}")
+    if x.numel() and int(x.amin().item()) < 0:
+        raise ValueError("bincount: values must be non-negative")
+    data = kernel(x._device, "bincount")(x._data, None if weights is None else weights._data, minlength)
+    from .._dtypes import float64
+    dtype = int64 if weights is None else (weights.dtype if weights.dtype.is_floating_point else float64)
+    return _wrap(data, dtype, x._device)
+
+
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
+    ("argsort", argsort, ("argsort",), "Indices that sort along a dimension."),
+    ("sort", sort, ("argsort", "getitem"), "Sorted values and their indices."),
+    ("topk", topk, ("argsort", "getitem"), "The k largest or smallest elements."),
+    ("kthvalue", kthvalue, ("argsort", "getitem"), "The k-th smallest element."),
+    ("median", median, ("argsort", "getitem"), "The lower median."),
+    ("mode", mode, ("argsort", "getitem", "eq", "sum"), "The most frequent value."),
+    ("cummax", cummax, ("cummax", "getitem"), "Running maximum."),
+    ("cummin", cummin, ("cummin", "getitem"), "Running minimum."),
+    ("logcumsumexp", logcumsumexp, ("cumsum", "exp", "log", "amax"), "log of the cumulative sum of exp."),
+    ("prod", prod, ("cumprod", "getitem"), "Product of elements."),
+    ("var", var, ("mean", "sum", "pow"), "Variance with a correction."),
+    ("std", std, ("mean", "sum", "pow", "sqrt"), "Standard deviation with a correction."),
+    ("norm", norm, ("sum", "sqrt", "abs", "pow"), "Vector p-norm."),
+    ("count_nonzero", count_nonzero, ("ne", "sum"), "Number of nonzero elements."),
+    ("searchsorted", searchsorted, ("searchsorted",), "Insertion indices into a sorted sequence."),
+    ("bucketize", bucketize, ("searchsorted",), "Bucket indices for boundaries."),
+    ("unique", unique, ("unique",), "Distinct elements."),
+    ("unique_consecutive", unique_consecutive, ("unique",), "Runs of equal elements collapsed."),
+    ("histc", histc, ("histc",), "Histogram with equal bins."),
+    ("bincount", bincount, ("bincount",), "Counts of non-negative integers."),
+]
+
+
+def _register() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {"cumsum": cumsum, "cumprod": cumprod}
+    _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
+    for name, fn, uses, doc in _ROWS:
+        op = register(OpDef(name, "composite", doc, dtype_rule="same", decomposition=fn, uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
+FUNCTIONS = _register()
+METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]
