@@ -106,7 +106,7 @@ def _sample(name: str) -> tuple[list[Any], Callable[..., Any]]:
 
 
 # The other ops are checked by the conformance suite (ferro.testing.conformance), from its op database.
-@pytest.mark.parametrize("name", sorted(NOT_SAMPLED))
+@pytest.mark.parametrize("name", sorted(n for n in NOT_SAMPLED if not n.startswith("dropout")))
 def test_gradcheck_ops_outside_the_op_database(name: str) -> None:
     inputs, fn = _sample(name)
     # cast goes through float32, whose rounding swamps a float64-sized step

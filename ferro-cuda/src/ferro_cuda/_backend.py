@@ -2,7 +2,14 @@
 
 Every primitive kernel comes from :class:`ferro.backends.ArrayAPIBackend`;
 this module adds what is CUDA's own: availability with the exact reason,
-devices, transfers, synchronization and memory statistics.
+devices, transfers, synchronization and memory statistics. CuPy is imported
+on first use (:meth:`CudaBackend.availability`), never at module import.
+
+CuPy's creation functions take no ``device=`` argument: an array is made on
+the *current* device. So :meth:`CudaBackend.native_device` stays None and
+every kernel of ``cuda:N`` with ``N > 0`` runs inside ``cupy.cuda.Device(N)``;
+``cuda:0`` kernels run unwrapped, on the current device, which ferro never
+changes outside those blocks.
 """
 
 from __future__ import annotations
@@ -13,27 +20,13 @@ from typing import Any
 
 from ferro.backends import ArrayAPIBackend, Availability
 
-__all__ = ["CudaBackend", "explain_cuda_error"]
+from ._runtime import cuda_availability, cuda_version
 
-#: CUDA runtime error names -> what a user should read.
-_REASONS = {
-    "cudaErrorInsufficientDriver": "no CUDA driver found, or it is older than the CUDA runtime CuPy was built for",
-    "cudaErrorNoDevice": "the CUDA driver is loaded but no GPU is present",
-    "cudaErrorDevicesUnavailable": "every GPU is busy or in exclusive mode",
-    "cudaErrorInitializationError": "the CUDA driver failed to initialize",
-}
+__all__ = ["CudaBackend"]
 
-# Kernels that allocate: they run inside ``cupy.cuda.Device(index)`` for devices other than 0.
-_ALLOCATING = ("empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint")
-
-
-def explain_cuda_error(err: BaseException) -> str:
-    """A readable reason from a CuPy / CUDA runtime exception."""
-    text = str(err)
-    for code, reason in _REASONS.items():
-        if code in text:
-            return f"{reason} ({text})"
-    return f"{type(err).__name__}: {text}"
+#: DLPack device types whose memory CuPy imports without a copy (kDLCUDA, kDLCUDAManaged).
+_DLPACK_CUDA = (2, 13)
+_DLPACK_CPU = 1
 
 
 class CudaBackend(ArrayAPIBackend):
@@ -43,19 +36,25 @@ class CudaBackend(ArrayAPIBackend):
     description = "CuPy on NVIDIA GPUs"
     module_name = "cupy"
 
-    def check_runtime(self) -> Availability:
+    def namespace(self) -> Any:
+        """Import CuPy; a missing CuPy says how to install it, a broken one says why it failed."""
         try:
-            n = self.xp.cuda.runtime.getDeviceCount()
-        except Exception as e:  # CUDARuntimeError, missing libraries: never crash
-            return Availability(False, explain_cuda_error(e))
-        if n == 0:
-            return Availability(False, _REASONS["cudaErrorNoDevice"])
-        return Availability(True)
+            import cupy
+        except ModuleNotFoundError as e:
+            if e.name != "cupy":
+                raise RuntimeError(f"CuPy is installed but failed to import: {e}") from e
+            raise ModuleNotFoundError("pip install 'ferro-cuda[cupy]'", name="cupy") from e
+        except ImportError as e:  # CuPy present, its CUDA libraries not
+            raise RuntimeError(f"CuPy is installed but failed to import: {e}") from e
+        return cupy
+
+    def check_runtime(self) -> Availability:
+        return cuda_availability(self.xp)
+
+    # -- devices ----------------------------------------------------------
 
     def device_count(self) -> int:
-        if not self.availability():
-            return 0
-        return int(self.xp.cuda.runtime.getDeviceCount())
+        return int(self.xp.cuda.runtime.getDeviceCount()) if self.availability() else 0
 
     def _props(self, index: int) -> dict[str, Any]:
         return self.xp.cuda.runtime.getDeviceProperties(index)
@@ -66,11 +65,18 @@ class CudaBackend(ArrayAPIBackend):
 
     def device_info(self, index: int) -> dict[str, str]:
         p = self._props(index)
+        rt = self.xp.cuda.runtime
         return {"memory": f"{p['totalGlobalMem'] / 2**30:.1f} GiB",
-                "compute capability": f"{p['major']}.{p['minor']}", "cupy": self.xp.__version__}
+                "compute capability": f"{p['major']}.{p['minor']}",
+                "multiprocessors": str(p["multiProcessorCount"]),
+                "cupy": self.xp.__version__, "CUDA runtime": cuda_version(rt.runtimeGetVersion()),
+                "CUDA driver": cuda_version(rt.driverGetVersion())}
 
     def _on(self, index: int) -> Any:
+        """``with self._on(i):`` makes device ``i`` current."""
         return self.xp.cuda.Device(index)
+
+    # -- transfers ----------------------------------------------------------
 
     def from_numpy(self, array: Any, index: int) -> Any:
         with self._on(index):
@@ -79,26 +85,57 @@ class CudaBackend(ArrayAPIBackend):
     def to_numpy(self, array: Any) -> Any:
         return array.get()
 
+    def from_dlpack(self, obj: Any, index: int) -> Any:
+        """Zero-copy for CUDA memory on device ``index``; host memory is copied in."""
+        kind, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (_DLPACK_CPU, 0)
+        if kind not in _DLPACK_CUDA:
+            import numpy as np
+            return self.from_numpy(np.from_dlpack(obj), index)
+        with self._on(index):
+            array = self.xp.from_dlpack(obj)
+            # ndarray.copy() allocates on the current device: another GPU's memory is moved here.
+            return array if dev_id == index else array.copy()
+
+    # -- kernels ----------------------------------------------------------
+
+    def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        xp = self.xp
+
+        def argsort(x: Any, dim: int, descending: bool) -> Any:
+            # CuPy's argsort is always stable and takes no ``stable=`` keyword.
+            if x.ndim == 0:
+                return xp.zeros((), dtype=xp.int64)
+            if not descending:
+                return xp.argsort(x, axis=dim).astype(xp.int64, copy=False)
+            idx = xp.argsort(xp.flip(x, axis=dim), axis=dim)
+            return (x.shape[dim] - 1 - xp.flip(idx, axis=dim)).astype(xp.int64, copy=False)
+
+        return {"argsort": argsort}
+
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         table = super().kernels(index)
         if index:
-            for name in _ALLOCATING:
-                if name in table:
-                    table[name] = _on_device(table[name], self._on, index)
+            table = {name: _on_device(kernel, self._on, index) for name, kernel in table.items()}
         return table
 
+    # -- runtime ----------------------------------------------------------
+
     def synchronize(self, index: int) -> None:
-        with self._on(index):
-            self.xp.cuda.Device().synchronize()
+        self._on(index).synchronize()
 
     def memory_stats(self, index: int) -> dict[str, int]:
+        """CuPy's default memory pool on device ``index``: bytes in use, cached, reserved, and the limit."""
+        if not self.availability():
+            return {}
         pool = self.xp.get_default_memory_pool()
-        return {"allocated": int(pool.used_bytes()), "reserved": int(pool.total_bytes())}
+        with self._on(index):
+            return {"allocated": int(pool.used_bytes()), "cached": int(pool.free_bytes()),
+                    "reserved": int(pool.total_bytes()), "limit": int(pool.get_limit())}
 
 
 def _on_device(kernel: Callable[..., Any], on: Callable[[int], Any], index: int) -> Callable[..., Any]:
     @functools.wraps(kernel)
-    def run(*args: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
         with on(index):
-            return kernel(*args)
+            return kernel(*args, **kwargs)
     return run

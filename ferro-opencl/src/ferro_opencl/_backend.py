@@ -1,23 +1,24 @@
 """The OpenCL backend: devices, capabilities per device, transfers on pyopencl.
 
 Every platform's devices are numbered in order as ``opencl:0``, ``opencl:1``,
-...; each gets one context and one in-order queue, made on first use. The
-kernels arrive with the OpenCL issue; until then an op raises
-``UnsupportedOperationError`` naming the backends that have it.
+... (see ``_devices``); each gets one context and one in-order queue, made on
+first use. pyopencl is imported on first use, never at module import. The
+compiled kernels arrive with the OpenCL issue; until then an op without a
+kernel raises ``UnsupportedOperationError`` naming the backends that have it.
 """
 
 from __future__ import annotations
 
-import os
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from ferro._dtypes import DType, all_dtypes, bfloat16, float16, float64
-from ferro.backends import Availability, Backend
-from ferro.backends._array_api import ArrayAPIBackend
+from ferro.backends import ArrayAPIBackend, Availability, Backend
+
+from ._devices import default_index, find_devices
 
 __all__ = ["OpenCLBackend"]
-
-_INSTALL_HINT = "pip install 'ferro-opencl[pocl]' for PoCL's CPU device"
 
 
 class OpenCLBackend(Backend):
@@ -27,59 +28,49 @@ class OpenCLBackend(Backend):
     description = "pyopencl on OpenCL devices"
 
     def __init__(self) -> None:
-        self._devices: list[Any] | None = None
+        self._devices: list[Any] = []
         self._avail: Availability | None = None
         self._queues: dict[int, Any] = {}
-        # The host RNG of the generic backend (a Philox generator per device), reused as is.
-        self._rng_host = ArrayAPIBackend()
+        self._lock = threading.Lock()
+        # The generic backend's host RNG (a Philox generator per device), reused as it is:
+        # ferro.manual_seed then gives the same numbers here as on cpu and cuda.
+        self._host_rng = ArrayAPIBackend()
 
     # -- availability and devices -------------------------------------------
 
-    def _cl(self) -> Any:
-        import pyopencl
-        return pyopencl
-
-    def _all_devices(self) -> list[Any]:
-        if self._devices is None:
-            cl = self._cl()
-            self._devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-        return self._devices
-
     def availability(self) -> Availability:
+        """Available when pyopencl imports and some platform has a device; never raises."""
         if self._avail is None:
             try:
-                self._cl()
-            except ImportError as e:
-                self._avail = Availability(False, f"pyopencl is not installed ({e}); {_INSTALL_HINT}")
-                return self._avail
-            try:
-                devices = self._all_devices()
-            except Exception as e:  # no ICD loader, no platform: pyopencl raises LogicError / RuntimeError
-                self._avail = Availability(False, f"no OpenCL platform found ({type(e).__name__}: {e}); "
-                                                  f"{_INSTALL_HINT}")
-                return self._avail
-            self._avail = Availability(True) if devices else Availability(
-                False, f"OpenCL platforms are installed but none has a device; {_INSTALL_HINT}")
+                self._devices, self._avail = find_devices()
+            except Exception as e:  # a broken pyopencl or driver must not crash ferro
+                self._devices, self._avail = [], Availability(False, f"{type(e).__name__}: {e}")
         return self._avail
 
     def device_count(self) -> int:
-        return len(self._all_devices()) if self.availability() else 0
+        return len(self._devices) if self.availability() else 0
 
     def default_device_index(self) -> int:
-        raw = os.environ.get("FERRO_OPENCL_DEVICE", "").strip()
-        return int(raw) if raw.isdigit() else 0
+        """``FERRO_OPENCL_DEVICE=N``, else the device ``PYOPENCL_CTX`` names, else 0."""
+        return default_index(lambda: self._devices if self.availability() else [])
+
+    def cl_device(self, index: int) -> Any:
+        """The ``pyopencl.Device`` of ``opencl:index``."""
+        self.availability()
+        return self._devices[index]
 
     def device_name(self, index: int) -> str:
-        return str(self._all_devices()[index].name).strip()
+        return str(self.cl_device(index).name).strip()
 
     def device_info(self, index: int) -> dict[str, str]:
-        d = self._all_devices()[index]
-        return {"platform": d.platform.name, "vendor": str(d.vendor).strip(),
-                "memory": f"{d.global_mem_size / 2**30:.1f} GiB", "compute units": str(d.max_compute_units),
-                "extensions": " ".join(sorted(d.extensions.split()))}
+        d = self.cl_device(index)
+        return {"platform": d.platform.name.strip(), "vendor": str(d.vendor).strip(),
+                "version": str(d.version).strip(), "global memory": f"{d.global_mem_size / 2**30:.1f} GiB",
+                "compute units": str(d.max_compute_units), "extensions": " ".join(sorted(d.extensions.split()))}
 
     def dtypes(self, index: int) -> frozenset[DType]:
-        ext = self._all_devices()[index].extensions.split()
+        """Every integer and bool; float32; float64 / float16 only with cl_khr_fp64 / cl_khr_fp16."""
+        ext = set(self.cl_device(index).extensions.split())
         out = {d for d in all_dtypes if not d.is_complex and d is not bfloat16}
         if "cl_khr_fp64" not in ext:
             out.discard(float64)
@@ -90,13 +81,20 @@ class OpenCLBackend(Backend):
     # -- runtime --------------------------------------------------------------
 
     def queue(self, index: int) -> Any:
-        """The command queue of device ``index`` (one context and queue per device)."""
+        """The in-order command queue of ``opencl:index`` (one context and queue per device)."""
         q = self._queues.get(index)
         if q is None:
-            cl = self._cl()
-            ctx = cl.Context([self._all_devices()[index]])
-            q = self._queues[index] = cl.CommandQueue(ctx)
+            import pyopencl as cl
+            with self._lock:
+                q = self._queues.get(index)
+                if q is None:
+                    ctx = cl.Context([self.cl_device(index)])
+                    q = self._queues[index] = cl.CommandQueue(ctx)
         return q
+
+    def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        from ._kernels import command_kernels
+        return command_kernels(self.queue(index), self.native_dtype)
 
     def native_dtype(self, dtype: DType) -> Any:
         import numpy as np
@@ -110,14 +108,20 @@ class OpenCLBackend(Backend):
     def to_numpy(self, array: Any) -> Any:
         return array.get()
 
+    def to_dlpack(self, array: Any, stream: Any = None) -> Any:
+        raise BufferError("pyopencl arrays do not support DLPack; move the tensor with .to('cpu') first")
+
+    def dlpack_device(self, array: Any) -> tuple[int, int]:
+        raise BufferError("pyopencl arrays do not support DLPack; move the tensor with .to('cpu') first")
+
     def synchronize(self, index: int) -> None:
         self.queue(index).finish()
 
     def manual_seed(self, seed: int, index: int) -> None:
-        self._rng_host.manual_seed(seed, index)
+        self._host_rng.manual_seed(seed, index)
 
     def get_rng_state(self, index: int) -> bytes:
-        return self._rng_host.get_rng_state(index)
+        return self._host_rng.get_rng_state(index)
 
     def set_rng_state(self, state: bytes, index: int) -> None:
-        self._rng_host.set_rng_state(state, index)
+        self._host_rng.set_rng_state(state, index)

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     inplace,
     linalg,
     movement,
+    nn,
     reduction,
     scatter,
     shape,

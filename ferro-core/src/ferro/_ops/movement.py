@@ -189,7 +189,7 @@ def _band(x: Tensor, diagonal: int, upper: bool) -> Tensor:
     rows = arange(x.shape[-2], device=x.device).reshape(-1, 1)
     cols = arange(x.shape[-1], device=x.device).reshape(1, -1)
     keep = (cols - rows >= diagonal) if upper else (cols - rows <= diagonal)
-    return where(keep, x, 0)
+    return where(keep, x, False if x.dtype.kind == "b" else 0)  # a zero of x's own dtype
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:

@@ -10,6 +10,7 @@ from .._ops.composite import ACTIVATION_NAMES
 from .._ops.composite import FUNCTIONS as _COMPOSITES
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.movement import pad
+from .._ops.nn import FUNCTIONS as _NN
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]
@@ -34,4 +35,6 @@ tanhshrink = _COMPOSITES["tanhshrink"]
 threshold = _COMPOSITES["threshold"]
 glu = _COMPOSITES["glu"]
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES]
+globals().update(_NN)
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN]

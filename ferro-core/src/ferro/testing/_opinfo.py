@@ -398,6 +398,84 @@ OP_DB += [
            grad=False, edge=False, dtypes=("float32", "float64"), shapes=(((20,),),)),
 ]
 
+def _lsm(x: Any, axis: int = 1) -> Any:
+    return x - _logsumexp(x, axis, True)
+
+
+def _norm_ref(x: Any, axes: tuple[int, ...], eps: float = 1e-5) -> Any:
+    mu = x.mean(axis=axes, keepdims=True)
+    return (x - mu) / _np().sqrt(((x - mu) ** 2).mean(axis=axes, keepdims=True) + eps)
+
+
+_T3 = [0, 2, 1, 2]
+
+
+def _nn(name: str, ref: Callable[..., Any], call: Callable[..., Any], shapes: Any = (((4, 3),),),
+        **kw: Any) -> OpInfo:
+    return OpInfo(name, ref, call=lambda f, *a, _c=call: _c(f, f.nn.functional, *a), shapes=shapes, edge=False,
+                  dtypes=kw.pop("dtypes", ("float32", "float64")), **kw)
+
+
+def _t(f: Any, x: Any, v: Any) -> Any:
+    return f.tensor(v, device=x.device)
+
+
+def _w(f: Any, x: Any, v: Any) -> Any:
+    return f.tensor(v, device=x.device).to(x.dtype)
+
+
+_W = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]]
+OP_DB += [
+    _nn("linear", lambda x: x @ _np().array(_W).T + 1.0, lambda f, F, x: F.linear(x, _w(f, x, _W),
+                                                                               _w(f, x, [1.0, 1.0]))),
+    _nn("bilinear", lambda x: _np().einsum("bi,kij,bj->bk", x, _np().ones((2, 3, 3)), x),
+        lambda f, F, x: F.bilinear(x, x, _w(f, x, _np().ones((2, 3, 3))))),
+    _nn("embedding", lambda x: x[[2, 0, 2]], lambda f, F, x: F.embedding(_t(f, x, [2, 0, 2]), x)),
+    _nn("one_hot", lambda x: _np().eye(3, dtype=_np().int64)[_T3], lambda f, F, x: F.one_hot(_t(f, x, _T3), 3),
+        grad=False),
+    _nn("layer_norm", lambda x: _norm_ref(x, (-1,)), lambda f, F, x: F.layer_norm(x, (3,))),
+    _nn("rms_norm", lambda x: x / _np().sqrt((x * x).mean(-1, keepdims=True) + 1e-6),
+        lambda f, F, x: F.rms_norm(x, (3,), eps=1e-6)),
+    _nn("group_norm", lambda x: _norm_ref(x.reshape(2, 2, -1), (-1,)).reshape(x.shape),
+        lambda f, F, x: F.group_norm(x, 2), shapes=(((2, 4, 3),),)),
+    _nn("instance_norm", lambda x: _norm_ref(x, (2,)), lambda f, F, x: F.instance_norm(x), shapes=(((2, 4, 3),),)),
+    _nn("batch_norm", lambda x: _norm_ref(x, (0, 2)), lambda f, F, x: F.batch_norm(x, None, None, training=True),
+        shapes=(((4, 2, 3),),)),
+    _nn("local_response_norm", lambda x: x / (1 + 1e-4 / 3 * _np().stack(
+        [_np().pad(x * x, ((0, 0), (1, 1), (0, 0)))[:, i:i + x.shape[1]] for i in range(3)]).sum(0)) ** 0.75,
+        lambda f, F, x: F.local_response_norm(x, 3), shapes=(((2, 4, 3),),)),
+    _nn("cosine_similarity", lambda x: (x * x[::-1]).sum(1) / (_np().linalg.norm(x, axis=1) *
+                                                                _np().linalg.norm(x[::-1], axis=1)),
+        lambda f, F, x: F.cosine_similarity(x, x.flip(0))),
+    _nn("pairwise_distance", lambda x: _np().linalg.norm(x - x[::-1] + 1e-6, axis=-1),
+        lambda f, F, x: F.pairwise_distance(x, x.flip(0))),
+    _nn("nll_loss", lambda x: -_lsm(x)[range(4), _T3].mean(), lambda f, F, x: F.nll_loss(F.log_softmax(x, 1),
+                                                                                        _t(f, x, _T3))),
+    _nn("cross_entropy", lambda x: -(_lsm(x)[range(4), _T3] * _np().array([1, 0, 1, 1])).sum() / 3,
+        lambda f, F, x: F.cross_entropy(x, _t(f, x, [0, -100, 1, 2]))),
+    _nn("mse_loss", lambda x: ((x - x[::-1]) ** 2).mean(), lambda f, F, x: F.mse_loss(x, x.flip(0))),
+    _nn("l1_loss", lambda x: _np().abs(x - x[::-1]).sum(), lambda f, F, x: F.l1_loss(x, x.flip(0), "sum")),
+    _nn("smooth_l1_loss", lambda x: _np().where(_np().abs(x - 0.5) < 1, 0.5 * (x - 0.5) ** 2,
+                                                 _np().abs(x - 0.5) - 0.5).mean(),
+        lambda f, F, x: F.smooth_l1_loss(x, f.full_like(x, 0.5))),
+    _nn("huber_loss", lambda x: _np().where(_np().abs(x - 0.5) < 1, 0.5 * (x - 0.5) ** 2,
+                                             _np().abs(x - 0.5) - 0.5).mean(),
+        lambda f, F, x: F.huber_loss(x, f.full_like(x, 0.5))),
+    _nn("binary_cross_entropy", lambda x: -_np().log(1 / (1 + _np().exp(-x))).mean(),
+        lambda f, F, x: F.binary_cross_entropy(x.sigmoid(), f.ones_like(x))),
+    _nn("binary_cross_entropy_with_logits", lambda x: _np().logaddexp(0, -x).mean(),
+        lambda f, F, x: F.binary_cross_entropy_with_logits(x, f.ones_like(x))),
+    _nn("kl_div", lambda x: (_np().exp(_lsm(x[::-1])) * (_lsm(x[::-1]) - _lsm(x))).sum() / 4,
+        lambda f, F, x: F.kl_div(F.log_softmax(x, 1), F.softmax(x.flip(0), 1), reduction="batchmean")),
+    _nn("cosine_embedding_loss", lambda x: (1 - (x * x[::-1]).sum(1) / (_np().linalg.norm(x, axis=1) *
+                                                                         _np().linalg.norm(x[::-1], axis=1))).mean(),
+        lambda f, F, x: F.cosine_embedding_loss(x, x.flip(0), f.ones(4, device=x.device))),
+    _nn("margin_ranking_loss", lambda x: _np().maximum(0, -(x[:, 0] - x[:, 1]) + 0.1).mean(),
+        lambda f, F, x: F.margin_ranking_loss(x[:, 0], x[:, 1], f.ones(4, device=x.device), 0.1)),
+    _nn("scaled_dot_product_attention", lambda x: _np().exp(_lsm(x @ x.swapaxes(-1, -2) / _np().sqrt(3), -1)) @ x,
+        lambda f, F, x: F.scaled_dot_product_attention(x, x, x), shapes=(((2, 4, 3),),)),
+]
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
@@ -406,4 +484,6 @@ NOT_SAMPLED: dict[str, str] = {
     "cat": "takes a list: tests/test_ops.py", "stack": "takes a list: tests/test_ops.py",
     "getitem": "indexing: tests/test_ops.py", "index_put": "indexing: tests/test_ops.py",
     "cast": "conversion: tests/test_tensor.py",
+    "dropout": "random: tests/test_nn_functional.py checks keep rate, scaling and eval identity",
+    "dropout2d": "random: tests/test_nn_functional.py checks whole channels",
 }
