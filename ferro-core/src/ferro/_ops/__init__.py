@@ -7,6 +7,7 @@ from typing import Any
 
 from . import (  # noqa: F401  (each module registers its ops)
     composite,
+    conv,
     conversion,
     elementwise,
     indexing,

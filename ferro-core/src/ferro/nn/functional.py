@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .._ops.composite import ACTIVATION_NAMES
 from .._ops.composite import FUNCTIONS as _COMPOSITES
+from .._ops.conv import FUNCTIONS as _CONV
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
@@ -36,5 +37,6 @@ threshold = _COMPOSITES["threshold"]
 glu = _COMPOSITES["glu"]
 
 globals().update(_NN)
+globals().update(_CONV)
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN]
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV]

@@ -476,6 +476,37 @@ OP_DB += [
         lambda f, F, x: F.scaled_dot_product_attention(x, x, x), shapes=(((2, 4, 3),),)),
 ]
 
+def _windows(x: Any, k: tuple[int, ...], pad: int, fill: float = 0.0) -> Any:
+    np = _np()
+    n = len(k)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pad, pad)] * n, constant_values=fill)
+    return np.lib.stride_tricks.sliding_window_view(xp, k, axis=tuple(range(2, 2 + n)))
+
+
+_CONV_W2 = [[[[0.2, -0.5, 0.1], [0.3, 0.0, -0.2], [0.4, 0.1, 0.5]]] * 2] * 3
+_CONV_W1 = [[[0.5, -1.0, 0.25]] * 2] * 3
+
+OP_DB += [
+    _nn("conv2d", lambda x: _np().einsum("ncijkl,ockl->noij", _windows(x, (3, 3), 1), _np().array(_CONV_W2)),
+        lambda f, F, x: F.conv2d(x, _w(f, x, _CONV_W2), padding=1), shapes=(((2, 2, 5, 4),),)),
+    _nn("conv1d", lambda x: _np().einsum("ncik,ock->noi", _windows(x, (3,), 0), _np().array(_CONV_W1)),
+        lambda f, F, x: F.conv1d(x, _w(f, x, _CONV_W1)), shapes=(((2, 2, 6),),)),
+    _nn("max_pool2d", lambda x: _windows(x, (2, 2), 0)[:, :, ::2, ::2].max((-2, -1)),
+        lambda f, F, x: F.max_pool2d(x, 2), shapes=(((2, 2, 4, 6),),)),
+    _nn("avg_pool2d", lambda x: _windows(x, (3, 3), 1).mean((-2, -1)),
+        lambda f, F, x: F.avg_pool2d(x, 3, stride=1, padding=1), shapes=(((1, 2, 4, 5),),)),
+    _nn("max_pool1d", lambda x: _windows(x, (2,), 0)[:, :, ::2].max(-1), lambda f, F, x: F.max_pool1d(x, 2),
+        shapes=(((2, 3, 6),),)),
+    _nn("avg_pool1d", lambda x: _windows(x, (3,), 0).mean(-1), lambda f, F, x: F.avg_pool1d(x, 3, 1),
+        shapes=(((2, 3, 6),),)),
+    _nn("adaptive_avg_pool2d", lambda x: x.reshape(*x.shape[:2], 2, 2, 3, 2).mean((3, 5)),
+        lambda f, F, x: F.adaptive_avg_pool2d(x, (2, 3)), shapes=(((1, 2, 4, 6),),)),
+    _nn("adaptive_max_pool2d", lambda x: x.reshape(*x.shape[:2], 2, 2, 3, 2).max((3, 5)),
+        lambda f, F, x: F.adaptive_max_pool2d(x, (2, 3)), shapes=(((1, 2, 4, 6),),)),
+    _nn("interpolate", lambda x: x.repeat(2, axis=2).repeat(3, axis=3),
+        lambda f, F, x: F.interpolate(x, scale_factor=(2, 3)), shapes=(((1, 2, 3, 2),),)),
+]
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
@@ -486,4 +517,7 @@ NOT_SAMPLED: dict[str, str] = {
     "cast": "conversion: tests/test_tensor.py",
     "dropout": "random: tests/test_nn_functional.py checks keep rate, scaling and eval identity",
     "dropout2d": "random: tests/test_nn_functional.py checks whole channels",
+    "conv3d": "compared with torch, values and gradients, in tests/test_conv.py",
+    "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",
+    "conv_transpose2d": "compared with torch, values and gradients, in tests/test_conv.py",
 }

@@ -1,0 +1,301 @@
+"""Convolution, pooling and resampling, written in primitives.
+
+Everything is built on :func:`unfold`, which gathers the sliding windows of an
+N-d input with one advanced-indexing ``getitem`` (the index grids come from
+``arange``), so it runs on every backend that has the primitives and is
+differentiable through them. Convolution is then a matmul of the windows with
+the flattened weight; transposed convolution is a convolution of the
+zero-stuffed input with the flipped weight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._tensor import Tensor
+from ..errors import ShapeError
+from ._registry import OpDef, register
+
+__all__ = ["FUNCTIONS", "unfold"]
+
+
+def _F() -> Any:
+    import ferro
+    return ferro
+
+
+def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
+    t = (v,) * n if isinstance(v, int) else tuple(v)
+    if len(t) != n:
+        raise ShapeError(f"{name} must be an int or a sequence of {n} ints, got {v!r}")
+    return t
+
+
+def unfold(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
+    """Windows of ``x`` (N, C, *spatial): shape (N, C, *out_spatial, *kernel). ``x`` is already padded."""
+    F = _F()
+    n = len(kernel)
+    spatial = x.shape[2:]
+    out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
+    if any(o <= 0 for o in out):
+        raise ShapeError(f"the kernel {list(kernel)} (dilation {list(dilation)}) is larger than the padded input "
+                         f"{list(spatial)}")
+    key: list[Any] = [slice(None), slice(None)]
+    for i in range(n):
+        # index of (output position o, kernel position k) in dimension i: o * stride + k * dilation
+        shape_o = [1] * (2 * n)
+        shape_o[i] = out[i]
+        shape_k = [1] * (2 * n)
+        shape_k[n + i] = kernel[i]
+        o = F.arange(out[i], device=x.device).reshape(shape_o) * stride[i]
+        k = F.arange(kernel[i], device=x.device).reshape(shape_k) * dilation[i]
+        key.append(o + k)
+    return x[tuple(key)]
+
+
+def _padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], stride: Sequence[int],
+             n: int) -> list[int]:
+    """``F.pad`` sizes (last dimension first) for a padding spec: int, tuple, 'valid' or 'same'."""
+    if padding == "valid":
+        return [0] * (2 * n)
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        pads = []
+        for i in reversed(range(n)):
+            total = dilation[i] * (kernel[i] - 1)
+            pads += [total // 2, total - total // 2]  # the extra element goes to the end, as in PyTorch
+        return pads
+    p = _tuple(padding, n, "padding")
+    return [v for i in reversed(range(n)) for v in (p[i], p[i])]
+
+
+def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
+            groups: int) -> Tensor:
+    F = _F()
+    batched = x.ndim == n + 2
+    if not batched:
+        if x.ndim != n + 1:
+            raise ShapeError(f"conv{n}d: expected a {n + 1}-D or {n + 2}-D input, got shape {list(x.shape)}")
+        x = x.unsqueeze(0)
+    c_in, c_out, kernel = x.shape[1], weight.shape[0], tuple(weight.shape[2:])
+    if weight.ndim != n + 2 or c_in != weight.shape[1] * groups:
+        raise ShapeError(f"conv{n}d: input {list(x.shape)} with {c_in} channels does not fit weight "
+                         f"{list(weight.shape)} and groups={groups} (needs {weight.shape[1] * groups} channels)")
+    if c_out % groups:
+        raise ShapeError(f"conv{n}d: {c_out} output channels are not divisible by groups={groups}")
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    x = F.nn.functional.pad(x, _padding(padding, kernel, dilation, stride, n))
+    win = unfold(x, kernel, stride, dilation)  # (N, C, *out, *kernel)
+    out_shape = win.shape[2:2 + n]
+    nb = x.shape[0]
+    # (N, groups, C/g, L, K) -> (N, groups, L, C/g * K)
+    win = win.reshape(nb, groups, c_in // groups, math.prod(out_shape), math.prod(kernel))
+    win = win.permute(0, 1, 3, 2, 4).reshape(nb, groups, math.prod(out_shape), -1)
+    w = weight.reshape(groups, c_out // groups, -1)  # (groups, C_out/g, C/g * K)
+    y = win @ w.mT.unsqueeze(0)  # (N, groups, L, C_out/g)
+    y = y.permute(0, 1, 3, 2).reshape(nb, c_out, *out_shape)
+    if bias is not None:
+        y = y + bias.reshape(1, c_out, *([1] * n))
+    return y if batched else y.squeeze(0)
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) with (C_out, C/groups, K)."""
+    return _convnd(1, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution of (N, C, H, W) with (C_out, C/groups, kH, kW); padding int, tuple, 'same' or 'valid'."""
+    return _convnd(2, x, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) with (C_out, C/groups, kD, kH, kW)."""
+    return _convnd(3, x, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+                      output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    F = _F()
+    batched = x.ndim == n + 2
+    if not batched:
+        x = x.unsqueeze(0)
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    padding, output_padding = _tuple(padding, n, "padding"), _tuple(output_padding, n, "output_padding")
+    c_in, kernel = x.shape[1], tuple(weight.shape[2:])
+    if c_in != weight.shape[0]:
+        raise ShapeError(f"conv_transpose{n}d: input {list(x.shape)} has {c_in} channels, weight "
+                         f"{list(weight.shape)} expects {weight.shape[0]}")
+    # Stuff stride - 1 zeros between input elements.
+    if any(s > 1 for s in stride):
+        spatial = [(d - 1) * s + 1 for d, s in zip(x.shape[2:], stride)]
+        stuffed = F.zeros(x.shape[0], c_in, *spatial, dtype=x.dtype, device=x.device)
+        x = stuffed.index_put((Ellipsis, *(slice(None, None, s) for s in stride)), x)
+    pads: list[int] = []
+    for i in reversed(range(n)):
+        edge = dilation[i] * (kernel[i] - 1) - padding[i]
+        pads += [edge, edge + output_padding[i]]
+    x = F.nn.functional.pad(x, pads)
+    # weight (C_in, C_out/g, *k) -> (C_out, C_in/g, *k), flipped in space
+    c_out_g = weight.shape[1]
+    w = weight.reshape(groups, c_in // groups, c_out_g, *kernel).transpose(1, 2)
+    w = w.reshape(groups * c_out_g, c_in // groups, *kernel).flip(tuple(range(2, 2 + n)))
+    y = _convnd(n, x, w, bias, 1, 0, dilation, groups)
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 1-D convolution; ``weight`` is (C_in, C_out/groups, K)."""
+    return _conv_transposend(1, x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+    return _conv_transposend(2, x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _pool(n: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, fill: float,
+          reduce: str) -> Tensor:
+    F = _F()
+    batched = x.ndim == n + 2
+    if not batched:
+        x = x.unsqueeze(0)
+    kernel = _tuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _tuple(stride, n, "stride")
+    dilation = _tuple(dilation, n, "dilation")
+    pad = _tuple(padding, n, "padding")
+    if any(2 * p > k for p, k in zip(pad, kernel)):
+        raise ValueError(f"pad should be at most half of the kernel size, got padding {list(pad)} and kernel "
+                         f"{list(kernel)}")
+    x = F.nn.functional.pad(x, [v for i in reversed(range(n)) for v in (pad[i], pad[i])], value=fill)
+    win = unfold(x, kernel, stride, dilation)
+    dims = tuple(range(2 + n, 2 + 2 * n))
+    y = win.amax(dims) if reduce == "max" else win.mean(dims)
+    return y if batched else y.squeeze(0)
+
+
+def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
+    """Maximum over sliding windows of (N, C, L)."""
+    return _pool(1, x, kernel_size, stride, padding, dilation, -math.inf, "max")
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
+    """Maximum over sliding windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
+    return _pool(2, x, kernel_size, stride, padding, dilation, -math.inf, "max")
+
+
+def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over sliding windows of (N, C, L), zero padding counted."""
+    return _pool(1, x, kernel_size, stride, padding, 1, 0.0, "mean")
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over sliding windows of (N, C, H, W), zero padding counted."""
+    return _pool(2, x, kernel_size, stride, padding, 1, 0.0, "mean")
+
+
+def _adaptive(x: Tensor, output_size: Any, reduce: str) -> Tensor:
+    F = _F()
+    out = _tuple(output_size, 2, "output_size")
+    h, w = x.shape[-2], x.shape[-1]
+    out = (out[0] or h, out[1] or w)
+    rows = []
+    for i in range(out[0]):
+        r0, r1 = (i * h) // out[0], -(-((i + 1) * h) // out[0])
+        cols = []
+        for j in range(out[1]):
+            c0, c1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
+            cell = x[..., r0:r1, c0:c1]
+            cols.append(cell.amax((-2, -1)) if reduce == "max" else cell.mean((-2, -1)))
+        rows.append(F.stack(cols, -1))
+    return F.stack(rows, -2)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to a fixed output size, with PyTorch's window bounds."""
+    return _adaptive(x, output_size, "mean")
+
+
+def adaptive_max_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Max pooling to a fixed output size, with PyTorch's window bounds."""
+    return _adaptive(x, output_size, "max")
+
+
+def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: bool | None = None) -> Tensor:
+    """Resize the spatial dims of (N, C, ...): ``nearest`` (any dims) or ``bilinear`` (2-D)."""
+    F = _F()
+    n = x.ndim - 2
+    in_size = x.shape[2:]
+    if size is not None:
+        out = _tuple(size, n, "size")
+        scales = [i / o for i, o in zip(in_size, out)]
+    elif scale_factor is not None:
+        sf = (scale_factor,) * n if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        out = tuple(math.floor(i * s) for i, s in zip(in_size, sf))
+        scales = [1 / s for s in sf]
+    else:
+        raise ValueError("interpolate: either size or scale_factor must be given")
+    if mode == "nearest":
+        key: list[Any] = [slice(None), slice(None)]
+        for d in range(n):
+            idx = [min(math.floor(o * scales[d]), in_size[d] - 1) for o in range(out[d])]
+            shape = [1] * n
+            shape[d] = out[d]
+            key.append(F.tensor(idx, device=x.device).reshape(shape))
+        return x[tuple(key)]
+    if mode != "bilinear" or n != 2:
+        raise ValueError(f"interpolate: mode {mode!r} is not supported for {n}-D inputs (nearest, bilinear)")
+    out_h, out_w = out
+
+    def coords(o: int, i: int, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+        if align_corners:
+            src = [p * (i - 1) / (o - 1) if o > 1 else 0.0 for p in range(o)]
+        else:
+            src = [max((p + 0.5) * scale - 0.5, 0.0) for p in range(o)]
+        lo = [min(math.floor(s), i - 1) for s in src]
+        hi = [min(v + 1, i - 1) for v in lo]
+        frac = [s - v for s, v in zip(src, lo)]
+        return (F.tensor(lo, device=x.device), F.tensor(hi, device=x.device),
+                F.tensor(frac, dtype=x.dtype, device=x.device))
+
+    scale_h = (in_size[0] / out_h) if size is not None else scales[0]
+    scale_w = (in_size[1] / out_w) if size is not None else scales[1]
+    y0, y1, fy = coords(out_h, in_size[0], scale_h)
+    x0, x1, fx = coords(out_w, in_size[1], scale_w)
+    top = x[:, :, y0.reshape(-1, 1), x0] * (1 - fx) + x[:, :, y0.reshape(-1, 1), x1] * fx
+    bottom = x[:, :, y1.reshape(-1, 1), x0] * (1 - fx) + x[:, :, y1.reshape(-1, 1), x1] * fx
+    return top * (1 - fy.reshape(-1, 1)) + bottom * fy.reshape(-1, 1)
+
+
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("conv1d", conv1d, ("getitem", "matmul")), ("conv2d", conv2d, ("getitem", "matmul")),
+    ("conv3d", conv3d, ("getitem", "matmul")),
+    ("conv_transpose1d", conv_transpose1d, ("getitem", "matmul", "index_put")),
+    ("conv_transpose2d", conv_transpose2d, ("getitem", "matmul", "index_put")),
+    ("max_pool1d", max_pool1d, ("getitem", "amax")), ("max_pool2d", max_pool2d, ("getitem", "amax")),
+    ("avg_pool1d", avg_pool1d, ("getitem", "mean")), ("avg_pool2d", avg_pool2d, ("getitem", "mean")),
+    ("adaptive_avg_pool2d", adaptive_avg_pool2d, ("getitem", "mean")),
+    ("adaptive_max_pool2d", adaptive_max_pool2d, ("getitem", "amax")),
+    ("interpolate", interpolate, ("getitem", "mul", "add")),
+]
+
+
+def _register() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {}
+    for name, fn, uses in _ROWS:
+        op = register(OpDef(name, "nn", (fn.__doc__ or "").split("\n")[0], dtype_rule="same", decomposition=fn,
+                            uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
+FUNCTIONS = _register()
