@@ -42,10 +42,10 @@ class CudaBackend(ArrayAPIBackend):
             import cupy
         except ModuleNotFoundError as e:
             if e.name != "cupy":
-                raise RuntimeError(f"CuPy is installed but failed to import: {e}") from e
+                raise _broken_cupy(e) from e
             raise ModuleNotFoundError("pip install 'ferro-cuda[cupy]'", name="cupy") from e
         except ImportError as e:  # CuPy present, its CUDA libraries not
-            raise RuntimeError(f"CuPy is installed but failed to import: {e}") from e
+            raise _broken_cupy(e) from e
         return cupy
 
     def check_runtime(self) -> Availability:
@@ -98,20 +98,6 @@ class CudaBackend(ArrayAPIBackend):
 
     # -- kernels ----------------------------------------------------------
 
-    def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
-        xp = self.xp
-
-        def argsort(x: Any, dim: int, descending: bool) -> Any:
-            # CuPy's argsort is always stable and takes no ``stable=`` keyword.
-            if x.ndim == 0:
-                return xp.zeros((), dtype=xp.int64)
-            if not descending:
-                return xp.argsort(x, axis=dim).astype(xp.int64, copy=False)
-            idx = xp.argsort(xp.flip(x, axis=dim), axis=dim)
-            return (x.shape[dim] - 1 - xp.flip(idx, axis=dim)).astype(xp.int64, copy=False)
-
-        return {"argsort": argsort}
-
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         table = super().kernels(index)
         if index:
@@ -131,6 +117,15 @@ class CudaBackend(ArrayAPIBackend):
         with self._on(index):
             return {"allocated": int(pool.used_bytes()), "cached": int(pool.free_bytes()),
                     "reserved": int(pool.total_bytes()), "limit": int(pool.get_limit())}
+
+
+def _broken_cupy(err: ImportError) -> RuntimeError:
+    # CuPy wraps the cause in a long banner; its "Original error:" line is the part worth reading.
+    text = str(err)
+    if "Original error:" in text:
+        text = text.split("Original error:", 1)[1].strip().split("\n", 1)[0].strip()
+    return RuntimeError(f"CuPy is installed but failed to import ({text}); install the CuPy build for your "
+                        f"CUDA version (cupy-cuda12x, cupy-cuda13x)")
 
 
 def _on_device(kernel: Callable[..., Any], on: Callable[[int], Any], index: int) -> Callable[..., Any]:

@@ -103,7 +103,8 @@ class OpenCLBackend(Backend):
     def from_numpy(self, array: Any, index: int) -> Any:
         import numpy as np
         import pyopencl.array as cla
-        return cla.to_device(self.queue(index), np.ascontiguousarray(array))
+        # np.asarray, not np.ascontiguousarray: that one turns a 0-d array into shape (1,).
+        return cla.to_device(self.queue(index), np.asarray(array, order="C"))
 
     def to_numpy(self, array: Any) -> Any:
         return array.get()

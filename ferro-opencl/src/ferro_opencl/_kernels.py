@@ -1,8 +1,8 @@
-"""The few kernels that need no OpenCL C: allocation, filling and copying.
+"""The kernels that need no OpenCL C: allocation and filling.
 
-They use the runtime's own commands (``clEnqueueFillBuffer``,
-``clEnqueueCopyBuffer``), so nothing is compiled. The compiled kernels, from
-``.cl`` sources, come with the OpenCL issue.
+They use the runtime's own command (``clEnqueueFillBuffer``), so nothing is
+compiled and ``ferro.zeros(3, device="opencl")`` works. The compiled kernels,
+from ``.cl`` sources, come with the OpenCL issue.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["command_kernels"]
 
 
 def command_kernels(queue: Any, native_dtype: Callable[[DType], Any]) -> dict[str, Callable[..., Any]]:
-    """``empty``, ``full`` and ``clone`` on ``queue``'s device."""
+    """``empty`` and ``full`` on ``queue``'s device."""
     import numpy as np
     import pyopencl as cl
     import pyopencl.array as cla
@@ -32,7 +32,4 @@ def command_kernels(queue: Any, native_dtype: Callable[[DType], Any]) -> dict[st
             cl.enqueue_fill_buffer(queue, out.base_data, pattern, out.offset, out.nbytes)
         return out
 
-    def clone(x: Any) -> Any:
-        return x.copy(queue=queue)  # byte for byte: every array here is contiguous (no view kernels yet)
-
-    return {"empty": empty, "full": full, "clone": clone}
+    return {"empty": empty, "full": full}

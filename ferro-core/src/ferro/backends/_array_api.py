@@ -86,10 +86,10 @@ class ArrayAPIBackend(Backend):
             try:
                 _ = self.xp  # imports the namespace
                 self._avail = self.check_runtime()
-            except ImportError as e:
+            except ModuleNotFoundError as e:
                 self._avail = Availability(False, f"{self.module_name or 'its array library'} is not installed ({e})")
-            except Exception as e:  # a broken driver must not crash ferro
-                self._avail = Availability(False, f"{type(e).__name__}: {e}")
+            except Exception as e:  # a broken install or driver must not crash ferro
+                self._avail = Availability(False, f"{self.module_name or 'its array library'} failed to load: {e}")
         return self._avail
 
     def check_runtime(self) -> Availability:
@@ -279,13 +279,19 @@ class ArrayAPIBackend(Backend):
         def standard(name: str, fallback: str) -> Callable[..., Any]:
             return (getattr(xp, name, None) and (lambda x, dim: getattr(xp, name)(x, axis=dim))) or table[fallback]
 
+        def _stable_argsort(x: Any, dim: int) -> Any:
+            try:
+                return xp.argsort(x, axis=dim, stable=True)
+            except TypeError:  # a namespace without the keyword (CuPy): its sort is stable already
+                return xp.argsort(x, axis=dim)
+
         def argsort(x: Any, dim: int, descending: bool) -> Any:
             if x.ndim == 0:
                 return xp.zeros((), dtype=xp.int64, **kw)
             if not descending:
-                return xp.astype(xp.argsort(x, axis=dim, stable=True), xp.int64)
+                return xp.astype(_stable_argsort(x, dim), xp.int64)
             # Stable descending from a stable ascending sort of the reversed axis.
-            idx = xp.argsort(xp.flip(x, axis=dim), axis=dim, stable=True)
+            idx = _stable_argsort(xp.flip(x, axis=dim), dim)
             return xp.astype(x.shape[dim] - 1 - xp.flip(idx, axis=dim), xp.int64)
 
         table.update({

@@ -6,8 +6,7 @@ native arrays. Kernels know nothing of autograd, promotion or broadcasting
 errors: the op registry checks arguments and promotes dtypes first, so a
 kernel receives inputs already cast to the op's compute dtype (Python
 scalars stay scalars) and returns a native array of the declared result
-dtype. :mod:`ferro.ops_contract` (``ferro.backends.KERNEL_SIGNATURES``)
-lists each kernel's parameters.
+dtype. ``docs/plugins.md`` lists each primitive kernel's parameters.
 
 Every method not implemented here raises :class:`NotImplementedError` naming
 the backend and the method, so a new backend can be grown one piece at a time.
