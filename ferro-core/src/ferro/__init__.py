@@ -69,6 +69,7 @@ from ._ops.inplace import make_inplace as _make_inplace
 from ._ops.inplace import zero_ as _zero_
 from ._ops.linalg import bmm, dot, matmul, mm, mv
 from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum
+from ._ops.sampling import INPLACE_METHODS as _RANDOM_FILLS
 from ._ops.shape import (
     broadcast_to,
     cat,
@@ -86,7 +87,7 @@ from ._ops.shape import (
     unsqueeze,
     view,
 )
-from ._random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ._tensor import Size, Tensor, install_methods
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import set_backend, use_backend
@@ -112,6 +113,8 @@ Tensor.__setitem__ = _setitem
 Tensor.copy_ = _copy_
 Tensor.fill_ = _fill_
 Tensor.zero_ = _zero_
+for _name, _fn in _RANDOM_FILLS.items():
+    setattr(Tensor, _name, _fn)
 
 
 def set_default_dtype(dtype: DType) -> None:
@@ -139,7 +142,8 @@ __all__ = [
     "Tensor", "Size", "DType", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones",
     "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
     "randn", "randint", "rand_like", "randn_like", "randint_like", "manual_seed", "seed", "initial_seed",
-    "get_rng_state", "set_rng_state", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "get_rng_state", "set_rng_state", "Generator", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
+    "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
     "use_backend", "autograd", "backends", "errors", "nn", "where", "matmul", "mm", "bmm", "mv", "dot", "sum", "mean",

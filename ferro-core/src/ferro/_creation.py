@@ -163,34 +163,40 @@ def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any
 
 
 def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, requires_grad: bool,
-            *args: Any) -> Tensor:
-    return _finish(_make(kind, _device(device), dtype, size, dtype, *args), requires_grad)
+            *args: Any, generator: Any = None) -> Tensor:
+    from ._random import using
+    dev = _device(device if device is not None or generator is None else generator.device)
+    with using(generator, dev):
+        return _finish(_make(kind, dev, dtype, size, dtype, *args), requires_grad)
 
 
-def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
     """Uniform random values in [0, 1)."""
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"rand: expected a floating dtype, got {dtype}")
-    return _random("rand", _size(size), dtype, device, requires_grad)
+    return _random("rand", _size(size), dtype, device, requires_grad, generator=generator)
 
 
-def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
     """Standard normal random values."""
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"randn: expected a floating dtype, got {dtype}")
-    return _random("randn", _size(size), dtype, device, requires_grad)
+    return _random("randn", _size(size), dtype, device, requires_grad, generator=generator)
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DType | None = None,
-            device: Any = None) -> Tensor:
+            device: Any = None, generator: Any = None) -> Tensor:
     """Random integers in [low, high) (``randint(high, size)`` starts at 0)."""
     if high is None:
         low, high = 0, low
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
-    return _random("randint", _size((tuple(size),)), dtype or int64, device, False, low, high)
+    return _random("randint", _size((tuple(size),)), dtype or int64, device, False, low, high,
+                   generator=generator)
 
 
 def _like(fn: Any, x: Tensor, *args: Any, dtype: DType | None = None, device: Any = None, **kw: Any) -> Tensor:

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from ._device import device
     from ._tensor import Tensor
 
-__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
+__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator", "using"]
 
 _seed: list[int | None] = [None]
 
@@ -60,3 +60,80 @@ def set_rng_state(state: Tensor, device: Any = None) -> None:
     """Restore a state from :func:`get_rng_state` on ``device`` (default ``cpu``)."""
     d = _resolve(device)
     d._backend.set_rng_state(bytes(state.numpy().astype("uint8").tobytes()), d.index)
+
+
+class Generator:
+    """An independent random stream on one device, as ``torch.Generator``.
+
+    Works on every backend through its state save/restore: drawing with a
+    generator swaps its state into the device's generator for the call.
+    """
+
+    def __init__(self, device: Any = "cpu") -> None:
+        from ._device import device as device_cls
+        self.device = device_cls(device)
+        self._seed = 0
+        self._state = self._fresh_state(0)
+
+    def _fresh_state(self, seed: int) -> bytes:
+        backend = self.device.backend
+        saved = backend.get_rng_state(self.device.index)
+        backend.manual_seed(seed, self.device.index)
+        state = backend.get_rng_state(self.device.index)
+        backend.set_rng_state(saved, self.device.index)
+        return state
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart the stream from ``seed``; returns self."""
+        self._seed = int(seed)
+        self._state = self._fresh_state(self._seed)
+        return self
+
+    def seed(self) -> int:
+        """Seed from the OS's entropy; returns the seed."""
+        import secrets
+        s = secrets.randbits(63)
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        """The seed the stream started from."""
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The stream's state as a uint8 CPU tensor."""
+        import numpy as np
+
+        from ._creation import tensor
+        return tensor(np.frombuffer(self._state, dtype=np.uint8).copy(), device="cpu")
+
+    def set_state(self, state: Tensor) -> Generator:
+        """Restore a state from :meth:`get_state`; returns self."""
+        self._state = bytes(state.numpy().astype("uint8").tobytes())
+        return self
+
+    def __repr__(self) -> str:
+        return f"<ferro.Generator device={self.device}>"
+
+
+class using:  # noqa: N801
+    """Within the block, draws on ``generator.device`` come from ``generator`` (None: the device's own)."""
+
+    def __init__(self, generator: Generator | None, dev: Any = None) -> None:
+        self.gen = generator
+        if generator is not None and dev is not None and generator.device is not dev:
+            raise RuntimeError(f"the generator is on {generator.device}, the tensor on {dev}")
+
+    def __enter__(self) -> None:
+        g = self.gen
+        if g is not None:
+            backend = g.device.backend
+            self.saved = backend.get_rng_state(g.device.index)
+            backend.set_rng_state(g._state, g.device.index)
+
+    def __exit__(self, *exc: object) -> None:
+        g = self.gen
+        if g is not None:
+            backend = g.device.backend
+            g._state = backend.get_rng_state(g.device.index)
+            backend.set_rng_state(self.saved, g.device.index)

@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     movement,
     nn,
     reduction,
+    sampling,
     scatter,
     shape,
     sorting,
@@ -29,12 +30,12 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **elementwise.FUNCTIONS, **shape.FUNCTIONS, **reduction.FUNCTIONS, **linalg.FUNCTIONS,
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
-    **sorting.FUNCTIONS,
+    **sorting.FUNCTIONS, **sampling.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
-                      + sorting.METHODS)
+                      + sorting.METHODS + sampling.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",

@@ -517,6 +517,8 @@ NOT_SAMPLED: dict[str, str] = {
     "cast": "conversion: tests/test_tensor.py",
     "dropout": "random: tests/test_nn_functional.py checks keep rate, scaling and eval identity",
     "dropout2d": "random: tests/test_nn_functional.py checks whole channels",
+    "bernoulli": "random: tests/test_random.py checks frequencies", "multinomial": "random: tests/test_random.py",
+    "normal": "random: tests/test_random.py", "randperm": "random: tests/test_random.py",
     "conv3d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose2d": "compared with torch, values and gradients, in tests/test_conv.py",

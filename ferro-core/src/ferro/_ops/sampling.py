@@ -1,0 +1,121 @@
+"""Random sampling ops written over ``rand`` / ``randn``: bernoulli, multinomial, normal, randperm,
+and the in-place fills ``uniform_``, ``normal_``, ``bernoulli_``. Each takes ``generator=``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .._random import Generator
+from .._tensor import Tensor
+from ..errors import ShapeError
+from ._registry import OpDef, register
+
+__all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
+
+
+def _F() -> Any:
+    import ferro
+    return ferro
+
+
+def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
+    """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
+    F = _F()
+    u = F.rand(*p.shape, dtype=p.dtype, device=p.device, generator=generator)
+    return (u < p).to(p.dtype)
+
+
+def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Tensor:
+    """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
+    F = _F()
+    p = probs if probs.ndim == 2 else probs.unsqueeze(0)
+    n = p.shape[-1]
+    if not replacement and num_samples > n:
+        raise ShapeError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")
+    if bool((p < 0).any()) or not bool((p.sum(-1) > 0).all()):
+        raise ValueError("multinomial: probabilities must be non-negative with a positive sum in every row")
+    p = p.detach().to(F.float64)
+    if replacement:
+        cdf = (p / p.sum(-1, keepdim=True)).cumsum(-1)
+        u = F.rand(p.shape[0], num_samples, dtype=F.float64, device=p.device, generator=generator)
+        out = F.searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n - 1)
+    else:  # Gumbel top-k: sampling without replacement in proportion to p
+        u = F.rand(*p.shape, dtype=F.float64, device=p.device, generator=generator)
+        keys = F.where(p > 0, p.log() - (-(u.clamp_min(1e-300)).log()).log(), -math.inf)
+        out = keys.topk(num_samples, -1).indices
+    return out if probs.ndim == 2 else out.squeeze(0)
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
+           dtype: Any = None, device: Any = None) -> Tensor:
+    """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
+    F = _F()
+    ref = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
+    if ref is not None:
+        shape = (mean * 0 + std * 0).shape  # the broadcast shape of mean and std
+        z = F.randn(*shape, dtype=ref.dtype, device=ref.device, generator=generator)
+    else:
+        z = F.randn(*(size or ()), dtype=dtype, device=device, generator=generator)
+    return z * std + mean
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """A random permutation of ``0 .. n - 1``."""
+    F = _F()
+    keys = F.rand(n, dtype=F.float64, device=device, generator=generator)
+    out = keys.argsort()
+    return out if dtype is None else out.to(dtype)
+
+
+def _fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def method(self: Tensor, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        from .inplace import _check_leaf, copy_
+        _check_leaf(self, name)
+        with _F().no_grad():
+            copy_(self, draw(self, *args, generator=generator, **kwargs))
+        return self
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Fill with {name[:-1]} samples, in place; returns self."
+    return method
+
+
+def _uniform(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    return _F().rand(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * (b - a) + a
+
+
+def _normal(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    return _F().randn(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * std + mean
+
+
+def _bern(x: Tensor, p: float = 0.5, *, generator: Generator | None = None) -> Tensor:
+    u = _F().rand(*x.shape, dtype=_F().float32 if not x.dtype.is_floating_point else x.dtype, device=x.device,
+                  generator=generator)
+    return (u < p).to(x.dtype)
+
+
+INPLACE_METHODS: dict[str, Callable[..., Tensor]] = {
+    "uniform_": _fill("uniform_", _uniform), "normal_": _fill("normal_", _normal),
+    "bernoulli_": _fill("bernoulli_", _bern),
+}
+
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
+    ("bernoulli", bernoulli, ("rand", "lt"), "1 with probability p, else 0."),
+    ("multinomial", multinomial, ("rand", "cumsum", "searchsorted", "argsort"), "Draw category indices."),
+    ("normal", normal, ("randn", "mul", "add"), "Normal samples with given mean and std."),
+    ("randperm", randperm, ("rand", "argsort"), "A random permutation."),
+]
+
+
+def _register() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {}
+    for name, fn, uses, doc in _ROWS:
+        op = register(OpDef(name, "random", doc, dtype_rule="same", decomposition=fn, uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
+FUNCTIONS = _register()
+METHODS = ["bernoulli", "multinomial"]
