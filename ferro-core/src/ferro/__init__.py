@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, errors, nn
+from . import _ops, autograd, backends, errors, linalg, nn
 from ._creation import (
     arange,
     as_tensor,
@@ -146,7 +146,8 @@ __all__ = [
     "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "nn", "where", "matmul", "mm", "bmm", "mv", "dot", "sum", "mean",
+    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "where", "matmul", "mm", "bmm", "mv", "dot",
+    "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
     "index_put", "is_tensor", "numel", "UnsupportedOperationError", "BackendUnavailableError",

@@ -13,8 +13,10 @@ from . import (  # noqa: F401  (each module registers its ops)
     indexing,
     inplace,
     linalg,
+    linalg_ext,
     movement,
     nn,
+    products,
     reduction,
     sampling,
     scatter,
@@ -31,6 +33,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
+    **products.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS

@@ -294,6 +294,7 @@ class ArrayAPIBackend(Backend):
             idx = _stable_argsort(xp.flip(x, axis=dim), dim)
             return xp.astype(x.shape[dim] - 1 - xp.flip(idx, axis=dim), xp.int64)
 
+        table.update(self._linalg_kernels())
         table.update({
             "cumsum": standard("cumulative_sum", "cumsum"), "cumprod": standard("cumulative_prod", "cumprod"),
             "argsort": argsort,
@@ -319,6 +320,33 @@ class ArrayAPIBackend(Backend):
 
     def device_count(self) -> int:
         return 1 if self.availability() else 0
+
+    def _linalg_kernels(self) -> dict[str, Callable[..., Any]]:
+        """The standard's ``linalg`` extension, where the namespace has it."""
+        la = getattr(self.xp, "linalg", None)
+        if la is None:
+            return {}
+        xp = self.xp
+
+        def qr(x: Any, mode: str) -> tuple[Any, Any]:
+            q, r = la.qr(x, mode=mode)
+            return q, r
+
+        def svd(x: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+            u, s, vh = la.svd(x, full_matrices=full_matrices)
+            return u, s, vh
+
+        def slogdet(x: Any) -> tuple[Any, Any]:
+            sign, logabs = la.slogdet(x)
+            return xp.asarray(sign), xp.asarray(logabs)
+
+        def eigh(x: Any) -> tuple[Any, Any]:
+            w, v = la.eigh(x)
+            return w, v
+
+        return {"linalg_inv": la.inv, "linalg_det": lambda x: xp.asarray(la.det(x)), "linalg_slogdet": slogdet,
+                "linalg_solve": la.solve, "linalg_cholesky": la.cholesky, "linalg_qr": qr, "linalg_eigh": eigh,
+                "linalg_svd": svd, "linalg_pinv": la.pinv}
 
     def _host_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """Kernels the standard lacks, computed with NumPy on the host (free for NumPy itself)."""

@@ -75,8 +75,9 @@ def samples(info: OpInfo, dtype: str, rng: Any, *, small: bool = False) -> Itera
         return x.astype("float32" if dtype == "bfloat16" else dtype)
 
     shapes = info.shapes or (tuple((s,) for s in UNARY_SHAPES) if info.arity == 1 else BINARY_SHAPES)
-    if small:
-        shapes = tuple(s for s in shapes if 0 not in sum(s, ()) and len(sum(s, ())) <= 4)[:2]
+    if small:  # the two smallest non-empty calls: finite differences cost one call per element
+        shapes = tuple(sorted((s for s in shapes if 0 not in sum(s, ())),
+                              key=lambda s: sum(math.prod(d) for d in s)))[:2]
     for kw in info.kwargs:
         for shape in shapes:
             yield Sample(tuple(draw(s) for s in shape), dict(kw), f"shapes {list(shape)}")
@@ -507,6 +508,17 @@ OP_DB += [
         lambda f, F, x: F.interpolate(x, scale_factor=(2, 3)), shapes=(((1, 2, 3, 2),),)),
 ]
 
+OP_DB += [
+    OpInfo("outer", lambda x, y: _np().outer(x, y), 2, shapes=(((3,), (4,)),), edge=False),
+    OpInfo("inner", lambda x, y: _np().inner(x, y), 2, shapes=(((2, 3), (4, 3)),), edge=False),
+    OpInfo("vdot", lambda x, y: _np().vdot(x, y), 2, shapes=(((5,), (5,)),), edge=False),
+    OpInfo("tensordot", lambda x, y: _np().tensordot(x, y, 1), 2, call=lambda f, x, y: f.tensordot(x, y, 1),
+           shapes=(((2, 3), (3, 4)),), edge=False, dtypes=FLOATS[2:] + INTS),
+    OpInfo("kron", lambda x, y: _np().kron(x, y), 2, shapes=(((2, 3), (2, 2)),), edge=False),
+    OpInfo("einsum", lambda x, y: _np().einsum("bij,jk->bik", x, y), 2, dtypes=FLOATS[2:] + INTS,
+           call=lambda f, x, y: f.einsum("bij,jk->bik", x, y), shapes=(((2, 3, 4), (4, 2)),), edge=False),
+]
+
 #: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
 NOT_SAMPLED: dict[str, str] = {
     "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
@@ -519,6 +531,9 @@ NOT_SAMPLED: dict[str, str] = {
     "dropout2d": "random: tests/test_nn_functional.py checks whole channels",
     "bernoulli": "random: tests/test_random.py checks frequencies", "multinomial": "random: tests/test_random.py",
     "normal": "random: tests/test_random.py", "randperm": "random: tests/test_random.py",
+    **{f"linalg.{n}": "compared with torch, values and gradients, in tests/test_linalg.py" for n in (
+        "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq",
+        "vector_norm", "matrix_norm", "cross", "cdist")},
     "conv3d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose2d": "compared with torch, values and gradients, in tests/test_conv.py",

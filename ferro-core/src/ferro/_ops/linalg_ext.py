@@ -1,0 +1,280 @@
+"""``ferro.linalg``: decompositions and solvers on the ``linalg_*`` kernels, with backward in ops.
+
+Kernels (the Array API ``linalg`` extension in the generic backend):
+``linalg_inv``, ``linalg_det``, ``linalg_slogdet``, ``linalg_solve``,
+``linalg_cholesky``, ``linalg_qr``, ``linalg_eigh``, ``linalg_svd``,
+``linalg_pinv``. Gradients are the standard matrix-calculus results, written
+with ferro ops so they work on any backend and twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor, _wrap
+from ..autograd._function import Function
+from ..errors import ShapeError
+from ._dispatch import kernel
+from ._registry import OpDef, register
+
+__all__ = ["FUNCTIONS"]
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def _square(op: str, a: Tensor) -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"linalg.{op}: expected a (batch of) square matrices, got shape {list(a.shape)}")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        from ..errors import DTypeError
+        raise DTypeError(f"linalg.{op}: expected a floating or complex dtype, got {a.dtype}")
+
+
+def _call(name: str, a: Tensor, *args: Any) -> Any:
+    out = kernel(a._device, name)(a._data, *args)
+    if isinstance(out, tuple):
+        return tuple(_wrap(o, a._dtype, a._device) for o in out)
+    return _wrap(out, a._dtype, a._device)
+
+
+class _Inv(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        out = _call("linalg_inv", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        (inv_a,) = ctx.saved_tensors
+        return -(inv_a.mT @ g @ inv_a.mT)
+
+
+def inv(a: Tensor) -> Tensor:
+    """The inverse of a (batch of) square matrices."""
+    _square("inv", a)
+    return _Inv.apply(a)
+
+
+class _Slogdet(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        sign, logabs = _call("linalg_slogdet", a)
+        ctx.save_for_backward(a)
+        ctx.sign = sign
+        return logabs
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        (a,) = ctx.saved_tensors
+        return g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+
+
+def slogdet(a: Tensor) -> SlogdetResult:
+    """``(sign, log|det|)`` of square matrices; the log is differentiable."""
+    _square("slogdet", a)
+    logabs = _Slogdet.apply(a)
+    sign = _call("linalg_slogdet", a.detach())[0]
+    return SlogdetResult(sign, logabs)
+
+
+def det(a: Tensor) -> Tensor:
+    """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+    sign, logabs = slogdet(a)
+    return sign * logabs.exp()
+
+
+class _Solve(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
+        out = _wrap(kernel(a._device, "linalg_solve")(a._data, b._data), a._dtype, a._device)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor, Tensor]:
+        a, x = ctx.saved_tensors
+        gb = solve(a.mT, g)
+        return -(gb @ x.mT), gb
+
+
+def solve(a: Tensor, b: Tensor) -> Tensor:
+    """``x`` with ``a @ x == b`` (``b`` a vector or a matrix of right-hand sides)."""
+    _square("solve", a)
+    if b.dtype is not a.dtype:
+        b = b.to(a.dtype)
+    if b.ndim == a.ndim - 1:  # a (batch of) vectors, as PyTorch reads it
+        return _Solve.apply(a, b.unsqueeze(-1)).squeeze(-1)
+    return _Solve.apply(a, b)
+
+
+def _phi(x: Tensor) -> Tensor:
+    """The lower triangle with the diagonal halved."""
+    return x.tril() - 0.5 * x.diagonal(0, -2, -1).diag_embed()
+
+
+class _Cholesky(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        out = _call("linalg_cholesky", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        (low,) = ctx.saved_tensors
+        li = inv(low)
+        s = li.mT @ _phi(low.mT @ g) @ li
+        return 0.5 * (s + s.mT)
+
+
+def cholesky(a: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor of symmetric positive-definite matrices (lower, or upper with ``upper``)."""
+    _square("cholesky", a)
+    low = _Cholesky.apply(a)
+    return low.mT if upper else low
+
+
+class _Eigh(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
+        w, v = _call("linalg_eigh", a)
+        ctx.save_for_backward(w, v)
+        return w
+
+    @staticmethod
+    def backward(ctx: Any, gw: Tensor) -> Tensor:
+        _, v = ctx.saved_tensors
+        return (v * gw.unsqueeze(-2)) @ v.mT
+
+
+def eigvalsh(a: Tensor) -> Tensor:
+    """Eigenvalues (ascending) of symmetric matrices, differentiable."""
+    _square("eigvalsh", a)
+    return _Eigh.apply(a)
+
+
+def eigh(a: Tensor) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices.
+
+    Gradients flow through the eigenvalues; the eigenvectors are returned
+    detached (their gradient is not implemented yet).
+    """
+    w = eigvalsh(a)
+    return EighResult(w, _call("linalg_eigh", a.detach())[1])
+
+
+class _Svdvals(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        u, s, vh = _call("linalg_svd", a, False)
+        ctx.save_for_backward(u, vh)
+        return s
+
+    @staticmethod
+    def backward(ctx: Any, gs: Tensor) -> Tensor:
+        u, vh = ctx.saved_tensors
+        return (u * gs.unsqueeze(-2)) @ vh
+
+
+def svdvals(a: Tensor) -> Tensor:
+    """Singular values (descending), differentiable."""
+    if a.ndim < 2:
+        raise ShapeError(f"linalg.svdvals: expected matrices, got shape {list(a.shape)}")
+    return _Svdvals.apply(a)
+
+
+def svd(a: Tensor, full_matrices: bool = True) -> SVDResult:
+    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``; gradients flow through ``S`` (U, Vh are detached)."""
+    u, _, vh = _call("linalg_svd", a.detach(), full_matrices)
+    return SVDResult(u, svdvals(a), vh)
+
+
+def qr(a: Tensor, mode: str = "reduced") -> QRResult:
+    """``Q, R`` with ``a = Q @ R`` (not differentiable yet)."""
+    q, r = _call("linalg_qr", a.detach(), mode)
+    return QRResult(q, r)
+
+
+def pinv(a: Tensor) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (not differentiable yet)."""
+    return _call("linalg_pinv", a.detach())
+
+
+def lstsq(a: Tensor, b: Tensor) -> Any:
+    """Least-squares solution of ``a @ x = b`` for full-column-rank ``a`` (normal equations), differentiable."""
+    x = solve(a.mT @ a, a.mT @ b)
+    result = namedtuple("LstsqResult", ["solution"])
+    return result(x)
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Vector ``ord``-norm over ``dim`` (all elements by default)."""
+    from .sorting import norm
+    return norm(x, ord if ord != 2 else "fro", dim, keepdim)
+
+
+def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False) -> Tensor:
+    """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
+    d0, d1 = dim
+    if ord == "fro":
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if ord in ("nuc", 2, -2):
+        s = svdvals(x.movedim((d0, d1), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        return out.unsqueeze(-1).unsqueeze(-1) if keepdim else out
+    if ord in (1, -1, math.inf, -math.inf):
+        along = d0 if ord in (1, -1) else d1
+        sums = x.abs().sum(along, keepdim=True)
+        other = d1 if ord in (1, -1) else d0
+        out = sums.amax(other, keepdim=True) if ord in (1, math.inf) else sums.amin(other, keepdim=True)
+        if keepdim:
+            return out
+        return out.reshape([s for i, s in enumerate(out.shape) if i not in (d0 % x.ndim, d1 % x.ndim)])
+    raise ValueError(f"linalg.matrix_norm: unsupported ord {ord!r}")
+
+
+def cross(a: Tensor, b: Tensor, dim: int = -1) -> Tensor:
+    """Cross product of 3-vectors along ``dim``."""
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
+        raise ShapeError(f"linalg.cross: dimension {dim} must have size 3, got {list(a.shape)} and {list(b.shape)}")
+    a0, a1, a2 = a.unbind(dim)
+    b0, b1, b2 = b.unbind(dim)
+    from .shape import stack
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
+    """Pairwise ``p``-norm distances between the rows of ``x1`` (.., P, M) and ``x2`` (.., R, M)."""
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    from .sorting import norm
+    return norm(diff, p if p != 2 else "fro", dim=-1)
+
+
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("inv", inv, ("linalg_inv",)), ("det", det, ("linalg_slogdet", "linalg_inv")),
+    ("slogdet", slogdet, ("linalg_slogdet", "linalg_inv")), ("solve", solve, ("linalg_solve",)),
+    ("cholesky", cholesky, ("linalg_cholesky", "linalg_inv")), ("eigh", eigh, ("linalg_eigh",)),
+    ("eigvalsh", eigvalsh, ("linalg_eigh",)), ("svd", svd, ("linalg_svd",)), ("svdvals", svdvals, ("linalg_svd",)),
+    ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)), ("lstsq", lstsq, ("linalg_solve",)),
+    ("vector_norm", vector_norm, ("sum", "sqrt")), ("matrix_norm", matrix_norm, ("sum", "sqrt")),
+    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum")),
+]
+
+
+def _register() -> dict[str, Callable[..., Any]]:
+    out: dict[str, Callable[..., Any]] = {}
+    for name, fn, uses in _ROWS:
+        op = register(OpDef(f"linalg.{name}", "linalg", (fn.__doc__ or "").split("\n")[0], dtype_rule="floating",
+                            decomposition=fn, uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
+FUNCTIONS = _register()

@@ -1,0 +1,68 @@
+"""ferro.linalg and the tensor products against torch: values and gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(0)
+A = rng.standard_normal((3, 4, 4))
+SPD = A @ A.transpose(0, 2, 1) + 4 * np.eye(4)
+B, BV, M = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4)), rng.standard_normal((5, 3))
+V3a, V3b, M2 = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.standard_normal((2, 3))
+
+CASES: list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...], bool]] = [
+    ("inv", lambda m, a: m.linalg.inv(a), (A,), True),
+    ("det", lambda m, a: m.linalg.det(a), (A,), True),
+    ("slogdet", lambda m, a: m.linalg.slogdet(a)[1], (A,), True),
+    ("solve matrix", lambda m, a, b: m.linalg.solve(a, b), (A, B), True),
+    ("solve vector", lambda m, a, b: m.linalg.solve(a, b), (A, BV), True),
+    ("cholesky", lambda m, a: m.linalg.cholesky(a), (SPD,), True),
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), (SPD,), True),
+    ("svdvals", lambda m, a: m.linalg.svdvals(a), (M,), True),
+    ("pinv", lambda m, a: m.linalg.pinv(a), (M,), False),
+    ("qr |R|", lambda m, a: m.linalg.qr(a).R.abs(), (M,), False),
+    ("lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, (M, M[:, :2].copy()), True),
+    ("vector_norm 3", lambda m, a: m.linalg.vector_norm(a, 3, dim=1), (M,), True),
+    *((f"matrix_norm {o}", lambda m, a, o=o: m.linalg.matrix_norm(a, o), (M,), True)
+      for o in ("fro", "nuc", 2, 1, float("inf"), -1)),
+    ("cross", lambda m, a, b: m.linalg.cross(a, b), (V3a, V3b), True),
+    ("cdist", lambda m, a, b: (m.linalg.cdist if m is ferro else m.cdist)(a, b), (M, M2), True),
+    ("outer", lambda m, a, b: m.outer(a, b), (M[:, 0].copy(), M[0].copy()), True),
+    ("inner", lambda m, a, b: m.inner(a, b), (M, M2), True),
+    ("tensordot", lambda m, a, b: m.tensordot(a, b, ([1, 2], [0, 1])), (A, A[0]), True),
+    ("kron", lambda m, a, b: m.kron(a, b), (M2, M[:2]), True),
+    ("einsum batch", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), (A, B), True),
+    ("einsum trace", lambda m, a: m.einsum("bii->b", a), (A,), True),
+    ("einsum ellipsis", lambda m, a, b: m.einsum("...ij,...j->...i", a, b), (A, BV), True),
+    ("einsum implicit", lambda m, a, b: m.einsum("ij,kj", a, b), (M, M2), True),
+]
+
+
+@pytest.mark.parametrize("name, fn, arrays, grad", CASES, ids=[c[0] for c in CASES])
+def test_matches_torch(name: str, fn: Callable[..., Any], arrays: tuple[np.ndarray, ...], grad: bool) -> None:
+    ours = [ferro.tensor(a, requires_grad=grad) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=grad) for a in arrays]
+    got, ref = fn(ferro, *ours), fn(torch, *theirs)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-7, atol=1e-9)
+    if grad:
+        g = rng.standard_normal(tuple(ref.shape))
+        got.backward(ferro.tensor(g))
+        ref.backward(torch.tensor(g))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_errors() -> None:
+    with pytest.raises(ferro.errors.ShapeError, match="square"):
+        ferro.linalg.inv(ferro.ones(2, 3))
+    with pytest.raises(ferro.errors.DTypeError, match="floating"):
+        ferro.linalg.det(ferro.ones(2, 2, dtype=ferro.int64))
+    with pytest.raises(ferro.errors.ShapeError, match="size 3"):
+        ferro.linalg.cross(ferro.ones(2), ferro.ones(2))
