@@ -214,7 +214,9 @@ OP_DB: list[OpInfo] = [
     OpInfo("matmul", lambda x, y: _np().matmul(x, y), 2, edge=False, gradgrad=True, dtypes=FLOATS[2:] + INTS,
            shapes=(((3,), (3,)), ((2, 3), (3, 4)), ((4, 2, 3), (3,)), ((2, 1, 2, 3), (3, 3, 2)))),
     # -- activations (ferro.nn.functional) --------------------------------------------
-    *(OpInfo(n, r, call=_f(n), dtypes=FLOATS, domain=(0.1, 3) if n in ("relu6", "hardtanh") else (-3, 3))
+    *(OpInfo(n, r, call=_f(n), dtypes=FLOATS, domain=(0.1, 3) if n in ("relu6", "hardtanh") else (-3, 3),
+             gradgrad=n in ("elu", "selu", "celu", "gelu", "silu", "softplus", "mish", "softsign", "logsigmoid",
+                            "tanhshrink"))
       for n, r in (
           ("relu6", lambda x: _np().clip(x, 0, 6)),
           ("leaky_relu", lambda x: _np().where(x > 0, x, 0.01 * x)),
@@ -411,10 +413,17 @@ def _norm_ref(x: Any, axes: tuple[int, ...], eps: float = 1e-5) -> Any:
 _T3 = [0, 2, 1, 2]
 
 
+_LOSSES = {"nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss", "margin_ranking_loss"}
+_SMOOTH_LOSSES = _LOSSES - {"l1_loss", "smooth_l1_loss", "huber_loss", "margin_ranking_loss"}
+
+
 def _nn(name: str, ref: Callable[..., Any], call: Callable[..., Any], shapes: Any = (((4, 3),),),
         **kw: Any) -> OpInfo:
     return OpInfo(name, ref, call=lambda f, *a, _c=call: _c(f, f.nn.functional, *a), shapes=shapes, edge=False,
-                  dtypes=kw.pop("dtypes", ("float32", "float64")), **kw)
+                  dtypes=kw.pop("dtypes", ("float32", "float64")),
+                  gradgrad=kw.pop("gradgrad", name in _SMOOTH_LOSSES or name in ("linear", "layer_norm", "conv2d")),
+                  **kw)
 
 
 def _t(f: Any, x: Any, v: Any) -> Any:

@@ -1,0 +1,91 @@
+"""Property tests (hypothesis): broadcasting, type promotion and views, on every installed backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ferro
+from ferro._dtypes import all_dtypes
+
+torch = pytest.importorskip("torch")
+# ``device`` is ferro.testing's fixture: one run per installed backend; it does not change between examples.
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@st.composite
+def broadcastable(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two shapes that broadcast together: each dimension equal, or 1 on one side, or missing."""
+    ndim = draw(st.integers(0, 4))
+    base = draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim))
+    a, b = [], []
+    for s in base:
+        pick = draw(st.integers(0, 2))
+        a.append(1 if pick == 1 else s)
+        b.append(1 if pick == 2 else s)
+    cut = draw(st.integers(0, ndim))
+    return tuple(a[cut:]) if draw(st.booleans()) else tuple(a), tuple(b)
+
+
+def _require(device: Any, *ops: str) -> None:
+    missing = [op for op in ops if not device.backend.supports(op, ferro.float32, device.index)]
+    if missing:
+        pytest.skip(f"backend '{device.backend.name}' does not claim {', '.join(missing)}")
+
+
+@SETTINGS
+@given(shapes=broadcastable(), op=st.sampled_from(["add", "mul", "sub", "maximum"]))
+def test_broadcasting_matches_numpy(device: Any, shapes: tuple[tuple[int, ...], ...], op: str) -> None:
+    _require(device, "add", "mul", "sub", "maximum")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shapes[0]).astype(np.float32)
+    b = rng.standard_normal(shapes[1]).astype(np.float32)
+    got = getattr(ferro, op)(ferro.tensor(a, device=device), ferro.tensor(b, device=device))
+    ref = getattr(np, {"add": "add", "mul": "multiply", "sub": "subtract", "maximum": "maximum"}[op])(a, b)
+    assert tuple(got.shape) == ref.shape
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-6)
+
+
+NUMERIC = [d for d in all_dtypes if d.name not in ("bfloat16",)]
+
+
+@SETTINGS
+@given(a=st.sampled_from(NUMERIC), b=st.sampled_from(NUMERIC), a_dims=st.integers(0, 2), b_dims=st.integers(0, 2),
+       scalar=st.sampled_from([None, True, 3, 2.5, 1j]))
+def test_promotion_matches_torch(a: ferro.DType, b: ferro.DType, a_dims: int, b_dims: int, scalar: Any) -> None:
+    x = ferro.zeros(*([2] * a_dims), dtype=a)
+    y = ferro.zeros(*([2] * b_dims), dtype=b)
+    tx = torch.zeros([2] * a_dims, dtype=getattr(torch, a.name))
+    ty = torch.zeros([2] * b_dims, dtype=getattr(torch, b.name))
+    got, ref = (x + y, tx + ty) if a.name != "bool" or b.name != "bool" else (x | y, tx | ty)
+    if scalar is not None:
+        if isinstance(scalar, complex) and not (got.dtype.is_complex or got.dtype.is_floating_point):
+            return
+        got, ref = got + scalar if got.dtype.name != "bool" else got | bool(scalar), \
+            ref + scalar if ref.dtype != torch.bool else ref | bool(scalar)
+    expected = str(ref.dtype).removeprefix("torch.")
+    assert got.dtype.name == ("complex64" if expected == "complex32" else expected)
+
+
+@SETTINGS
+@given(rows=st.integers(2, 5), cols=st.integers(2, 5), data=st.data())
+def test_a_view_written_through_changes_its_base(device: Any, rows: int, cols: int, data: Any) -> None:
+    _require(device, "add", "getitem", "permute", "reshape")
+    i, j = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, cols - 1))
+    # the same selection applies to a ferro tensor and a NumPy array: both give views
+    select = data.draw(st.sampled_from([
+        lambda t: t[i], lambda t: t[:, j], lambda t: t[::2, 1::2], lambda t: t.T, lambda t: t.reshape(-1),
+        lambda t: t[i:, :j + 1].T,
+    ]))
+    base = ferro.zeros(rows, cols, device=device)
+    expected = np.zeros((rows, cols), np.float32)
+    view = select(base)
+    view += 1.0
+    select(expected)[...] += 1.0
+    np.testing.assert_array_equal(base.numpy(), expected)
+    assert base.version == 1, "the write bumped the base's version counter"
