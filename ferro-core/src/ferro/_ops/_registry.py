@@ -76,6 +76,11 @@ def _index(d: DType) -> tuple[DType, DType] | None:
     return None if d.is_complex else (d, int64)
 
 
+def _magnitude(d: DType) -> tuple[DType, DType] | None:
+    from .._dtypes import complex64, float32, float64
+    return (d, {complex64: float32}.get(d, float64)) if d.is_complex else (d, d)
+
+
 #: Named dtype rules, with the words used in error messages.
 DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]] = {
     "same": (_same, "any dtype"),
@@ -90,6 +95,7 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "floating": (_floating, "floating and complex dtypes"),
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
+    "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),
 }
 
 

@@ -50,7 +50,7 @@ X, Y = 0, 1
 UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
     ("neg", "numeric", (), (lambda g: -g,), "Negate each element."),
     ("positive", "numeric", (), (lambda g: g,), "Each element unchanged (unary +)."),
-    ("abs", "same", (X,), (lambda g, x: g * x.sign(),), "Absolute value."),
+    ("abs", "magnitude", (X,), (lambda g, x: g * x.sign(),), "Absolute value (the modulus for complex)."),
     ("sign", "real_numeric", (), (_zero,), "-1, 0 or 1 by the sign of each element (nan for nan)."),
     ("exp", "float", (OUT,), (lambda g, out: g * out,), "e to the power of each element."),
     ("log", "float", (X,), (lambda g, x: g / x,), "Natural logarithm."),
