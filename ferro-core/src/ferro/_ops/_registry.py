@@ -172,6 +172,21 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
+def register_composites(kind: str, rows: list[tuple[str, Callable[..., Any], tuple[str, ...]]], *,
+                        dtype_rule: str = "same", prefix: str = "") -> dict[str, Callable[..., Any]]:
+    """Register ops written in other ops: ``(name, function, ops or kernels it uses)`` per row.
+
+    The function is both the public function and the decomposition; its
+    docstring's first line is the op's doc. Returns name -> function.
+    """
+    out: dict[str, Callable[..., Any]] = {}
+    for name, fn, uses in rows:
+        op = register(OpDef(prefix + name, kind, (fn.__doc__ or "").split("\n")[0], dtype_rule=dtype_rule,
+                            decomposition=fn, uses=uses))
+        op.fn = out[name] = fn
+    return out
+
+
 def refresh_default_dtype() -> None:
     """Recompute the tables of rules that depend on the default float dtype."""
     for op in REGISTRY.values():

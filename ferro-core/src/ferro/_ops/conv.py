@@ -16,7 +16,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..errors import ShapeError
-from ._registry import OpDef, register
+from ._registry import register_composites
 
 __all__ = ["FUNCTIONS", "unfold"]
 
@@ -289,13 +289,4 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {}
-    for name, fn, uses in _ROWS:
-        op = register(OpDef(name, "nn", (fn.__doc__ or "").split("\n")[0], dtype_rule="same", decomposition=fn,
-                            uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = _register()
+FUNCTIONS = register_composites("nn", _ROWS)

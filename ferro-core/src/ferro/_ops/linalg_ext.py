@@ -18,7 +18,7 @@ from .._tensor import Tensor, _wrap
 from ..autograd._function import Function
 from ..errors import ShapeError
 from ._dispatch import kernel
-from ._registry import OpDef, register
+from ._registry import register_composites
 
 __all__ = ["FUNCTIONS"]
 
@@ -268,13 +268,4 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {}
-    for name, fn, uses in _ROWS:
-        op = register(OpDef(f"linalg.{name}", "linalg", (fn.__doc__ or "").split("\n")[0], dtype_rule="floating",
-                            decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = _register()
+FUNCTIONS = register_composites("linalg", _ROWS, dtype_rule="floating", prefix="linalg.")

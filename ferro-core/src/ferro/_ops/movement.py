@@ -13,7 +13,7 @@ from typing import Any
 
 from .._tensor import Tensor, _wrap_dim
 from ..errors import ShapeError
-from ._registry import OpDef, register
+from ._registry import register_composites
 from .shape import cat, permute, reshape
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -287,36 +287,28 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.
     return out
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
-    ("narrow", narrow, ("getitem",), "A slice of one dimension."),
-    ("select", select, ("getitem",), "One index of one dimension."),
-    ("unbind", unbind, ("getitem",), "All slices along a dimension."),
-    ("split", split, ("getitem",), "Pieces of a given size along a dimension."),
-    ("chunk", chunk, ("getitem",), "A number of equal pieces along a dimension."),
-    ("tensor_split", tensor_split, ("getitem",), "Nearly equal pieces, or pieces between indices."),
-    ("unflatten", unflatten, ("reshape",), "Split one dimension into several."),
-    ("movedim", movedim, ("permute",), "Move dimensions to new positions."),
-    ("flip", flip, ("getitem",), "Reverse along dimensions."),
-    ("roll", roll, ("getitem", "cat"), "Cyclic shift along dimensions."),
-    ("repeat", repeat, ("reshape", "expand"), "Tile copies along each dimension."),
-    ("tile", tile, ("reshape", "expand"), "repeat, with missing leading sizes as 1."),
-    ("repeat_interleave", repeat_interleave, ("reshape", "expand", "getitem"), "Repeat each element."),
-    ("tril", tril, ("where", "sub", "le"), "Lower triangle."),
-    ("triu", triu, ("where", "sub", "ge"), "Upper triangle."),
-    ("diagonal", diagonal, ("permute", "getitem"), "A diagonal of two dimensions."),
-    ("diag_embed", diag_embed, ("index_put", "permute"), "Matrices with a given diagonal."),
-    ("diag", diag, ("getitem", "index_put"), "Diagonal matrix of a vector, or diagonal of a matrix."),
-    ("pad", pad, ("cat", "getitem"), "Pad with a constant, a reflection, the edge, or circularly."),
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("narrow", narrow, ("getitem",)),
+    ("select", select, ("getitem",)),
+    ("unbind", unbind, ("getitem",)),
+    ("split", split, ("getitem",)),
+    ("chunk", chunk, ("getitem",)),
+    ("tensor_split", tensor_split, ("getitem",)),
+    ("unflatten", unflatten, ("reshape",)),
+    ("movedim", movedim, ("permute",)),
+    ("flip", flip, ("getitem",)),
+    ("roll", roll, ("getitem", "cat")),
+    ("repeat", repeat, ("reshape", "expand")),
+    ("tile", tile, ("reshape", "expand")),
+    ("repeat_interleave", repeat_interleave, ("reshape", "expand", "getitem")),
+    ("tril", tril, ("where", "sub", "le")),
+    ("triu", triu, ("where", "sub", "ge")),
+    ("diagonal", diagonal, ("permute", "getitem")),
+    ("diag_embed", diag_embed, ("index_put", "permute")),
+    ("diag", diag, ("getitem", "index_put")),
+    ("pad", pad, ("cat", "getitem")),
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {}
-    for name, fn, uses, doc in _ROWS:
-        op = register(OpDef(name, "composite", doc, dtype_rule="same", decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = {**_register(), "moveaxis": moveaxis}
+FUNCTIONS = {**register_composites("composite", _ROWS), "moveaxis": moveaxis}
 METHODS = [n for n in FUNCTIONS if n != "pad"]

@@ -10,7 +10,7 @@ from typing import Any
 from .._random import Generator
 from .._tensor import Tensor
 from ..errors import ShapeError
-from ._registry import OpDef, register
+from ._registry import register_composites
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 
@@ -101,21 +101,13 @@ INPLACE_METHODS: dict[str, Callable[..., Tensor]] = {
     "bernoulli_": _fill("bernoulli_", _bern),
 }
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
-    ("bernoulli", bernoulli, ("rand", "lt"), "1 with probability p, else 0."),
-    ("multinomial", multinomial, ("rand", "cumsum", "searchsorted", "argsort"), "Draw category indices."),
-    ("normal", normal, ("randn", "mul", "add"), "Normal samples with given mean and std."),
-    ("randperm", randperm, ("rand", "argsort"), "A random permutation."),
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("bernoulli", bernoulli, ("rand", "lt")),
+    ("multinomial", multinomial, ("rand", "cumsum", "searchsorted", "argsort")),
+    ("normal", normal, ("randn", "mul", "add")),
+    ("randperm", randperm, ("rand", "argsort")),
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {}
-    for name, fn, uses, doc in _ROWS:
-        op = register(OpDef(name, "random", doc, dtype_rule="same", decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = _register()
+FUNCTIONS = register_composites("random", _ROWS)
 METHODS = ["bernoulli", "multinomial"]

@@ -16,7 +16,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
 from ..errors import DTypeError, ShapeError
 from ._dispatch import kernel
-from ._registry import OpDef, register
+from ._registry import OpDef, register, register_composites
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -229,30 +229,22 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
 _NONZERO.fn = nonzero
 _NONZERO.table = {d: (d, d) for d in _NONZERO.table}  # the result is int64 whatever the input
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
-    ("gather", gather, ("getitem",), "Values along a dimension at index positions."),
-    ("take_along_dim", take_along_dim, ("getitem", "expand"), "gather with broadcasting."),
-    ("scatter", scatter, ("index_put",), "Write values at index positions along a dimension."),
-    ("scatter_add", scatter_add, ("index_put",), "Add values at index positions along a dimension."),
-    ("scatter_reduce", scatter_reduce, ("index_put", "index_reduce"), "Reduce values into index positions."),
-    ("index_select", index_select, ("getitem",), "Entries of one dimension."),
-    ("index_add", index_add, ("index_put",), "Add into entries of one dimension."),
-    ("index_copy", index_copy, ("index_put",), "Write entries of one dimension."),
-    ("index_fill", index_fill, ("index_put",), "Fill entries of one dimension."),
-    ("masked_fill", masked_fill, ("where",), "Fill where a mask is True."),
-    ("masked_select", masked_select, ("getitem", "expand"), "The elements where a mask is True."),
-    ("masked_scatter", masked_scatter, ("index_put", "sum"), "Write consecutive values where a mask is True."),
-    ("take", take, ("getitem", "reshape"), "Elements of the flattened tensor."),
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("gather", gather, ("getitem",)),
+    ("take_along_dim", take_along_dim, ("getitem", "expand")),
+    ("scatter", scatter, ("index_put",)),
+    ("scatter_add", scatter_add, ("index_put",)),
+    ("scatter_reduce", scatter_reduce, ("index_put", "index_reduce")),
+    ("index_select", index_select, ("getitem",)),
+    ("index_add", index_add, ("index_put",)),
+    ("index_copy", index_copy, ("index_put",)),
+    ("index_fill", index_fill, ("index_put",)),
+    ("masked_fill", masked_fill, ("where",)),
+    ("masked_select", masked_select, ("getitem", "expand")),
+    ("masked_scatter", masked_scatter, ("index_put", "sum")),
+    ("take", take, ("getitem", "reshape")),
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {"nonzero": nonzero}
-    for name, fn, uses, doc in _ROWS:
-        op = register(OpDef(name, "composite", doc, dtype_rule="same", decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = _register()
+FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS)}
 METHODS = list(FUNCTIONS)

@@ -17,7 +17,7 @@ from .._dtypes import int64
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ..errors import ShapeError
 from ._dispatch import finish, kernel, kernel_for, run_elsewhere
-from ._registry import OpDef, register
+from ._registry import OpDef, register, register_composites
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -268,38 +268,30 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     return _wrap(data, dtype, x._device)
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
-    ("argsort", argsort, ("argsort",), "Indices that sort along a dimension."),
-    ("sort", sort, ("argsort", "getitem"), "Sorted values and their indices."),
-    ("topk", topk, ("argsort", "getitem"), "The k largest or smallest elements."),
-    ("kthvalue", kthvalue, ("argsort", "getitem"), "The k-th smallest element."),
-    ("median", median, ("argsort", "getitem"), "The lower median."),
-    ("mode", mode, ("argsort", "getitem", "eq", "sum"), "The most frequent value."),
-    ("cummax", cummax, ("cummax", "getitem"), "Running maximum."),
-    ("cummin", cummin, ("cummin", "getitem"), "Running minimum."),
-    ("logcumsumexp", logcumsumexp, ("cumsum", "exp", "log", "amax"), "log of the cumulative sum of exp."),
-    ("prod", prod, ("cumprod", "getitem"), "Product of elements."),
-    ("var", var, ("mean", "sum", "pow"), "Variance with a correction."),
-    ("std", std, ("mean", "sum", "pow", "sqrt"), "Standard deviation with a correction."),
-    ("norm", norm, ("sum", "sqrt", "abs", "pow"), "Vector p-norm."),
-    ("count_nonzero", count_nonzero, ("ne", "sum"), "Number of nonzero elements."),
-    ("searchsorted", searchsorted, ("searchsorted",), "Insertion indices into a sorted sequence."),
-    ("bucketize", bucketize, ("searchsorted",), "Bucket indices for boundaries."),
-    ("unique", unique, ("unique",), "Distinct elements."),
-    ("unique_consecutive", unique_consecutive, ("unique",), "Runs of equal elements collapsed."),
-    ("histc", histc, ("histc",), "Histogram with equal bins."),
-    ("bincount", bincount, ("bincount",), "Counts of non-negative integers."),
+_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("argsort", argsort, ("argsort",)),
+    ("sort", sort, ("argsort", "getitem")),
+    ("topk", topk, ("argsort", "getitem")),
+    ("kthvalue", kthvalue, ("argsort", "getitem")),
+    ("median", median, ("argsort", "getitem")),
+    ("mode", mode, ("argsort", "getitem", "eq", "sum")),
+    ("cummax", cummax, ("cummax", "getitem")),
+    ("cummin", cummin, ("cummin", "getitem")),
+    ("logcumsumexp", logcumsumexp, ("cumsum", "exp", "log", "amax")),
+    ("prod", prod, ("cumprod", "getitem")),
+    ("var", var, ("mean", "sum", "pow")),
+    ("std", std, ("mean", "sum", "pow", "sqrt")),
+    ("norm", norm, ("sum", "sqrt", "abs", "pow")),
+    ("count_nonzero", count_nonzero, ("ne", "sum")),
+    ("searchsorted", searchsorted, ("searchsorted",)),
+    ("bucketize", bucketize, ("searchsorted",)),
+    ("unique", unique, ("unique",)),
+    ("unique_consecutive", unique_consecutive, ("unique",)),
+    ("histc", histc, ("histc",)),
+    ("bincount", bincount, ("bincount",)),
 ]
 
 
-def _register() -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {"cumsum": cumsum, "cumprod": cumprod}
-    _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
-    for name, fn, uses, doc in _ROWS:
-        op = register(OpDef(name, "composite", doc, dtype_rule="same", decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
-    return out
-
-
-FUNCTIONS = _register()
+_CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
+FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS)}
 METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]
