@@ -1,4 +1,10 @@
-"""Shared helpers for ferro's tests (ferro.testing's pytest plugin is loaded through its entry point)."""
+"""Shared helpers for ferro's tests.
+
+ferro.testing's pytest plugin (``--ferro-backend``, the ``device`` and
+``backend`` fixtures) is loaded through its ``pytest11`` entry point; nothing
+to register here. Plugin discovery happens once per process, so tests of
+discovery run their scenario in a fresh interpreter with these helpers.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,19 @@ import sys
 import textwrap
 from typing import Any
 
-import pytest
+
+def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without ferro's and pytest's own variables, plus ``env``."""
+    out = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FERRO_", "PYTEST_")) and k != "PYTHONWARNINGS"}
+    out.update(env or {})
+    return out
 
 
 def run_python(code: str, env: dict[str, str] | None = None, expect_ok: bool = True) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter (plugin discovery happens once per process)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FERRO_")}
-    full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+                          env=clean_env(env), timeout=120)
     if expect_ok and proc.returncode != 0:
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -27,9 +37,3 @@ def run_json(code: str, env: dict[str, str] | None = None) -> Any:
     """Run ``code``, which prints one JSON document as its last line, and decode it."""
     out = run_python(code, env).stdout.strip().splitlines()
     return json.loads(out[-1])
-
-
-@pytest.fixture
-def py() -> Any:
-    """The subprocess runner, as a fixture."""
-    return run_json

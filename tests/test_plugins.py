@@ -1,7 +1,9 @@
-"""Plugin discovery, overrides, disabling and isolation, through real installed entry points.
+"""Plugin discovery, overrides, disabling, isolation and selection, through real installed entry points.
 
-The plugins come from the ``ferro-testplugins`` distribution in tests/plugins; each
-scenario runs in a fresh interpreter because discovery happens once per process.
+The plugins come from the ``ferro-testplugins`` distribution in tests/plugins
+(installed with ``pip install -e tests/plugins``; never imported here). Each
+scenario runs in a fresh interpreter because discovery happens once per
+process; the scenario prints one JSON document that the test checks.
 """
 
 from __future__ import annotations
@@ -12,113 +14,272 @@ import ferro
 
 from conftest import run_json, run_python
 
-BROKEN = {"testbroken_import": "ImportError", "testbadsig": "backnd", "testraises": "RuntimeError",
-          "testoldapi": "999"}
+#: The broken test plugins, and words their error must contain.
+BROKEN = {
+    "testbroken_import": "importing ferro_testplugins.broken_import failed: ImportError: "
+                         "ferro_testplugins.broken_import needs a library that is not installed (on purpose)",
+    "testbadsig": "PluginValidationError: Plugin 'testbadsig' for hook 'ferro_register_kernels'",
+    "testraises": "ferro_register_backends() raised RuntimeError: "
+                  "this plugin fails while registering its backends (on purpose)",
+    "testoldapi": "it speaks plugin API version 999, this ferro speaks 1",
+}
+UNAVAILABLE = {"FERRO_TESTPLUGINS_UNAVAILABLE": "1"}
+MISSING = "ferro_testplugins_no_such_array_library is not installed"
+
+# -- discovery -----------------------------------------------------------------------------------
 
 
 def test_import_ferro_loads_no_plugin_and_no_array_library() -> None:
     got = run_json("""
-        import json, sys, ferro
-        print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in
-              ('numpy', 'cupy', 'pyopencl', 'torch', 'pluggy', 'ferro_cpu', 'ferro_testplugins', 'ml_dtypes'))))
+        import json, sys, warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            import ferro, ferro.testing, ferro.backends
+        heavy = sorted(m for m in sys.modules if m.split('.')[0] in
+                       ('numpy', 'cupy', 'pyopencl', 'torch', 'ml_dtypes', 'ferro_cpu', 'ferro_cuda', 'ferro_opencl',
+                        'ferro_testplugins'))
+        print(json.dumps({'heavy': heavy, 'warnings': [str(x.message) for x in w]}))
     """)
-    assert got == []
+    assert got == {"heavy": [], "warnings": []}, "entry points are loaded on first need, not at import"
 
 
-def test_discovery_lists_backends_and_runs_the_toy_backend() -> None:
+def test_discovery_lists_the_toy_backend_and_runs_it() -> None:
     got = run_json("""
-        import json, warnings, ferro
+        import json, sys, warnings, ferro
         warnings.simplefilter('ignore')
+        before = 'ferro_testplugins.good' in sys.modules
+        installed = ferro.backends.installed()
+        after = 'ferro_testplugins.good' in sys.modules
         t = ferro.ones(3, device='toy') + 1
-        print(json.dumps({'installed': ferro.backends.installed(), 'available': ferro.backends.available(),
-                          'values': t.numpy().tolist(), 'device': str(t.device),
-                          'plugin': ferro.backends.get('toy').plugin}))
+        b = ferro.backends.get('toy')
+        print(json.dumps({'installed': installed, 'available': ferro.backends.available(), 'loaded': [before, after],
+                          'values': t.numpy().tolist(), 'dtype': str(t.numpy().dtype), 'device': str(t.device),
+                          'plugin': b.plugin, 'class': type(b).__name__}))
     """)
     assert {"cpu", "toy"} <= set(got["installed"])
     assert got["available"][0] == "cpu" and "toy" in got["available"]
-    assert got["values"] == [2.0, 2.0, 2.0] and got["device"] == "toy:0"
-    assert got["plugin"] == "testgood"
+    assert got["loaded"] == [False, True], "the plugin module is imported by the first query"
+    assert got["values"] == [2.0, 2.0, 2.0] and got["dtype"] == "float32"
+    assert got["device"] == "toy:0"
+    assert got["plugin"] == "testgood" and got["class"] == "ToyBackend"
 
 
-def test_broken_plugins_are_isolated_listed_and_warned_once() -> None:
+def test_an_unavailable_backend_is_installed_with_its_reason() -> None:
+    got = run_json("""
+        import json, warnings, ferro
+        warnings.simplefilter('ignore')
+        errors = []
+        for make in (lambda: ferro.ones(1, device='toyoff'), lambda: ferro.set_backend('toyoff')):
+            try:
+                make()
+            except ferro.errors.BackendUnavailableError as e:
+                errors.append(str(e))
+        print(json.dumps({'installed': ferro.backends.installed(), 'available': ferro.backends.available(),
+                          'unavailable': ferro.backends.unavailable(), 'errors': errors,
+                          'cpu': (ferro.ones(2) * 2).numpy().tolist()}))
+    """, UNAVAILABLE)
+    assert "toyoff" in got["installed"] and "toyoff" not in got["available"]
+    assert MISSING in got["unavailable"]["toyoff"]
+    assert len(got["errors"]) == 2
+    for err in got["errors"]:
+        assert err.startswith("backend 'toyoff' is not available: ") and MISSING in err
+    assert got["cpu"] == [2.0, 2.0]
+
+
+# -- broken plugins --------------------------------------------------------------------------------
+
+
+def test_broken_plugins_are_isolated_listed_and_warned_about_once_each() -> None:
     got = run_json("""
         import json, warnings, ferro
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter('always')
-            ferro.backends.installed(); ferro.backends.available(); ferro.ones(2) + 1
-            ferro.backends.broken(); ferro.ones(2, device='toy')
-        names = [str(x.message).split("'")[1] for x in w if x.category is ferro.backends.FerroPluginWarning]
-        print(json.dumps({'broken': ferro.backends.broken(), 'warned': names,
-                          'cpu': (ferro.ones(2) * 3).numpy().tolist()}))
+            ferro.backends.installed(); ferro.backends.available(); ferro.backends.status()
+            a = ferro.ones(2) + 1
+            ferro.backends.broken(); ferro.backends.broken()
+            t = ferro.ones(2, device='toy') * 3
+            ferro.backends.installed()
+        print(json.dumps({
+            'broken': ferro.backends.broken(),
+            'warnings': [[x.category.__name__, str(x.message)] for x in w],
+            'installed': ferro.backends.installed(),
+            'cpu': a.numpy().tolist(), 'toy': t.numpy().tolist()}))
     """)
     assert set(got["broken"]) == set(BROKEN)
     for name, words in BROKEN.items():
         assert words in got["broken"][name], (name, got["broken"][name])
-    assert sorted(got["warned"]) == sorted(BROKEN), "each broken plugin is warned about exactly once"
-    assert got["cpu"] == [3.0, 3.0]
+    assert "backnd" in got["broken"]["testbadsig"], "the misspelled parameter is named"
+    warned = [msg for cat, msg in got["warnings"] if cat == "FerroPluginWarning"]
+    assert len(warned) == len(BROKEN) == len(got["warnings"]), got["warnings"]
+    for name in BROKEN:
+        mine = [m for m in warned if m.startswith(f"ferro plugin '{name}' is broken and was skipped: ")]
+        assert len(mine) == 1, f"{name} is warned about exactly once: {warned}"
+        assert got["broken"][name] in mine[0], "the warning carries the error"
+    assert {"cpu", "toy"} <= set(got["installed"])
+    assert got["cpu"] == [2.0, 2.0] and got["toy"] == [3.0, 3.0]
 
 
-def test_kernel_override_takes_precedence_over_the_backends_own() -> None:
+def test_the_warning_category_is_public_and_a_user_warning() -> None:
+    assert issubclass(ferro.backends.FerroPluginWarning, UserWarning)
+    proc = run_python("""
+        import warnings, ferro
+        warnings.simplefilter('error', ferro.backends.FerroPluginWarning)
+        ferro.backends.installed()
+    """, expect_ok=False)
+    assert proc.returncode != 0 and "FerroPluginWarning: ferro plugin 'test" in proc.stderr, \
+        "the category can be filtered (here: turned into an error)"
+
+
+# -- kernel overrides ------------------------------------------------------------------------------
+
+
+def test_a_plugin_kernel_overrides_the_backends_own() -> None:
     got = run_json("""
-        import json, warnings, ferro, numpy as np
+        import importlib, json, warnings, ferro, numpy as np
         warnings.simplefilter('ignore')
-        import importlib
-        x = ferro.tensor([0.0, 1.0])
-        y = ferro.exp(x); z = x.exp()
-        calls = importlib.import_module('ferro_testplugins.good').calls['exp']
-        print(json.dumps({'calls': calls, 'y': y.numpy().tolist(), 'ref': np.exp([0.0, 1.0]).tolist()}))
+        x = ferro.tensor([0.0, 1.0, 2.0])
+        y = ferro.exp(x)
+        z = x.exp()
+        calls = importlib.import_module('ferro_testplugins.good').calls
+        after_cpu = calls['exp']
+        ferro.exp(ferro.tensor([0.0, 1.0], device='toy'))  # the override is for cpu only
+        print(json.dumps({'cpu_calls': after_cpu, 'total_calls': calls['exp'], 'y': y.numpy().tolist(),
+                          'z': z.numpy().tolist(), 'ref': np.exp(np.float32([0, 1, 2])).tolist(),
+                          'dtype': str(y.dtype), 'supports': ferro.backends.get('cpu').supports('exp', ferro.float32)}))
     """, env={"FERRO_TESTPLUGINS_OVERRIDE": "1"})
-    assert got["calls"] == 2
-    assert got["y"] == pytest.approx(got["ref"])
+    assert got["cpu_calls"] == 2, "ferro.exp and Tensor.exp on cpu both ran the plugin's kernel"
+    assert got["total_calls"] == 2, "toy's own exp ran on toy"
+    assert got["y"] == pytest.approx(got["ref"]) and got["z"] == pytest.approx(got["ref"])
+    assert got["dtype"] == "ferro.float32" and got["supports"] is True
 
 
-def test_without_the_override_the_cpu_kernel_runs() -> None:
+def test_without_the_switch_the_backends_own_kernel_runs() -> None:
     got = run_json("""
-        import json, warnings, ferro, importlib
+        import importlib, json, warnings, ferro
         warnings.simplefilter('ignore')
-        ferro.tensor([1.0]).exp()
-        print(json.dumps(importlib.import_module('ferro_testplugins.good').calls['exp']))
+        y = ferro.tensor([1.0]).exp()
+        print(json.dumps([importlib.import_module('ferro_testplugins.good').calls['exp'], y.numpy().tolist()]))
     """)
-    assert got == 0
+    assert got[0] == 0
+    assert got[1] == pytest.approx([2.718281828])
 
 
-def test_disable_plugins_skips_them() -> None:
+OVERRIDE_IN_PROCESS = """
+    import importlib, json, os, warnings, ferro, numpy as np
+    from ferro.backends import PLUGIN_API_VERSION, hookimpl
+    warnings.simplefilter('ignore')
+    mine = {{'exp': 0}}
+
+    class Override:
+        @hookimpl
+        def ferro_plugin_api_version(self):
+            return PLUGIN_API_VERSION
+
+        @hookimpl({opts})
+        def ferro_register_kernels(self, backend):
+            if backend.name != 'cpu':
+                return None
+            def exp(x):
+                mine['exp'] += 1
+                return np.asarray(np.exp(x))
+            return {{'exp': exp}}
+
+    ferro.backends.installed()  # the entry points first, then this plugin: it is the last registered
+    ok = ferro.backends.register_plugin(Override(), 'in-process-override')
+    ferro.exp(ferro.ones(2))
+    print(json.dumps([ok, mine['exp'], importlib.import_module('ferro_testplugins.good').calls['exp']]))
+"""
+
+
+@pytest.mark.parametrize("opts, winner", [("", "in-process"), ("trylast=True", "testgood")])
+def test_among_plugins_the_first_in_pluggys_call_order_wins(opts: str, winner: str) -> None:
+    ok, mine, theirs = run_json(OVERRIDE_IN_PROCESS.format(opts=opts), env={"FERRO_TESTPLUGINS_OVERRIDE": "1"})
+    assert ok is True
+    assert (mine, theirs) == ((1, 0) if winner == "in-process" else (0, 1))
+
+
+# -- disabling -------------------------------------------------------------------------------------
+
+
+def test_disabled_plugins_are_skipped_without_loading_them() -> None:
+    got = run_json("""
+        import json, sys, warnings, ferro
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            installed = ferro.backends.installed()
+        try:
+            ferro.ones(1, device='toy')
+            error = ''
+        except ferro.errors.BackendNotFoundError as e:
+            error = str(e)
+        print(json.dumps({'installed': installed, 'disabled': sorted(ferro.backends.disabled()),
+                          'broken': sorted(ferro.backends.broken()), 'error': error,
+                          'imported': 'ferro_testplugins.good' in sys.modules,
+                          'warned': sorted(str(x.message).split("'")[1] for x in w),
+                          'cpu': (ferro.ones(2) + 1).numpy().tolist()}))
+    """, env={"FERRO_DISABLE_PLUGINS": "testgood, testraises"})
+    assert "toy" not in got["installed"] and "cpu" in got["installed"]
+    assert got["disabled"] == ["testgood", "testraises"]
+    assert got["imported"] is False, "a disabled plugin's module is never imported"
+    assert "testraises" not in got["broken"] and "testraises" not in got["warned"]
+    assert sorted(got["broken"]) == sorted(set(BROKEN) - {"testraises"})
+    assert got["error"].startswith("no backend named 'toy'; installed backends: cpu")
+    assert got["cpu"] == [2.0, 2.0]
+
+
+def test_disabling_only_the_good_plugin() -> None:
     got = run_json("""
         import json, warnings, ferro
         warnings.simplefilter('ignore')
-        print(json.dumps({'installed': ferro.backends.installed(), 'disabled': ferro.backends.disabled(),
-                          'broken': sorted(ferro.backends.broken())}))
-    """, env={"FERRO_DISABLE_PLUGINS": "testgood, testraises"})
-    assert "toy" not in got["installed"] and "cpu" in got["installed"]
-    assert sorted(got["disabled"]) == ["testgood", "testraises"]
-    assert "testraises" not in got["broken"]
+        print(json.dumps([ferro.backends.installed(), ferro.backends.disabled()]))
+    """, env={"FERRO_DISABLE_PLUGINS": "testgood"})
+    assert "toy" not in got[0] and got[1] == ["testgood"]
 
 
-@pytest.mark.parametrize("when", ["before_import", "after_import"])
-def test_ferro_backend_env_is_read_at_first_use(when: str) -> None:
-    code = """
-        import json, os, warnings
-        warnings.simplefilter('ignore')
-        {pre}
-        import ferro
-        {post}
-        print(json.dumps([ferro.backends.current_backend(), str(ferro.ones(1).device)]))
-    """
+# -- selection ---------------------------------------------------------------------------------------
+
+SELECTION = """
+    import json, os, warnings
+    warnings.simplefilter('ignore')
+    {before}
+    import ferro
+    {after}
+    backends = ferro.backends
+    print(json.dumps([backends.current_backend(), str(ferro.ones(1).device), str(backends.current_device())]))
+"""
+
+
+@pytest.mark.parametrize("when", ["before import", "after import"])
+def test_FERRO_BACKEND_is_read_at_first_use(when: str) -> None:
     set_env = "os.environ['FERRO_BACKEND'] = 'toy'"
-    code = code.format(pre=set_env if when == "before_import" else "",
-                       post=set_env if when == "after_import" else "")
-    assert run_json(code) == ["toy", "toy:0"]
+    code = SELECTION.format(before=set_env if when == "before import" else "",
+                            after=set_env if when == "after import" else "")
+    assert run_json(code) == ["toy", "toy:0", "toy:0"]
 
 
-def test_ferro_backend_env_naming_an_unavailable_backend_fails_clearly() -> None:
+def test_FERRO_BACKEND_is_read_once() -> None:
+    got = run_json("""
+        import json, os, warnings, ferro
+        warnings.simplefilter('ignore')
+        first = str(ferro.ones(1).device)
+        os.environ['FERRO_BACKEND'] = 'toy'
+        print(json.dumps([first, str(ferro.ones(1).device)]))
+    """)
+    assert got == ["cpu", "cpu"], "the first use fixed the default; a later change of the variable is not seen"
+
+
+@pytest.mark.parametrize("value, error, words", [
+    ("toyoff", "BackendUnavailableError", f"backend 'toyoff' is not available: {MISSING}"),
+    ("nope", "BackendNotFoundError", "no backend named 'nope'; installed backends: cpu"),
+])
+def test_FERRO_BACKEND_naming_a_backend_that_cannot_run_fails_clearly(value: str, error: str, words: str) -> None:
     proc = run_python("""
         import warnings, ferro
         warnings.simplefilter('ignore')
         ferro.ones(1)
-    """, env={"FERRO_BACKEND": "cuda"}, expect_ok=False)
-    if "BackendNotFoundError" in proc.stderr:
-        pytest.skip("ferro-cuda is not installed")
-    assert "BackendUnavailableError" in proc.stderr and "cuda" in proc.stderr
+    """, env={"FERRO_BACKEND": value, **UNAVAILABLE}, expect_ok=False)
+    assert proc.returncode != 0
+    assert f"ferro.errors.{error}: {words}" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_set_backend_and_use_backend() -> None:
@@ -128,27 +289,62 @@ def test_set_backend_and_use_backend() -> None:
         out = [str(ferro.zeros(1).device)]
         with ferro.use_backend('toy'):
             out.append(str(ferro.zeros(1).device))
+            with ferro.use_backend('cpu'):
+                out.append(str(ferro.zeros(1).device))
+            out.append(ferro.backends.current_backend())
+        out.append(str(ferro.zeros(1).device))
+        try:
+            with ferro.use_backend('toy:0'):
+                raise KeyError('inside')
+        except KeyError:
+            pass
         out.append(str(ferro.zeros(1).device))
         ferro.set_backend('toy')
+        out.append(str(ferro.zeros(1).device))
+        with ferro.use_backend('cpu'):
+            out.append(str(ferro.zeros(1).device))
         out.append(str(ferro.zeros(1).device))
         ferro.set_backend('cpu')
         out.append(str(ferro.zeros(1).device))
         print(json.dumps(out))
     """)
-    assert got == ["cpu", "toy:0", "cpu", "toy:0", "cpu"]
+    assert got == ["cpu", "toy:0", "cpu", "toy", "cpu", "cpu", "toy:0", "cpu", "toy:0", "cpu"]
 
 
-def test_unknown_backend_names_the_installed_ones() -> None:
-    with pytest.raises(ferro.errors.BackendNotFoundError, match=r"installed backends: .*cpu"):
-        ferro.set_backend("nonexistent")
-    with pytest.raises(ferro.errors.BackendNotFoundError, match="nonexistent"):
-        ferro.zeros(1, device="nonexistent")
+def test_set_backend_to_an_unknown_name_changes_nothing() -> None:
+    got = run_json("""
+        import json, warnings, ferro
+        warnings.simplefilter('ignore')
+        ferro.set_backend('toy')
+        errors = []
+        for bad in (lambda: ferro.set_backend('nope'), lambda: ferro.use_backend('nope').__enter__()):
+            try:
+                bad()
+            except ferro.errors.BackendNotFoundError as e:
+                errors.append(str(e))
+        print(json.dumps([errors, str(ferro.ones(1).device)]))
+    """)
+    errors, dev = got
+    assert len(errors) == 2 and all(e.startswith("no backend named 'nope'; installed backends: cpu") for e in errors)
+    assert dev == "toy:0"
 
+
+def test_an_unknown_backend_names_the_installed_ones() -> None:
+    installed = ", ".join(ferro.backends.installed())
+    assert "toy" in installed
+    for make in (lambda: ferro.set_backend("nonexistent"), lambda: ferro.zeros(1, device="nonexistent")):
+        with pytest.raises(ferro.errors.BackendNotFoundError) as info:
+            make()
+        assert str(info.value).startswith(f"no backend named 'nonexistent'; installed backends: {installed}")
+        assert "broken plugins: " in str(info.value) and "testbroken_import" in str(info.value)
+        assert isinstance(info.value, ValueError)
+
+
+# -- in-process plugins ------------------------------------------------------------------------------
 
 IN_PROCESS_PLUGIN = """
     import json, warnings, ferro
     from ferro.backends import ArrayAPIBackend, hookimpl, PLUGIN_API_VERSION
-    warnings.simplefilter('ignore')
 
     class NumpyAgain(ArrayAPIBackend):
         name = '{backend}'
@@ -157,26 +353,69 @@ IN_PROCESS_PLUGIN = """
     class Plugin:
         @hookimpl
         def ferro_plugin_api_version(self):
-            return PLUGIN_API_VERSION
+            return {version}
+
         @hookimpl
         def ferro_register_backends(self):
             return [NumpyAgain()]
 
-    ferro.backends.installed()
-    ok = ferro.backends.register_plugin(Plugin(), 'in-process')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        ferro.backends.installed()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        ok = ferro.backends.register_plugin(Plugin(), {name!r})
+    warned = [str(x.message) for x in w]
 """
 
 
+def _in_process(backend: str, tail: str, version: str = "PLUGIN_API_VERSION", name: str = "in-process") -> object:
+    return run_json(IN_PROCESS_PLUGIN.format(backend=backend, version=version, name=name) + tail)
+
+
 def test_register_plugin_in_process() -> None:
-    got = run_json(IN_PROCESS_PLUGIN.format(backend="mine") + """
+    got = _in_process("mine", """
     t = ferro.arange(4, device='mine') * 2
-    print(json.dumps([ok, 'mine' in ferro.backends.available(), t.numpy().tolist()]))
+    b = ferro.backends.get('mine')
+    print(json.dumps([ok, warned, 'mine' in ferro.backends.available(), t.numpy().tolist(), str(t.device), b.plugin]))
     """)
-    assert got == [True, True, [0, 2, 4, 6]]
+    assert got == [True, [], True, [0, 2, 4, 6], "mine:0", "in-process"]
+
+
+def test_register_plugin_in_process_with_a_wrong_api_version_is_refused() -> None:
+    got = _in_process("mine", """
+    print(json.dumps([ok, warned, ferro.backends.broken().get('in-process'), 'mine' in ferro.backends.installed()]))
+    """, version="PLUGIN_API_VERSION + 1")
+    ok, warned, error, installed = got
+    assert ok is False and installed is False
+    assert error == "it speaks plugin API version 2, this ferro speaks 1"
+    assert warned == [f"ferro plugin 'in-process' is broken and was skipped: {error}"]
 
 
 def test_a_second_backend_with_a_taken_name_is_refused() -> None:
-    got = run_json(IN_PROCESS_PLUGIN.format(backend="cpu") + """
-    print(json.dumps([ok, ferro.backends.broken().get('in-process', ''), ferro.backends.get('cpu').plugin]))
+    got = _in_process("cpu", """
+    print(json.dumps([ok, warned, ferro.backends.broken().get('in-process', ''), ferro.backends.get('cpu').plugin,
+                      (ferro.ones(2) + 1).numpy().tolist()]))
     """)
-    assert got[0] is False and "already taken" in got[1] and got[2] == "cpu"
+    ok, warned, error, plugin, values = got
+    assert ok is False
+    assert error == "backend name 'cpu' is already taken by plugin 'cpu'"
+    assert len(warned) == 1 and error in warned[0]
+    assert plugin == "cpu" and values == [2.0, 2.0]
+
+
+def test_a_second_plugin_with_a_taken_name_leaves_the_first_alone() -> None:
+    """Registering under a name already in use refuses the newcomer; the installed plugin keeps working."""
+    got = _in_process("mine", """
+    try:
+        values = (ferro.ones(2, device='toy') + 1).numpy().tolist()
+    except Exception as e:
+        values = repr(e)
+    print(json.dumps([ok, ferro.backends.installed(), 'testgood' in ferro.backends.broken(), values,
+                      'mine' in ferro.backends.installed()]))
+    """, name="testgood")
+    ok, installed, testgood_broken, values, mine = got
+    assert ok is False and mine is False, "the newcomer is refused"
+    assert "toy" in installed, "the plugin already registered under that name keeps its backends"
+    assert testgood_broken is False, "the good plugin is not reported broken for someone else's mistake"
+    assert values == [2.0, 2.0]

@@ -94,7 +94,13 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
     with _state.lock:
         pm = _manager()
         if name in _disabled_names():
-            _state.disabled.append(name)
+            if name not in _state.disabled:
+                _state.disabled.append(name)
+            return False
+        if pm.get_plugin(name) is not None or pm.is_registered(plugin):
+            # Refuse only the newcomer: the plugin already holding the name keeps working.
+            warnings.warn(f"ferro plugin '{name}' was not registered: that name or plugin is already registered",
+                          FerroPluginWarning, stacklevel=2)
             return False
         try:
             pm.register(plugin, name=name)

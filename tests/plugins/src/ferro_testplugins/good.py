@@ -1,4 +1,16 @@
-"""A working plugin: the ``toy`` backend, and an optional override of a ``cpu`` kernel."""
+"""A working plugin: the ``toy`` backend, and, on request, an override of a ``cpu`` kernel.
+
+Environment switches, read when ferro calls the hooks (so a test sets them in
+a fresh interpreter before ferro's first use):
+
+- ``FERRO_TESTPLUGINS_OVERRIDE=1``: contribute an ``exp`` kernel to the
+  ``cpu`` backend that counts its calls in :data:`calls` and then computes
+  ``numpy.exp``;
+- ``FERRO_TESTPLUGINS_UNAVAILABLE=1``: also contribute ``toyoff``, a backend
+  that is installed but never available (its array library does not exist),
+  so that skips and errors carrying an availability reason can be tested on
+  any machine.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +20,11 @@ from typing import Any
 
 from ferro.backends import PLUGIN_API_VERSION, ArrayAPIBackend, Backend, hookimpl
 
-#: How many times the overriding ``exp`` kernel ran (read by the tests through this module).
+#: How many times the overriding ``exp`` kernel ran.
 calls = {"exp": 0}
+
+#: The module ``toyoff`` pretends to need; it is never installed.
+MISSING_MODULE = "ferro_testplugins_no_such_array_library"
 
 
 class ToyBackend(ArrayAPIBackend):
@@ -20,6 +35,14 @@ class ToyBackend(ArrayAPIBackend):
     module_name = "numpy"
 
 
+class ToyOffBackend(ArrayAPIBackend):
+    """A backend whose array library is missing: installed, listed, never available."""
+
+    name = "toyoff"
+    description = "test backend that is never available"
+    module_name = MISSING_MODULE
+
+
 @hookimpl
 def ferro_plugin_api_version() -> int:
     return PLUGIN_API_VERSION
@@ -27,7 +50,10 @@ def ferro_plugin_api_version() -> int:
 
 @hookimpl
 def ferro_register_backends() -> list[Backend]:
-    return [ToyBackend()]
+    out: list[Backend] = [ToyBackend()]
+    if os.environ.get("FERRO_TESTPLUGINS_UNAVAILABLE") == "1":
+        out.append(ToyOffBackend())
+    return out
 
 
 @hookimpl
@@ -38,7 +64,7 @@ def ferro_register_kernels(backend: Backend) -> dict[str, Callable[..., Any]] | 
 
     def exp(x: Any) -> Any:
         calls["exp"] += 1
-        return np.exp(x, out=...)
+        return np.asarray(np.exp(x))
     return {"exp": exp}
 
 
