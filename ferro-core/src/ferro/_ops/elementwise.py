@@ -138,6 +138,8 @@ DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], 
 
 
 def _saved(spec: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    if not spec:  # add, sub, neg...: nothing to keep (and no generator to run)
+        return ()
     return tuple(OUT if s is OUT else inputs[s] for s in spec)
 
 
