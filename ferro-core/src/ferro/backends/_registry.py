@@ -41,6 +41,7 @@ class _State:
         self.broken: dict[str, str] = {}
         self.disabled: list[str] = []
         self.plugins: dict[str, str] = {}  # plugin name -> distribution and version
+        self.overrides: dict[str, dict[str, Callable[..., Any]]] = {}  # backend -> kernels from other plugins
         self.lock = threading.RLock()
 
 
@@ -225,7 +226,9 @@ def bind_device(dev: device) -> None:
                              + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
         from .._ops._registry import bind_tables
         kernels = dict(backend.kernels(dev.index))
-        kernels.update(_overrides(backend))
+        if backend.name not in _state.overrides:  # the hook runs once per backend, not per device
+            _state.overrides[backend.name] = _overrides(backend)
+        kernels.update(_state.overrides[backend.name])
         dtypes = backend.dtypes(dev.index)
         dev._ops = bind_tables(kernels, dtypes, backend.unsupported(dev.index))
         dev._kernels = kernels
