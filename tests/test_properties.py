@@ -89,3 +89,78 @@ def test_a_view_written_through_changes_its_base(device: Any, rows: int, cols: i
     select(expected)[...] += 1.0
     np.testing.assert_array_equal(base.numpy(), expected)
     assert base.version == 1, "the write bumped the base's version counter"
+
+
+@st.composite
+def reduction_case(draw: Any) -> tuple[tuple[int, ...], Any, bool]:
+    """A shape, a dim argument (None, an int or a tuple of distinct dims, possibly negative) and keepdim."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+    n = len(shape)
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none":
+        dim: Any = None
+    elif kind == "int":
+        dim = draw(st.integers(-n, n - 1))
+    else:
+        dims = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+        dim = tuple(d - n if draw(st.booleans()) else d for d in dims)
+    return shape, dim, draw(st.booleans())
+
+
+@SETTINGS
+@given(case=reduction_case(), op=st.sampled_from(["sum", "mean", "amax", "amin"]))
+def test_reductions_match_numpy(device: Any, case: tuple[tuple[int, ...], Any, bool], op: str) -> None:
+    _require(device, op)
+    shape, dim, keepdim = case
+    a = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    got = getattr(ferro, op)(ferro.tensor(a, device=device), dim, keepdim)
+    ref = np.asarray(getattr(np, op)(a, axis=dim, keepdims=keepdim))
+    assert tuple(got.shape) == ref.shape
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+@st.composite
+def basic_key(draw: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """A basic indexing key for ``shape``: ints (negative too), slices with steps, None and an Ellipsis
+    for the dimensions the key leaves out."""
+    key: list[Any] = []
+    for size in shape[:draw(st.integers(0, len(shape)))]:
+        kind = draw(st.sampled_from(["int", "slice", "none"]))
+        if kind == "int":
+            key.append(draw(st.integers(-size, size - 1)))
+        elif kind == "slice":
+            key.append(slice(draw(st.none() | st.integers(-size - 1, size + 1)),
+                             draw(st.none() | st.integers(-size - 1, size + 1)),
+                             draw(st.none() | st.integers(1, 3))))
+        else:
+            key.append(None)
+    if draw(st.booleans()):
+        key.append(Ellipsis)
+    return tuple(key)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_basic_indexing_matches_numpy_and_writes_through(device: Any, data: Any) -> None:
+    _require(device, "getitem", "add")
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    key = data.draw(basic_key(shape))
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    base = ferro.tensor(a, device=device)
+    view = base[key]
+    np.testing.assert_array_equal(view.numpy(), a[key])
+    view += 1.0
+    a[key] += 1.0
+    np.testing.assert_array_equal(base.numpy(), a)
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_reshape_permute_round_trip_matches_numpy(device: Any, shape: list[int], data: Any) -> None:
+    _require(device, "reshape", "permute")
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    new = data.draw(st.sampled_from([(-1,), (a.size, 1), (1, -1), tuple(reversed(shape))]))
+    t = ferro.tensor(a, device=device).permute(*perm).reshape(*new)
+    ref = a.transpose(perm).reshape(new)
+    np.testing.assert_array_equal(t.numpy(), ref)

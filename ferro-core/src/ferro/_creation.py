@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,10 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
 def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    out = tuple(int(s) for s in size)
+    try:
+        out = tuple(operator.index(s) for s in size)  # 2.5 is refused, as in PyTorch (int() would truncate)
+    except TypeError:
+        raise TypeError(f"size must be a tuple of ints, got {list(size)}") from None
     if any(s < 0 for s in out):
         raise ValueError(f"negative dimension in size {list(out)}")
     return out
@@ -136,8 +140,12 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = 
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dtype = int64 if all(isinstance(v, int) for v in (start, end, step)) else get_default_dtype()
     dev = _device(device)
@@ -191,8 +199,8 @@ def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DType | None = None,
             device: Any = None, generator: Any = None) -> Tensor:
     """Random integers in [low, high) (``randint(high, size)`` starts at 0)."""
-    if high is None:
-        low, high = 0, low
+    if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as PyTorch
+        low, high, size = 0, low, (size if high is None else high)
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     return _random("randint", _size((tuple(size),)), dtype or int64, device, False, low, high,

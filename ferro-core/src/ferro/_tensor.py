@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Tensor", "Size"]
 
 _new = object.__new__
-_LAZY_NONE = frozenset(("_grad", "_base", "_hooks", "_retains"))
+_LAZY_NONE = frozenset(("_grad", "_base", "_hooks", "_retains", "_view"))
 
 
 class Size(tuple):
@@ -41,6 +41,26 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"ferro.Size({list(self)})"
+
+    # Slicing, concatenating and repeating give a Size again, as in PyTorch.
+    def __getitem__(self, index: Any) -> Any:
+        r = tuple.__getitem__(self, index)
+        return Size(r) if isinstance(index, slice) else r
+
+    def __add__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n: Any) -> Size:
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
 
 class Tensor:
@@ -65,6 +85,7 @@ class Tensor:
         "_retains",
         "_rg",
         "_vc",
+        "_view",  # for views: how they were made from _base (see autograd._views)
         "grad_fn",
     )
 
@@ -439,13 +460,28 @@ def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[
         setattr(Tensor, f"__r{dunder}__", _reflected(fn))
         setattr(Tensor, f"__i{dunder}__", inplace(name) if name != "matmul" else _no_inplace_matmul)
     for dunder, name in COMPARISONS.items():
-        setattr(Tensor, f"__{dunder}__", functions[name])
+        setattr(Tensor, f"__{dunder}__", _comparison(functions[name]))
     Tensor.__neg__ = functions["neg"]
     Tensor.__abs__ = functions["abs"]
     Tensor.__invert__ = functions["bitwise_not"]
     Tensor.__pos__ = functions["positive"]
     Tensor.__hash__ = lambda self: id(self)  # restored: defining __eq__ removes it
     _ = _mode
+
+
+_OPERANDS = (Tensor, bool, int, float, complex)
+
+
+def _comparison(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Any]:
+    """A comparison operator: NotImplemented for operands that are not tensors, numbers or arrays,
+    so that ``t == None`` is False and ``t < "a"`` a TypeError, as in PyTorch."""
+    def op(self: Tensor, other: Any) -> Any:
+        if isinstance(other, _OPERANDS) or hasattr(other, "__array__"):
+            return fn(self, other)
+        return NotImplemented
+    op.__name__ = fn.__name__
+    op.__doc__ = fn.__doc__
+    return op
 
 
 def _reflected(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:

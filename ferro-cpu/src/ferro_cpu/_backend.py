@@ -112,6 +112,8 @@ class NumpyBackend(ArrayAPIBackend):
 
         @quiet
         def mean(x: Any, dims: Any, keepdim: bool) -> Any:
+            if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
+                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
 
         def arg(f: Any) -> Callable[..., Any]:
@@ -144,7 +146,13 @@ class NumpyBackend(ArrayAPIBackend):
             return v
 
         def contiguous(x: Any) -> Any:
-            return x if x.flags.c_contiguous else clone(x)
+            if x.flags.c_contiguous:
+                return x
+            if x.nbytes < MIN_BYTES:
+                return np.ascontiguousarray(x)  # row-major (np.array would keep a transpose's column-major order)
+            out = pool.empty(x.shape, x.dtype)
+            np.copyto(out, x)
+            return out
 
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
             if accumulate:
@@ -182,9 +190,15 @@ class NumpyBackend(ArrayAPIBackend):
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
 
+        for name in ("floor_divide", "remainder"):
+            table[name] = _zero_division_checked(table[name], name)
+        rint = table["round"]
+
+        def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
+            return x.copy() if x.dtype.kind in "iub" else rint(x)
         table.update(_special_kernels(pool, quiet))
         table.update({
-            "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
+            "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": reduce(np.prod), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
@@ -197,11 +211,32 @@ class NumpyBackend(ArrayAPIBackend):
         return table
 
 
+def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """``kernel`` giving its input's dtype: SciPy's ufuncs compute float16 and bfloat16 in a wider type."""
+    def k(x: Any) -> Any:
+        out = kernel(x)
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
+    return k
+
+
+def _zero_division_checked(kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``kernel`` raising ZeroDivisionError for an integer divisor of 0, as PyTorch's CPU kernels do
+    (NumPy would give 0 silently)."""
+    import numpy as np
+
+    def k(x: Any, y: Any) -> Any:
+        r = kernel(x, y)
+        if r.dtype.kind in "iu" and not np.all(y):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+        return r
+    return k
+
+
 def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
     """erf, erfc, erfinv, lgamma, digamma from scipy.special (ufuncs too, imported on first use)."""
     from scipy import special
     names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
-    return {op: _ufunc_kernel(getattr(special, fn), quiet, False, pool) for op, fn in names.items()}
+    return {op: _same_dtype(_ufunc_kernel(getattr(special, fn), quiet, False, pool)) for op, fn in names.items()}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

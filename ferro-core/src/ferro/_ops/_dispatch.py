@@ -18,6 +18,7 @@ from .._dtypes import DType
 from .._tensor import Tensor, _wrap
 from ..autograd import _mode
 from ..autograd._node import OUT, Node
+from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
 from ._registry import OpDef
 
@@ -40,12 +41,22 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
     meta = []
     for t in inputs:
         if isinstance(t, Tensor):
+            if t._rg:
+                gf = t.grad_fn
+                if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                    refresh(t)
             nxt.append((t.grad_fn or t) if t._rg else None)
             meta.append((t._data.shape, t._dtype))
         else:
             nxt.append(None)
             meta.append(None)
-    node = Node(op.name, fns if fns is not None else (op.grads or ()), tuple(nxt), saved, tuple(meta), attrs)
+    if fns is None:
+        fns = op.grads if op.grads is not None else _no_derivative(op.name, len(nxt))
+    uses = _SAVED_USES.get(op.name)
+    if uses is not None and None in nxt:  # keep only what the needed formulas read (as PyTorch saves)
+        keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
+        saved = tuple(v if j in keep else None for j, v in enumerate(saved))
+    node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
     for s in saved:
         if s is OUT:
             vc = out._vc
@@ -54,6 +65,21 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
     out.grad_fn = node
     out._rg = True
     return out
+
+
+#: For ops whose input gradients read different saved values: per input, the positions in the saved
+#: tuple its formula reads. A value no needed formula reads is not kept, so that it is neither held in
+#: memory nor checked for in-place changes (``y = x * 2`` keeps nothing of ``x``, as in PyTorch).
+_SAVED_USES: dict[str, tuple[tuple[int, ...], ...]] = {
+    "mul": ((1,), (0,)), "div": ((1,), (0, 1)),
+}
+
+
+def _no_derivative(name: str, n: int) -> tuple[Callable[..., Any], ...]:
+    """Backward formulas for an op without any: a clear error at backward, never a silent zero."""
+    def fail(*_: Any, **__: Any) -> Any:
+        raise RuntimeError(f"the derivative for '{name}' is not implemented")
+    return (fail,) * n
 
 
 def needs_grad(*inputs: Any) -> bool:
@@ -128,9 +154,11 @@ def resolve(op: OpDef, dev: Any, dtype: DType) -> tuple[Callable[..., Any] | Non
         k, table = entry
         if dtype in table:
             return k, *table[dtype]
-        reason = (f"the device does not support {cr[0]}" if cr[0] not in dev._dtypes
-                  else "the backend's kernel refuses this dtype")
-        raise _unsupported(op, dtype, dev, reason)
+        if cr[0] not in dev._dtypes:
+            raise _unsupported(op, dtype, dev, f"the device does not support {cr[0]}")
+        if fallback_enabled() and dev.type != "cpu":  # a refused dtype is a missing kernel: run_elsewhere
+            return None, cr[0], cr[1]
+        raise _unsupported(op, dtype, dev, "the backend's kernel refuses this dtype")
     return None, cr[0], cr[1]
 
 
@@ -193,9 +221,10 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
     """Wrap a kernel's result; share the version counter of a view; record the node."""
     r = _wrap(data, dtype, dev)
     if view_of is not None:
-        r._vc = view_of._vc
+        r._vc = vc = view_of._vc
         base = view_of._base
-        r._base = view_of if base is None else base
+        r._base = view_of if base is None or view_of._view is None else base
+        r._view = view_record(view_of, op.name, attrs, r._data.shape, vc[0])
     if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
         record(r, op, inputs, saved, attrs, fns)
     return r

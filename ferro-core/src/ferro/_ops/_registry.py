@@ -62,6 +62,14 @@ def _integral(d: DType) -> tuple[DType, DType] | None:
     return (d, d) if d.kind in "bui" else None
 
 
+def _integer(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.kind in "ui" else None
+
+
+def _real_floating(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.is_floating_point else None
+
+
 def _floating(d: DType) -> tuple[DType, DType] | None:
     return (d, d) if (d.is_floating_point or d.is_complex) else None
 
@@ -92,7 +100,9 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "to_bool": (_to_bool, "any dtype"),
     "real_to_bool": (_real_to_bool, "real dtypes (not complex)"),
     "integral": (_integral, "integer and bool dtypes"),
+    "integer": (_integer, "integer dtypes (not bool)"),
     "floating": (_floating, "floating and complex dtypes"),
+    "real_floating": (_real_floating, "floating dtypes (not integer or complex)"),
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
     "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),

@@ -84,7 +84,11 @@ def _nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf
     if not x._dtype.is_floating_point:
         return x.clone()
     from .._host import np, numpy_dtype
-    info = np().finfo(numpy_dtype(x._dtype) if x._dtype.name != "bfloat16" else np().float32)
+    if x._dtype.name == "bfloat16":  # bfloat16's own range (NumPy's finfo does not know ml_dtypes)
+        import ml_dtypes
+        info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    else:
+        info = np().finfo(numpy_dtype(x._dtype))
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
     out = _where(x.isnan(), nan, x)
@@ -131,9 +135,15 @@ COMPOSITES: list[tuple[str, str, tuple[str, ...], Callable[..., Tensor], str]] =
     ("log_softmax", "floating", ("amax", "exp", "sum", "log"), _log_softmax, "x - logsumexp(x) over dim."),
 ]
 
+def _hard_clamp(x: Tensor, lo: float, hi: float) -> Tensor:
+    """``clamp(x, lo, hi)`` whose gradient is 0 at the bounds too (PyTorch's hardtanh family;
+    ``clamp`` itself passes the gradient at the bounds)."""
+    return _where(x <= lo, lo, _where(x >= hi, hi, x))
+
+
 #: Activations of ``ferro.nn.functional``: (name, ops used, decomposition, doc).
 ACTIVATIONS: list[tuple[str, tuple[str, ...], Callable[..., Tensor], str]] = [
-    ("relu6", ("where",), lambda x: clamp(x, 0.0, 6.0), "min(max(x, 0), 6)."),
+    ("relu6", ("where",), lambda x: _hard_clamp(x, 0.0, 6.0), "min(max(x, 0), 6)."),
     ("leaky_relu", ("where", "mul"), lambda x, negative_slope=0.01: _where(x > 0, x, x * negative_slope),
      "x if x > 0 else negative_slope * x."),
     ("elu", ("where", "expm1"), lambda x, alpha=1.0: _where(x > 0, x, x.expm1() * alpha),
@@ -147,10 +157,10 @@ ACTIVATIONS: list[tuple[str, tuple[str, ...], Callable[..., Tensor], str]] = [
     ("softplus", ("where", "exp", "log1p"), _softplus, "log(1 + exp(beta * x)) / beta, linear past threshold."),
     ("mish", ("tanh", "exp", "log1p"), lambda x: x * _softplus(x).tanh(), "x * tanh(softplus(x))."),
     ("softsign", ("abs", "div"), lambda x: x / (x.abs() + 1), "x / (1 + |x|)."),
-    ("hardtanh", ("where",), lambda x, min_val=-1.0, max_val=1.0: clamp(x, min_val, max_val),
+    ("hardtanh", ("where",), lambda x, min_val=-1.0, max_val=1.0: _hard_clamp(x, min_val, max_val),
      "Clamp to [min_val, max_val]."),
-    ("hardsigmoid", ("where",), lambda x: clamp(x / 6 + 0.5, 0.0, 1.0), "clamp(x / 6 + 1/2, 0, 1)."),
-    ("hardswish", ("where", "mul"), lambda x: x * clamp(x / 6 + 0.5, 0.0, 1.0), "x * hardsigmoid(x)."),
+    ("hardsigmoid", ("where",), lambda x: _hard_clamp(x / 6 + 0.5, 0.0, 1.0), "clamp(x / 6 + 1/2, 0, 1)."),
+    ("hardswish", ("where", "mul"), lambda x: x * _hard_clamp(x / 6 + 0.5, 0.0, 1.0), "x * hardsigmoid(x)."),
     ("logsigmoid", ("where", "exp", "log1p"), lambda x: -_softplus(-x), "log(sigmoid(x)), stably."),
     ("tanhshrink", ("tanh", "sub"), lambda x: x - x.tanh(), "x - tanh(x)."),
     ("threshold", ("where",), lambda x, threshold, value: _where(x > threshold, x, value),

@@ -14,11 +14,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import result_type
+from .._dtypes import bfloat16, bool_, result_type
 from .._tensor import Tensor, _wrap
 from .._tensor import _new as _new_object
 from ..autograd._mode import _state
 from ..autograd._node import OUT
+from ..errors import DTypeError
 from ._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
 from ._registry import OpDef, register
 
@@ -33,11 +34,53 @@ def _log(x: Any) -> Any:
     return x.log() if isinstance(x, Tensor) else math.log(x)
 
 
-def _pow_grad_exponent(g: Tensor, x: Any, y: Any, out: Tensor) -> Tensor:
-    # d/dy x**y = x**y * log(x); PyTorch masks x == 0 (with y >= 0) to 0 instead of nan.
+def _pow_grad_base(g: Tensor, x: Any, y: Any) -> Tensor:
+    # d/dx x**y = y * x**(y - 1); 0 where y == 0 (PyTorch), not 0 * inf = nan at x == 0.
+    if not isinstance(y, Tensor):
+        return g * 0.0 if y == 0 else g * y * x ** (y - 1)
+    return where(y == 0, 0.0, g * y * x ** (y - 1))
+
+
+def _pow_grad_exponent(g: Tensor, x: Any, y: Any) -> Tensor:
+    # d/dy x**y = x**y * log(x); PyTorch masks x == 0 with y >= 0 to 0 (x == 0 with y < 0 gives -inf).
+    # x**y is computed again rather than saved, so that the output may change in place (as in PyTorch).
+    out = x ** y
     if isinstance(x, Tensor):
-        return where(x == 0, 0.0, g * out * x.log())
-    return g * out * (math.log(x) if x > 0 else (0.0 if x == 0 else math.nan))
+        return where((x == 0) & (y >= 0), 0.0, g * out * x.log())
+    if x == 0:
+        return where(y >= 0, 0.0, g * out * -math.inf)
+    return g * out * (math.log(x) if x > 0 else math.nan)
+
+
+def _atan2_grads() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    # d atan2(x, y) = (y dx - x dy) / (x**2 + y**2); 0 at the origin, as PyTorch.
+    def inv(x: Any, y: Any) -> Tensor:
+        d = x * x + y * y
+        zero = d == 0
+        return where(zero, 0.0, 1 / where(zero, 1.0, d))
+    return (lambda g, x, y: g * y * inv(x, y), lambda g, x, y: -g * x * inv(x, y))
+
+
+def _trigamma(x: Tensor) -> Tensor:
+    """polygamma(1, x), the derivative of digamma, in ferro ops (so it differentiates again).
+
+    Six steps of the recurrence psi1(z) = psi1(z + 1) + 1 / z**2, then the
+    asymptotic series at z + 6 >= 6.5 (error below 1e-11); below 0.5 the
+    reflection psi1(x) = pi**2 / sin(pi x)**2 - psi1(1 - x). Both branches see
+    only safe arguments, so ``where`` passes no inf or nan into a gradient.
+    """
+    neg = x < 0.5
+    z = where(neg, 1 - x, x)
+    acc = None
+    for k in range(6):
+        term = 1 / ((z + k) * (z + k))
+        acc = term if acc is None else acc + term
+    iw = 1 / (z + 6)
+    iw2 = iw * iw
+    series = iw + iw2 / 2 + iw * iw2 * (1 / 6 + iw2 * (-1 / 30 + iw2 * (1 / 42 + iw2 * (-1 / 30 + iw2 * 5 / 66))))
+    t = acc + series
+    s = (where(neg, x, 0.25) * math.pi).sin()
+    return where(neg, math.pi ** 2 / (s * s) - t, t)
 
 
 def _max_grad(g: Tensor, x: Any, y: Any) -> Tensor:
@@ -84,7 +127,7 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
     ("erfinv", "real_float", (OUT,), (lambda g, out: g * (out * out).exp() * (math.sqrt(math.pi) / 2),),
      "Inverse error function."),
     ("lgamma", "real_float", (X,), (lambda g, x: g * x.digamma(),), "log |Gamma(x)|."),
-    ("digamma", "real_float", (X,), None, "The logarithmic derivative of Gamma."),
+    ("digamma", "real_float", (X,), (lambda g, x: g * _trigamma(x),), "The logarithmic derivative of Gamma."),
     ("isnan", "to_bool", (), None, "Whether each element is NaN."),
     ("isinf", "to_bool", (), None, "Whether each element is infinite."),
     ("isfinite", "to_bool", (), None, "Whether each element is finite."),
@@ -97,11 +140,10 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
     ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y."),
     ("mul", "same", (X, Y), (lambda g, x, y: g * y, lambda g, x, y: g * x), "x * y."),
     ("div", "float", (X, Y), (lambda g, x, y: g / y, lambda g, x, y: -g * x / (y * y)), "x / y (true division)."),
-    ("pow", "numeric", (X, Y, OUT), (lambda g, x, y, out: g * y * x ** (y - 1), _pow_grad_exponent), "x ** y."),
+    ("pow", "numeric", (X, Y), (_pow_grad_base, _pow_grad_exponent), "x ** y."),
     ("maximum", "real", (X, Y), (_max_grad, lambda g, x, y: _max_grad(g, y, x)), "Elementwise maximum."),
     ("minimum", "real", (X, Y), (lambda g, x, y: _max_grad(g, y, x), _max_grad), "Elementwise minimum."),
-    ("atan2", "real_float", (X, Y), (lambda g, x, y: g * y / (x * x + y * y),
-                                     lambda g, x, y: -g * x / (x * x + y * y)), "atan(x / y) by quadrant."),
+    ("atan2", "real_float", (X, Y), _atan2_grads(), "atan(x / y) by quadrant."),
     ("floor_divide", "real_numeric", (), (_zero, _zero), "floor(x / y)."),
     ("remainder", "real_numeric", (X, Y), (lambda g, x, y: g, lambda g, x, y: -g * (x / y).floor()),
      "x - floor(x / y) * y (the sign of y, as Python's %)."),
@@ -121,8 +163,8 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
     ("bitwise_and", "integral", (), None, "Bitwise and (logical for bool)."),
     ("bitwise_or", "integral", (), None, "Bitwise or."),
     ("bitwise_xor", "integral", (), None, "Bitwise xor."),
-    ("bitwise_left_shift", "integral", (), None, "x << y."),
-    ("bitwise_right_shift", "integral", (), None, "x >> y (arithmetic for signed)."),
+    ("bitwise_left_shift", "integer", (), None, "x << y."),
+    ("bitwise_right_shift", "integer", (), None, "x >> y (arithmetic for signed)."),
 ]
 
 #: Ops without a primitive kernel, written in other ops (backends may still supply one).
@@ -132,7 +174,7 @@ DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], 
     ("rsqrt", "float", (OUT,), (lambda g, out: g * out * out * out * -0.5,), lambda x: 1 / x.sqrt(),
      ("sqrt", "div"), "1 / sqrt(x)."),
     ("exp2", "float", (OUT,), (lambda g, out: g * out * math.log(2),), lambda x: 2.0 ** x, ("pow",), "2 ** x."),
-    ("frac", "floating", (), (lambda g: g,), lambda x: x - x.trunc(), ("trunc", "sub"),
+    ("frac", "real_floating", (), (lambda g: g,), lambda x: x - x.trunc(), ("trunc", "sub"),
      "The fractional part x - trunc(x)."),
 ]
 
@@ -247,11 +289,18 @@ def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
                         [t._dtype for t in tensors if not t._data.shape],
                         [v for v in (x, y) if not isinstance(v, Tensor)])
     k, compute, out_dt = resolve(op, dev, dtype)
+    if op.name == "sub" and any(v._dtype is bool_ if isinstance(v, Tensor) else isinstance(v, bool) for v in (x, y)):
+        raise DTypeError(f"sub: subtraction with a bool operand is not supported ({_dtype_of(x)} - {_dtype_of(y)}); "
+                         "to invert a mask use ~ or logical_not()")
     if k is None:
         return run_elsewhere(op, dev, dtype, (x, y), {})
+    if out_dt is compute and compute.kind in "iu":  # integer arithmetic: an int wraps into the dtype, as in PyTorch
+        x, y = (x if tx else _wrap_int(x, compute)), (y if ty else _wrap_int(y, compute))
     cast = dev._kernels["cast"]
     xd = (x._data if x._dtype is compute else cast(x._data, compute)) if tx else x
     yd = (y._data if y._dtype is compute else cast(y._data, compute)) if ty else y
+    if compute is bfloat16:  # a Python scalar is "weak" for NumPy's own dtypes, not for ml_dtypes' bfloat16
+        xd, yd = (xd if tx else _scalar_data(xd, compute, dev)), (yd if ty else _scalar_data(yd, compute, dev))
     try:
         data = k(xd, yd)
     except ValueError as e:
@@ -260,6 +309,24 @@ def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
     if ((tx and x._rg) or (ty and y._rg)) and _state.enabled:
         record(r, op, (x, y), _saved(op.saves, (x, y)))
     return r
+
+
+def _scalar_data(v: Any, dtype: Any, dev: Any) -> Any:
+    """A Python scalar as a native 0-d array of ``dtype``."""
+    return dev._kernels["full"]((), v, dtype)
+
+
+def _dtype_of(v: Any) -> str:
+    return str(v._dtype) if isinstance(v, Tensor) else type(v).__name__
+
+
+def _wrap_int(v: Any, dtype: Any) -> Any:
+    """A Python int outside ``dtype``'s range wrapped into it (``uint8 + 300`` adds 44, as PyTorch does)."""
+    if type(v) is not int:
+        return v
+    span = 1 << (dtype.itemsize * 8)
+    lo = -(span >> 1) if dtype.kind == "i" else 0
+    return v if lo <= v < lo + span else (v - lo) % span + lo
 
 
 def _operand(v: Any, other: Tensor) -> Any:
@@ -303,7 +370,7 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     def native(v: Any) -> Any:
         if isinstance(v, Tensor):
             return v._data if v._dtype is compute else cast(v._data, compute)
-        return v
+        return v if compute is not bfloat16 else _scalar_data(v, compute, dev)
     try:
         data = k(condition._data, native(x), native(y))
     except ValueError as e:

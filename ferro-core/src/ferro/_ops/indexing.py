@@ -8,6 +8,7 @@ from typing import Any
 from .._dtypes import bool_
 from .._tensor import Tensor, _wrap
 from ..autograd._mode import _state
+from ..autograd._views import after_inplace, check_inplace
 from ..errors import DeviceMismatchError, ShapeError
 from ._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
 from ._registry import OpDef, register
@@ -35,7 +36,9 @@ def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
             basic = False
         elif isinstance(k, (list, tuple)):
             from .._creation import tensor
-            out.append(tensor(k, device=x._device))
+            from .._dtypes import int64
+            t = tensor(k, device=x._device)
+            out.append(t if t.numel() else t.to(int64))  # x[[]]: an empty int64 index, not float32
             basic = False
         elif hasattr(k, "__index__"):
             out.append(k.__index__())
@@ -43,6 +46,34 @@ def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
             raise IndexError(f"only integers, slices (:), ellipsis (...), None, and integer or boolean tensors "
                              f"are valid indices, got {type(k).__name__}")
     return tuple(out), basic
+
+
+def _torch_order(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """Split a key mixing integers and tensors into (basic part, tensor part), or None.
+
+    PyTorch applies integer indices first, as basic indexing (``x[0, :, [3, 1]]``
+    is ``x[0][:, [3, 1]]``, of shape [3, 2]); NumPy counts them among the
+    advanced indices, which moves the advanced dimensions to the front when a
+    slice separates them (shape [2, 3]). The basic part has each tensor
+    replaced by full slices; the tensor part then indexes its result.
+    """
+    if not any(type(k) is int for k in key) or not any(isinstance(k, Tensor) for k in key):
+        return None
+    first: list[Any] = []
+    second: list[Any] = []
+    for k in key:
+        if isinstance(k, Tensor):
+            first.extend([slice(None)] * (k.ndim if k._dtype is bool_ else 1))
+            second.append(k)
+        elif type(k) is int:
+            first.append(k)
+        elif k is Ellipsis:
+            first.append(k)
+            second.append(k)
+        else:  # a slice, None or a bool: its dimension stays in the basic part's result
+            first.append(k)
+            second.append(slice(None))
+    return tuple(first), tuple(second)
 
 
 def _native(key: tuple[Any, ...], dev: Any) -> tuple[Any, ...]:
@@ -73,12 +104,19 @@ _GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with PyTorch's (NumPy's) basic and advanced indexing."""
     fkey, basic = _ferro_key(x, key)
+    if not basic:
+        split = _torch_order(fkey)
+        if split is not None:
+            return getitem(getitem(x, split[0]), split[1])
     dev = x._device
     k = kernel_for(_GETITEM, dev, x._dtype)
     if k is None:
         return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
+    native = _native(fkey, dev)
+    if basic and len(fkey) == x.ndim and all(type(i) is int for i in fkey):
+        native = (*native, Ellipsis)  # one element: a 0-d view (NumPy would give a scalar, a copy)
     try:
-        data = k(x._data, _native(fkey, dev))
+        data = k(x._data, native)
     except IndexError as e:
         raise _index_error(x, key, e) from None
     return finish(_GETITEM, data, x._dtype, dev, (x,), attrs={"key": fkey, "in_shape": x._data.shape},
@@ -115,7 +153,11 @@ def _value_native(x: Tensor, value: Any) -> Any:
 def _put(x_data: Any, x: Tensor, kernel: Callable[..., Any], fkey: tuple[Any, ...], value: Any,
          accumulate: bool) -> None:
     v = _value_native(x, value)
+    split = _torch_order(fkey)
     try:
+        if split is not None:  # integers first (PyTorch's order): write through the basic part's view
+            x_data = x._device._kernels["getitem"](x_data, _native(split[0], x._device))
+            fkey = split[1]
         kernel(x_data, _native(fkey, x._device), v, accumulate)
     except ValueError as e:
         raise ShapeError(f"index_put: values of shape {list(getattr(value, 'shape', ()))} cannot be broadcast to "
@@ -141,6 +183,8 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     recording = _state.enabled and (x._rg or (isinstance(value, Tensor) and value._rg))
     if recording and x._rg and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if _state.enabled:
+        check_inplace(x, "setitem")  # views: of a leaf that requires grad (refused), or stale
     fkey, _ = _ferro_key(x, key)
     dev = x._device
     k = kernel_for(_INDEX_PUT, dev, x._dtype)
@@ -156,6 +200,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         out = _wrap(x._data, x._dtype, dev)
         record(out, _INDEX_PUT, (prev, value), (), {"key": fkey, "accumulate": False})
         x.grad_fn, x._rg = out.grad_fn, True
+    after_inplace(x)  # a view: the write goes into its base's graph too
 
 
 _GETITEM.fn = getitem

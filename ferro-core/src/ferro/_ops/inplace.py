@@ -14,6 +14,7 @@ from typing import Any
 from .._dtypes import can_cast
 from .._tensor import Tensor, _wrap
 from ..autograd._mode import _state
+from ..autograd._views import after_inplace, check_inplace
 from ..errors import DTypeError, ShapeError
 from ._registry import REGISTRY
 
@@ -21,9 +22,12 @@ __all__ = ["make_inplace", "copy_", "fill_", "zero_"]
 
 
 def _check_leaf(x: Tensor, name: str) -> None:
-    if x._rg and x.grad_fn is None and _state.enabled:
+    if not _state.enabled:
+        return
+    if x._rg and x.grad_fn is None:
         raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an in-place operation. "
                            "Wrap it in `with ferro.no_grad():` or operate on x.detach().")
+    check_inplace(x, name)  # views: of a leaf that requires grad (refused), or stale after another write
 
 
 def _write(x: Tensor, out: Tensor, name: str) -> Tensor:
@@ -40,6 +44,7 @@ def _write(x: Tensor, out: Tensor, name: str) -> Tensor:
         if out._dtype is not x._dtype:
             out = out.to(x._dtype)
         x.grad_fn, x._rg = out.grad_fn, True
+    after_inplace(x)  # a view: the write goes into its base's graph too
     return x
 
 
@@ -78,6 +83,9 @@ def copy_(x: Tensor, src: Tensor) -> Tensor:
     x._vc[0] += 1
     if out._rg and _state.enabled:
         x.grad_fn, x._rg = out.grad_fn, True
+    elif x.grad_fn is not None and _state.enabled:  # overwritten by a constant: no gradient flows back
+        x.grad_fn, x._rg = None, False
+    after_inplace(x)
     return x
 
 
@@ -91,6 +99,7 @@ def fill_(x: Tensor, value: Any) -> Tensor:
     if x.grad_fn is not None and _state.enabled:
         x.grad_fn = None
         x._rg = False
+    after_inplace(x)
     return x
 
 

@@ -14,6 +14,7 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
+from .._dtypes import bool_
 from .._tensor import Tensor, _wrap
 from ..autograd._function import Function
 from ..errors import ShapeError
@@ -160,14 +161,41 @@ def eigvalsh(a: Tensor) -> Tensor:
     return _Eigh.apply(a)
 
 
-def eigh(a: Tensor) -> EighResult:
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices.
+def _off_diagonal_inverse(d: Tensor) -> Tensor:
+    """``1 / d`` off the diagonal of the last two dims, 0 on it (``d`` is 0 there)."""
+    from .elementwise import where
+    eye = _eye_like(d).to(dtype=bool_)
+    return where(eye, 0.0, 1 / where(eye, 1.0, d))
 
-    Gradients flow through the eigenvalues; the eigenvectors are returned
-    detached (their gradient is not implemented yet).
-    """
-    w = eigvalsh(a)
-    return EighResult(w, _call("linalg_eigh", a.detach())[1])
+
+def _eye_like(x: Tensor) -> Tensor:
+    from .._creation import eye
+    return eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+class _EighFull(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
+        w, v = _call("linalg_eigh", a)
+        ctx.save_for_backward(w, v)
+        return w, v
+
+    @staticmethod
+    def backward(ctx: Any, gw: Tensor, gv: Tensor) -> Tensor:
+        # gA = V (diag(gw) + sym(F o (V^T gV))) V^T, F_ij = 1 / (w_j - w_i) off the diagonal (PyTorch's choice
+        # of the symmetric part: the input is symmetric). Degenerate eigenvalues give inf, as in PyTorch.
+        w, v = ctx.saved_tensors
+        f = _off_diagonal_inverse(w.unsqueeze(-2) - w.unsqueeze(-1))
+        inner = f * (v.mT @ gv)
+        inner = (inner + inner.mT) * 0.5 + gw.diag_embed()
+        return v @ inner @ v.mT
+
+
+def eigh(a: Tensor) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices, both differentiable."""
+    _square("eigh", a)
+    w, v = _EighFull.apply(a)
+    return EighResult(w, v)
 
 
 class _Svdvals(Function):
@@ -190,21 +218,103 @@ def svdvals(a: Tensor) -> Tensor:
     return _Svdvals.apply(a)
 
 
+class _Svd(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, full_matrices: bool) -> tuple[Tensor, Tensor, Tensor]:
+        u, s, vh = _call("linalg_svd", a, full_matrices)
+        ctx.save_for_backward(u, s, vh)
+        ctx.shape = tuple(a.shape[-2:])
+        return u, s, vh
+
+    @staticmethod
+    def backward(ctx: Any, gu: Tensor, gs: Tensor, gvh: Tensor) -> tuple[Tensor, None]:
+        # Townsend's formula for the reduced SVD a = U diag(S) V^T (k = min(m, n)), F_ij = 1 / (s_j^2 - s_i^2):
+        # gA = U [(F o (U^T gU - gU^T U)) S + diag(gS) + S (F o (V^T gV - gV^T V))] V^T
+        #      + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T).
+        u, s, vh = ctx.saved_tensors
+        m, n = ctx.shape
+        k = min(m, n)
+        if u.shape[-1] != k or vh.shape[-2] != k:
+            raise RuntimeError("linalg.svd: the derivative of U and Vh is not implemented for full_matrices=True "
+                               "with a non-square input; use full_matrices=False")
+        v, gv = vh.mT, gvh.mT
+        f = _off_diagonal_inverse(s.unsqueeze(-2) ** 2 - s.unsqueeze(-1) ** 2)
+        utgu, vtgv = u.mT @ gu, v.mT @ gv
+        sm = s.unsqueeze(-2)  # S as a row: X * sm is X @ diag(S)
+        inner = (f * (utgu - utgu.mT)) * sm + s.unsqueeze(-1) * (f * (vtgv - vtgv.mT)) + gs.diag_embed()
+        ga = u @ inner @ vh
+        inv_s = 1 / sm
+        if m > k:
+            ga = ga + (gu - u @ utgu) * inv_s @ vh
+        if n > k:
+            ga = ga + (u * inv_s) @ (gv.mT - gv.mT @ v @ vh)
+        return ga, None
+
+
 def svd(a: Tensor, full_matrices: bool = True) -> SVDResult:
-    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``; gradients flow through ``S`` (U, Vh are detached)."""
-    u, _, vh = _call("linalg_svd", a.detach(), full_matrices)
-    return SVDResult(u, svdvals(a), vh)
+    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``, differentiable (U and Vh only with ``full_matrices=False``
+    or a square input: otherwise their extra columns are not unique)."""
+    if a.ndim < 2:
+        raise ShapeError(f"linalg.svd: expected matrices, got shape {list(a.shape)}")
+    if full_matrices and a.shape[-1] != a.shape[-2]:  # S differentiable; U, Vh refuse a gradient at backward
+        u, _, vh = _Svd.apply(a, True)
+        return SVDResult(u, svdvals(a), vh)
+    u, s, vh = _Svd.apply(a, full_matrices)
+    return SVDResult(u, s, vh)
+
+
+class _Qr(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, mode: str) -> tuple[Tensor, Tensor]:
+        q, r = _call("linalg_qr", a, mode)
+        ctx.save_for_backward(q, r)
+        return q, r
+
+    @staticmethod
+    def backward(ctx: Any, gq: Tensor, gr: Tensor) -> tuple[Tensor, None]:
+        # m >= n, reduced: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q,
+        # copyltu(M) = tril(M) + tril(M, -1)^T.
+        q, r = ctx.saved_tensors
+        if q.shape[-1] != r.shape[-2] or r.shape[-2] != r.shape[-1]:
+            raise RuntimeError("linalg.qr: the derivative is implemented for inputs with at least as many rows as "
+                               "columns in mode='reduced' (a square R)")
+        mm = r @ gr.mT - gq.mT @ q
+        b = gq + q @ (mm.tril() + mm.tril(-1).mT)
+        return solve(r, b.mT).mT, None
 
 
 def qr(a: Tensor, mode: str = "reduced") -> QRResult:
-    """``Q, R`` with ``a = Q @ R`` (not differentiable yet)."""
-    q, r = _call("linalg_qr", a.detach(), mode)
+    """``Q, R`` with ``a = Q @ R``; differentiable for at least as many rows as columns (mode 'reduced')."""
+    if a.ndim < 2:
+        raise ShapeError(f"linalg.qr: expected matrices, got shape {list(a.shape)}")
+    q, r = _Qr.apply(a, mode)
     return QRResult(q, r)
 
 
+class _Pinv(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        p = _call("linalg_pinv", a)
+        ctx.save_for_backward(a, p)
+        return p
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        # PyTorch's pinv_backward (constant rank), arranged for the smaller of m, n.
+        a, p = ctx.saved_tensors
+        ph, gh = p.mT, g.mT
+        if a.shape[-2] <= a.shape[-1]:
+            k = gh @ p
+            kph = k @ ph
+            return -(p @ k).mT + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
+        k = p @ gh
+        phk = ph @ k
+        return -(k @ p).mT + (gh - a @ k) @ p @ ph + phk - phk @ p @ a
+
+
 def pinv(a: Tensor) -> Tensor:
-    """The Moore-Penrose pseudo-inverse (not differentiable yet)."""
-    return _call("linalg_pinv", a.detach())
+    """The Moore-Penrose pseudo-inverse, differentiable where the rank is constant."""
+    return _Pinv.apply(a)
 
 
 def lstsq(a: Tensor, b: Tensor) -> Any:
@@ -224,7 +334,8 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
     d0, d1 = dim
     if ord == "fro":
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+        from .sorting import _root
+        return _root((x * x).sum(dim, keepdim=keepdim), 2)
     if ord in ("nuc", 2, -2):
         s = svdvals(x.movedim((d0, d1), (-2, -1)))
         out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
@@ -258,13 +369,13 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
 
 
 _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("inv", inv, ("linalg_inv",)), ("det", det, ("linalg_slogdet", "linalg_inv")),
+    ("inv", inv, ("linalg_inv",)), ("det", det, ("linalg_slogdet", "linalg_inv", "exp")),
     ("slogdet", slogdet, ("linalg_slogdet", "linalg_inv")), ("solve", solve, ("linalg_solve",)),
     ("cholesky", cholesky, ("linalg_cholesky", "linalg_inv")), ("eigh", eigh, ("linalg_eigh",)),
     ("eigvalsh", eigvalsh, ("linalg_eigh",)), ("svd", svd, ("linalg_svd",)), ("svdvals", svdvals, ("linalg_svd",)),
     ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)), ("lstsq", lstsq, ("linalg_solve",)),
     ("vector_norm", vector_norm, ("sum", "sqrt")), ("matrix_norm", matrix_norm, ("sum", "sqrt")),
-    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum")),
+    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum", "sqrt")),
 ]
 
 

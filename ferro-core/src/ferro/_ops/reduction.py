@@ -27,6 +27,8 @@ def _dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[int, ...
     norm = tuple(_wrap_dim(d, n, op) for d in ds)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"{op}: dim {list(ds)} appears multiple times in the list of dims")
+    if not norm or n == 0:  # dim=() reduces everything (PyTorch); a 0-d tensor accepts dim 0 / -1
+        return None
     return tuple(sorted(norm))
 
 
@@ -83,7 +85,9 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     if k is None:
         return run_elsewhere(op, dev, in_dt, (x, dim, keepdim), {})
     compute, out_dt = op.table[in_dt]
-    if op.name in ("amax", "amin") and x.numel() == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
+    if dtype is not None:  # an explicit dtype= is both the compute and the result dtype (sum(dtype=int32))
+        compute = out_dt = dtype
+    if op.name in ("amax", "amin") and x.numel() == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
         raise ShapeError(f"{op.name}(): cannot reduce an empty dimension of a tensor of shape {list(x.shape)} "
                          "(the operation has no identity)")
     data = x._data if x._dtype is compute else dev._kernels["cast"](x._data, compute)
@@ -126,11 +130,15 @@ _ALL = register(OpDef("all", "reduction", "Whether every element (over dims) is 
 
 def any(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Whether any element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:  # PyTorch: any / all over no dim reduce nothing
+        return x != 0
     return _reduce(_ANY, x, dim, keepdim)
 
 
 def all(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Whether every element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return x != 0
     return _reduce(_ALL, x, dim, keepdim)
 
 
@@ -145,9 +153,9 @@ def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     k = kernel_for(op, dev, x._dtype)
     if k is None:
         return run_elsewhere(op, dev, x._dtype, (x, dim, keepdim), {})
-    if x.numel() == 0:
-        raise ShapeError(f"{op.name}(): expected a non-empty tensor, got shape {list(x.shape)}")
     d = None if dim is None else _wrap_dim(dim, x.ndim, op.name)
+    if x.numel() == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
+        raise ShapeError(f"{op.name}(): expected a non-empty tensor, got shape {list(x.shape)}")
     data = x._data
     if d is None and keepdim:
         r = k(data.reshape(-1) if hasattr(data, "reshape") else data, 0, False)
@@ -169,7 +177,7 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[..., Tensor]) -> MaxMin:
-    if not x._rg:
+    if not x._rg or x.ndim == 0:
         return MaxMin(extreme(x, dim, keepdim), idx)
     # The value at the index, written as a masked sum so that its gradient goes
     # to that one element (PyTorch's max(dim) backward), not split over ties.

@@ -65,7 +65,10 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of ``0 .. n - 1``."""
     F = _F()
-    keys = F.rand(n, dtype=F.float64, device=device, generator=generator)
+    dev = F.device(device)
+    dev.backend  # binds it  # noqa: B018
+    # float64 keys where the device has them (fewer ties), else float32 (an OpenCL device without fp64)
+    keys = F.rand(n, dtype=F.float64 if F.float64 in dev._dtypes else F.float32, device=dev, generator=generator)
     out = keys.argsort()
     return out if dtype is None else out.to(dtype)
 

@@ -52,12 +52,22 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     k = kernel_for(op, dev, x._dtype)
     if k is None:
         return run_elsewhere(op, dev, x._dtype, (x, *new), {})
+    view_of: Tensor | None = x
+    data = None
+    if op is _RESHAPE and "view" in dev._kernels:
+        # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
+        # must not be taken as writes to x, by the version counter or by autograd).
+        try:
+            data = dev._kernels["view"](x._data, new)
+        except (ValueError, AttributeError):
+            view_of = None
     try:
-        data = k(x._data, new)
+        if data is None:
+            data = k(x._data, new)
     except (ValueError, AttributeError) as e:
         raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
                          f"(shape {list(in_shape)}); use .reshape(...) instead ({e})") from None
-    return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=x)
+    return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=view_of)
 
 
 def reshape(x: Tensor, *shape: Any) -> Tensor:

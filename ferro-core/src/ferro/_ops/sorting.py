@@ -91,9 +91,20 @@ _CUMPROD = register(OpDef("cumprod", "scan", "Cumulative product along a dimensi
 
 
 def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
-    # d out_j / d x_i = out_j / x_i for j >= i (exact when no element is zero).
-    out = x.cumprod(dim)
-    return (g * out).flip(dim).cumsum(dim).flip(dim) / x
+    # d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Before the first zero of x along dim
+    # that is out_j / x_i; at the first zero, out_j with that zero taken as 1; after it, 0.
+    from .elementwise import where
+
+    def rev_cumsum(t: Tensor) -> Tensor:
+        return t.flip(dim).cumsum(dim).flip(dim)
+
+    zero = x == 0
+    seen = zero.cumsum(dim)
+    before = seen == 0
+    first = zero & (seen == 1)
+    grad = rev_cumsum(g * x.cumprod(dim)) / where(zero, 1.0, x)
+    at_first = rev_cumsum(g * where(first, 1.0, x).cumprod(dim))
+    return where(before, grad, where(first, at_first, 0.0))
 
 
 def _scan(op: OpDef, x: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -186,11 +197,20 @@ def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
     return var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
 
 
+def _root(s: Tensor, p: float) -> Tensor:
+    """``s ** (1 / p)`` for a sum of powers ``s >= 0``, with gradient 0 where ``s == 0`` (the
+    subgradient PyTorch gives the norm of a zero vector) instead of 0 * inf = nan."""
+    from .elementwise import where
+    zero = s == 0
+    safe = where(zero, 1.0, s)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
+
+
 def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
     a = x.abs()
     if p in ("fro", 2, 2.0):
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+        return _root((x * x).sum(dim, keepdim=keepdim), 2)
     if p in (math.inf, "inf"):
         return a.amax(dim if dim is not None else (), keepdim=keepdim)
     if p in (-math.inf, "-inf"):
@@ -199,7 +219,7 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
         return (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
     if p == 1:
         return a.sum(dim, keepdim=keepdim)
-    return (a ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+    return _root((a ** p).sum(dim, keepdim=keepdim), p)
 
 
 def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:

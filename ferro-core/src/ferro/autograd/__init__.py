@@ -73,6 +73,8 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor], 
     """Gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("grad requires non-empty inputs: pass the tensors to differentiate with respect to")
     for i, t in enumerate(ins):
         if not t._rg:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _mode
 from ._node import Node
+from ._views import VIEW_OPS, refresh
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -40,6 +41,50 @@ def _fit(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
     return g
 
 
+def _useful(roots: list[Node], wanted: dict[Node, int], wanted_leaves: set[int]) -> set[Node]:
+    """The nodes whose backward must run so that a wanted node or leaf gets its gradient.
+
+    ``autograd.grad`` runs only these: the rest of the graph is neither
+    computed nor freed (as in PyTorch).
+    """
+    useful: set[Node] = set()
+    leads: dict[Node, bool] = {}  # node -> whether a wanted node or leaf is reachable from it
+    stack: list[tuple[Node, bool]] = [(n, False) for n in dict.fromkeys(roots)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            use = any((leads.get(n, False) if isinstance(n, Node) else id(n) in wanted_leaves)
+                      for n in node.next if n is not None)
+            if use:
+                useful.add(node)
+            leads[node] = use or node in wanted
+            continue
+        if node in leads:
+            continue
+        leads[node] = False  # in progress (graphs are acyclic)
+        stack.append((node, True))
+        stack.extend((n, False) for n in node.next if isinstance(n, Node) and n not in leads)
+    return useful
+
+
+def _owned(g: Tensor, create_graph: bool) -> Tensor:
+    """A gradient to store in ``.grad``: never an alias of another tensor (the user's ``gradient``,
+    another leaf's gradient, a read-only broadcast view), so in-place changes to it stay local."""
+    if create_graph:
+        return g.clone()
+    from .._tensor import _wrap
+    return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
+
+
+def _store(t: Tensor, g: Tensor, create_graph: bool) -> None:
+    """Accumulate ``g`` into ``t.grad``."""
+    prev = t._grad
+    if prev is None:
+        t._grad = _owned(g, create_graph)
+    else:
+        t._grad = prev + (g if create_graph else g.detach())
+
+
 def _accumulate(store: dict[Any, Any], key: Any, holder: Any, g: Tensor) -> None:
     prev = store.get(key)
     store[key] = (holder, g) if prev is None else (holder, prev[1] + g)
@@ -57,6 +102,9 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     node_grads: dict[Node, tuple[Any, Tensor]] = {}
     leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}
     root_nodes: list[Node] = []
+    for t in (*roots, *(inputs or ())):
+        if t._rg and t.grad_fn is not None and t.grad_fn.name in VIEW_OPS:
+            refresh(t)  # a view whose base changed in place since its graph position was set
     for t, g in zip(roots, grads):
         if t.grad_fn is not None:
             _accumulate(node_grads, t.grad_fn, None, g)
@@ -67,10 +115,12 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
 
     wanted_nodes: dict[Node, int] = {}
+    useful: set[Node] | None = None
     if inputs is not None:
         for i, t in enumerate(inputs):
             if t.grad_fn is not None:
                 wanted_nodes[t.grad_fn] = i
+        useful = _useful(root_nodes, wanted_nodes, {id(t) for t in inputs if t.grad_fn is None})
 
     deps = _topo_counts(root_nodes)
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
@@ -81,6 +131,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         while ready:
             node = ready.pop()
             g = node_grads.pop(node)[1]
+            if useful is not None and node not in useful and node not in wanted_nodes:
+                continue  # autograd.grad: nothing wanted lies beyond this node
             if node.hooks:
                 for hook in node.hooks:
                     r = hook(g)
@@ -89,15 +141,17 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             if node.retain is not None:
                 t = node.retain()
                 if t is not None:
-                    t._grad = g if create_graph else g.detach()
+                    _store(t, g, create_graph)
             if node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
+                if useful is not None and node not in useful:
+                    continue
             in_grads = node.apply(g)
             if not retain_graph:
                 node.release()
             for nxt, gi, meta in zip(node.next, in_grads, node.meta):
                 if nxt is None or gi is None:
-                    if type(nxt) is Node and nxt in deps:
+                    if isinstance(nxt, Node) and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
                     continue
                 gi = _fit(gi, *meta)
@@ -122,10 +176,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
         for leaf, g in leaf_grads.values():
-            g = _run_tensor_hooks(leaf, g)
-            if not create_graph:
-                g = g.detach()
-            leaf._grad = g if leaf._grad is None else leaf._grad + g
+            _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
         return None
     finally:
         _mode._state.enabled = prev_mode
@@ -139,7 +190,7 @@ def _release_dep(node: Node, deps: dict[Node, int], ready: list[Node], node_grad
             ready.append(node)
         else:  # nothing reached it: its own inputs lose one edge each
             for n in node.next:
-                if type(n) is Node and n in deps:
+                if isinstance(n, Node) and n in deps:
                     _release_dep(n, deps, ready, node_grads)
 
 

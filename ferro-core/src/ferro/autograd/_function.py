@@ -6,6 +6,7 @@ from typing import Any
 
 from . import _mode
 from ._node import Node
+from ._views import VIEW_OPS, refresh
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -28,7 +29,7 @@ class FunctionCtx:
 
 
 class _FunctionNode(Node):
-    __slots__ = ("ctx", "fn_cls")
+    __slots__ = ("ctx", "fn_cls", "layout")
 
     def apply(self, grad: Any) -> tuple[Any, ...]:
         if self.released:
@@ -38,17 +39,58 @@ class _FunctionNode(Node):
             if t is not None and t._vc[0] != v:
                 from ._node import _raise_modified
                 _raise_modified(self, t._dtype, t._data, t._vc[0], v)
-        grads = self.fn_cls.backward(ctx, grad)
+        name = self.fn_cls.__name__
+        grads = self.fn_cls.backward(ctx, *(_unpack(grad, self.layout) if self.layout else (grad,)))
         if not isinstance(grads, tuple):
             grads = (grads,)
         if len(grads) != len(self.next):
-            raise RuntimeError(f"function {self.fn_cls.__name__}.backward returned {len(grads)} gradients, "
+            raise RuntimeError(f"function {name}.backward returned {len(grads)} gradients, "
                                f"expected {len(self.next)} (one per forward input)")
+        for i, (g, meta) in enumerate(zip(grads, self.meta)):
+            if g is None or meta is None or self.next[i] is None:
+                continue
+            shape = tuple(meta[0])
+            gshape = tuple(getattr(g, "shape", ()))
+            if not hasattr(g, "_data"):
+                raise RuntimeError(f"function {name}.backward returned a {type(g).__name__} as the gradient at "
+                                   f"index {i}; expected a Tensor or None")
+            if gshape != shape and not _sums_to(gshape, shape):
+                raise RuntimeError(f"function {name}.backward returned an invalid gradient at index {i} - got "
+                                   f"{list(gshape)} but expected shape compatible with {list(shape)}")
         return grads
 
     def release(self) -> None:
-        super().release()
-        self.ctx.saved_tensors = ()
+        if self.ctx.saved_tensors:
+            self.released = True
+            self.ctx.saved_tensors = ()
+
+
+def _sums_to(gshape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether a gradient of ``gshape`` is ``shape`` broadcast (and can be summed back to it)."""
+    if len(gshape) < len(shape):
+        return False
+    return all(s == 1 or s == gs for s, gs in zip(shape[::-1], gshape[::-1]))
+
+
+def _pack(g: Any, index: int, layout: tuple[Any, ...]) -> Any:
+    """The gradient of output ``index`` of a multi-output Function placed in the flat gradient of all
+    its outputs (zeros elsewhere); the engine adds these up as for any other gradient."""
+    from .._creation import zeros
+    from .._ops.shape import cat
+    total, dtype, slots = layout
+    start, n = slots[index][0], slots[index][1]
+    parts = [g.reshape(-1).to(dtype)]
+    if start:
+        parts.insert(0, zeros(start, dtype=dtype, device=g._device))
+    if total - start - n:
+        parts.append(zeros(total - start - n, dtype=dtype, device=g._device))
+    return cat(parts) if len(parts) > 1 else parts[0]
+
+
+def _unpack(flat: Any, layout: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One gradient per output from the flat gradient (None for outputs that carry none)."""
+    return tuple(None if slot is None else flat[slot[0]:slot[0] + slot[1]].reshape(slot[2]).to(slot[3])
+                 for slot in layout[2])
 
 
 class Function:
@@ -93,15 +135,40 @@ class Function:
             _mode._state.enabled = prev
         if not (prev and any(ctx.needs_input_grad)):
             return out
-        outs = out if isinstance(out, tuple) else (out,)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        for a in args:
+            if isinstance(a, Tensor) and a._rg and a.grad_fn is not None and a.grad_fn.name in VIEW_OPS:
+                refresh(a)  # a view whose base changed in place since its graph position was set
         nxt = tuple((a.grad_fn or a) if (isinstance(a, Tensor) and a._rg) else None for a in args)
         meta = tuple((a.shape, a._dtype) if isinstance(a, Tensor) else None for a in args)
         node = _FunctionNode(cls.__name__, (), nxt, (), meta, None)
-        node.fn_cls, node.ctx = cls, ctx
-        for o in outs:
-            if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex):
-                if o.grad_fn is not None or any(o is a for a in args):
-                    o = o.detach()
-                o.grad_fn, o._rg = node, True
-                break  # a single differentiable output is supported
-        return outs[0] if not isinstance(out, tuple) else tuple(outs)
+        node.fn_cls, node.ctx, node.layout = cls, ctx, None
+        diff = [i for i, o in enumerate(outs)
+                if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex)]
+        for i in diff:
+            o = outs[i]
+            if o.grad_fn is not None or any(o is a for a in args) or any(o is outs[j] for j in range(i)):
+                outs[i] = o = o.detach()  # an input (or a repeated output) returned as is: a new tensor
+        if not isinstance(out, tuple):
+            if diff:
+                outs[0].grad_fn, outs[0]._rg = node, True
+            return outs[0]
+        if not diff:
+            return out
+        # Several outputs: each gets a small node feeding the Function's node with the flat gradient
+        # of all outputs, so that backward runs once with one gradient per output.
+        from .._dtypes import result_type
+        dtype = result_type([outs[i]._dtype for i in diff], [], []) if diff else None
+        slots: list[Any] = [None] * len(outs)
+        start = 0
+        for i in diff:
+            n = outs[i].numel()
+            slots[i] = (start, n, tuple(outs[i].shape), outs[i]._dtype)
+            start += n
+        node.layout = layout = (start, dtype, tuple(slots))
+        for i in diff:
+            o = outs[i]
+            part = Node(cls.__name__, (lambda g, *, index, layout: _pack(g, index, layout),), (node,), (),
+                        (((start,), dtype),), {"index": i, "layout": layout})
+            o.grad_fn, o._rg = part, True
+        return tuple(outs)

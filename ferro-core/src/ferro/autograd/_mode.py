@@ -73,3 +73,8 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
 
     def __enter__(self) -> None:
         pass
+
+    def __call__(self, fn: F) -> F:
+        # As a decorator, the mode applies inside the function only: undo the switch __init__ made.
+        _state.enabled = self._prev
+        return super().__call__(fn)

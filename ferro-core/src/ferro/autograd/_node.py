@@ -126,10 +126,15 @@ class Node:
                      for f, n in zip(self.fns, self.next))
 
     def release(self) -> None:
-        """Drop saved tensors after a backward without ``retain_graph``."""
-        self.saved = ()
-        self.out = None
-        self.released = True
+        """Drop saved tensors after a backward without ``retain_graph``.
+
+        A node that saved nothing can run again (as in PyTorch): only the use
+        of freed saved values is an error.
+        """
+        if self.out is not None or any(v >= 0 for v in self.versions):  # tensors, not Python numbers
+            self.saved = ()
+            self.out = None
+            self.released = True
 
 
 def _raise_modified(node: Node, dtype: Any, data: Any, now: int, then: int) -> None:

@@ -1,0 +1,120 @@
+"""Autograd through in-place changes of views (PyTorch's ``CopySlices``).
+
+A view (``y[0]``, ``y.reshape(...)``, ``y.permute(...)``) shares storage with
+its base, so an in-place op on the view changes the base too. The graph must
+say so: after ``v.mul_(2)`` on ``v = y[0]``, the base's gradient function
+becomes ``copy_slices`` (the old base with the view's region replaced by the
+view's new value), and the view becomes ``y[0]`` of that new base. A view
+records how it was made from its base (``Tensor._view``: the chain of view ops
+and the version of the storage when its graph position was last set), so
+that views whose base changed in place since are re-derived from the base
+before they are used in an op (:func:`refresh`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _mode
+from ._node import Node
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+__all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
+
+#: Ops whose result is a view of their input (when it is one, ``finish`` gets ``view_of``).
+VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem"))
+
+
+def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
+                version: int) -> list[Any]:
+    """The ``_view`` of a new view of ``view_of``: ``[chain of (op, attrs, shape), version]``."""
+    parent = view_of._view
+    step = ((name, attrs, shape),)
+    return [parent[0] + step if parent is not None else step, version]
+
+
+def _replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
+    """The view of ``t`` that ``chain`` describes, made again with ferro ops (recorded if grad is on)."""
+    for name, attrs, shape in chain:
+        if name in ("reshape", "view"):
+            t = t.reshape(shape)
+        elif name == "permute":
+            t = t.permute(attrs["dims"])
+        elif name == "expand":
+            t = t.expand(*shape)
+        else:  # getitem with a basic key
+            t = t[attrs["key"]]
+    return t
+
+
+def refresh(t: Tensor) -> None:
+    """Re-derive the graph position of view ``t`` from its base if the storage changed in place since."""
+    rec = t._view
+    if rec is None or rec[1] == t._vc[0]:
+        return
+    base = t._base
+    rec[1] = t._vc[0]
+    if base is None or not base._rg:
+        return
+    prev = _mode._state.enabled
+    _mode._state.enabled = True
+    try:
+        t.grad_fn = _replay(base, rec[0]).grad_fn
+    finally:
+        _mode._state.enabled = prev
+    t._rg = True
+
+
+def check_inplace(x: Tensor, name: str) -> None:
+    """Before an in-place op on ``x`` with grad mode on: refuse views of leaves that require grad,
+    and bring a stale view's graph position up to date."""
+    rec = x._view
+    if rec is None:
+        return
+    base = x._base
+    if base is not None and base._rg and base.grad_fn is None:
+        raise RuntimeError(f"{name}: a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation. Wrap it in `with ferro.no_grad():` or clone the leaf first.")
+    refresh(x)
+
+
+def _region_mask(g: Tensor, chain: tuple[Any, ...]) -> Tensor:
+    """Ones of ``g``'s shape, zero where the view ``chain`` reads (what the in-place write replaced)."""
+    from .._creation import ones
+    prev = _mode._state.enabled
+    _mode._state.enabled = False
+    try:
+        mask = ones(g.shape, dtype=g.dtype, device=g.device)
+        region = _replay(mask, chain)
+        region._device._kernels["setitem"](region._data, Ellipsis, 0)
+    finally:
+        _mode._state.enabled = prev
+    return mask
+
+
+def _grad_base(g: Tensor, *, chain: tuple[Any, ...]) -> Tensor:
+    return g * _region_mask(g, chain)
+
+
+def _grad_src(g: Tensor, *, chain: tuple[Any, ...]) -> Tensor:
+    return _replay(g * (1 - _region_mask(g, chain)), chain)
+
+
+def after_inplace(x: Tensor) -> None:
+    """After ``x`` was written in place (its ``grad_fn`` now giving its new value): if ``x`` is a
+    view, record the write into its base's graph and make ``x`` a view of the new base."""
+    rec = x._view
+    if rec is None or not _mode._state.enabled:
+        return
+    base = x._base
+    if base is None or not (x._rg or base._rg):
+        return
+    src = (x.grad_fn or x) if x._rg else None
+    node = Node("copy_slices", (_grad_base, _grad_src), ((base.grad_fn or base) if base._rg else None, src), (),
+                ((base._data.shape, base._dtype), (x._data.shape, x._dtype)), {"chain": rec[0]})
+    base.grad_fn, base._rg = node, True
+    x.grad_fn = _replay(base, rec[0]).grad_fn
+    x._rg = True
+    rec[1] = x._vc[0]

@@ -1,0 +1,213 @@
+"""Reductions: sum, mean, amax, amin, max, min, argmax, argmin (and any / all) against NumPy and PyTorch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+from ferro.testing import assert_close
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(3)
+
+NUMPY = {"sum": np.sum, "mean": np.mean, "amax": np.amax, "amin": np.amin, "any": np.any, "all": np.all}
+DIMS: list[Any] = [None, 0, 1, 2, -1, -3, (0, 2), (-1, 0), (0, 1, 2), [1], ()]
+
+
+def _name(d: Any) -> str:
+    return str(d).removeprefix("torch.").removeprefix("ferro.")
+
+
+def _np_axis(name: str, dim: Any) -> Any:
+    """PyTorch's dim as NumPy's axis: None and () reduce everything, but for any / all () reduces nothing."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and name not in ("any", "all")):
+        return None
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def _data(dtype: str, shape: tuple[int, ...] = (3, 4, 5)) -> np.ndarray:
+    if dtype == "bool":
+        return rng.random(shape) > 0.5
+    if dtype.startswith(("int", "uint")):
+        return rng.integers(0 if dtype == "uint8" else -50, 50, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "any", "all"])
+def test_reduction_matches_numpy(name: str, dtype: str, dim: Any, keepdim: bool) -> None:
+    a = _data(dtype)
+    t = ferro.tensor(a)
+    if name == "mean" and dtype not in ("float32", "float64"):
+        with pytest.raises(ferro.errors.DTypeError, match=rf"mean.*{dtype}"):
+            t.mean(dim, keepdim)
+        return
+    got = getattr(ferro, name)(t, dim, keepdim)
+    ref = np.asarray(NUMPY[name](a, axis=_np_axis(name, dim), keepdims=keepdim))
+    # result dtypes as PyTorch: ints and bools sum in int64, amax keeps the dtype, any / all give bool
+    tref = getattr(torch, name)(torch.from_numpy(a), dim=dim if dim is not None else tuple(range(3)), keepdim=keepdim)
+    if name in ("any", "all") and dtype == "uint8":
+        assert got.dtype is ferro.bool_  # PyTorch keeps uint8 here, a legacy exception; ferro gives bool always
+    else:
+        assert got.dtype.name == _name(tref.dtype)
+    assert tuple(got.shape) == tuple(tref.shape) == ref.shape
+    assert_close(got, ref.astype(got.dtype.name), rtol=1e-5, atol=1e-5)
+    # the method is the same op
+    assert_close(getattr(t, name)(dim, keepdim), ref.astype(got.dtype.name), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin"])
+def test_reduction_with_no_dim_matches_numpy(name: str) -> None:
+    a = _data("float32")
+    got = getattr(ferro.tensor(a), name)()
+    assert got.shape == () and got.dtype is ferro.float32
+    assert_close(got, np.asarray(NUMPY[name](a)).astype(np.float32), rtol=1e-5)
+    keep = getattr(ferro, name)(ferro.tensor(a), None, True) if name in ("sum", "mean") else \
+        getattr(ferro, name)(ferro.tensor(a), (), True)
+    assert keep.shape == (1, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "argmax", "argmin"])
+def test_reduction_of_non_contiguous_input(name: str) -> None:
+    a = _data("float64", (4, 6, 5))
+    t = ferro.tensor(a)
+    for view, ref in ((t.permute(2, 0, 1), a.transpose(2, 0, 1)), (t[::2, 1::2], a[::2, 1::2]), (t[:, 3], a[:, 3])):
+        fn = NUMPY.get(name) or getattr(np, name)
+        assert_close(getattr(view, name)(1), np.asarray(fn(ref, axis=1)).astype(np.int64 if "arg" in name else
+                                                                                  np.float64))
+
+
+def test_sum_dtypes() -> None:
+    assert ferro.tensor([1, 2], dtype=ferro.int8).sum().dtype is ferro.int64
+    assert ferro.tensor([200, 200], dtype=ferro.uint8).sum().item() == 400, "no overflow: uint8 sums in int64"
+    assert ferro.tensor([True, True, False]).sum().item() == 2
+    assert ferro.tensor([True, True]).sum().dtype is ferro.int64
+    assert ferro.tensor([1.0, 2.0], dtype=ferro.float16).sum().dtype is ferro.float16
+    for dtype in (ferro.float64, ferro.int32, ferro.float16, ferro.int64):
+        t = ferro.tensor([[1, 2], [3, 4]]).sum(dtype=dtype)
+        ref = torch.tensor([[1, 2], [3, 4]]).sum(dtype=getattr(torch, dtype.name))
+        assert t.dtype is dtype and t.item() == ref.item()
+    assert ferro.tensor([[1, 2], [3, 4]]).sum(1, dtype=ferro.float64).tolist() == [3.0, 7.0]
+    assert ferro.tensor([1, 2]).mean(dtype=ferro.float32).item() == 1.5
+    assert ferro.tensor([1, 2]).mean(dtype=ferro.float64).dtype is ferro.float64
+    assert ferro.tensor([1j, 2]).sum().dtype is ferro.complex64
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "uint8"])
+def test_mean_of_integers_is_an_error(dtype: str) -> None:
+    t = ferro.ones(3, dtype=getattr(ferro, dtype if dtype != "bool" else "bool_"))
+    with pytest.raises(ferro.errors.DTypeError, match=rf"mean\(\).*floating point.*{dtype}"):
+        t.mean()
+    with pytest.raises(ferro.errors.DTypeError):
+        ferro.mean(t, 0)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, -1, 2], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "float64"])
+def test_max_min_with_dim_return_values_and_indices_like_torch(name: str, keepdim: bool, dim: int, dtype: str) -> None:
+    a = rng.integers(0, 4, (3, 4, 5)).astype(dtype)  # many ties: the first index wins, as in PyTorch
+    got = getattr(ferro.tensor(a), name)(dim, keepdim)
+    ref = getattr(torch.from_numpy(a), name)(dim, keepdim)
+    values, indices = got
+    assert got.values is values and got.indices is indices
+    assert values.dtype.name == dtype and indices.dtype is ferro.int64
+    assert_close(values, ref.values.numpy())
+    assert_close(indices, ref.indices.numpy())
+    np_idx = (np.argmax if name == "max" else np.argmin)(a, axis=dim, keepdims=keepdim)
+    assert_close(indices, np_idx.astype(np.int64))
+    assert_close(getattr(ferro, name)(ferro.tensor(a), dim=dim, keepdim=keepdim).values, ref.values.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_without_dim_and_with_a_tensor(name: str) -> None:
+    a, b = _data("float32", (3, 4)), _data("float32", (4,))
+    got = getattr(ferro.tensor(a), name)()
+    assert got.shape == () and got.item() == getattr(np, name)(a)
+    pair = getattr(ferro, name)(ferro.tensor(a), ferro.tensor(b))
+    assert_close(pair, (np.maximum if name == "max" else np.minimum)(a, b))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (None, True), (0, False), (1, True), (-1, False), (2, True)])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+def test_argmax_argmin_match_numpy(name: str, dim: int | None, keepdim: bool, dtype: str) -> None:
+    a = rng.integers(0, 5, (3, 4, 5)).astype(dtype)  # ties: the first index, as NumPy and PyTorch
+    got = getattr(ferro, name)(ferro.tensor(a), dim, keepdim)
+    ref = getattr(np, name)(a, axis=dim, keepdims=keepdim)
+    assert got.dtype is ferro.int64
+    assert_close(got, np.asarray(ref).astype(np.int64))
+    tref = getattr(torch, name)(torch.from_numpy(a), dim, keepdim)
+    assert tuple(got.shape) == tuple(tref.shape)
+
+
+def test_nan_propagates_through_max_and_argmax() -> None:
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
+    t = ferro.tensor(a)
+    assert np.isnan(t.max().item()) and np.isnan(t.amin().item())
+    assert t.argmax().item() == torch.from_numpy(a).argmax().item()
+    got, ref = t.max(1), torch.from_numpy(a).max(1)
+    assert_close(got.values, ref.values.numpy())
+    assert_close(got.indices, ref.indices.numpy())
+    assert np.isnan(t.sum().item()) and np.isnan(t.mean(1)[0].item())
+
+
+def test_zero_dim_tensors_reduce_over_dim_0() -> None:
+    t = ferro.tensor(5.0)
+    for name in ("sum", "mean", "amax", "amin"):
+        for dim in (0, -1, (), None):
+            got = getattr(t, name)(dim) if dim is not None else getattr(t, name)()
+            assert got.shape == () and got.item() == 5.0, (name, dim)
+    assert t.sum(0, keepdim=True).shape == ()
+    values, indices = t.max(0)
+    assert values.item() == 5.0 and indices.item() == 0
+    assert t.argmax(0).item() == 0 and t.argmin(keepdim=True).item() == 0
+    with pytest.raises(IndexError, match="out of range"):
+        t.sum(1)
+
+
+def test_empty_reductions() -> None:
+    e = ferro.zeros(0, 3)
+    assert e.sum().item() == 0.0 and e.sum(0).tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(e.mean().item())
+    assert e.amax(1).shape == (0,) and e.amin(1).shape == (0,)
+    values, indices = e.max(1)
+    assert values.shape == (0,) and indices.shape == (0,) and indices.dtype is ferro.int64
+    assert e.argmax(1).shape == (0,)
+    assert e.any().item() is False and e.all().item() is True
+    for fn in (lambda: e.amax(), lambda: e.amax(0), lambda: e.amin((0, 1)), lambda: e.max(0), lambda: e.min(),
+               lambda: e.argmax(), lambda: e.argmin(0), lambda: ferro.zeros(0).max()):
+        with pytest.raises(ferro.errors.ShapeError, match=r"empty.*\[0|\[0.*empty|non-empty"):
+            fn()
+
+
+def test_reduction_errors() -> None:
+    t = ferro.ones(2, 3)
+    with pytest.raises(IndexError, match=r"sum.*range of \[-2, 1\].*got 2"):
+        t.sum(2)
+    with pytest.raises(IndexError, match="out of range"):
+        t.amax(-3)
+    with pytest.raises(IndexError, match="out of range"):
+        t.argmax(5)
+    with pytest.raises(ferro.errors.ShapeError, match="multiple times"):
+        t.sum((0, -2))
+    with pytest.raises(ferro.errors.DTypeError, match=r"amax.*complex64"):
+        ferro.tensor([1j, 2]).amax()
+    with pytest.raises(TypeError, match="Tensor"):
+        ferro.sum([1, 2])
+
+
+@pytest.mark.parametrize("make", [lambda L: L.ones(2, 3).sum(0), lambda L: L.ones(2, 3, dtype=L.int32).sum(1, True),
+                                  lambda L: L.ones(2, 3).amax(1), lambda L: L.ones(2, 3).argmax(0),
+                                  lambda L: L.ones(2, 3, dtype=L.int8).max(1)[0], lambda L: L.ones(2, 3).any(1),
+                                  lambda L: L.ones(2, 3, dtype=L.float16).mean(0)], ids=lambda f: "")
+def test_result_dtypes_and_shapes_match_torch(make: Callable[[Any], Any]) -> None:
+    got, ref = make(ferro), make(torch)
+    assert got.dtype.name == _name(ref.dtype) and tuple(got.shape) == tuple(ref.shape)
