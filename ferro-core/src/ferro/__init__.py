@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, errors, linalg, nn
+from . import _ops, autograd, backends, data, errors, fft, linalg, nn, optim, utils
 from ._creation import (
     arange,
     as_tensor,
@@ -92,6 +92,7 @@ from ._tensor import Size, Tensor, install_methods
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import set_backend, use_backend
 from .errors import BackendUnavailableError, UnsupportedOperationError
+from .serialization import load, save
 
 __version__ = "0.1.0"
 
@@ -146,7 +147,8 @@ __all__ = [
     "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "where", "matmul", "mm", "bmm", "mv", "dot",
+    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "optim", "data", "utils", "fft",
+    "save", "load", "where", "matmul", "mm", "bmm", "mv", "dot",
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",

@@ -1,0 +1,3 @@
+"""Datasets and data loading (``torch.utils.data``-style)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Discrete Fourier transforms, as ``torch.fft``."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Optimizers (``torch.optim``-style) and learning-rate schedulers."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Utilities: activation checkpointing (``ferro.utils.checkpoint``)."""
+
+__all__: list[str] = []
