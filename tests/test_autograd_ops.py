@@ -164,6 +164,8 @@ LOCAL: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...]]]] = {
                   ("setitem", lambda x, v: _setitem(x, v), (A34, B4))],
     "cast": [("through float32", lambda x: x.to(ferro.float32).to(ferro.float64), (A34,))],
     # linear algebra (gradients of the differentiable outputs)
+    "linalg.lu_factor": [("LU", lambda m: ferro.linalg.lu_factor(m).LU, (_r(2, 3, 3),))],
+    "linalg.lu": [("L and U", lambda m: ferro.linalg.lu(m).L * 2 + ferro.linalg.lu(m).U, (_r(3, 3),))],
     "linalg.inv": [("square", lambda m: ferro.linalg.inv(_spd(m)), (_r(3, 3),))],
     "linalg.det": [("square", lambda m: ferro.linalg.det(m + 2 * ferro.eye(3, dtype=m.dtype)), (_r(3, 3),))],
     "linalg.slogdet": [("logabsdet", lambda m: ferro.linalg.slogdet(_spd(m)).logabsdet, (_r(2, 3, 3),))],
@@ -243,7 +245,7 @@ SKIPPED: dict[str, str] = {
 
 GRADGRAD_KINDS = ("unary", "binary", "ternary")
 GRADGRAD_OPS = {"sum", "mean", "amax", "amin", "matmul", "outer", "inner", "vdot", "tensordot", "kron", "einsum",
-                "linear"}
+                "linear", "cumsum", "cumprod"}
 #: Elementwise ops whose second derivative is not checked, and why.
 NO_GRADGRAD = {"floor_divide": "zero gradient", "sign": "zero gradient", "floor": "zero gradient",
                "ceil": "zero gradient", "trunc": "zero gradient", "round": "zero gradient"}

@@ -28,6 +28,11 @@ CASES: list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...], bool]] = [
     ("svdvals", lambda m, a: m.linalg.svdvals(a), (M,), True),
     ("pinv", lambda m, a: m.linalg.pinv(a), (M,), False),
     ("qr |R|", lambda m, a: m.linalg.qr(a).R.abs(), (M,), False),
+    ("lu_factor LU", lambda m, a: m.linalg.lu_factor(a).LU, (A,), True),
+    ("lu_factor pivots", lambda m, a: m.linalg.lu_factor(a).pivots, (A,), False),
+    *((f"lu {part}", lambda m, a, i=i: m.linalg.lu(a)[i], (A,), i > 0) for i, part in enumerate("PLU")),
+    *((f"lu {part} {kind}", lambda m, a, i=i: m.linalg.lu(a)[i], (x,), False)
+      for i, part in enumerate("PLU") for kind, x in (("tall", M), ("wide", M.T.copy()))),
     ("lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, (M, M[:, :2].copy()), True),
     ("vector_norm 3", lambda m, a: m.linalg.vector_norm(a, 3, dim=1), (M,), True),
     *((f"matrix_norm {o}", lambda m, a, o=o: m.linalg.matrix_norm(a, o), (M,), True)
@@ -66,3 +71,12 @@ def test_errors() -> None:
         ferro.linalg.det(ferro.ones(2, 2, dtype=ferro.int64))
     with pytest.raises(ferro.errors.ShapeError, match="size 3"):
         ferro.linalg.cross(ferro.ones(2), ferro.ones(2))
+    with pytest.raises(RuntimeError, match="singular"):
+        ferro.linalg.lu_factor(ferro.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    singular = ferro.linalg.lu(ferro.tensor([[1.0, 2.0], [2.0, 4.0]]))  # lu accepts it, as torch does
+    np.testing.assert_allclose((singular.P @ singular.L @ singular.U).numpy(), [[1.0, 2.0], [2.0, 4.0]])
+
+
+def test_lu_factor_double_backward() -> None:
+    a = ferro.tensor(A[0], requires_grad=True)
+    assert ferro.autograd.gradgradcheck(lambda x: ferro.linalg.lu_factor(x).LU, (a,))

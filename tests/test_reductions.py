@@ -211,3 +211,18 @@ def test_reduction_errors() -> None:
 def test_result_dtypes_and_shapes_match_torch(make: Callable[[Any], Any]) -> None:
     got, ref = make(ferro), make(torch)
     assert got.dtype.name == _name(ref.dtype) and tuple(got.shape) == tuple(ref.shape)
+
+
+@pytest.mark.parametrize("consecutive", [False, True], ids=["unique", "unique_consecutive"])
+@pytest.mark.parametrize("shape, dim", [((7, 3), 0), ((7, 3), 1), ((2, 6, 3), 1), ((4, 2, 2), -3), ((0, 3), 0),
+                                        ((1, 3), 0)])
+def test_unique_along_a_dim_matches_torch(shape: tuple[int, ...], dim: int, consecutive: bool) -> None:
+    x = np.random.default_rng(sum(shape)).integers(0, 3, shape)
+    x[-1:] = x[:1]  # a repeated slice
+    ours = (ferro.unique_consecutive if consecutive else ferro.unique)(
+        ferro.tensor(x), return_inverse=True, return_counts=True, dim=dim)
+    theirs = (torch.unique_consecutive if consecutive else torch.unique)(
+        torch.tensor(x), return_inverse=True, return_counts=True, dim=dim)
+    for got, want in zip(ours, theirs, strict=True):
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

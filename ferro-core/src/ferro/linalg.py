@@ -4,8 +4,8 @@ The registry names these ops ``linalg.<name>`` (``ferro ops`` lists them).
 """
 
 from ._ops.linalg_ext import FUNCTIONS as _FUNCTIONS
-from ._ops.linalg_ext import EighResult, QRResult, SlogdetResult, SVDResult
+from ._ops.linalg_ext import EighResult, LUFactorResult, LUResult, QRResult, SlogdetResult, SVDResult
 
 globals().update(_FUNCTIONS)
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", *sorted(_FUNCTIONS)]
+__all__ = ["EighResult", "LUFactorResult", "LUResult", "QRResult", "SVDResult", "SlogdetResult", *sorted(_FUNCTIONS)]

@@ -3,7 +3,7 @@
 Kernels (the Array API ``linalg`` extension in the generic backend):
 ``linalg_inv``, ``linalg_det``, ``linalg_slogdet``, ``linalg_solve``,
 ``linalg_cholesky``, ``linalg_qr``, ``linalg_eigh``, ``linalg_svd``,
-``linalg_pinv``. Gradients are the standard matrix-calculus results, written
+``linalg_pinv``, ``linalg_lu_factor``. Gradients are the standard matrix-calculus results, written
 with ferro ops so they work on any backend and twice.
 """
 
@@ -27,6 +27,8 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
+LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
+LUResult = namedtuple("LUResult", ["P", "L", "U"])
 
 
 def _square(op: str, a: Tensor) -> None:
@@ -317,6 +319,78 @@ def pinv(a: Tensor) -> Tensor:
     return _Pinv.apply(a)
 
 
+class _LUFactor(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
+        from .._dtypes import int32
+        lu, piv = kernel(a._device, "linalg_lu_factor")(a._data)
+        out = _wrap(lu, a._dtype, a._device)
+        ctx.save_for_backward(out)
+        ctx.pivots = piv = _wrap(piv, int32, a._device)
+        return out, piv
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor, _: Any) -> Tensor:
+        # A = P L U (square): gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T, gL and gU the strict lower
+        # and upper parts of the gradient of the packed LU (PyTorch's linalg_lu_backward).
+        (lu,) = ctx.saved_tensors
+        if lu.shape[-1] != lu.shape[-2]:
+            raise RuntimeError("linalg.lu_factor: the derivative is implemented for square matrices only")
+        eye = _eye_like(lu)
+        low, up = lu.tril(-1) + eye, lu.triu()
+        phi = (low.mT @ g.tril(-1)).tril(-1) + (g.triu() @ up.mT).triu()
+        x = solve(up, solve(low.mT, phi).mT).mT
+        return _permutation(ctx.pivots, lu.shape[-2], lu) @ x
+
+
+def _permutation(pivots: Tensor, m: int, like: Tensor) -> Tensor:
+    """The permutation matrices ``P`` of LAPACK row-swap ``pivots`` (1-based), with ``A = P @ L @ U``."""
+    import numpy as np
+
+    from .._creation import tensor
+    piv = np.asarray(pivots.tolist(), dtype=np.int64).reshape(-1, pivots.shape[-1]) - 1
+    perm = np.tile(np.arange(m), (piv.shape[0], 1))
+    rows = np.arange(piv.shape[0])
+    for i in range(piv.shape[1]):
+        a, b = perm[rows, i].copy(), perm[rows, piv[:, i]].copy()
+        perm[rows, i], perm[rows, piv[:, i]] = b, a
+    p = np.zeros((piv.shape[0], m, m))
+    p[rows[:, None], perm, np.arange(m)[None, :]] = 1.0  # column i of P is the unit vector at perm[i]
+    return tensor(p.reshape(*pivots.shape[:-1], m, m), dtype=like.dtype, device=like.device)
+
+
+def lu_factor(a: Tensor, *, pivot: bool = True) -> LUFactorResult:
+    """``LU, pivots`` of LAPACK's ``getrf``: ``LU`` packs the unit-lower ``L`` and ``U``; ``pivots`` (int32,
+    1-based) the row swaps. Raises for a singular matrix, as PyTorch does (use :func:`lu` then)."""
+    lu, piv = _lu_factor(a, pivot)
+    k = min(a.shape[-2], a.shape[-1])
+    if a.shape[-1] == a.shape[-2] and bool((lu.detach().diagonal(0, -2, -1)[..., :k] == 0).any()):
+        raise RuntimeError("linalg.lu_factor: the factorization of a singular matrix has a zero on U's diagonal "
+                           "and lu_solve would divide by it; use ferro.linalg.lu(A) for singular matrices")
+    return LUFactorResult(lu, piv)
+
+
+def _lu_factor(a: Tensor, pivot: bool) -> tuple[Tensor, Tensor]:
+    if a.ndim < 2:
+        raise ShapeError(f"linalg.lu_factor: expected matrices, got shape {list(a.shape)}")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        from ..errors import DTypeError
+        raise DTypeError(f"linalg.lu_factor: expected a floating or complex dtype, got {a.dtype}")
+    if not pivot:
+        raise NotImplementedError("linalg.lu_factor: LU without pivoting is not implemented (pivot=False)")
+    return _LUFactor.apply(a)
+
+
+def lu(a: Tensor, *, pivot: bool = True) -> LUResult:
+    """``P, L, U`` with ``a = P @ L @ U`` (``L`` unit lower, ``U`` upper), for singular matrices too."""
+    packed, piv = _lu_factor(a, pivot)
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    from .._creation import eye
+    low = packed[..., :, :k].tril(-1) + eye(m, k, dtype=a.dtype, device=a.device)
+    return LUResult(_permutation(piv, m, packed), low, packed[..., :k, :].triu())
+
+
 def lstsq(a: Tensor, b: Tensor) -> Any:
     """Least-squares solution of ``a @ x = b`` for full-column-rank ``a`` (normal equations), differentiable."""
     x = solve(a.mT @ a, a.mT @ b)
@@ -373,7 +447,9 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("slogdet", slogdet, ("linalg_slogdet", "linalg_inv")), ("solve", solve, ("linalg_solve",)),
     ("cholesky", cholesky, ("linalg_cholesky", "linalg_inv")), ("eigh", eigh, ("linalg_eigh",)),
     ("eigvalsh", eigvalsh, ("linalg_eigh",)), ("svd", svd, ("linalg_svd",)), ("svdvals", svdvals, ("linalg_svd",)),
-    ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)), ("lstsq", lstsq, ("linalg_solve",)),
+    ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)),
+    ("lu_factor", lu_factor, ("linalg_lu_factor", "linalg_solve")), ("lu", lu, ("linalg_lu_factor", "linalg_solve")),
+    ("lstsq", lstsq, ("linalg_solve",)),
     ("vector_norm", vector_norm, ("sum", "sqrt")), ("matrix_norm", matrix_norm, ("sum", "sqrt")),
     ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum", "sqrt")),
 ]

@@ -13,7 +13,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dtypes import int64
+from .._dtypes import bool_, int64
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ..errors import ShapeError
 from ._dispatch import finish, kernel, kernel_for, run_elsewhere
@@ -91,20 +91,24 @@ _CUMPROD = register(OpDef("cumprod", "scan", "Cumulative product along a dimensi
 
 
 def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
-    # d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Before the first zero of x along dim
-    # that is out_j / x_i; at the first zero, out_j with that zero taken as 1; after it, 0.
+    # d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Without zeros: rev_cumsum(g * out) / x.
+    # With zeros that division fails, so: prod_{k < i} x_k * sum_{j >= i} g_j prod_{i < k <= j} x_k, the
+    # inner products from the cumprod of an (n, n) matrix. O(n^2), but made of ops, so it differentiates
+    # again (PyTorch's cumprod_backward takes the same two roads).
+    from .._creation import ones
     from .elementwise import where
+    from .shape import cat
 
-    def rev_cumsum(t: Tensor) -> Tensor:
-        return t.flip(dim).cumsum(dim).flip(dim)
-
-    zero = x == 0
-    seen = zero.cumsum(dim)
-    before = seen == 0
-    first = zero & (seen == 1)
-    grad = rev_cumsum(g * x.cumprod(dim)) / where(zero, 1.0, x)
-    at_first = rev_cumsum(g * where(first, 1.0, x).cumprod(dim))
-    return where(before, grad, where(first, at_first, 0.0))
+    if not bool((x == 0).any()):
+        return g.mul(x.cumprod(dim)).flip(dim).cumsum(dim).flip(dim) / x
+    xm, gm = x.movedim(dim, -1), g.movedim(dim, -1)
+    n = xm.shape[-1]
+    later = ones(n, n, dtype=x.dtype, device=x.device).triu(1) != 0  # [i, k]: k > i
+    inner = where(later, xm.unsqueeze(-2), 1.0).cumprod(-1)  # [i, j]: prod_{i < k <= j} x_k
+    from_i = ~ones(n, n, dtype=x.dtype, device=x.device).tril(-1).to(dtype=later.dtype)  # [i, j]: j >= i
+    right = where(from_i, gm.unsqueeze(-2) * inner, 0.0).sum(-1)
+    left = cat([ones(*xm.shape[:-1], 1, dtype=x.dtype, device=x.device), xm.narrow(-1, 0, n - 1)], -1).cumprod(-1)
+    return (left * right).movedim(-1, dim)
 
 
 def _scan(op: OpDef, x: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -244,18 +248,47 @@ def bucketize(x: Tensor, boundaries: Tensor, *, right: bool = False) -> Tensor:
 
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
            dim: int | None = None) -> Any:
-    """The distinct elements (sorted), optionally with the inverse indices and the counts."""
+    """The distinct elements (sorted), optionally with the inverse indices and the counts; with ``dim``, the
+    distinct slices along ``dim`` in lexicographic order."""
     if dim is not None:
-        raise NotImplementedError("unique: dim= is not supported yet; flatten or use unique_consecutive")
+        return _unique_dim(x, dim, False, return_inverse, return_counts)
     return _unique(x, False, return_inverse, return_counts)
 
 
 def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> Any:
-    """Collapse runs of equal consecutive elements (of the flattened tensor)."""
+    """Collapse runs of equal consecutive elements (of the flattened tensor, or slices along ``dim``)."""
     if dim is not None:
-        raise NotImplementedError("unique_consecutive: dim= is not supported yet")
+        return _unique_dim(x, dim, True, return_inverse, return_counts)
     return _unique(x, True, return_inverse, return_counts)
+
+
+def _unique_dim(x: Tensor, dim: int, consecutive: bool, inverse: bool, counts: bool) -> Any:
+    """unique over slices along ``dim``, in ops: a lexicographic sort of the flattened slices (one stable
+    argsort per column, last column first), then the first slice of each run of equal ones."""
+    from .._creation import arange, full, ones, zeros
+    from .shape import cat
+    d = _wrap_dim(dim, x.ndim, "unique")
+    moved = x.movedim(d, 0)
+    n = moved.shape[0]
+    rows = moved.reshape(n, math.prod(moved.shape[1:]))
+    perm = arange(n, device=x.device)
+    if not consecutive:
+        for c in range(rows.shape[1] - 1, -1, -1):
+            perm = perm[rows[perm, c].argsort(stable=True)]
+    srt = rows[perm]
+    new = ones(min(n, 1), dtype=bool_, device=x.device)
+    if n > 1:
+        new = cat([new, (srt[1:] != srt[:-1]).any(1)])
+    group = new.to(int64).cumsum(0) - 1
+    picked = srt[new]
+    out = [picked.reshape(picked.shape[0], *moved.shape[1:]).movedim(0, d)]
+    if inverse:
+        out.append(zeros(n, dtype=int64, device=x.device).scatter(0, perm, group))
+    if counts:
+        starts = new.nonzero().reshape(-1)
+        out.append(cat([starts[1:], full((1,), n, dtype=int64, device=x.device)]) - starts if n else starts)
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def _unique(x: Tensor, consecutive: bool, inverse: bool, counts: bool) -> Any:

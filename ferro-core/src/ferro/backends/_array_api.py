@@ -21,6 +21,7 @@ from typing import Any
 
 from .._dtypes import DType, all_dtypes, bfloat16
 from ._base import Availability, Backend
+from ._lu import lu_factor
 
 __all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS"]
 
@@ -346,7 +347,7 @@ class ArrayAPIBackend(Backend):
 
         return {"linalg_inv": la.inv, "linalg_det": lambda x: xp.asarray(la.det(x)), "linalg_slogdet": slogdet,
                 "linalg_solve": la.solve, "linalg_cholesky": la.cholesky, "linalg_qr": qr, "linalg_eigh": eigh,
-                "linalg_svd": svd, "linalg_pinv": la.pinv}
+                "linalg_svd": svd, "linalg_pinv": la.pinv, "linalg_lu_factor": lambda x: lu_factor(xp, x)}
 
     def _host_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """Kernels the standard lacks, computed with NumPy on the host (free for NumPy itself)."""

@@ -542,6 +542,7 @@ NOT_SAMPLED: dict[str, str] = {
     "normal": "random: tests/test_random.py", "randperm": "random: tests/test_random.py",
     **{f"linalg.{n}": "compared with torch, values and gradients, in tests/test_linalg.py" for n in (
         "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq",
+        "lu_factor", "lu",
         "vector_norm", "matrix_norm", "cross", "cdist")},
     "conv3d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",

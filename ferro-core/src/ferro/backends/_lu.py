@@ -1,0 +1,40 @@
+"""LU factorization with partial pivoting over any Array API namespace.
+
+The standard's ``linalg`` extension has no LU, so the generic backend
+carries this one: Doolittle elimination, vectorized over the batch and the
+trailing submatrix, one column per step (LAPACK's ``getrf`` order, so the
+pivots match it). Backends with a LAPACK at hand override ``linalg_lu_factor``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["lu_factor"]
+
+
+def lu_factor(xp: Any, a: Any) -> tuple[Any, Any]:
+    """``(LU, pivots)`` of a (batch of) ``m x n`` matrices, as LAPACK's ``getrf``.
+
+    ``LU`` holds ``U`` on and above the diagonal and the unit-lower ``L`` below
+    it; ``pivots`` (int32, 1-based) says which row was swapped with row ``i`` at
+    step ``i``. A zero pivot leaves its column uneliminated, as LAPACK does.
+    """
+    shape = a.shape
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    lu = xp.reshape(xp.asarray(a, copy=True), (-1, m, n))
+    batch = lu.shape[0]
+    rows = xp.arange(batch)
+    piv = xp.zeros((batch, k), dtype=xp.int32)
+    for j in range(k):
+        p = xp.argmax(xp.abs(lu[:, j:, j]), axis=-1) + j
+        piv[:, j] = p + 1
+        row_j = xp.asarray(lu[:, j, :], copy=True)
+        lu[:, j, :] = lu[rows, p, :]
+        lu[rows, p, :] = row_j
+        pivot = lu[:, j, j]
+        safe = xp.where(pivot == 0, xp.ones_like(pivot), pivot)
+        lu[:, j + 1:, j] = lu[:, j + 1:, j] / safe[:, None]
+        lu[:, j + 1:, j + 1:] = lu[:, j + 1:, j + 1:] - lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+    return xp.reshape(lu, shape), xp.reshape(piv, (*shape[:-2], k))
