@@ -110,6 +110,18 @@ def _print_ops(matrix: dict[str, dict[str, list[str]]], fmt: str) -> None:
         print(op.ljust(w) + "".join(row[b].ljust(widths[b]) for b in backends))
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from ferro.demo import run
+    from ferro.errors import BackendUnavailableError
+    try:
+        run(args.backend, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+            checkpoint=args.checkpoint, progress=not args.no_progress)
+    except (BackendUnavailableError, ImportError) as e:
+        print(f"ferro demo: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ferro`` command."""
     parser = argparse.ArgumentParser(prog="ferro", description="ferro: tensors and autograd on pluggable backends")
@@ -120,7 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ops.add_argument("--backend", help="comma-separated backends (default: all installed)")
     p_ops.add_argument("--dtype", help="only this dtype, e.g. float64")
     p_ops.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p_demo = sub.add_parser("demo", help="train a CNN on scikit-learn's digits on a backend, save and reload it")
+    p_demo.add_argument("--backend", help="backend or device, e.g. cpu, opencl, cuda:0 (default: the selected one)")
+    p_demo.add_argument("--epochs", type=int, default=12)
+    p_demo.add_argument("--batch-size", type=int, default=64)
+    p_demo.add_argument("--lr", type=float, default=3e-3)
+    p_demo.add_argument("--seed", type=int, default=0)
+    p_demo.add_argument("--checkpoint", help="where to save the trained model (default: a temporary file)")
+    p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.command == "demo":
+        return _demo(args)
     if args.command == "info":
         rep = info_report()
         if args.json:
