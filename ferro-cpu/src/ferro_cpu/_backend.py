@@ -15,6 +15,7 @@ from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce
 
+from ._fused import fused_kernels
 from ._pool import MIN_BYTES, BufferPool
 
 __all__ = ["NumpyBackend"]
@@ -197,6 +198,7 @@ class NumpyBackend(ArrayAPIBackend):
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
             return x.copy() if x.dtype.kind in "iub" else rint(x)
         table.update(_special_kernels(pool, quiet))
+        table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": reduce(np.prod), "any": reduce(np.any), "all": reduce(np.all),

@@ -1,3 +1,7 @@
-"""Optimizers (``torch.optim``-style) and learning-rate schedulers."""
+"""Optimizers (``torch.optim``-style) and learning-rate schedulers (:mod:`ferro.optim.lr_scheduler`)."""
 
-__all__: list[str] = []
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]

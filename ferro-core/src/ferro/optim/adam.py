@@ -1,0 +1,106 @@
+"""Adam and AdamW (with AMSGrad), and the checks shared by the Adam family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._creation import zeros_like
+from .._tensor import Tensor
+from .optimizer import Optimizer, check
+
+__all__ = ["Adam", "AdamW", "check_adam_family"]
+
+
+def check_adam_family(group: dict[str, Any]) -> None:
+    """Refuse eps, betas and weight_decay out of range, with PyTorch's messages."""
+    check(group["eps"] >= 0.0, f"Invalid epsilon value: {group['eps']}")
+    betas = group["betas"]
+    check(len(betas) == 2, f"betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, b in enumerate(betas):
+        check(0.0 <= b < 1.0, f"Invalid beta parameter at index {i}: {b}")
+    check(group["weight_decay"] >= 0.0, f"Invalid weight_decay value: {group['weight_decay']}")
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam``: moving averages of the gradient and its square, bias-corrected.
+
+    ``amsgrad`` divides by the running maximum of the second moment;
+    ``decoupled_weight_decay`` shrinks the parameter (AdamW) instead of adding
+    ``weight_decay * p`` to the gradient.
+    """
+
+    _fused_name = "fused_adam"
+    _tuple_keys = ("betas",)
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                    "maximize": maximize, "foreach": foreach, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        check_adam_family(group)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
+        state = self.state
+        for p in group["params"]:
+            g = p._grad
+            if g is None:
+                continue
+            st = state.get(p)
+            if st is None:
+                st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+                if amsgrad:
+                    st["max_exp_avg_sq"] = zeros_like(p)
+            step = st["step"] = st["step"] + 1
+            m, v, vmax = st["exp_avg"], st["exp_avg_sq"], st.get("max_exp_avg_sq") if amsgrad else None
+            if amsgrad and vmax is None:  # amsgrad switched on after some steps (PyTorch starts it at zero too)
+                vmax = st["max_exp_avg_sq"] = zeros_like(p)
+            kernel = self._kernel_for(group, p)
+            if kernel is not None:
+                kernel(p._data, g._data, m._data, v._data, None if vmax is None else vmax._data, step, lr, beta1,
+                       beta2, eps, wd, decoupled, amsgrad, maximize)
+                p._vc[0] += 1
+                m._vc[0] += 1
+                v._vc[0] += 1
+                if vmax is not None:
+                    vmax._vc[0] += 1
+                continue
+            _adam(p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize)
+
+
+def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None, step: float, lr: float, beta1: float,
+          beta2: float, eps: float, wd: float, decoupled: bool, maximize: bool) -> None:
+    """One unfused Adam update (grad mode off); ``fused_adam`` kernels compute the same sequence of operations."""
+    if maximize:
+        g = -g
+    if wd:
+        if decoupled:
+            p.mul_(1 - lr * wd)
+        else:
+            g = g + p * wd
+    m.lerp_(g, 1 - beta1)
+    v.mul_(beta2)
+    v.add_(g * g * (1 - beta2))
+    if vmax is not None:
+        vmax.maximum_(v)
+        v = vmax
+    step_size = lr / (1 - beta1 ** step)
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    denom = v.sqrt() / bias_correction2_sqrt + eps
+    p.add_(m / denom * -step_size)
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay``), 0.01 by default."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         fused=fused, decoupled_weight_decay=True)

@@ -1,0 +1,282 @@
+"""The optimizer base class: parameter groups, per-parameter state, state dicts, fused kernels.
+
+Laid out as ``torch.optim.Optimizer``: ``param_groups`` is a list of dicts
+(``params`` plus every hyperparameter), ``state`` maps a parameter to a dict
+of its buffers, and :meth:`Optimizer.state_dict` gives PyTorch's layout
+(``state`` keyed by integer parameter index, ``params`` as index lists). The
+state holds only tensors and Python numbers, so ``ferro.save`` can write it.
+
+A backend may supply a fused update kernel by name (``fused_adam``,
+``fused_sgd``; see ``docs/plugins.md``): one call per parameter on native
+arrays, updating them in place. A group's ``fused`` option says whether to
+use it: ``None`` uses it where the parameter's device has it, ``True``
+requires it, ``False`` never uses it. Without it the update runs as ferro
+in-place ops under ``no_grad``; both give the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor
+from ..autograd._mode import no_grad
+
+__all__ = ["Optimizer", "required", "check", "fused_kernel"]
+
+
+class _Required:
+    """The default of a hyperparameter that every group must give (PyTorch's ``required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+#: Marks a hyperparameter without a default.
+required = _Required()
+
+
+def fused_kernel(p: Tensor, name: str) -> Callable[..., Any] | None:
+    """The fused kernel ``name`` of ``p``'s device, or None where its backend has none."""
+    dev = p._device
+    try:
+        return dev._kernels.get(name)
+    except AttributeError:  # the device was never bound
+        dev.backend  # noqa: B018
+        return dev._kernels.get(name)
+
+
+def check(ok: bool, message: str) -> None:
+    """Refuse a hyperparameter out of range with PyTorch's message."""
+    if not ok:
+        raise ValueError(message)
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Args:
+        params: an iterable of tensors, or of dicts each holding ``params`` and
+            hyperparameters that override ``defaults`` for that group.
+        defaults: the hyperparameters of groups that do not give their own.
+
+    Subclasses implement :meth:`_update_group` (and, where they have state,
+    :attr:`_fused_name`), validate hyperparameters in :meth:`_check_group`,
+    and list in :attr:`_tuple_keys` the hyperparameters that are tuples.
+    """
+
+    #: Name of the fused per-parameter kernel a backend may supply, or None.
+    _fused_name: str | None = None
+    #: Hyperparameters that are tuples (a state dict read from a file may give lists).
+    _tuple_keys: tuple[str, ...] = ()
+
+    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        if isinstance(params, dict):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got a dict; pass [dict] for a single parameter group")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params")
+        return "\n".join(lines) + "\n)"
+
+    # -- groups --------------------------------------------------------------
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (the others from ``defaults``).
+
+        Useful to fine-tune layers that were frozen: they join the optimizer as
+        training goes on. A parameter may belong to one group only.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group.get("params")
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        elif params is None:
+            raise ValueError("a parameter group must have a 'params' entry")
+        else:
+            params = list(params)
+        seen: set[int] = set()
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if p.grad_fn is not None and not p.retains_grad:
+                raise ValueError("can't optimize a non-leaf Tensor (it was made by an op that autograd recorded; "
+                                 "optimize the leaf it came from, or x.detach().requires_grad_())")
+            if not (p._dtype.is_floating_point or p._dtype.is_complex):
+                raise ValueError(f"can't optimize a tensor of dtype {p._dtype}: parameters must be floating point")
+            if p._dtype.is_complex:
+                raise NotImplementedError(f"{type(self).__name__}: complex parameters are not supported yet "
+                                          f"(got {p._dtype}); optimize the real and imaginary parts as real tensors")
+            if id(p) in seen:
+                raise ValueError("optimizer contains a parameter group with duplicate parameters")
+            seen.add(id(p))
+        group = dict(param_group)
+        group["params"] = params
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        taken = {id(p) for g in self.param_groups for p in g["params"]}
+        if taken & seen:
+            raise ValueError("some parameters appear in more than one parameter group")
+        self._check_group(group)
+        self._check_fused(group)
+        self.param_groups.append(group)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        """Refuse hyperparameters out of range (each optimizer adds its own checks)."""
+        lr = group["lr"]
+        check(not isinstance(lr, Tensor), "lr as a Tensor is not supported; give a Python float")
+        check(0.0 <= lr, f"Invalid learning rate: {lr}")
+
+    def _check_fused(self, group: dict[str, Any]) -> None:
+        fused, foreach = group.get("fused"), group.get("foreach")
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        if fused:
+            name = self._fused_name
+            if name is None:
+                raise RuntimeError(f"{type(self).__name__} has no fused implementation; leave fused=None")
+            for p in group["params"]:
+                if fused_kernel(p, name) is None:
+                    raise RuntimeError(f"`fused=True` requires a '{name}' kernel on the device of every parameter, "
+                                       f"but backend '{p._device.type}' ({p._device}) has none; use fused=None to "
+                                       "use it only where it exists")
+
+    def _kernel_for(self, group: dict[str, Any], p: Tensor) -> Callable[..., Any] | None:
+        """The fused kernel to use for ``p`` in ``group``, or None for the unfused path."""
+        if group.get("fused") is False or self._fused_name is None:
+            return None
+        return fused_kernel(p, self._fused_name)
+
+    # -- stepping --------------------------------------------------------------
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to None (default), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                    continue
+                if g.grad_fn is not None:
+                    g.detach_()
+                else:
+                    g.requires_grad_(False)
+                with no_grad():
+                    g.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns ``closure()``'s loss when given one.
+
+        The closure re-evaluates the model and returns the loss (it runs with
+        grad mode on); most optimizers call it once, before the update.
+        """
+        loss = None
+        if closure is not None:
+            from ..autograd._mode import enable_grad
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement _update_group")
+
+    # -- state dicts -------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's layout.
+
+        ``state`` maps a parameter's index (counted across groups in order) to
+        its buffers; ``param_groups`` are the groups' hyperparameters with
+        ``params`` as lists of indices. The tensors are the live buffers (not copies).
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state made by :meth:`state_dict` (of this optimizer, another one, or from a file).
+
+        Buffers are copied (cast to their parameter's dtype and moved to its
+        device), so the loaded dict and this optimizer share nothing.
+        """
+        try:
+            saved_groups = state_dict["param_groups"]
+            saved_state = state_dict["state"]
+        except (KeyError, TypeError):
+            raise ValueError("an optimizer state_dict must be a dict with 'state' and 'param_groups'") from None
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups ({len(saved_groups)}) "
+                             f"than the optimizer ({len(self.param_groups)})")
+        for i, (mine, theirs) in enumerate(zip(self.param_groups, saved_groups, strict=True)):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group: group {i} has {len(theirs['params'])} parameters there, "
+                                 f"{len(mine['params'])} here")
+        by_index = {int(i): p for mine, theirs in zip(self.param_groups, saved_groups, strict=True)
+                    for i, p in zip(theirs["params"], mine["params"], strict=True)}
+        state: dict[Tensor, dict[str, Any]] = {}
+        for key, buffers in saved_state.items():
+            p = by_index.get(int(key))
+            if p is None:
+                continue
+            state[p] = {k: _restore(v, p, k) for k, v in buffers.items()}
+        groups = []
+        for mine, theirs in zip(self.param_groups, saved_groups, strict=True):
+            group = {k: (tuple(v) if k in self._tuple_keys and isinstance(v, list) else v)
+                     for k, v in theirs.items() if k != "params"}
+            for k, v in self.defaults.items():
+                group.setdefault(k, v)
+            group["params"] = mine["params"]
+            groups.append(group)
+        for group in groups:
+            self._check_group(group)
+            self._check_fused(group)
+        self.state = state
+        self.param_groups = groups
+
+
+def _restore(value: Any, p: Tensor, key: str) -> Any:
+    """A loaded state value: tensors copied onto ``p``'s device (floating ones in its dtype), numbers as they are."""
+    if not isinstance(value, Tensor):
+        return value
+    if value.ndim == 0 and key in ("step", "mu_product"):  # PyTorch keeps these as 0-d tensors; here, numbers
+        return float(value.item())
+    with no_grad():
+        out = value.to(p._device)
+        if out._dtype.is_floating_point:
+            out = out.to(p._dtype)
+        return out.clone() if out is value or out._data is value._data else out
