@@ -1,0 +1,49 @@
+"""Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._creation import zeros_like
+from .adam import check_adam_family
+from .optimizer import Optimizer
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """``torch.optim.Adamax``: ``u = max(beta2 * u, |g| + eps)``, ``p -= lr / (1 - beta1^t) * m / u``."""
+
+    _tuple_keys = ("betas",)
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False) -> None:
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
+                    "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        check_adam_family(group)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        maximize = group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            g = p._grad
+            if g is None:
+                continue
+            st = state.get(p)
+            if st is None:
+                st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
+            step = st["step"] = st["step"] + 1
+            if maximize:
+                g = -g
+            if wd:
+                g = g + p * wd
+            m, u = st["exp_avg"], st["exp_inf"]
+            m.lerp_(g, 1 - beta1)
+            u.mul_(beta2)
+            u.maximum_(g.abs() + eps)
+            p.add_(m / u * -(lr / (1 - beta1 ** step)))

@@ -1,0 +1,67 @@
+"""NAdam: Adam with Nesterov momentum and a momentum-decay schedule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._creation import zeros_like
+from .adam import check_adam_family
+from .optimizer import Optimizer, check
+
+__all__ = ["NAdam"]
+
+
+class NAdam(Optimizer):
+    """``torch.optim.NAdam`` (Dozat 2016), with ``momentum_decay`` and optional decoupled weight decay.
+
+    ``mu_product`` is kept as a Python float (double precision; PyTorch keeps
+    a float32 0-d tensor), so values agree with PyTorch to float32 rounding.
+    """
+
+    _tuple_keys = ("betas",)
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
+                    "maximize": maximize, "foreach": foreach}
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        check_adam_family(group)
+        check(group["momentum_decay"] >= 0.0, f"Invalid momentum_decay value: {group['momentum_decay']}")
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        momentum_decay, decoupled, maximize = group["momentum_decay"], group["decoupled_weight_decay"], \
+            group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            g = p._grad
+            if g is None:
+                continue
+            st = state.get(p)
+            if st is None:
+                st = state[p] = {"step": 0.0, "mu_product": 1.0, "exp_avg": zeros_like(p),
+                                 "exp_avg_sq": zeros_like(p)}
+            step = st["step"] = st["step"] + 1
+            if maximize:
+                g = -g
+            bias_correction2 = 1 - beta2 ** step
+            if wd:
+                if decoupled:
+                    p.mul_(1 - lr * wd)
+                else:
+                    g = g + p * wd
+            mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+            mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+            mu_product = st["mu_product"] = st["mu_product"] * mu
+            m, v = st["exp_avg"], st["exp_avg_sq"]
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2)
+            v.add_(g * g * (1 - beta2))
+            denom = (v / bias_correction2).sqrt() + eps
+            p.add_(g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
+            p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))

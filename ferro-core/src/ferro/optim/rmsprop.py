@@ -1,0 +1,65 @@
+"""RMSprop: divide the gradient by a running root mean square (optionally centered), with momentum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._creation import zeros_like
+from .optimizer import Optimizer, check
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """``torch.optim.RMSprop``: ``p -= lr * g / (sqrt(E[g^2] - E[g]^2 if centered else E[g^2]) + eps)``."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, foreach: bool | None = None,
+                 maximize: bool = False) -> None:
+        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
+                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        check(group["eps"] >= 0.0, f"Invalid epsilon value: {group['eps']}")
+        check(group["momentum"] >= 0.0, f"Invalid momentum value: {group['momentum']}")
+        check(group["weight_decay"] >= 0.0, f"Invalid weight_decay value: {group['weight_decay']}")
+        check(group["alpha"] >= 0.0, f"Invalid alpha value: {group['alpha']}")
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, alpha, eps, wd = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
+        momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            g = p._grad
+            if g is None:
+                continue
+            st = state.get(p)
+            if st is None:
+                st = state[p] = {"step": 0.0, "square_avg": zeros_like(p)}
+                if momentum > 0:
+                    st["momentum_buffer"] = zeros_like(p)
+                if centered:
+                    st["grad_avg"] = zeros_like(p)
+            st["step"] += 1
+            if maximize:
+                g = -g
+            if wd:
+                g = g + p * wd
+            sq = st["square_avg"]
+            sq.mul_(alpha)
+            sq.add_(g * g * (1 - alpha))
+            if centered:
+                ga = st["grad_avg"]
+                ga.lerp_(g, 1 - alpha)
+                avg = (sq - ga * ga).sqrt() + eps
+            else:
+                avg = sq.sqrt() + eps
+            if momentum > 0:
+                buf = st["momentum_buffer"]
+                buf.mul_(momentum)
+                buf.add_(g / avg)
+                p.add_(buf * -lr)
+            else:
+                p.add_(g / avg * -lr)
