@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, data, errors, fft, linalg, nn, optim, utils
+from . import _ops, autograd, backends, data, errors, fft, linalg, nn, optim, random, utils
 from ._creation import (
     arange,
     as_tensor,
@@ -147,7 +147,7 @@ __all__ = [
     "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "optim", "data", "utils", "fft",
+    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "optim", "data", "utils", "fft", "random",
     "save", "load", "where", "matmul", "mm", "bmm", "mv", "dot",
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",

@@ -16,6 +16,7 @@ __all__ = [
     "ShapeError",
     "DTypeError",
     "PluginError",
+    "SerializationError",
 ]
 
 
@@ -81,3 +82,8 @@ class DTypeError(FerroError, TypeError):
 
 class PluginError(FerroError, RuntimeError):
     """A plugin failed to load or to validate; it is isolated, never fatal to ferro."""
+
+
+class SerializationError(FerroError, ValueError):
+    """A file given to ``ferro.load`` is not a valid safetensors file, or ``ferro.save`` got an object it
+    cannot store; the message says what is wrong. Nothing in a loaded file is ever executed."""
