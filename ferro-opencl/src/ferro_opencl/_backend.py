@@ -2,9 +2,10 @@
 
 Every platform's devices are numbered in order as ``opencl:0``, ``opencl:1``,
 ... (see ``_devices``); each gets one context and one in-order queue, made on
-first use. pyopencl is imported on first use, never at module import. The
-compiled kernels arrive with the OpenCL issue; until then an op without a
-kernel raises ``UnsupportedOperationError`` naming the backends that have it.
+first use, with a memory pool and a program cache (``_runtime``). pyopencl is
+imported on first use, never at module import. The kernel table comes from
+``_table``; an op it lacks runs by its decomposition where the registry has
+one, else raises ``UnsupportedOperationError`` naming the backends that have it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class OpenCLBackend(Backend):
     def __init__(self) -> None:
         self._devices: list[Any] = []
         self._avail: Availability | None = None
-        self._queues: dict[int, Any] = {}
+        self._runtimes: dict[int, Any] = {}
         self._lock = threading.Lock()
         # The generic backend's host RNG (a Philox generator per device), reused as it is:
         # ferro.manual_seed then gives the same numbers here as on cpu and cuda.
@@ -80,34 +81,47 @@ class OpenCLBackend(Backend):
 
     # -- runtime --------------------------------------------------------------
 
+    def runtime(self, index: int) -> Any:
+        """The runtime of ``opencl:index``: its context, in-order queue, memory pool and programs."""
+        rt = self._runtimes.get(index)
+        if rt is None:
+            from ._runtime import Runtime
+            with self._lock:
+                rt = self._runtimes.get(index)
+                if rt is None:
+                    rt = self._runtimes[index] = Runtime(self.cl_device(index))
+        return rt
+
     def queue(self, index: int) -> Any:
         """The in-order command queue of ``opencl:index`` (one context and queue per device)."""
-        q = self._queues.get(index)
-        if q is None:
-            import pyopencl as cl
-            with self._lock:
-                q = self._queues.get(index)
-                if q is None:
-                    ctx = cl.Context([self.cl_device(index)])
-                    q = self._queues[index] = cl.CommandQueue(ctx)
-        return q
+        return self.runtime(index).queue
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
-        from ._kernels import command_kernels
-        return command_kernels(self.queue(index), self.native_dtype)
+        from ._table import kernel_table
+        return kernel_table(self.runtime(index), lambda: self._host_rng._rng(index))
+
+    def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
+        from ._table import refused
+        return refused(self.dtypes(index))
+
+    def memory_stats(self, index: int) -> dict[str, int]:
+        """The device's memory pool: active and held bytes and blocks; programs built and their build time."""
+        return self.runtime(index).stats() if index in self._runtimes else {}
+
+    def empty_cache(self) -> None:
+        """Give the pools' held (unused) buffers back to the driver."""
+        for rt in self._runtimes.values():
+            rt.pool.free_held()
 
     def native_dtype(self, dtype: DType) -> Any:
         import numpy as np
         return np.dtype(dtype.name)
 
     def from_numpy(self, array: Any, index: int) -> Any:
-        import numpy as np
-        import pyopencl.array as cla
-        # np.asarray, not np.ascontiguousarray: that one turns a 0-d array into shape (1,).
-        return cla.to_device(self.queue(index), np.asarray(array, order="C"))
+        return self.runtime(index).from_host(array)
 
     def to_numpy(self, array: Any) -> Any:
-        return array.get()
+        return array.rt.to_host(array)
 
     def to_dlpack(self, array: Any, stream: Any = None) -> Any:
         raise BufferError("pyopencl arrays do not support DLPack; move the tensor with .to('cpu') first")

@@ -1,0 +1,284 @@
+"""Elementwise kernels generated from ``kernels/elementwise.cl`` and the op table (``_ops_table``).
+
+A program is built once per (op, operand dtypes, result dtype, which
+operands are Python scalars) on first use, and holds two kernels: ``_c``
+for operands that are contiguous with the output's shape (an offset is
+fine, so slices of the leading dimension stay fast) and ``_s`` for any
+strides and broadcasting, which takes the layout by value (``meta_t``).
+Dimensions are coalesced first, so a permuted or expanded view often needs
+only one or two. Nothing here waits for the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from string import Template
+from typing import Any
+
+import numpy as np
+
+from ._array import CLArray
+from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
+from ._runtime import MAX_DIMS, Runtime, ctype, read_source
+
+__all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "cast_array", "layout"]
+
+_BOOL = np.dtype(bool)
+_I64 = np.int64
+_TEMPLATE: Template | None = None
+
+
+def _template() -> Template:
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        _TEMPLATE = Template(read_source("elementwise.cl"))
+    return _TEMPLATE
+
+
+def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
+           helpers: Sequence[str] = ()) -> str:
+    """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
+    params, loads_c, loads_s, pos_init, pos_step = [], [], [], [], []
+    compute = ctype(operands[0][0])[1]
+    for j, (dt, scalar) in enumerate(operands, start=1):
+        st, ct = ctype(dt)
+        var = "abc"[j - 1]
+        if scalar:
+            params.append(f", const {ct} s{j}")
+            loads_c.append(f"    const {ct} {var} = s{j};")
+            loads_s.append(f"    const {ct} {var} = s{j};")
+            continue
+        ld = "LD_H" if st == "half" else "LD"
+        params.append(f", __global const {st} *x{j}, const long off{j}")
+        loads_c.append(f"    const {ct} {var} = {ld}(x{j}, off{j} + i);")
+        loads_s.append(f"    const {ct} {var} = {ld}(x{j}, p{j});")
+        pos_init.append(f", p{j} = off{j}")
+        pos_step.append(f" p{j} += k * m.st[{j}][d];")
+    out_st, out_ct = ctype(out_dtype)
+    body = Template(expr).substitute(T=compute)
+    result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
+    store = "ST_H" if out_st == "half" else "ST"
+    prelude = "".join(f"{h}({compute})\n" for h in helpers)
+    return prelude + _template().substitute(
+        name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
+        store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
+
+
+def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ...]]:
+    """The expression of an op for ``dtype`` and the helpers it needs (None: the op refuses the dtype)."""
+    if dtype.kind == "f":
+        return table_entry.floating, tuple(h for h in table_entry.helpers if not h.startswith("DEF_I"))
+    if dtype == _BOOL and table_entry.boolean is not None:
+        return table_entry.boolean, ()
+    return table_entry.integer, tuple(h for h in table_entry.helpers if h.startswith("DEF_I"))
+
+
+def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool) -> list[Any]:
+    types: list[Any] = [None, _I64]
+    for dt, scalar in operands:
+        if scalar:
+            types.append(np.float32 if dt.name == "float16" else dt)
+        else:
+            types += [None, _I64]
+    types.append(_I64)
+    if strided:
+        types.append(None)
+    return types
+
+
+class Elementwise:
+    """One op's kernels on one device, built per (dtypes, scalar pattern) on first use."""
+
+    __slots__ = ("rt", "name", "expr_of", "out_of", "cache")
+
+    def __init__(self, rt: Runtime, name: str, expr_of: Callable[[Any], tuple[str | None, tuple[str, ...]]],
+                 out_of: Callable[[Any], Any]) -> None:
+        self.rt = rt
+        self.name = name
+        self.expr_of = expr_of  # operand dtype -> (expression, helpers)
+        self.out_of = out_of  # operand dtype -> result dtype
+        self.cache: dict[Any, tuple[Any, Any, Any]] = {}
+
+    def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any]:
+        """(contiguous kernel, strided kernel, result dtype) for these operands."""
+        got = self.cache.get(operands)
+        if got is None:
+            dt = operands[-1][0] if self.name == "where" else operands[0][0]
+            expr, helpers = self.expr_of(dt)
+            if expr is None:
+                raise TypeError(f"{self.name}: the OpenCL backend has no kernel for dtype {dt}")
+            out = self.out_of(dt)
+            key = ("ew", self.name, tuple((d.name, s) for d, s in operands), out.name)
+            fname = f"{self.name}_k"
+
+            def source() -> str:
+                return render(fname, expr, operands, out, helpers)
+            rt = self.rt
+            got = (rt.kernel(key, fname + "_c", source, _scalar_types(operands, False)),
+                   rt.kernel(key, fname + "_s", source, _scalar_types(operands, True)), out)
+            self.cache[operands] = got
+        return got
+
+    def __call__(self, *args: Any) -> CLArray:
+        """Apply the op to CLArrays and Python scalars (broadcasting) into a new array."""
+        dt = next(a.dtype for a in args if type(a) is CLArray)
+        if self.name == "where":
+            dt = next((a.dtype for a in args[1:] if type(a) is CLArray), None) or np.dtype(type(args[1]))
+        ops = tuple((_BOOL, type(a) is not CLArray) if self.name == "where" and i == 0 else
+                    (dt, type(a) is not CLArray) for i, a in enumerate(args))
+        kc, ks, out_dt = self.kernels(ops)
+        shapes = [a.shape for a in args if type(a) is CLArray]
+        shape = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
+        out = self.rt.empty(shape, out_dt)
+        launch(self.rt, kc, ks, out, args, dt)
+        return out
+
+
+def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt: Any) -> None:
+    """Run an elementwise kernel pair writing ``out`` (any strides) from ``args`` (broadcast to it)."""
+    n = out.size
+    if n == 0:
+        return
+    shape = out.shape
+    flat: list[Any] = [out.buffer, out.offset]
+    fast = out.contiguous
+    arrays = []
+    for a in args:
+        if type(a) is CLArray:
+            flat += (a.buffer, a.offset)
+            arrays.append(a)
+            if fast and not (a.contiguous and a.shape == shape):
+                fast = False
+        else:
+            flat.append(a if type(a) is not bool or dt == _BOOL else dt.type(a))
+    flat.append(n)
+    if fast:
+        kc(rt.queue, rt.grid(n), None, *flat)
+        return
+    flat.append(layout(shape, [out] + arrays))
+    ks(rt.queue, rt.grid(n), None, *flat)
+
+
+def _aligned(a: CLArray, shape: tuple[int, ...]) -> list[int]:
+    """The strides of ``a`` broadcast to ``shape`` (0 along broadcast dimensions)."""
+    pad = len(shape) - len(a.shape)
+    return [0] * pad + [0 if n == 1 else s for n, s in zip(a.shape, a.strides)]
+
+
+def layout(shape: tuple[int, ...], arrays: Sequence[CLArray]) -> np.ndarray:
+    """The by-value ``meta_t`` of a strided launch: coalesced shape and each array's strides."""
+    strides = [_aligned(a, shape) for a in arrays]
+    dims: list[int] = []
+    cols: list[list[int]] = [[] for _ in arrays]
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        if dims and all(col[-1] == st[d] * n for col, st in zip(cols, strides)):
+            dims[-1] *= n  # merge into the previous (outer) dimension: it steps exactly over this one
+            for col, st in zip(cols, strides):
+                col[-1] = st[d]
+            continue
+        dims.append(n)
+        for col, st in zip(cols, strides):
+            col.append(st[d])
+    if len(dims) > MAX_DIMS:
+        raise ValueError(f"the OpenCL backend's strided kernels take at most {MAX_DIMS} dimensions that cannot be "
+                         f"merged; got shape {list(shape)} (make the tensor contiguous first)")
+    m = np.zeros(1 + MAX_DIMS * 5, np.int64)
+    m[0] = len(dims)
+    m[1:1 + len(dims)] = dims
+    for j, col in enumerate(cols):
+        base = 1 + MAX_DIMS * (j + 1)
+        m[base:base + len(col)] = col
+    return m
+
+
+# -- the kernel table -------------------------------------------------------------------------------------
+
+
+def elementwise_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
+    """Every unary and binary op of the table, ``where``, ``cast``, ``copy_``, ``clone``, ``contiguous``."""
+    table: dict[str, Callable[..., Any]] = {}
+    for name, entry in (*UNARY.items(), *BINARY.items()):
+        def expr_of(dt: Any, _e: Expr = entry) -> tuple[str | None, tuple[str, ...]]:
+            return expression(_e, dt)
+        out_of = (lambda dt: _BOOL) if name in BOOL_RESULT else (lambda dt: _BOOL if dt == _BOOL else dt)
+        table[name] = _fast(Elementwise(rt, name, expr_of, out_of))
+    table["where"] = Elementwise(rt, "where", lambda dt: ("a ? b : c", ()), lambda dt: dt)
+    return table
+
+
+def _fast(op: Elementwise) -> Callable[..., Any]:
+    """The kernel function of ``op``: arrays of one shape, contiguous, skip every general step."""
+    rt = op.rt
+    cache = op.cache
+    queue = rt.queue
+    empty = rt.empty
+    grid = rt.grid
+
+    def kernel(*args: Any) -> CLArray:
+        a = args[0]
+        if type(a) is CLArray and a.contiguous:
+            key = None
+            if len(args) == 1:
+                key = ((a.dtype, False),)
+                flat: tuple[Any, ...] = (a.buffer, a.offset)
+            else:
+                b = args[1]
+                if type(b) is CLArray and b.contiguous and b.shape == a.shape:
+                    key = ((a.dtype, False), (b.dtype, False))
+                    flat = (a.buffer, a.offset, b.buffer, b.offset)
+            if key is not None:
+                got = cache.get(key)
+                if got is not None:
+                    out = empty(a.shape, got[2])
+                    n = out.size
+                    if n:
+                        got[0](queue, grid(n), None, out.buffer, 0, *flat, n)
+                    return out
+        return op(*args)
+    return kernel
+
+
+# -- copies and casts ---------------------------------------------------------------------------------------
+
+
+def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False) -> tuple[Any, Any]:
+    key = ("copy", src.name, dst.name, scalar)
+    got = rt.kernels.get(key)
+    if got is None:
+        ops = ((src, scalar),)
+        def source() -> str:
+            return render("copy_k", "a", ops, dst)
+        got = (rt.kernel(key, "copy_k_c", source, _scalar_types(ops, False)),
+               rt.kernel(key, "copy_k_s", source, _scalar_types(ops, True)))
+        rt.kernels[key] = got
+    return got
+
+
+def copy_into(dst: CLArray, src: Any) -> None:
+    """``dst[...] = src`` (a CLArray broadcast to dst, or a Python scalar), converting dtypes."""
+    rt = dst.rt
+    if type(src) is CLArray:
+        if src.rt is not rt:
+            raise ValueError("copy between OpenCL devices goes through the host: use .to(device)")
+        kc, ks = _copier(rt, src.dtype, dst.dtype)
+        launch(rt, kc, ks, dst, (src,), src.dtype)
+    else:
+        sdt = dst.dtype
+        kc, ks = _copier(rt, sdt, dst.dtype, True)
+        launch(rt, kc, ks, dst, (sdt.type(src) if sdt.name != "float16" else np.float32(src),), sdt)
+
+
+def copy_contiguous(x: CLArray) -> CLArray:
+    """A contiguous copy of ``x``."""
+    out = x.rt.empty(x.shape, x.dtype)
+    copy_into(out, x)
+    return out
+
+
+def cast_array(x: CLArray, dtype: Any) -> CLArray:
+    """``x`` converted to the NumPy dtype ``dtype`` (a new contiguous array)."""
+    out = x.rt.empty(x.shape, dtype)
+    copy_into(out, x)
+    return out

@@ -1,0 +1,166 @@
+"""One device's runtime: context, in-order queue, memory pool, program cache, transfers.
+
+Programs are built once per (source, device) in this process (the
+``programs`` dict) and across processes by pyopencl's binary cache (on disk,
+keyed by source and device), so a second run loads binaries instead of
+compiling. Allocations come from a ``pyopencl.tools.MemoryPool``: a freed
+buffer goes back to the pool and is reused by the next allocation of its
+size class, which is safe on the one in-order queue. Nothing on the op path
+waits for the device; only transfers to the host do.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._array import CLArray
+
+__all__ = ["Runtime", "KERNEL_DIR", "ctype", "MAX_DIMS"]
+
+#: The OpenCL C sources (templates) of the kernels.
+KERNEL_DIR = Path(__file__).parent / "kernels"
+#: The most dimensions a strided kernel takes (more are refused with a clear error).
+MAX_DIMS = 8
+
+#: NumPy dtype name -> (storage type, compute type) in OpenCL C. float16 is stored as half and computed in
+#: float (vload_half / vstore_half need no cl_khr_fp16); bool is stored as uchar 0 / 1.
+_CTYPES: dict[str, tuple[str, str]] = {
+    "bool": ("uchar", "uchar"), "int8": ("char", "char"), "uint8": ("uchar", "uchar"),
+    "int16": ("short", "short"), "uint16": ("ushort", "ushort"), "int32": ("int", "int"), "uint32": ("uint", "uint"),
+    "int64": ("long", "long"), "uint64": ("ulong", "ulong"), "float16": ("half", "float"),
+    "float32": ("float", "float"), "float64": ("double", "double"),
+}
+
+
+def ctype(dtype: Any) -> tuple[str, str]:
+    """(storage, compute) OpenCL C types of a NumPy dtype."""
+    try:
+        return _CTYPES[dtype.name]
+    except KeyError:
+        raise TypeError(f"the OpenCL backend has no kernels for dtype {dtype}") from None
+
+
+def read_source(name: str) -> str:
+    """A ``.cl`` file of ``kernels/``."""
+    return (KERNEL_DIR / name).read_text()
+
+
+class Runtime:
+    """The context, queue, pool and compiled programs of one OpenCL device."""
+
+    def __init__(self, device: Any) -> None:
+        import pyopencl as cl
+        import pyopencl.tools as cltools
+        self.cl = cl
+        self.device = device
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context)
+        self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
+        self.fp64 = "cl_khr_fp64" in device.extensions.split()
+        #: source key -> built program; kernels by (key, kernel name).
+        self.programs: dict[Any, Any] = {}
+        self.kernels: dict[Any, Any] = {}
+        #: seconds spent building programs in this process, and how many were built.
+        self.build_seconds = 0.0
+        self.builds = 0
+        self._lock = threading.Lock()
+        self._header = read_source("common.cl")
+        self.max_group = min(256, device.max_work_group_size)
+
+    def np_dtype(self, dtype: Any) -> Any:
+        """The NumPy dtype of a ferro dtype."""
+        got = _NP.get(dtype)
+        if got is None:
+            import numpy as np
+            got = _NP[dtype] = np.dtype(dtype.name)
+        return got
+
+    # -- memory -----------------------------------------------------------
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> CLArray:
+        """A new contiguous array from the pool (uninitialized)."""
+        n = 1
+        for s in shape:
+            n *= s
+        buf = self.pool.allocate(n * dtype.itemsize) if n else None
+        return CLArray(self, buf, shape, dtype)
+
+    def stats(self) -> dict[str, int]:
+        """The pool's statistics."""
+        p = self.pool
+        return {"active_bytes": p.active_bytes, "managed_bytes": p.managed_bytes,
+                "held_bytes": p.managed_bytes - p.active_bytes, "active_blocks": p.active_blocks,
+                "held_blocks": p.held_blocks, "programs_built": self.builds,
+                "build_ms": round(self.build_seconds * 1000)}
+
+    # -- transfers ----------------------------------------------------------
+
+    def from_host(self, array: Any) -> CLArray:
+        """Copy a NumPy array to the device (the call returns once the host memory may be reused)."""
+        import numpy as np
+        a = np.ascontiguousarray(array) if array.ndim else np.asarray(array).reshape(())
+        out = self.empty(a.shape, a.dtype)
+        if out.buffer is not None:
+            self.cl.enqueue_copy(self.queue, out.buffer, a, is_blocking=True)
+        return out
+
+    def to_host(self, x: CLArray) -> Any:
+        """The elements of ``x`` as a new NumPy array (waits for the queue)."""
+        import numpy as np
+        if not x.contiguous:
+            from ._elementwise import copy_contiguous
+            x = copy_contiguous(x)
+        out = np.empty(x.shape, x.dtype)
+        if x.size:
+            self.cl.enqueue_copy(self.queue, out, x.buffer, src_offset=x.offset * x.dtype.itemsize, is_blocking=True)
+        return out
+
+    # -- programs -----------------------------------------------------------
+
+    def program(self, key: Any, make_source: Callable[[], str]) -> Any:
+        """The built program of ``key``, building ``make_source()`` once (and caching its binary on disk)."""
+        prog = self.programs.get(key)
+        if prog is None:
+            with self._lock:
+                prog = self.programs.get(key)
+                if prog is None:
+                    src = self._header + make_source()
+                    if self.fp64:
+                        src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
+                    t0 = time.perf_counter()
+                    try:
+                        prog = self.cl.Program(self.context, src).build(options=_OPTIONS)
+                    except self.cl.RuntimeError as e:
+                        raise RuntimeError(f"building the OpenCL program {key!r} failed on "
+                                           f"{self.device.name.strip()}: {e}") from None
+                    self.build_seconds += time.perf_counter() - t0
+                    self.builds += 1
+                    self.programs[key] = prog
+        return prog
+
+    def kernel(self, key: Any, name: str, make_source: Callable[[], str], scalar_types: list[Any] | None) -> Any:
+        """Kernel ``name`` of program ``key``, with its scalar argument types set (fast invoker)."""
+        k = self.kernels.get((key, name))
+        if k is None:
+            k = self.cl.Kernel(self.program(key, make_source), name)
+            if scalar_types is not None:
+                k.set_scalar_arg_dtypes(scalar_types)
+            self.kernels[(key, name)] = k
+        return k
+
+    def grid(self, n: int) -> tuple[int]:
+        """A 1-D global size covering ``n`` work-items, a multiple of the group size."""
+        g = self.max_group
+        return ((n + g - 1) // g * g,)
+
+
+_NP: dict[Any, Any] = {}
+
+# -cl-std is left to the driver; no fast-math: results must match NumPy's within float tolerance.
+_OPTIONS: list[str] = [] if not os.environ.get("FERRO_OPENCL_BUILD_OPTIONS") else \
+    os.environ["FERRO_OPENCL_BUILD_OPTIONS"].split()

@@ -1,0 +1,44 @@
+"""The OpenCL backend's kernel table, put together from the kernel families, and what it refuses.
+
+What is not here (linear algebra decompositions, FFT, sorting and the ops
+whose results the registry composes from these primitives) runs by its
+decomposition in the registry where one exists, or raises
+``UnsupportedOperationError`` naming the backends that have it
+(``FERRO_FALLBACK=cpu`` opts in to running it on the CPU backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ferro._dtypes import DType
+
+from ._creation import creation_kernels
+from ._elementwise import elementwise_kernels
+from ._indexing import indexing_kernels
+from ._matmul import matmul_kernel
+from ._movement import movement_kernels
+from ._ops_table import BINARY, UNARY
+from ._reduction import reduction_kernels
+from ._runtime import Runtime
+
+__all__ = ["kernel_table", "refused"]
+
+
+def kernel_table(rt: Runtime, rng: Callable[[], Any]) -> dict[str, Callable[..., Any]]:
+    """Op name -> kernel on ``rt``'s device; ``rng()`` is the device's host generator."""
+    return {**elementwise_kernels(rt), **movement_kernels(), **indexing_kernels(rt), **reduction_kernels(rt),
+            "matmul": matmul_kernel(rt), **creation_kernels(rt, rng)}
+
+
+def refused(dtypes: frozenset[DType]) -> dict[str, frozenset[DType]]:
+    """Op -> the dtypes whose kind (floating or integer) the op table has no expression for."""
+    out: dict[str, frozenset[DType]] = {}
+    for name, entry in (*UNARY.items(), *BINARY.items()):
+        bad = frozenset(d for d in dtypes if (entry.floating if d.is_floating_point else
+                                                (entry.boolean or entry.integer) if d.kind == "b" else
+                                                entry.integer) is None)
+        if bad:
+            out[name] = bad
+    return out

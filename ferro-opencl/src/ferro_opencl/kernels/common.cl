@@ -1,0 +1,46 @@
+/* Shared by every ferro program: the strided layout argument, loads and stores, helper templates.
+ *
+ * meta_t carries a strided launch's shape and, per operand (0 = the output), its strides in elements;
+ * it is passed by value, so a launch needs no extra buffer. Dimensions past nd are unused.
+ */
+typedef struct { long nd; long shape[8]; long st[4][8]; } meta_t;
+
+/* float16 is stored as half and computed in float: vload_half / vstore_half need no cl_khr_fp16. */
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (v))
+#define LD_H(p, i) vload_half((i), (p))
+#define ST_H(p, i, v) vstore_half_rte((v), (i), (p))
+
+/* Helper functions, instantiated per compute type T by the generator when an op's expression needs them. */
+#define DEF_FREM(T) inline T frem_##T(T a, T b) { \
+    T r = fmod(a, b); return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? r + b : r; }
+#define DEF_FFLOORDIV(T) inline T ffloordiv_##T(T a, T b) { \
+    if (b == (T)0) return a / b; \
+    T m = fmod(a, b); T d = (a - m) / b; \
+    if (m != (T)0 && ((b < (T)0) != (m < (T)0))) d -= (T)1; \
+    if (d == (T)0) return copysign((T)0, a / b); \
+    T f = floor(d); return (d - f > (T)0.5) ? f + (T)1 : f; }
+#define DEF_IREM(T) inline T irem_##T(T a, T b) { \
+    if (b == 0) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+#define DEF_IFLOORDIV(T) inline T ifloordiv_##T(T a, T b) { \
+    if (b == 0) return 0; T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+#define DEF_IPOW(T) inline T ipow_##T(T a, T b) { \
+    if (b < 0) return (a == 1) ? 1 : (a == -1 ? ((b & 1) ? a : 1) : 0); \
+    T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
+#define DEF_LOGADDEXP(T) inline T logaddexp_##T(T a, T b) { \
+    if (a == b) return a + log((T)2); T m = fmax(a, b); \
+    return isnan(m) ? a + b : m + log1p(exp(-fabs(a - b))); }
+#define DEF_SIGMOID(T) inline T sigmoid_##T(T a) { \
+    if (a >= (T)0) return (T)1 / ((T)1 + exp(-a)); T e = exp(a); return e / ((T)1 + e); }
+
+/* The position, in elements, of flat index i of m.shape for operand k (strides m.st[k]). */
+inline long strided_pos(long i, const meta_t *m, const int k)
+{
+    long p = 0;
+    for (int d = (int)m->nd - 1; d >= 0; --d) {
+        const long c = i % m->shape[d];
+        i /= m->shape[d];
+        p += c * m->st[k][d];
+    }
+    return p;
+}
