@@ -4,9 +4,9 @@
 initializations and ``ferro.nn.utils`` gradient clipping.
 """
 
-from . import functional
+from . import functional, init, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter
 
-__all__ = ["functional", "Parameter", "Buffer", *_modules_all]
+__all__ = ["functional", "init", "utils", "Parameter", "Buffer", *_modules_all]

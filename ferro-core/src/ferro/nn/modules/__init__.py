@@ -1,6 +1,48 @@
 """The layers of ``ferro.nn``: one file per family, all re-exported by ``ferro.nn``."""
 
+from . import activation as _activation
+from .activation import *  # noqa: F403
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import Dropout, Dropout2d
+from .flatten import Flatten, Unflatten
+from .linear import Bilinear, Identity, Linear
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, RemovableHandle
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    LocalResponseNorm,
+    RMSNorm,
+)
+from .pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from .sparse import Embedding
 
-__all__ = ["Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = [
+    "Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "Identity", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm", "GroupNorm",
+    "RMSNorm", "LocalResponseNorm", "Dropout", "Dropout2d", "Embedding", "Flatten", "Unflatten",
+    "CosineSimilarity", "PairwiseDistance", "L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+    *_activation.__all__,
+]

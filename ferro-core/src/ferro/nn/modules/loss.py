@@ -1,0 +1,171 @@
+"""Every loss of ``ferro.nn.functional`` as a module (``MSELoss``, ``CrossEntropyLoss``...), with
+PyTorch's arguments; class weights are buffers, so they move with ``to()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._tensor import Tensor
+from .. import functional as F  # noqa: N812 - the name PyTorch code uses
+from .module import Module
+
+__all__ = ["L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
+           "SmoothL1Loss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss"]
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+    """PyTorch's old (size_average, reduce) flags as a reduction string."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+class _Loss(Module):
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            reduction = _legacy_reduction(size_average, reduce)
+        if reduction not in ("none", "mean", "sum", "batchmean"):
+            raise ValueError(f"{type(self).__name__}: {reduction} is not a valid value for reduction")
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class L1Loss(_Loss):
+    """Mean (or sum, or elementwise with ``reduction='none'``) absolute error."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    """Mean (or sum, or elementwise) squared error."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices given log-probabilities (N, C, ...)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, ignore_index: int = -100,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits (N, C, ...) with class indices or class probabilities."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, ignore_index: int = -100,
+                 reduce: bool | None = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of logits, computed stably; ``pos_weight`` weighs the positive class."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, linear above it."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error (scaled by 1 / 2beta) below ``beta``, absolute error above it."""
+
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class KLDivLoss(_Loss):
+    """KL divergence of ``target`` from ``input`` (log-probabilities); use ``reduction='batchmean'`` for the
+    mathematical definition."""
+
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss of ``input`` against ``target``."""
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class _PairLoss(_Loss):
+    _fn: Any
+
+    def __init__(self, margin: float = 0.0, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """The loss of the pair against ``target`` (1 or -1)."""
+        return type(self)._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_PairLoss):
+    """``1 - cos`` for similar pairs (target 1), ``max(0, cos - margin)`` for dissimilar ones (-1)."""
+
+    _fn = staticmethod(F.cosine_embedding_loss)
+
+
+class MarginRankingLoss(_PairLoss):
+    """``max(0, -target * (x1 - x2) + margin)``."""
+
+    _fn = staticmethod(F.margin_ranking_loss)
