@@ -104,9 +104,11 @@ class _Encoder:
             n = 1
             while name in self.arrays:
                 name, n = f"{base}#{n}", n + 1
-            arr = np.ascontiguousarray(t._device.backend.to_numpy(t._data))
+            arr = np.asarray(t._device.backend.to_numpy(t._data))
+            if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+                arr = arr.copy(order="C")
             if t._dtype.name == "complex128":
-                arr = np.ascontiguousarray(arr.view(np.float64).reshape((*arr.shape, 2)))
+                arr = arr.reshape(-1).view(np.float64).reshape((*arr.shape, 2))
             elif arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
                 arr = arr.byteswap().view(arr.dtype.newbyteorder("<"))
             self.arrays[name] = arr
@@ -261,8 +263,8 @@ class _Decoder:
         try:
             target.backend  # noqa: B018
         except Exception as e:
-            raise SerializationError(f"a tensor was saved on {saved}, and device {target} cannot be used here "
-                                     f"({e}); pass map_location='cpu' to load it elsewhere") from e
+            raise SerializationError(f"a tensor was saved on {saved}, and device {target} cannot be used here; "
+                                     f"pass map_location='cpu' to load it elsewhere ({e})") from e
         return target
 
     def tensor(self, name: str, saved_device: str = "cpu", marker: str | None = None,
