@@ -80,6 +80,9 @@ class Optimizer:
         if isinstance(params, dict):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a dict; pass [dict] for a single parameter group")
+        if isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
