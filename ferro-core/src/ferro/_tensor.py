@@ -341,11 +341,28 @@ class Tensor:
         """The values as (nested) Python lists of numbers."""
         return self._device.backend.to_numpy(self._data).tolist()
 
-    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
-        return self._device.backend.to_dlpack(self._data, stream)
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[Any, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of the data (the array API standard's signature; extra requests are the native array's)."""
+        if max_version is None and dl_device is None and copy is None:
+            return self._device.backend.to_dlpack(self._data, stream)
+        kw = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
+        return self._data.__dlpack__(**kw)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._device.backend.dlpack_device(self._data)
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"ferro.array_api implements the standard's 2024.12 version, not {api_version!r}")
+        from . import array_api
+        return array_api
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This array on ``device`` (the array API standard's spelling of ``.to(device)``)."""
+        return self.to(device)
 
     def __float__(self) -> float:
         return float(self.item())
