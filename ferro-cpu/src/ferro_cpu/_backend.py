@@ -238,7 +238,9 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
     """erf, erfc, erfinv, lgamma, digamma from scipy.special (ufuncs too, imported on first use)."""
     from scipy import special
     names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
-    return {op: _same_dtype(_ufunc_kernel(getattr(special, fn), quiet, False, pool)) for op, fn in names.items()}
+    # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
+    ufuncs = {op: getattr(getattr(special, fn), "__wrapped__", getattr(special, fn)) for op, fn in names.items()}
+    return {op: _same_dtype(_ufunc_kernel(u, quiet, False, pool)) for op, u in ufuncs.items()}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
