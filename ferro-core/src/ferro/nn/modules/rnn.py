@@ -414,11 +414,6 @@ class RNN(RNNBase):
         out, h, _ = self._run(input, hx)
         return out, h
 
-    def extra_repr(self) -> str:
-        """The constructor arguments that differ from the defaults."""
-        s = super().extra_repr()
-        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
-
 
 class LSTM(RNNBase):
     """Multi-layer LSTM, as ``torch.nn.LSTM`` (gates ``i, f, g, o``; optional ``proj_size``).
