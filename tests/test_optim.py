@@ -496,3 +496,26 @@ def test_add_param_group_refusals_change_nothing() -> None:
 def test_repr_lists_the_groups() -> None:
     text = repr(fo.SGD([_p()], lr=0.25, momentum=0.5))
     assert text.startswith("SGD (") and "Parameter Group 0" in text and "lr: 0.25" in text and "momentum: 0.5" in text
+
+
+def test_state_dict_saved_with_ferro_save_continues_identically(tmp_path) -> None:
+    fps, _ = _pair("float32")
+    opt = fo.Adam([{"params": fps[:2]}, {"params": fps[2:], "lr": 0.1, "amsgrad": True}], lr=0.01)
+    for step in range(2):
+        for p, g in zip(fps, _values(step, "float32"), strict=True):
+            p.grad = ferro.tensor(g)
+        opt.step()
+    path = tmp_path / "optimizer.safetensors"
+    ferro.save(opt.state_dict(), path)
+    copies = [ferro.tensor(p.detach().numpy(), requires_grad=True) for p in fps]
+    other = fo.Adam([{"params": copies[:2]}, {"params": copies[2:]}])
+    other.load_state_dict(ferro.load(path))
+    assert other.param_groups[1]["amsgrad"] is True and other.param_groups[1]["betas"] == (0.9, 0.999)
+    for step in range(2, 4):
+        for ps in (fps, copies):
+            for p, g in zip(ps, _values(step, "float32"), strict=True):
+                p.grad = ferro.tensor(g)
+        opt.step()
+        other.step()
+    for a, b in zip(fps, copies, strict=True):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
