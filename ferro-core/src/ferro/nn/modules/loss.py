@@ -3,6 +3,7 @@ PyTorch's arguments; class weights are buffers, so they move with ``to()``."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..._tensor import Tensor
@@ -28,6 +29,8 @@ class _Loss(Module):
         super().__init__()
         if size_average is not None or reduce is not None:
             reduction = _legacy_reduction(size_average, reduce)
+            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                          "instead.", UserWarning, stacklevel=3)
         if reduction not in ("none", "mean", "sum", "batchmean"):
             raise ValueError(f"{type(self).__name__}: {reduction} is not a valid value for reduction")
         self.reduction = reduction

@@ -139,7 +139,7 @@ class _InstanceNorm(_NormBase):
         if x.shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels, got input "
                              f"{list(input.shape)}")
-        factor = self._average_factor()
+        factor = 0.0 if self.momentum is None else self.momentum  # PyTorch counts no batches here
         if not self.track_running_stats or (self.training and self.running_mean is None):
             out = F.instance_norm(x, None, None, self.weight, self.bias, True, factor, self.eps)
         else:
