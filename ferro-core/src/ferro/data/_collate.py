@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["default_collate", "default_convert"]
@@ -27,7 +28,7 @@ def _rebuild(elem: Any, items: Any) -> Any:
         return dict(items) if isinstance(elem, collections.abc.Mapping) else list(items)
 
 
-def default_collate(batch: list[Any]) -> Any:
+def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, as PyTorch: tensors are stacked (a new first dimension),
     NumPy arrays and scalars become tensors, Python floats float64 tensors, ints (and bools) int64
     (bool) tensors; strings and bytes stay a list; dicts, named tuples and sequences are collated field
@@ -57,11 +58,11 @@ def default_collate(batch: list[Any]) -> Any:
     if isinstance(elem, collections.abc.Mapping):
         return _rebuild(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
     if _is_namedtuple(elem):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         if len({len(e) for e in batch}) != 1:
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [default_collate(list(s)) for s in zip(*batch)]
+        transposed = [default_collate(s) for s in zip(*batch)]  # (tuples: strings stay a tuple, as torch)
         return transposed if isinstance(elem, tuple) else _rebuild(elem, transposed)
     raise TypeError(_ERR.format(type(elem)))
 
