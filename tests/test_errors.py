@@ -190,7 +190,8 @@ EXTRA: dict[str, Callable[[ferro.DType, str], Any]] = {
                                                                                                          (2, 1, 2, 2))),
     **{f"linalg.{n}": (lambda d, dev, _n=n: getattr(ferro.linalg, _n)(_x(d, dev, (3, 3)) + ferro.eye(
         3, dtype=d, device=dev) * 3)) for n in ("inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd",
-                                                "svdvals", "qr", "pinv", "vector_norm", "matrix_norm")},
+                                                "svdvals", "qr", "pinv", "vector_norm", "matrix_norm", "lu_factor",
+                                                "lu")},
     "linalg.solve": lambda d, dev: ferro.linalg.solve(_x(d, dev, (3, 3)) + ferro.eye(3, dtype=d, device=dev),
                                                       _x(d, dev, (3,))),
     "linalg.lstsq": lambda d, dev: ferro.linalg.lstsq(_x(d, dev, (3, 2)) + ferro.eye(3, 2, dtype=d, device=dev),

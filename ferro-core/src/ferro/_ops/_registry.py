@@ -54,6 +54,10 @@ def _to_bool(d: DType) -> tuple[DType, DType] | None:
     return (d, bool_)
 
 
+def _logical(d: DType) -> tuple[DType, DType] | None:
+    return (bool_, bool_)
+
+
 def _real_to_bool(d: DType) -> tuple[DType, DType] | None:
     return None if d.is_complex else (d, bool_)
 
@@ -98,6 +102,7 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "float": (_float, "any dtype (integers compute in the default float dtype)"),
     "real_float": (_real_float, "real dtypes (integers compute in the default float dtype)"),
     "to_bool": (_to_bool, "any dtype"),
+    "logical": (_logical, "any dtype (computed as bool: zero is False)"),
     "real_to_bool": (_real_to_bool, "real dtypes (not complex)"),
     "integral": (_integral, "integer and bool dtypes"),
     "integer": (_integer, "integer dtypes (not bool)"),

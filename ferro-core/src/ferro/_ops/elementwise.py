@@ -131,7 +131,7 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
     ("isnan", "to_bool", (), None, "Whether each element is NaN."),
     ("isinf", "to_bool", (), None, "Whether each element is infinite."),
     ("isfinite", "to_bool", (), None, "Whether each element is finite."),
-    ("logical_not", "to_bool", (), None, "Logical not (zero is False)."),
+    ("logical_not", "logical", (), None, "Logical not (zero is False)."),
     ("bitwise_not", "integral", (), None, "Bitwise not (logical not for bool)."),
 ]
 
@@ -157,9 +157,9 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
     ("le", "real_to_bool", (), None, "x <= y."),
     ("gt", "real_to_bool", (), None, "x > y."),
     ("ge", "real_to_bool", (), None, "x >= y."),
-    ("logical_and", "to_bool", (), None, "Logical and."),
-    ("logical_or", "to_bool", (), None, "Logical or."),
-    ("logical_xor", "to_bool", (), None, "Logical xor."),
+    ("logical_and", "logical", (), None, "Logical and."),
+    ("logical_or", "logical", (), None, "Logical or."),
+    ("logical_xor", "logical", (), None, "Logical xor."),
     ("bitwise_and", "integral", (), None, "Bitwise and (logical for bool)."),
     ("bitwise_or", "integral", (), None, "Bitwise or."),
     ("bitwise_xor", "integral", (), None, "Bitwise xor."),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._dtypes import DType, all_dtypes, bfloat16
+from ._array_api_indexing import make_indexing_kernels
 from ._base import Availability, Backend
 from ._lu import lu_factor
 
@@ -159,6 +160,10 @@ class ArrayAPIBackend(Backend):
         for op, fn in BINARY_FUNCS.items():
             if hasattr(xp, fn):
                 table[op] = getattr(xp, fn)
+        # bool + bool is "or" and bool * bool is "and" in PyTorch; the standard refuses bool arithmetic.
+        for op, logical in (("add", "logical_or"), ("mul", "logical_and")):
+            if op in table:
+                table[op] = _bool_as(xp, table[op], getattr(xp, logical))
         table.update(self._generic_kernels(index))
         table.update(self.extra_kernels(index))
         return table
@@ -211,21 +216,18 @@ class ArrayAPIBackend(Backend):
         def view(x: Any, shape: tuple[int, ...]) -> Any:
             return xp.reshape(x, shape, copy=False)
 
-        def getitem(x: Any, key: Any) -> Any:
-            return x[key]
-
-        def setitem(x: Any, key: Any, value: Any) -> None:
-            x[key] = value
+        indexing = make_indexing_kernels(xp, self.to_numpy, lambda a: xp.asarray(a, **kw))
+        getitem, setitem = indexing["getitem"], indexing["setitem"]
 
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
             if not accumulate:
-                x[key] = value
+                setitem(x, key, value)
                 return
             # The standard has no scatter-add. `x[key] += value` is exact when no element is
             # addressed twice; repeated indices are summed on the host (a backend overrides this).
-            positions = xp.reshape(xp.reshape(xp.arange(math.prod(x.shape), **kw), x.shape)[key], (-1,))
+            positions = xp.reshape(getitem(xp.reshape(xp.arange(math.prod(x.shape), **kw), x.shape), key), (-1,))
             if positions.shape[0] == xp.unique_values(positions).shape[0]:
-                x[key] = x[key] + value
+                setitem(x, key, getitem(x, key) + value)
                 return
             import numpy as np
             host = np.array(self.to_numpy(x))
@@ -422,6 +424,17 @@ def _host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_
         touched[key] = True
         x[touched] = identity
     ufunc.at(x, key, np.broadcast_to(value, x[key].shape))
+
+
+def _bool_as(xp: Any, arithmetic: Callable[..., Any], logical: Callable[..., Any]) -> Callable[..., Any]:
+    """A binary kernel that runs ``logical`` on bool arrays and ``arithmetic`` otherwise."""
+    bool_dtype = xp.bool
+
+    def kernel(x: Any, y: Any) -> Any:
+        if getattr(x, "dtype", None) == bool_dtype or getattr(y, "dtype", None) == bool_dtype:
+            return logical(x, y)
+        return arithmetic(x, y)
+    return kernel
 
 
 def _jsonable(o: Any) -> Any:
