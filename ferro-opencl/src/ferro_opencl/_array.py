@@ -29,7 +29,7 @@ class CLArray:
     """``buffer`` (a pyopencl Buffer or pooled buffer, None when empty) read as ``dtype`` from ``offset`` with
     ``shape`` and ``strides`` (elements); ``rt`` is the device's runtime (queue, pool, programs)."""
 
-    __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "rt", "size", "contiguous")
+    __slots__ = ("buffer", "contiguous", "dtype", "offset", "rt", "shape", "size", "strides")
 
     def __init__(self, rt: Any, buffer: Any, shape: tuple[int, ...], dtype: Any,
                  strides: tuple[int, ...] | None = None, offset: int = 0) -> None:
@@ -71,7 +71,8 @@ class CLArray:
         """The OpenCL context of the array's device."""
         return self.rt.context
 
-    def view(self, shape: tuple[int, ...], strides: tuple[int, ...] | None = None, offset: int | None = None) -> CLArray:
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+             offset: int | None = None) -> CLArray:
         """Another array over the same buffer."""
         return CLArray(self.rt, self.buffer, shape, self.dtype, strides, self.offset if offset is None else offset)
 

@@ -98,7 +98,9 @@ class OpenCLBackend(Backend):
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         from ._table import kernel_table
-        return kernel_table(self.runtime(index), lambda: self._host_rng._rng(index))
+        # core's host kernels call only self.to_numpy / self.from_numpy, which this backend has
+        host = ArrayAPIBackend._host_kernels(self, index)  # type: ignore[arg-type]
+        return kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
 
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
         from ._table import refused

@@ -40,6 +40,7 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
     params, loads_c, loads_s, pos_init, pos_step = [], [], [], [], []
     compute = ctype(operands[0][0])[1]
+    arrays = 0  # strides of the array operands only: m.st[1], m.st[2], ... (scalars have none)
     for j, (dt, scalar) in enumerate(operands, start=1):
         st, ct = ctype(dt)
         var = "abc"[j - 1]
@@ -53,7 +54,8 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         loads_c.append(f"    const {ct} {var} = {ld}(x{j}, off{j} + i);")
         loads_s.append(f"    const {ct} {var} = {ld}(x{j}, p{j});")
         pos_init.append(f", p{j} = off{j}")
-        pos_step.append(f" p{j} += k * m.st[{j}][d];")
+        arrays += 1
+        pos_step.append(f" p{j} += k * m.st[{arrays}][d];")
     out_st, out_ct = ctype(out_dtype)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
@@ -89,7 +91,7 @@ def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool) -> list[A
 class Elementwise:
     """One op's kernels on one device, built per (dtypes, scalar pattern) on first use."""
 
-    __slots__ = ("rt", "name", "expr_of", "out_of", "cache")
+    __slots__ = ("cache", "expr_of", "name", "out_of", "rt")
 
     def __init__(self, rt: Runtime, name: str, expr_of: Callable[[Any], tuple[str | None, tuple[str, ...]]],
                  out_of: Callable[[Any], Any]) -> None:
@@ -155,7 +157,7 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
     if fast:
         kc(rt.queue, rt.grid(n), None, *flat)
         return
-    flat.append(layout(shape, [out] + arrays))
+    flat.append(layout(shape, [out, *arrays]))
     ks(rt.queue, rt.grid(n), None, *flat)
 
 

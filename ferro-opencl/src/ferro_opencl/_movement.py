@@ -93,16 +93,35 @@ def basic_index(x: CLArray, key: Sequence[Any]) -> CLArray:
     return x.view(tuple(shape), tuple(strides), offset)
 
 
+def _resolve(x: CLArray, shape: Sequence[int]) -> tuple[int, ...]:
+    """``shape`` with a -1 replaced by what makes the sizes agree."""
+    shape = tuple(shape)
+    if -1 in shape:
+        known = 1
+        for n in shape:
+            if n != -1:
+                known *= n
+        shape = tuple(x.size // known if n == -1 and known else (0 if n == -1 else n) for n in shape)
+    n = 1
+    for m in shape:
+        n *= m
+    if n != x.size:
+        raise ValueError(f"shape {list(shape)} is invalid for input of size {x.size}")
+    return shape
+
+
 def movement_kernels() -> dict[str, Callable[..., Any]]:
     """reshape, view, permute, expand, contiguous, clone, copy_, cast, cat, stack."""
 
     def reshape(x: CLArray, shape: tuple[int, ...]) -> CLArray:
+        shape = _resolve(x, shape)
         st = view_strides(x, shape)
         if st is None:
             return copy_contiguous(x).view(shape)
         return x.view(shape, st)
 
     def view(x: CLArray, shape: tuple[int, ...]) -> CLArray:
+        shape = _resolve(x, shape)
         st = view_strides(x, shape)
         if st is None:
             raise ValueError(f"no view of shape {list(shape)} over strides {list(x.strides)}")

@@ -36,8 +36,10 @@ UNARY: dict[str, Expr] = {
     "abs": Expr("fabs(a)", "($T)abs(a)"),
     "sign": Expr("isnan(a) ? a : ($T)((a > 0) - (a < 0))", "($T)((a > 0) - (a < 0))"),
     **{fn: _f(fn) for fn in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh",
-                             "cosh", "asinh", "acosh", "atanh", "log2", "log10", "log1p", "expm1", "erf", "erfc",
-                             "lgamma")},
+                             "cosh", "asinh", "acosh", "atanh", "log2", "log10", "log1p", "expm1", "erf", "erfc")},
+    "lgamma": Expr("isinf(a) ? a : lgamma(a)", None),  # SciPy's gammaln(-inf) is -inf
+    "digamma": Expr("digamma_$T(a)", None, ("DEF_DIGAMMA",)),
+    "erfinv": Expr("erfinv_$T(a)", None, ("DEF_ERFINV",)),
     "sigmoid": Expr("sigmoid_$T(a)", None, ("DEF_SIGMOID",)),
     "relu": Expr("(a > ($T)0 || isnan(a)) ? a : ($T)0", "a > 0 ? a : ($T)0"),
     "floor": Expr("floor(a)", "a"), "ceil": Expr("ceil(a)", "a"), "trunc": Expr("trunc(a)", "a"),

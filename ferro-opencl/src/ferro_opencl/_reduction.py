@@ -110,7 +110,7 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
 
     def run(op: str, x: CLArray, dims: Any, keepdim: bool, acc_dt: Any, out_dt: Any) -> CLArray:
         dims = _dims(x, dims)
-        kshape, mo, mr, n_out, n_red = _split(x, dims)
+        _kshape, mo, mr, n_out, n_red = _split(x, dims)
         out = rt.empty(_out_shape(x, dims, keepdim), out_dt)
         if n_out == 0:
             return out
@@ -131,7 +131,7 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         part = rt.empty((n_out, chunks), acc_dt if op not in ("any", "all") else _BOOL)
         k1 = kernel(part_op, "reduce", x.dtype, acc_dt, part.dtype, types)
         k1(rt.queue, (n_out * chunks * g,), (g,), part.buffer, x.buffer, x.offset, n_red, chunks, n_red, mo, mr)
-        pk, pmo, pmr, _, _ = _split(part, (1,))
+        _pk, pmo, pmr, _, _ = _split(part, (1,))
         k2 = kernel(op, "reduce", part.dtype, acc_dt if op not in ("any", "all") else _BOOL, out_dt, types)
         g2 = _group(chunks, cap)
         k2(rt.queue, (n_out * g2,), (g2,), out.buffer, part.buffer, 0, chunks, 1, n_red, pmo, pmr)
@@ -157,7 +157,7 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                 dims: tuple[int, ...] = (0,)
             else:
                 dims = _dims(x, (dim,))
-            kshape, mo, mr, n_out, n_red = _split(src, dims)
+            _kshape, mo, mr, n_out, n_red = _split(src, dims)
             if dim is None:
                 shape = tuple(1 for _ in x.shape) if keepdim else ()
             else:

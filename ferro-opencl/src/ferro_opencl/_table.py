@@ -22,14 +22,17 @@ from ._movement import movement_kernels
 from ._ops_table import BINARY, UNARY
 from ._reduction import reduction_kernels
 from ._runtime import Runtime
+from ._sorting import sorting_kernels
 
 __all__ = ["kernel_table", "refused"]
 
 
-def kernel_table(rt: Runtime, rng: Callable[[], Any]) -> dict[str, Callable[..., Any]]:
-    """Op name -> kernel on ``rt``'s device; ``rng()`` is the device's host generator."""
+def kernel_table(rt: Runtime, rng: Callable[[], Any],
+                 host: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """Op name -> kernel on ``rt``'s device; ``rng()`` is the device's host generator, ``host`` core's
+    host-computed kernels (for unique, histc, bincount)."""
     return {**elementwise_kernels(rt), **movement_kernels(), **indexing_kernels(rt), **reduction_kernels(rt),
-            "matmul": matmul_kernel(rt), **creation_kernels(rt, rng)}
+            "matmul": matmul_kernel(rt), **creation_kernels(rt, rng), **sorting_kernels(rt, host)}
 
 
 def refused(dtypes: frozenset[DType]) -> dict[str, frozenset[DType]]:

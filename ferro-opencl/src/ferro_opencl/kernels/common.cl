@@ -44,3 +44,33 @@ inline long strided_pos(long i, const meta_t *m, const int k)
     }
     return p;
 }
+
+/* digamma: reflection below 0, recurrence up to 6, then the asymptotic series (SciPy's edge values). */
+#define DEF_DIGAMMA(T) inline T digamma_##T(T x) { \
+    if (isnan(x) || x == -INFINITY) return NAN; \
+    if (x == (T)0) return signbit(x) ? INFINITY : -INFINITY; \
+    T r = 0; \
+    if (x < (T)0) { \
+        if (x == floor(x)) return NAN; \
+        const T pi = (T)3.14159265358979323846; r = -pi / tan(pi * x); x = (T)1 - x; } \
+    while (x < (T)6) { r -= (T)1 / x; x += (T)1; } \
+    const T f = (T)1 / (x * x); \
+    return r + log(x) - (T)0.5 / x - f * ((T)(1.0 / 12) - f * ((T)(1.0 / 120) - f * ((T)(1.0 / 252) - \
+        f * ((T)(1.0 / 240) - f * (T)(1.0 / 132))))); }
+
+/* erfinv: Giles' approximation refined by two Newton steps on erf (full precision in float and double). */
+#define DEF_ERFINV(T) inline T erfinv_##T(T y) { \
+    if (y <= (T)-1) return y == (T)-1 ? -INFINITY : NAN; \
+    if (y >= (T)1) return y == (T)1 ? INFINITY : NAN; \
+    T w = -log(((T)1 - y) * ((T)1 + y)), p; \
+    if (w < (T)5) { w -= (T)2.5; p = (T)2.81022636e-08; p = (T)3.43273939e-07 + p * w; \
+        p = (T)-3.5233877e-06 + p * w; p = (T)-4.39150654e-06 + p * w; p = (T)0.00021858087 + p * w; \
+        p = (T)-0.00125372503 + p * w; p = (T)-0.00417768164 + p * w; p = (T)0.246640727 + p * w; \
+        p = (T)1.50140941 + p * w; } \
+    else { w = sqrt(w) - (T)3; p = (T)-0.000200214257; p = (T)0.000100950558 + p * w; \
+        p = (T)0.00134934322 + p * w; p = (T)-0.00367342844 + p * w; p = (T)0.00573950773 + p * w; \
+        p = (T)-0.0076224613 + p * w; p = (T)0.00943887047 + p * w; p = (T)1.00167406 + p * w; \
+        p = (T)2.83297682 + p * w; } \
+    T x = p * y; \
+    for (int i = 0; i < 2; ++i) x -= (erf(x) - y) / ((T)1.1283791670955126 * exp(-x * x)); \
+    return x; }

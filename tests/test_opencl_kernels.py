@@ -1,0 +1,278 @@
+"""ferro-opencl's kernels on a real OpenCL device (PoCL's CPU device in CI), against NumPy.
+
+What the conformance suite does not reach: views that stay views (no copy),
+arbitrary strides and offsets, broadcasting with scalars, reductions of
+permuted inputs and the two-pass path, batched and transposed matmul, scatter
+with repeated indices, the program cache and the memory pool's statistics,
+and the errors for what the backend does not claim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+
+
+@pytest.fixture(scope="module")
+def ocl() -> Any:
+    if "opencl" not in ferro.backends.installed():
+        pytest.skip("ferro-opencl is not installed")
+    b = ferro.backends.get("opencl")
+    if not b.availability():
+        pytest.skip(f"no OpenCL device here: {b.availability().reason}")
+    return b
+
+
+def _t(a: np.ndarray) -> ferro.Tensor:
+    return ferro.tensor(a, device="opencl")
+
+
+RNG = np.random.default_rng(0)
+
+
+def _close(t: ferro.Tensor, expected: Any, **kw: Any) -> None:
+    got = t.numpy()
+    assert got.shape == np.shape(expected), (got.shape, np.shape(expected))
+    np.testing.assert_allclose(got, expected, rtol=kw.get("rtol", 1e-5), atol=kw.get("atol", 1e-6))
+
+
+# -- views ------------------------------------------------------------------------------------
+
+
+def test_views_share_the_buffer(ocl: Any) -> None:
+    a = RNG.standard_normal((4, 6)).astype(np.float32)
+    x = _t(a)
+    views = [x.T, x[1:3, ::2], x.reshape(2, 12), x.view(24), x[None, 2], x.unsqueeze(1).expand(4, 3, 6), x[..., -1]]
+    for v in views:
+        assert v._data.buffer is x._data.buffer  # metadata only: nothing copied
+    _close(x.T, a.T)
+    _close(x[1:3, ::2], a[1:3, ::2])
+    _close(x[..., -1], a[..., -1])
+    _close(x.unsqueeze(1).expand(4, 3, 6), np.broadcast_to(a[:, None], (4, 3, 6)))
+    x[1:3, ::2] = 0.5  # a write through a view reaches the base
+    a[1:3, ::2] = 0.5
+    _close(x, a)
+
+
+def test_reshape_of_a_transpose_copies_and_view_refuses(ocl: Any) -> None:
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    x = _t(a)
+    r = x.T.reshape(12)
+    assert r._data.buffer is not x._data.buffer
+    _close(r, a.T.reshape(12))
+    with pytest.raises(ferro.errors.ShapeError):
+        x.T.view(12)
+
+
+# -- elementwise -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8"])
+def test_binary_with_strides_offsets_broadcasting_and_scalars(ocl: Any, dtype: str) -> None:
+    if dtype == "float64" and ferro.float64 not in ocl.dtypes(0):
+        pytest.skip("no float64 on this device")
+    a = (RNG.standard_normal((5, 7, 3)) * 4).astype(dtype)
+    b = (RNG.standard_normal((7, 1)) * 4).astype(dtype)
+    x, y = _t(a), _t(b)
+    xs = x.permute(2, 0, 1)[1:, ::2]  # permuted, sliced with an offset and a step
+    want = a.transpose(2, 0, 1)[1:, ::2]
+    _close(xs + y[::2], want + b[::2])
+    _close(xs * 3, want * np.asarray(3, dtype))
+    _close(2 - xs if dtype != "uint8" else xs - 0, (2 - want) if dtype != "uint8" else want)
+    _close(ferro.maximum(xs, y[::2]), np.maximum(want, b[::2]))
+    _close(xs > y[::2], want > b[::2])
+
+
+def test_unary_on_views_and_edge_values(ocl: Any) -> None:
+    a = np.array([[0.5, -1.5, np.inf], [-np.inf, np.nan, -0.0]], np.float32)
+    x = _t(a)
+    with np.errstate(all="ignore"):
+        for name, ref in (("exp", np.exp), ("abs", np.abs), ("floor", np.floor), ("sign", np.sign),
+                          ("isnan", np.isnan), ("isinf", np.isinf), ("round", np.rint), ("sigmoid",
+                          lambda v: 1 / (1 + np.exp(-v))), ("relu", lambda v: np.where(v > 0, v, 0) +
+                                                                   np.where(np.isnan(v), v, 0))):
+            got = getattr(ferro, name)(x.T)
+            np.testing.assert_allclose(got.numpy(), ref(a.T), rtol=1e-6, err_msg=name)
+
+
+def test_integer_division_and_remainder_follow_python(ocl: Any) -> None:
+    a = np.array([7, -7, 7, -7, 0], np.int32)
+    b = np.array([2, 2, -2, -2, 3], np.int32)
+    _close(ferro.floor_divide(_t(a), _t(b)), np.floor_divide(a, b))
+    _close(ferro.remainder(_t(a), _t(b)), np.remainder(a, b))
+    f = np.array([7.5, -7.5, 1e-30, -3.0], np.float32)
+    g = np.array([2.0, 2.0, -1.0, 0.7], np.float32)
+    _close(ferro.floor_divide(_t(f), _t(g)), np.floor_divide(f, g))
+    _close(ferro.remainder(_t(f), _t(g)), np.remainder(f, g))
+
+
+def test_where_and_casts(ocl: Any) -> None:
+    c = RNG.random((3, 4)) > 0.5
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    _close(ferro.where(_t(c), _t(a), 0.0), np.where(c, a, 0))
+    _close(ferro.where(_t(c).T, 1.5, _t(a).T), np.where(c.T, 1.5, a.T))
+    x = _t(a * 10)
+    for dt in (ferro.int32, ferro.uint8, ferro.bool, ferro.int64):
+        np.testing.assert_array_equal(x.to(dt).numpy(), (a * 10).astype(dt.name))
+
+
+# -- reductions ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dims", [None, (0,), (1,), (0, 2), (2,)])
+def test_reductions_of_a_permuted_input(ocl: Any, dims: Any) -> None:
+    a = RNG.standard_normal((4, 5, 6)).astype(np.float32)
+    x = _t(a.transpose(1, 2, 0).copy()).permute(2, 0, 1)  # logical (4, 5, 6), strides permuted
+    axis = dims
+    _close(x.sum(dims) if dims else x.sum(), a.sum(axis), rtol=1e-5, atol=1e-5)
+    _close(x.mean(dims) if dims else x.mean(), a.mean(axis), rtol=1e-5, atol=1e-6)
+    _close(x.amax(dims) if dims else x.amax(), a.max(axis))
+    _close(x.prod(dims[0]) if dims and len(dims) == 1 else x.prod(), np.prod(a, axis=dims[0]) if dims and
+           len(dims) == 1 else np.prod(a), rtol=1e-4)
+
+
+def test_full_reduction_of_many_elements_takes_two_passes(ocl: Any) -> None:
+    a = RNG.standard_normal(300_001).astype(np.float32)
+    x = _t(a)
+    np.testing.assert_allclose(x.sum().item(), a.astype(np.float64).sum(), rtol=1e-4)
+    np.testing.assert_allclose(x.mean().item(), a.astype(np.float64).mean(), rtol=1e-3, atol=1e-6)
+    assert x.amax().item() == a.max() and x.amin().item() == a.min()
+    assert bool((x > 4.5).any().item()) == bool((a > 4.5).any())
+    assert bool((x < 10).all().item())
+    i = _t(np.arange(100_000, dtype=np.int64))
+    assert i.sum().item() == 100_000 * 99_999 // 2
+
+
+def test_argmax_first_of_ties_and_nan(ocl: Any) -> None:
+    a = np.array([[1, 3, 3, 0], [np.nan, 5, np.nan, 5], [2, 2, 2, 2]], np.float32)
+    x = _t(a)
+    np.testing.assert_array_equal(x.argmax(1).numpy(), np.argmax(a, 1))
+    np.testing.assert_array_equal(x.argmin(1).numpy(), np.argmin(a, 1))
+    np.testing.assert_array_equal(x.T.argmax(0).numpy(), np.argmax(a.T, 0))
+    assert x.argmax().item() == np.argmax(a)
+
+
+# -- matmul -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes", [((33, 65), (65, 17)), ((2, 3, 40, 9), (3, 9, 31)), ((70,), (70, 5)),
+                                    ((6, 70), (70,)), ((1, 1), (1, 1))])
+def test_matmul_batched_odd_sizes(ocl: Any, shapes: Any) -> None:
+    a = RNG.standard_normal(shapes[0]).astype(np.float32)
+    b = RNG.standard_normal(shapes[1]).astype(np.float32)
+    _close(_t(a) @ _t(b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_reads_transposed_views_without_a_copy(ocl: Any) -> None:
+    a = RNG.standard_normal((50, 40)).astype(np.float32)
+    b = RNG.standard_normal((30, 40)).astype(np.float32)
+    _close(_t(a) @ _t(b).T, a @ b.T, rtol=1e-4, atol=1e-4)
+    _close(_t(a)[::2, 5:] @ _t(b).T[5:, 1:], a[::2, 5:] @ b.T[5:, 1:], rtol=1e-4, atol=1e-4)
+    ints = RNG.integers(-5, 5, (8, 9)).astype(np.int64)
+    _close(_t(ints) @ _t(ints).T, ints @ ints.T)
+
+
+# -- indexing --------------------------------------------------------------------------------------------
+
+
+def test_advanced_indexing_gather_and_scatter_add_with_repeats(ocl: Any) -> None:
+    a = RNG.standard_normal((5, 4)).astype(np.float32)
+    x = _t(a)
+    idx = np.array([3, 0, 3, 3])
+    _close(x[_t(idx)], a[idx])
+    _close(x[_t(idx), 1:3], a[idx, 1:3])
+    _close(x[x > 0], a[a > 0])
+    out = ferro.zeros(5, 4, device="opencl").index_put((_t(idx),), _t(np.ones((4, 4), np.float32)),
+                                                       accumulate=True)
+    want = np.zeros((5, 4), np.float32)
+    np.add.at(want, idx, 1)
+    _close(out, want)
+    for dt in ("float64", "int32", "int64", "int16"):
+        if dt == "float64" and ferro.float64 not in ocl.dtypes(0):
+            continue
+        src = RNG.integers(0, 9, (6,)).astype(dt)
+        tgt = _t(np.zeros(3, dt)).scatter_add(0, _t(np.array([0, 2, 0, 1, 2, 2])), _t(src))
+        ref = np.zeros(3, dt)
+        np.add.at(ref, [0, 2, 0, 1, 2, 2], src)
+        np.testing.assert_array_equal(tgt.numpy(), ref)
+
+
+def test_scatter_reduce_amax_and_prod(ocl: Any) -> None:
+    idx = np.array([0, 1, 0, 1, 2])
+    src = np.array([1.0, -2.0, 5.0, 3.0, 0.5], np.float32)
+    x = _t(np.full(3, 2.0, np.float32))
+    got = x.scatter_reduce(0, _t(idx), _t(src), reduce="amax")
+    np.testing.assert_array_equal(got.numpy(), [5.0, 3.0, 2.0])
+    got = x.scatter_reduce(0, _t(idx), _t(src), reduce="prod", include_self=False)
+    np.testing.assert_array_equal(got.numpy(), [5.0, -6.0, 0.5])
+
+
+def test_setitem_with_a_tensor_and_a_mask(ocl: Any) -> None:
+    a = RNG.standard_normal((4, 3)).astype(np.float32)
+    x = _t(a)
+    x[x < 0] = 0.0
+    a[a < 0] = 0.0
+    _close(x, a)
+    x[:, 1] = _t(np.arange(4, dtype=np.float32))
+    a[:, 1] = np.arange(4)
+    _close(x, a)
+
+
+def test_cat_stack_cumsum(ocl: Any) -> None:
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((3, 2)).astype(np.float32)
+    _close(ferro.cat([_t(a), _t(b)], 1), np.concatenate([a, b], 1))
+    _close(ferro.stack([_t(a).T, _t(a).T], 1), np.stack([a.T, a.T], 1))
+    _close(_t(a).T.cumsum(1), np.cumsum(a.T, 1), rtol=1e-5)
+    _close(_t(a).cumprod(0), np.cumprod(a, 0), rtol=1e-5)
+
+
+# -- runtime --------------------------------------------------------------------------------------------
+
+
+def test_programs_are_built_once_and_the_pool_reuses_buffers(ocl: Any) -> None:
+    rt = ocl.runtime(0)
+    x = _t(RNG.standard_normal(1000).astype(np.float32))
+    (x * 2.5).numpy()
+    built = rt.builds
+    for _ in range(5):
+        y = x * 2.5
+    y.numpy()
+    assert rt.builds == built
+    stats = ocl.memory_stats(0)
+    assert stats["active_bytes"] > 0 and stats["managed_bytes"] >= stats["active_bytes"]
+    held = stats["held_blocks"]
+    del y
+    assert ocl.memory_stats(0)["held_blocks"] >= held
+
+
+def test_to_and_from_the_cpu_backend(ocl: Any) -> None:
+    a = RNG.standard_normal((3, 5)).astype(np.float32)
+    x = ferro.tensor(a).to("opencl:0")
+    assert x.device == ferro.device("opencl:0")
+    back = x.T.to("cpu")
+    assert back.device == ferro.device("cpu")
+    np.testing.assert_array_equal(back.numpy(), a.T)
+
+
+def test_unclaimed_ops_raise_unsupported_with_the_reason(ocl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FERRO_FALLBACK", raising=False)
+    x = _t(np.eye(3, dtype=np.float32))
+    with pytest.raises(ferro.errors.UnsupportedOperationError, match="opencl") as e:
+        ferro.linalg.inv(x)
+    assert "cpu" in str(e.value)
+    assert not ocl.supports("erfinv", ferro.float32)
+    with pytest.raises(ferro.errors.UnsupportedOperationError):
+        ferro.erfinv(x)
+
+
+def test_gradients_flow_on_the_device(ocl: Any) -> None:
+    if ferro.float64 not in ocl.dtypes(0):
+        pytest.skip("no float64 for finite differences")
+    a = ferro.tensor(RNG.standard_normal((3, 4)), device="opencl", requires_grad=True)
+    w = ferro.tensor(RNG.standard_normal((4, 2)), device="opencl", requires_grad=True)
+    assert ferro.autograd.gradcheck(lambda p, q: ferro.softmax(p @ q, -1).sum(0), [a, w])
