@@ -128,12 +128,82 @@ def test_without_a_gpu_queries_answer_quietly(no_gpu: ferro.backends.Backend) ->
     assert not no_gpu.supports("add", ferro.float32)
 
 
+#: Every ferro.cuda function that needs a GPU, called with its usual arguments.
+_CUDA_CALLS: list[tuple[str, tuple[Any, ...]]] = [
+    ("current_device", ()), ("set_device", (0,)), ("get_device_name", ()), ("synchronize", ()),
+    ("current_stream", ()), ("default_stream", ()), ("memory_allocated", ()), ("max_memory_allocated", ()),
+    ("reset_peak_memory_stats", ()), ("memory_reserved", ()), ("empty_cache", ()), ("manual_seed", (1,)),
+    ("manual_seed_all", (1,)), ("get_rng_state", ()), ("Stream", ()), ("Event", ()),
+]
+
+
+def test_ferro_cuda_without_a_gpu_answers_and_raises_the_reason(no_gpu: ferro.backends.Backend) -> None:
+    assert ferro.cuda.is_available() is False and ferro.cuda.device_count() == 0
+    reason = no_gpu.availability().reason
+    for name, args in _CUDA_CALLS:
+        with pytest.raises(BackendUnavailableError) as info:
+            getattr(ferro.cuda, name)(*args)
+        assert info.value.reason == reason and info.value.backend == "cuda", name
+    with ferro.cuda.stream(None):  # no stream: nothing to do, nothing raised (as torch.cuda.stream(None))
+        pass
+    # The TF32 switch is a setting: it can be set before CUDA can run, and is applied when it starts.
+    try:
+        ferro.cuda.matmul.allow_tf32 = True
+        assert ferro.cuda.matmul.allow_tf32 is True
+    finally:
+        ferro.cuda.matmul.allow_tf32 = False
+    assert (ferro.ones(2) * 2).tolist() == [2.0, 2.0]
+
+
+def test_ferro_cuda_without_the_plugin() -> None:
+    got = run_json("""
+        import json, warnings
+        warnings.simplefilter('ignore')
+        import ferro
+        from ferro.errors import BackendUnavailableError
+        try:
+            ferro.cuda.synchronize()
+            err = None
+        except BackendUnavailableError as e:
+            err = e.reason
+        print(json.dumps([ferro.cuda.is_available(), ferro.cuda.device_count(), err]))
+    """, env={"FERRO_DISABLE_PLUGINS": "cuda"})
+    assert got == [False, 0, "ferro-cuda is not installed (pip install 'ferro-core[cuda]')"]
+
+
+def test_import_ferro_imports_neither_cupy_nor_ferro_cuda() -> None:
+    got = run_json("""
+        import json, sys
+        import ferro
+        ferro.cuda.matmul.allow_tf32
+        print(json.dumps(['cupy' in sys.modules, 'ferro_cuda' in sys.modules, hasattr(ferro, 'cuda')]))
+    """)
+    assert got == [False, False, True]
+
+
+def test_ferro_ops_and_info_show_the_reason(no_gpu: ferro.backends.Backend) -> None:
+    from conftest import run_python
+    reason = no_gpu.availability().reason
+    table = run_python("import sys; from ferro.cli import main; sys.exit(main(['ops', '--backend', 'cpu,cuda']))")
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["op", "cpu", "cuda"]
+    add = next(line.split() for line in lines if line.startswith("add "))
+    assert add[-1] == "-" and "f32" in add, "cpu has add, the cuda column is empty"
+    assert f"cuda: unavailable ({reason}); its column is empty" in lines
+    info = run_python("import sys; from ferro.cli import main; sys.exit(main(['info']))").stdout
+    assert f"cuda     unavailable: {reason}" in info
+
+
 def test_kernel_table_builds_from_cupys_namespace(cuda: ferro.backends.Backend, cupy: Any) -> None:
     # Building the table touches no GPU: it proves core's generic kernels find CuPy's functions.
     table = cuda.kernels(0)
     for op in ("add", "exp", "matmul", "sum", "argsort", "permute", "cat", "full", "randn", "cast", "where"):
         assert callable(table[op]), op
     assert cuda.kernels(1).keys() == table.keys()  # cuda:1's kernels: the same, run inside Device(1)
+    for name in ("gelu", "gelu_backward", "softmax", "log_softmax_backward", "layer_norm", "layer_norm_backward",
+                 "cross_entropy", "cross_entropy_backward", "fused_adam", "fused_sgd", "erf", "searchsorted", "unique"):
+        assert callable(table[name]), name  # ferro's own kernels and CuPy's device versions are listed
+    assert table["index_put"].__qualname__.startswith("index_put_kernel")
     dtypes = cuda.dtypes(0)
     assert ferro.bfloat16 not in dtypes and {ferro.float16, ferro.complex64, ferro.bool} <= dtypes
 
@@ -161,7 +231,8 @@ def test_gpu_round_trip_and_kernels(gpu: ferro.backends.Backend, cupy: Any) -> N
     np.testing.assert_array_equal(ferro.argsort(ferro.tensor([3, 1, 2, 1], device="cuda")).tolist(), [1, 3, 2, 0])
     gpu.synchronize(0)
     stats = gpu.memory_stats(0)
-    assert set(stats) == {"allocated", "cached", "reserved", "limit"} and stats["allocated"] > 0
+    assert set(stats) == {"allocated", "cached", "reserved", "limit", "peak"} and stats["allocated"] > 0
+    assert stats["peak"] >= stats["allocated"]
 
 
 def test_gpu_seeded_draws_match_cpu(gpu: ferro.backends.Backend) -> None:

@@ -1,9 +1,12 @@
 """The CUDA backend: core's generic Array API backend over CuPy.
 
-Every primitive kernel comes from :class:`ferro.backends.ArrayAPIBackend`;
+Every primitive kernel comes from :class:`ferro.backends.ArrayAPIBackend`
+(matmul through cuBLAS, ``linalg`` through cuSOLVER, both by way of CuPy);
 this module adds what is CUDA's own: availability with the exact reason,
-devices, transfers, synchronization and memory statistics. CuPy is imported
-on first use (:meth:`CudaBackend.availability`), never at module import.
+devices, pinned-memory transfers, streams, memory statistics with a peak,
+the TF32 switch, device versions of what the generic backend computes on
+the host, and ferro's own kernels (:mod:`._fused`). CuPy is imported on first
+use (:meth:`CudaBackend.availability`), never at module import.
 
 CuPy's creation functions take no ``device=`` argument: an array is made on
 the *current* device. So :meth:`CudaBackend.native_device` stays None and
@@ -15,11 +18,13 @@ changes outside those blocks.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ferro.backends import ArrayAPIBackend, Availability
 
+from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
 
 __all__ = ["CudaBackend"]
@@ -48,13 +53,33 @@ class CudaBackend(ArrayAPIBackend):
             raise _broken_cupy(e) from e
         return cupy
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._memory: MemoryTracker | None = None
+        self._stager: PinnedStager | None = None
+        self._tf32: bool | None = None
+        self._current = 0
+
     def check_runtime(self) -> Availability:
-        return cuda_availability(self.xp)
+        avail = cuda_availability(self.xp)
+        if avail:
+            self._memory = MemoryTracker(self.xp)
+            self._stager = PinnedStager(self.xp)
+        return avail
 
     # -- devices ----------------------------------------------------------
 
     def device_count(self) -> int:
         return int(self.xp.cuda.runtime.getDeviceCount()) if self.availability() else 0
+
+    def default_device_index(self) -> int:
+        """The current GPU: 0 unless ``ferro.cuda.set_device`` chose another."""
+        return self._current
+
+    def set_current_device(self, index: int) -> None:
+        """Make GPU ``index`` current, for ferro and for CuPy code running beside it."""
+        self.xp.cuda.Device(index).use()
+        self._current = index
 
     def _props(self, index: int) -> dict[str, Any]:
         return self.xp.cuda.runtime.getDeviceProperties(index)
@@ -79,7 +104,11 @@ class CudaBackend(ArrayAPIBackend):
     # -- transfers ----------------------------------------------------------
 
     def from_numpy(self, array: Any, index: int) -> Any:
+        """Large arrays go through pinned host memory: an asynchronous copy at full bus speed."""
         with self._on(index):
+            stager = self._stager
+            if stager is not None and array.nbytes >= stager.min_bytes:
+                return stager.to_device(array)
             return self.xp.asarray(array)
 
     def to_numpy(self, array: Any) -> Any:
@@ -99,10 +128,91 @@ class CudaBackend(ArrayAPIBackend):
     # -- kernels ----------------------------------------------------------
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        import ferro.cuda
+        if self.availability():
+            self.set_allow_tf32(ferro.cuda.matmul.allow_tf32)  # the switch may have been set before CUDA started
         table = super().kernels(index)
         if index:
             table = {name: _on_device(kernel, self._on, index) for name, kernel in table.items()}
         return table
+
+    def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
+        """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
+        from ._device_kernels import device_kernels
+        from ._fused import fused_kernels, index_put_kernel
+        generic = self._generic_kernels(index)
+        return {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"])}
+
+    # -- TF32 -------------------------------------------------------------
+
+    def set_allow_tf32(self, allow: bool) -> None:
+        """Let cuBLAS compute float32 matmul in TF32 on every GPU that has it (compute capability 8.0+)."""
+        allow = bool(allow)
+        if self._tf32 is allow or not self.availability():
+            return
+        from cupy._core import _routines_linalg as la
+        kind = la.COMPUTE_TYPE_TF32 if allow else la.COMPUTE_TYPE_DEFAULT
+        for i in range(self.device_count()):
+            with self._on(i):
+                if allow and int(self.xp.cuda.Device(i).compute_capability) < 80:
+                    continue  # no TF32 units: float32 stays float32
+                la.set_compute_type(self.xp.float32, kind)
+        self._tf32 = allow
+
+    # -- streams ------------------------------------------------------------
+
+    def new_stream(self, index: int, priority: int = 0) -> Any:
+        """A new non-blocking CuPy stream on device ``index``."""
+        with self._on(index):
+            return self.xp.cuda.Stream(non_blocking=True, priority=priority)
+
+    def current_stream(self, index: int) -> Any:
+        """The stream kernels of device ``index`` are queued on now."""
+        with self._on(index):
+            return self.xp.cuda.get_current_stream()
+
+    def default_stream(self, index: int) -> Any:
+        """Device ``index``'s legacy default stream."""
+        with self._on(index):
+            return self.xp.cuda.Stream.null
+
+    @contextmanager
+    def use_stream(self, stream: Any) -> Iterator[None]:
+        """Queue work on ``stream`` (on its own device) inside the block."""
+        with self._on(stream.device_id), stream:
+            yield
+
+    # -- memory -------------------------------------------------------------
+
+    def _tracker(self) -> MemoryTracker:
+        if not self.availability() or self._memory is None:
+            raise RuntimeError(f"CUDA is not available: {self.availability().reason}")
+        return self._memory
+
+    def memory_allocated(self, index: int) -> int:
+        """Bytes of device ``index`` held by tensors (CuPy's pool, in use)."""
+        with self._on(index):
+            return self._tracker().allocated()
+
+    def max_memory_allocated(self, index: int) -> int:
+        """The most bytes in use on device ``index`` since the start or the last reset."""
+        return self._tracker().peak(index)
+
+    def reset_peak_memory_stats(self, index: int) -> None:
+        """Start the peak of device ``index`` again from what is in use now."""
+        with self._on(index):
+            self._tracker().reset_peak(index)
+
+    def memory_reserved(self, index: int) -> int:
+        """Bytes CuPy's pool holds on device ``index`` (in use and cached)."""
+        with self._on(index):
+            return self._tracker().reserved()
+
+    def empty_cache(self) -> None:
+        """Give the cached blocks of the device and pinned-host pools back to the driver."""
+        if self.availability():
+            self.xp.get_default_memory_pool().free_all_blocks()
+            self.xp.get_default_pinned_memory_pool().free_all_blocks()
 
     # -- runtime ----------------------------------------------------------
 
@@ -116,7 +226,8 @@ class CudaBackend(ArrayAPIBackend):
         pool = self.xp.get_default_memory_pool()
         with self._on(index):
             return {"allocated": int(pool.used_bytes()), "cached": int(pool.free_bytes()),
-                    "reserved": int(pool.total_bytes()), "limit": int(pool.get_limit())}
+                    "reserved": int(pool.total_bytes()), "limit": int(pool.get_limit()),
+                    "peak": self._tracker().peak(index)}
 
 
 def _broken_cupy(err: ImportError) -> RuntimeError:

@@ -121,6 +121,7 @@ def compile_ptx(code: str, arch: str = CI_ARCH, name: str = "ferro_kernel.cu") -
         log = nvrtc.getProgramLog(prog)
         if "warning" in log:  # a warning in a kernel is a bug waiting (narrowing, unused results): refuse it too
             raise KernelCompileError(f"{name} compiles with warnings:\n{log}")
-        return nvrtc.getPTX(prog)
+        ptx = nvrtc.getPTX(prog)
+        return ptx.decode() if isinstance(ptx, bytes) else ptx
     finally:
         nvrtc.destroyProgram(prog)

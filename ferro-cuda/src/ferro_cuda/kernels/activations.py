@@ -38,7 +38,8 @@ _SELU = "const T alpha = T(1.6732632423543772848); const T scale = T(1.050700987
 #: ferro.nn.functional name -> its fused kernel. ``gelu_tanh`` is gelu(approximate="tanh").
 ACTIVATIONS: dict[str, Activation] = {
     "gelu": Activation((), f"y = T(0.5) * x * (T(1) + erf(x * T({_SQRT1_2})));",
-                       f"d = T(0.5) * (T(1) + erf(x * T({_SQRT1_2}))) + x * T({_INV_SQRT_2PI}) * exp(T(-0.5) * x * x);"),
+                       f"d = T(0.5) * (T(1) + erf(x * T({_SQRT1_2})))"
+                       f" + x * T({_INV_SQRT_2PI}) * exp(T(-0.5) * x * x);"),
     "gelu_tanh": Activation(
         (), f"const T t = tanh(T({_SQRT_2_OVER_PI}) * (x + T(0.044715) * x * x * x)); y = T(0.5) * x * (T(1) + t);",
         f"const T t = tanh(T({_SQRT_2_OVER_PI}) * (x + T(0.044715) * x * x * x));"
@@ -68,7 +69,7 @@ ACTIVATIONS: dict[str, Activation] = {
     "hardsigmoid": Activation((), "y = x <= T(-3) ? T(0) : (x >= T(3) ? T(1) : x / T(6) + T(0.5));",
                               "d = (x > T(-3) && x < T(3)) ? T(1) / T(6) : T(0);"),
     "hardswish": Activation((), "y = x <= T(-3) ? T(0) : (x >= T(3) ? x : x * (x / T(6) + T(0.5)));",
-                            "d = x < T(-3) ? T(0) : (x > T(3) ? T(1) : x / T(3) + T(0.5));"),
+                            "d = x <= T(-3) ? T(0) : (x < T(3) ? x / T(3) + T(0.5) : T(1));"),
     "softsign": Activation((), "y = x / (T(1) + fabs(x));", "const T a = T(1) + fabs(x); d = T(1) / (a * a);"),
     "logsigmoid": Activation((), "y = (x < T(0) ? x : T(0)) - log1p(exp(-fabs(x)));", "d = ferro_sigmoid(-x);"),
     "tanhshrink": Activation((), "y = x - tanh(x);", "const T t = tanh(x); d = t * t;"),

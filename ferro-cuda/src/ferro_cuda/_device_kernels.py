@@ -1,0 +1,67 @@
+"""Device versions of the kernels the generic backend computes on the host (NumPy / SciPy).
+
+The generic Array API backend gives searchsorted, unique, histc, bincount
+and the special functions through a copy to the host and back; CuPy has them
+on the GPU, so the CUDA backend replaces them here with the same signatures
+(``docs/plugins.md``) and results. cummax / cummin stay on the host: CuPy has
+no scan for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["device_kernels"]
+
+#: ferro op -> cupyx.scipy.special function.
+_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
+
+def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
+    """The table; ``cp`` is the CuPy module."""
+    from cupyx.scipy import special
+
+    def same_dtype(f: Any) -> Callable[[Any], Any]:
+        def kernel(x: Any) -> Any:  # CuPy's special functions compute float16 in float32
+            out = f(x)
+            return out if out.dtype == x.dtype else out.astype(x.dtype)
+        return kernel
+
+    def searchsorted(seq: Any, values: Any, right: bool) -> Any:
+        side = "right" if right else "left"
+        if seq.ndim <= 1:
+            return cp.searchsorted(seq, values, side=side).astype(cp.int64)
+        # One sorted row per leading index: a search per row (CuPy's searchsorted is 1-d only).
+        flat_s = seq.reshape(-1, seq.shape[-1])
+        flat_v = values.reshape(-1, values.shape[-1])
+        out = cp.stack([cp.searchsorted(s, v, side=side) for s, v in zip(flat_s, flat_v, strict=True)])
+        return out.reshape(values.shape).astype(cp.int64)
+
+    def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
+        flat = x.reshape(-1)
+        if not consecutive:
+            values, inverse, counts = cp.unique(flat, return_inverse=True, return_counts=True)
+            return values, inverse.reshape(x.shape).astype(cp.int64), counts.astype(cp.int64)
+        if flat.size == 0:
+            return flat, cp.zeros(x.shape, cp.int64), cp.zeros(0, cp.int64)
+        starts = cp.concatenate([cp.ones(1, bool), flat[1:] != flat[:-1]])
+        inverse = cp.cumsum(starts, dtype=cp.int64) - 1
+        first = cp.flatnonzero(starts)
+        counts = cp.diff(cp.concatenate([first, cp.asarray([flat.size])]))
+        return flat[starts], inverse.reshape(x.shape), counts.astype(cp.int64)
+
+    def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
+        if lo == hi == 0:
+            lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        counts, _ = cp.histogram(x, bins=bins, range=(lo, hi))
+        return counts.astype(x.dtype)
+
+    def bincount(x: Any, weights: Any, minlength: int) -> Any:
+        return cp.bincount(x, weights=weights, minlength=minlength)
+
+    table: dict[str, Callable[..., Any]] = {op: same_dtype(getattr(special, fn)) for op, fn in _SPECIAL.items()}
+    table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount})
+    return table
