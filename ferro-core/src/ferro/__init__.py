@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, data, errors, fft, linalg, nn, optim, random, utils
+from . import _ops, autograd, backends, cuda, data, errors, fft, linalg, nn, optim, random, utils
 from ._creation import (
     arange,
     as_tensor,

@@ -161,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ferro ops: {e}", file=sys.stderr)
             return 2
         _print_ops(matrix, args.format)
+        if args.format != "json":  # an empty column says why
+            from ferro.backends import unavailable
+            shown = next(iter(matrix.values()), {})
+            for name, reason in unavailable().items():
+                if name in shown:
+                    print(f"{name}: unavailable ({reason}); its column is empty")
         return 0
     return 2
 
