@@ -527,3 +527,38 @@ def test_parameters_to_vector_round_trip() -> None:
     assert m.weight.detach().numpy().tolist() == [[0, 1, 2], [3, 4, 5]] and m.bias.detach().numpy().tolist() == [6, 7]
     with pytest.raises(ValueError, match="hold 8 elements"):
         nn.utils.vector_to_parameters(ferro.zeros(3), m.parameters())
+
+
+# -- with the rest of ferro ----------------------------------------------------------------------
+
+
+def test_state_dict_survives_save_and_load(tmp_path: Any) -> None:
+    a, b = build(nn), build(nn)
+    a(ferro.randn(6, 4))
+    path = tmp_path / "model.safetensors"
+    ferro.save(a.state_dict(), str(path))
+    assert repr(b.load_state_dict(ferro.load(str(path)))) == "<All keys matched successfully>"
+    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
+        assert va.dtype is vb.dtype, k
+        np.testing.assert_array_equal(va.numpy(), vb.numpy(), err_msg=k)
+
+
+def test_optimizer_steps_parameters_in_place_like_torch() -> None:
+    f = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)).double()
+    t = tnn.Sequential(tnn.Linear(3, 4), tnn.ReLU(), tnn.Linear(4, 1)).double()
+    t.load_state_dict(to_torch_state(f))
+    fopt = ferro.optim.SGD(f.parameters(), lr=0.1, momentum=0.9)
+    topt = torch.optim.SGD(t.parameters(), lr=0.1, momentum=0.9)
+    weight = f[0].weight
+    x = np.random.default_rng(4).standard_normal((8, 3))
+    for _ in range(3):
+        fopt.zero_grad()
+        topt.zero_grad()
+        (f(ferro.tensor(x)) ** 2).mean().backward()
+        (t(torch.tensor(x)) ** 2).mean().backward()
+        fopt.step()
+        topt.step()
+    f.to(ferro.float64)  # a no-op move keeps the parameter the optimizer holds
+    assert f[0].weight is weight
+    for (k, a), b in zip(f.state_dict().items(), t.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, err_msg=k)
