@@ -562,3 +562,28 @@ def test_optimizer_steps_parameters_in_place_like_torch() -> None:
     assert f[0].weight is weight
     for (k, a), b in zip(f.state_dict().items(), t.state_dict().values()):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, err_msg=k)
+
+
+def test_module_moves_to_every_backend_and_trains_there(device: ferro.device) -> None:
+    """``to(device)`` moves parameters (keeping identity), gradients and buffers; the forward and
+    backward there give the CPU's numbers, and ``to("cpu")`` brings everything back."""
+    ferro.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.Tanh(), nn.Linear(6, 2))
+    m.register_buffer("offset", ferro.tensor([0.5, -0.5]))
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    (m(ferro.tensor(x)) + m.offset).sum().backward()
+    ref_grads = [p.grad.numpy().copy() for p in m.parameters()]
+    ref_out = (m(ferro.tensor(x)) + m.offset).detach().numpy()
+    params = list(m.parameters())
+    m.to(device)
+    assert [id(p) for p in m.parameters()] == [id(p) for p in params]
+    assert all(p.device == device and p.grad.device == device for p in m.parameters())
+    assert m.offset.device == device
+    m.zero_grad()
+    out = m(ferro.tensor(x, device=device)) + m.offset
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().cpu().numpy(), ref_out, rtol=1e-5, atol=1e-6)
+    for p, g in zip(m.parameters(), ref_grads):
+        np.testing.assert_allclose(p.grad.cpu().numpy(), g, rtol=1e-4, atol=1e-5)
+    m.cpu()
+    assert all(p.device.type == "cpu" for p in m.parameters()) and m.offset.device.type == "cpu"
