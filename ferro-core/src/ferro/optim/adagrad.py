@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._creation import full_like
-from .optimizer import Optimizer, check
+from .._tensor import Tensor
+from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["Adagrad"]
 
@@ -16,6 +17,8 @@ class Adagrad(Optimizer):
     As in PyTorch, the state (``step`` and ``sum``, filled with
     ``initial_accumulator_value``) exists from construction on.
     """
+
+    _fused_name = "fused_adagrad"
 
     def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
@@ -43,18 +46,20 @@ class Adagrad(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, lr_decay, eps, wd, maximize = (group["lr"], group["lr_decay"], group["eps"], group["weight_decay"],
                                            group["maximize"])
-        state = self.state
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
                 continue
             st = state[p]
             step = st["step"] = st["step"] + 1
-            if maximize:
-                g = -g
-            if wd:
-                g = g + p * wd
-            clr = lr / (1 + (step - 1) * lr_decay)
-            s = st["sum"]
-            s.add_(g * g)
-            p.add_(g / (s.sqrt() + eps) * -clr)
+            apply(group, _adagrad, p, g, (st["sum"],), (step, lr, lr_decay, wd, eps, maximize))
+
+
+def _adagrad(p: Tensor, g: Tensor, s: Tensor, step: float, lr: float, lr_decay: float, wd: float, eps: float,
+             maximize: bool) -> None:
+    """One unfused Adagrad update; ``fused_adagrad`` kernels compute the same sequence of operations."""
+    g = decayed_grad(p, g, wd, maximize)
+    clr = lr / (1 + (step - 1) * lr_decay)
+    s.add_(g * g)
+    p.add_(g / (s.sqrt() + eps) * -clr)

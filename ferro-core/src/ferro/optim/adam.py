@@ -6,7 +6,7 @@ from typing import Any
 
 from .._creation import zeros_like
 from .._tensor import Tensor
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["Adam", "AdamW", "check_adam_family"]
 
@@ -47,7 +47,7 @@ class Adam(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-        state = self.state
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
@@ -55,39 +55,29 @@ class Adam(Optimizer):
             st = state.get(p)
             if st is None:
                 st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
-                if amsgrad:
-                    st["max_exp_avg_sq"] = zeros_like(p)
             step = st["step"] = st["step"] + 1
-            m, v, vmax = st["exp_avg"], st["exp_avg_sq"], st.get("max_exp_avg_sq") if amsgrad else None
-            if amsgrad and vmax is None:  # amsgrad switched on after some steps (PyTorch starts it at zero too)
-                vmax = st["max_exp_avg_sq"] = zeros_like(p)
-            kernel = self._kernel_for(group, p)
-            if kernel is not None:
-                kernel(p._data, g._data, m._data, v._data, None if vmax is None else vmax._data, step, lr, beta1,
-                       beta2, eps, wd, decoupled, amsgrad, maximize)
-                p._vc[0] += 1
-                m._vc[0] += 1
-                v._vc[0] += 1
-                if vmax is not None:
-                    vmax._vc[0] += 1
-                continue
-            _adam(p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize)
+            vmax = None
+            if amsgrad:
+                vmax = st.get("max_exp_avg_sq")
+                if vmax is None:  # from zero, also when amsgrad is switched on after some steps
+                    vmax = st["max_exp_avg_sq"] = zeros_like(p)
+            apply(group, _adam, p, g, (st["exp_avg"], st["exp_avg_sq"], vmax),
+                  (step, lr, beta1, beta2, eps, wd, decoupled, amsgrad, maximize))
 
 
 def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None, step: float, lr: float, beta1: float,
-          beta2: float, eps: float, wd: float, decoupled: bool, maximize: bool) -> None:
+          beta2: float, eps: float, wd: float, decoupled: bool, amsgrad: bool, maximize: bool) -> None:
     """One unfused Adam update (grad mode off); ``fused_adam`` kernels compute the same sequence of operations."""
-    if maximize:
-        g = -g
-    if wd:
-        if decoupled:
+    if decoupled:
+        g = decayed_grad(p, g, 0, maximize)
+        if wd:
             p.mul_(1 - lr * wd)
-        else:
-            g = g + p * wd
+    else:
+        g = decayed_grad(p, g, wd, maximize)
     m.lerp_(g, 1 - beta1)
     v.mul_(beta2)
     v.add_(g * g * (1 - beta2))
-    if vmax is not None:
+    if amsgrad:
         vmax.maximum_(v)
         v = vmax
     step_size = lr / (1 - beta1 ** step)

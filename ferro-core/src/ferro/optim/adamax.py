@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._creation import zeros_like
+from .._tensor import Tensor
 from .adam import check_adam_family
-from .optimizer import Optimizer
+from .optimizer import Optimizer, decayed_grad
 
 __all__ = ["Adamax"]
 
@@ -15,6 +16,8 @@ class Adamax(Optimizer):
     """``torch.optim.Adamax``: ``u = max(beta2 * u, |g| + eps)``, ``p -= lr / (1 - beta1^t) * m / u``."""
 
     _tuple_keys = ("betas",)
+
+    _fused_name = "fused_adamax"
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False) -> None:
@@ -29,7 +32,7 @@ class Adamax(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         maximize = group["maximize"]
-        state = self.state
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
@@ -38,12 +41,14 @@ class Adamax(Optimizer):
             if st is None:
                 st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
             step = st["step"] = st["step"] + 1
-            if maximize:
-                g = -g
-            if wd:
-                g = g + p * wd
-            m, u = st["exp_avg"], st["exp_inf"]
-            m.lerp_(g, 1 - beta1)
-            u.mul_(beta2)
-            u.maximum_(g.abs() + eps)
-            p.add_(m / u * -(lr / (1 - beta1 ** step)))
+            apply(group, _adamax, p, g, (st["exp_avg"], st["exp_inf"]), (step, lr, beta1, beta2, eps, wd, maximize))
+
+
+def _adamax(p: Tensor, g: Tensor, m: Tensor, u: Tensor, step: float, lr: float, beta1: float, beta2: float,
+            eps: float, wd: float, maximize: bool) -> None:
+    """One unfused Adamax update; ``fused_adamax`` kernels compute the same sequence of operations."""
+    g = decayed_grad(p, g, wd, maximize)
+    m.lerp_(g, 1 - beta1)
+    u.mul_(beta2)
+    u.maximum_(g.abs() + eps)
+    p.add_(m / u * -(lr / (1 - beta1 ** step)))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._creation import zeros_like
+from .._tensor import Tensor
 from .adam import check_adam_family
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["NAdam"]
 
@@ -19,6 +20,8 @@ class NAdam(Optimizer):
     """
 
     _tuple_keys = ("betas",)
+
+    _fused_name = "fused_nadam"
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
@@ -37,7 +40,7 @@ class NAdam(Optimizer):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         momentum_decay, decoupled, maximize = group["momentum_decay"], group["decoupled_weight_decay"], \
             group["maximize"]
-        state = self.state
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
@@ -47,21 +50,27 @@ class NAdam(Optimizer):
                 st = state[p] = {"step": 0.0, "mu_product": 1.0, "exp_avg": zeros_like(p),
                                  "exp_avg_sq": zeros_like(p)}
             step = st["step"] = st["step"] + 1
-            if maximize:
-                g = -g
-            bias_correction2 = 1 - beta2 ** step
-            if wd:
-                if decoupled:
-                    p.mul_(1 - lr * wd)
-                else:
-                    g = g + p * wd
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
             mu_product = st["mu_product"] = st["mu_product"] * mu
-            m, v = st["exp_avg"], st["exp_avg_sq"]
-            m.lerp_(g, 1 - beta1)
-            v.mul_(beta2)
-            v.add_(g * g * (1 - beta2))
-            denom = (v / bias_correction2).sqrt() + eps
-            p.add_(g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
-            p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))
+            apply(group, _nadam, p, g, (st["exp_avg"], st["exp_avg_sq"]),
+                  (step, lr, beta1, beta2, eps, wd, mu, mu_next, mu_product, decoupled, maximize))
+
+
+def _nadam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, step: float, lr: float, beta1: float, beta2: float,
+           eps: float, wd: float, mu: float, mu_next: float, mu_product: float, decoupled: bool,
+           maximize: bool) -> None:
+    """One unfused NAdam update (``mu_product`` already includes this step's ``mu``); ``fused_nadam``
+    kernels compute the same sequence of operations."""
+    if decoupled:
+        g = decayed_grad(p, g, 0, maximize)
+        if wd:
+            p.mul_(1 - lr * wd)
+    else:
+        g = decayed_grad(p, g, wd, maximize)
+    m.lerp_(g, 1 - beta1)
+    v.mul_(beta2)
+    v.add_(g * g * (1 - beta2))
+    denom = (v / (1 - beta2 ** step)).sqrt() + eps
+    p.add_(g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
+    p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))

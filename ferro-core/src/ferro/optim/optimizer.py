@@ -6,12 +6,13 @@ of its buffers, and :meth:`Optimizer.state_dict` gives PyTorch's layout
 (``state`` keyed by integer parameter index, ``params`` as index lists). The
 state holds only tensors and Python numbers, so ``ferro.save`` can write it.
 
-A backend may supply a fused update kernel by name (``fused_adam``,
-``fused_sgd``; see ``docs/plugins.md``): one call per parameter on native
-arrays, updating them in place. A group's ``fused`` option says whether to
-use it: ``None`` uses it where the parameter's device has it, ``True``
-requires it, ``False`` never uses it. Without it the update runs as ferro
-in-place ops under ``no_grad``; both give the same values.
+A backend may supply a fused update kernel by name (``fused_sgd``,
+``fused_adam``, ``fused_rmsprop``...; see ``docs/plugins.md``): one call per
+parameter on native arrays, updating them in place. A group's ``fused``
+entry says whether to use it: ``None`` (or no entry, for the optimizers
+whose PyTorch signature has no ``fused``) uses it where the parameter's
+device has it, ``True`` requires it, ``False`` never uses it. Without it the
+update runs as ferro in-place ops under ``no_grad``; both give the same values.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from .._tensor import Tensor
 from ..autograd._mode import no_grad
 
-__all__ = ["Optimizer", "required", "check", "fused_kernel"]
+__all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad"]
 
 
 class _Required:
@@ -52,6 +53,15 @@ def check(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def decayed_grad(p: Tensor, g: Tensor, weight_decay: float, maximize: bool) -> Tensor:
+    """The gradient an update uses: negated to maximize, plus ``weight_decay * p`` (L2 penalty)."""
+    if maximize:
+        g = -g
+    if weight_decay:
+        g = g + p * weight_decay
+    return g
+
+
 class Optimizer:
     """Base class of all optimizers.
 
@@ -60,8 +70,9 @@ class Optimizer:
             hyperparameters that override ``defaults`` for that group.
         defaults: the hyperparameters of groups that do not give their own.
 
-    Subclasses implement :meth:`_update_group` (and, where they have state,
-    :attr:`_fused_name`), validate hyperparameters in :meth:`_check_group`,
+    Subclasses implement :meth:`_update_group` (each parameter through
+    :meth:`_apply`, fused kernel or unfused function), name their fused kernel
+    in :attr:`_fused_name`, validate hyperparameters in :meth:`_check_group`,
     and list in :attr:`_tuple_keys` the hyperparameters that are tuples.
     """
 
@@ -171,6 +182,21 @@ class Optimizer:
         if group.get("fused") is False or self._fused_name is None:
             return None
         return fused_kernel(p, self._fused_name)
+
+    def _apply(self, group: dict[str, Any], unfused: Callable[..., None], p: Tensor, g: Tensor,
+               tensors: tuple[Tensor | None, ...], scalars: tuple[Any, ...]) -> None:
+        """Update ``p`` and its state ``tensors`` (None for unused ones) with the fused kernel where
+        there is one, else with ``unfused``; both take ``(p, g, *tensors, *scalars)``, the kernel on
+        native arrays."""
+        kernel = self._kernel_for(group, p)
+        if kernel is None:
+            unfused(p, g, *tensors, *scalars)
+            return
+        kernel(p._data, g._data, *[None if t is None else t._data for t in tensors], *scalars)
+        p._vc[0] += 1  # in-place writes: a graph that saved one of these sees it changed
+        for t in tensors:
+            if t is not None:
+                t._vc[0] += 1
 
     # -- stepping --------------------------------------------------------------
 

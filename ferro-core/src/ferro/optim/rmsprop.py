@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from .._creation import zeros_like
-from .optimizer import Optimizer, check
+from .._tensor import Tensor
+from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
     """``torch.optim.RMSprop``: ``p -= lr * g / (sqrt(E[g^2] - E[g]^2 if centered else E[g^2]) + eps)``."""
+
+    _fused_name = "fused_rmsprop"
 
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, foreach: bool | None = None,
@@ -28,9 +31,10 @@ class RMSprop(Optimizer):
         check(group["alpha"] >= 0.0, f"Invalid alpha value: {group['alpha']}")
 
     def _update_group(self, group: dict[str, Any]) -> None:
-        lr, alpha, eps, wd = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
-        momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
-        state = self.state
+        momentum, centered = group["momentum"], group["centered"]
+        scalars = (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum, centered,
+                   group["maximize"])
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
@@ -43,23 +47,24 @@ class RMSprop(Optimizer):
                 if centered:
                     st["grad_avg"] = zeros_like(p)
             st["step"] += 1
-            if maximize:
-                g = -g
-            if wd:
-                g = g + p * wd
-            sq = st["square_avg"]
-            sq.mul_(alpha)
-            sq.add_(g * g * (1 - alpha))
-            if centered:
-                ga = st["grad_avg"]
-                ga.lerp_(g, 1 - alpha)
-                avg = (sq - ga * ga).sqrt() + eps
-            else:
-                avg = sq.sqrt() + eps
-            if momentum > 0:
-                buf = st["momentum_buffer"]
-                buf.mul_(momentum)
-                buf.add_(g / avg)
-                p.add_(buf * -lr)
-            else:
-                p.add_(g / avg * -lr)
+            apply(group, _rmsprop, p, g, (st["square_avg"], st.get("grad_avg"), st.get("momentum_buffer")),
+                  scalars)
+
+
+def _rmsprop(p: Tensor, g: Tensor, sq: Tensor, ga: Tensor | None, buf: Tensor | None, lr: float, alpha: float,
+             eps: float, wd: float, momentum: float, centered: bool, maximize: bool) -> None:
+    """One unfused RMSprop update; ``fused_rmsprop`` kernels compute the same sequence of operations."""
+    g = decayed_grad(p, g, wd, maximize)
+    sq.mul_(alpha)
+    sq.add_(g * g * (1 - alpha))
+    if centered:
+        ga.lerp_(g, 1 - alpha)
+        avg = (sq - ga * ga).sqrt() + eps
+    else:
+        avg = sq.sqrt() + eps
+    if momentum > 0:
+        buf.mul_(momentum)
+        buf.add_(g / avg)
+        p.add_(buf * -lr)
+    else:
+        p.add_(g / avg * -lr)

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._creation import empty_like
 from .._tensor import Tensor
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["SGD"]
 
@@ -41,50 +41,36 @@ class SGD(Optimizer):
               "Nesterov momentum requires a momentum and zero dampening")
 
     def _update_group(self, group: dict[str, Any]) -> None:
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-        state = self.state
+        scalars = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                   group["maximize"])
+        momentum = group["momentum"]
+        state, apply = self.state, self._apply
         for p in group["params"]:
             g = p._grad
             if g is None:
                 continue
-            buf = None
+            buf, first = None, False
             if momentum:
                 st = state.get(p)
                 if st is None:
                     st = state[p] = {}
                 buf = st.get("momentum_buffer")
-            kernel = self._kernel_for(group, p)
-            if kernel is not None:
-                first = bool(momentum) and buf is None
-                if first:
-                    buf = st["momentum_buffer"] = empty_like(p)
-                kernel(p._data, g._data, None if buf is None else buf._data, lr, momentum, dampening, wd,
-                       nesterov, maximize, first)
-                p._vc[0] += 1
-                if buf is not None:
-                    buf._vc[0] += 1
-                continue
-            new_buf = _sgd(p, g, buf, lr, momentum, dampening, wd, nesterov, maximize)
-            if new_buf is not None:
-                st["momentum_buffer"] = new_buf
+                if buf is None:
+                    buf, first = empty_like(p), True
+                    st["momentum_buffer"] = buf
+            apply(group, _sgd, p, g, (buf,), (*scalars, first))
 
 
 def _sgd(p: Tensor, g: Tensor, buf: Tensor | None, lr: float, momentum: float, dampening: float, wd: float,
-         nesterov: bool, maximize: bool) -> Tensor | None:
-    """One unfused SGD update of ``p`` (grad mode off); returns a new momentum buffer on the first step.
-    ``fused_sgd`` kernels compute the same sequence of operations."""
-    new = None
-    if maximize:
-        g = -g
-    if wd:
-        g = g + p * wd
+         nesterov: bool, maximize: bool, first_step: bool) -> None:
+    """One unfused SGD update (grad mode off); ``fused_sgd`` kernels compute the same sequence of operations.
+    On the first step ``buf`` is uninitialized and takes the gradient (PyTorch clones it)."""
+    g = decayed_grad(p, g, wd, maximize)
     if momentum:
-        if buf is None:
-            buf = new = g.clone()
+        if first_step:
+            buf.copy_(g)
         else:
             buf.mul_(momentum)
             buf.add_(g * (1 - dampening) if dampening else g)
         g = g + buf * momentum if nesterov else buf
     p.add_(g * -lr)
-    return new
