@@ -180,3 +180,49 @@ def test_resume_with_nn_optim_scheduler_and_activation_checkpointing(tmp_path: p
     ferro.random.set_all_rng_states(ck["rng"])
     assert _bits(head + _train_model(fresh, 2)) == _bits(full)
     assert json.dumps(sorted(ck["model"])) == json.dumps(sorted(model.state_dict()))
+
+
+def test_all_rng_states_round_trip_through_a_file_on_every_device(device: ferro.device,
+                                                                   tmp_path: pathlib.Path) -> None:
+    ferro.manual_seed(21)
+    ferro.rand(3, device=device)  # the device is in use, so get_all_rng_states() includes it
+    states = ferro.random.get_all_rng_states()
+    assert states["seed"] == 21 and "cpu" in states["devices"] and str(device) in states["devices"]
+    ferro.save({"rng": states}, tmp_path / "rng.safetensors")
+    expected = [ferro.rand(5).tolist(), ferro.rand(5, device=device).tolist()]
+    ferro.manual_seed(3)
+    ferro.random.set_all_rng_states(ferro.load(tmp_path / "rng.safetensors")["rng"])
+    assert [ferro.rand(5).tolist(), ferro.rand(5, device=device).tolist()] == expected
+    with ferro.random.fork_rng([device, "cpu"]):
+        ferro.rand(7, device=device)
+        ferro.rand(7)
+    after = [ferro.rand(5).tolist(), ferro.rand(5, device=device).tolist()]
+    ferro.random.set_all_rng_states(states)
+    ferro.rand(5), ferro.rand(5, device=device)
+    assert [ferro.rand(5).tolist(), ferro.rand(5, device=device).tolist()] == after
+
+
+def test_restoring_states_restores_the_seed_of_devices_used_later() -> None:
+    from conftest import run_json
+    got = run_json("""
+        import json, ferro
+        ferro.manual_seed(5)
+        states = ferro.random.get_all_rng_states(["cpu"])
+        ferro.manual_seed(6)
+        ferro.random.set_all_rng_states(states)
+        print(json.dumps([ferro.initial_seed(), ferro.rand(3, device="toy").tolist()]))
+    """)
+    expected = run_json("""
+        import json, ferro
+        ferro.manual_seed(5)
+        print(json.dumps([ferro.initial_seed(), ferro.rand(3, device="toy").tolist()]))
+    """)
+    assert got == expected and got[0] == 5
+
+
+def test_bad_rng_states_are_refused() -> None:
+    import pytest
+    with pytest.raises(TypeError, match="get_all_rng_states"):
+        ferro.random.set_all_rng_states({"cpu": b""})
+    with pytest.raises(TypeError, match="must be bytes"):
+        ferro.random.set_all_rng_states({"seed": None, "devices": {"cpu": [1, 2]}})
