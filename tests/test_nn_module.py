@@ -587,3 +587,30 @@ def test_module_moves_to_every_backend_and_trains_there(device: ferro.device) ->
         np.testing.assert_allclose(p.grad.cpu().numpy(), g, rtol=1e-4, atol=1e-5)
     m.cpu()
     assert all(p.device.type == "cpu" for p in m.parameters()) and m.offset.device.type == "cpu"
+
+
+def test_extra_state_round_trips_like_torch() -> None:
+    def make(lib: Any) -> Any:
+        class Counter(lib.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.steps = 0
+                self.fc = lib.Linear(1, 1)
+
+            def get_extra_state(self) -> Any:
+                return {"steps": self.steps}
+
+            def set_extra_state(self, state: Any) -> None:
+                self.steps = state["steps"]
+
+        return lib.Sequential(Counter())
+
+    f, t = make(nn), make(tnn)
+    assert list(f.state_dict()) == list(t.state_dict()) == ["0._extra_state", "0.fc.weight", "0.fc.bias"]
+    f[0].steps = 7
+    g = make(nn)
+    g.load_state_dict(f.state_dict())
+    assert g[0].steps == 7
+    sd = f.state_dict()
+    del sd["0._extra_state"]
+    assert g.load_state_dict(sd, strict=False).missing_keys == ["0._extra_state"]

@@ -529,6 +529,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _has_extra_state(self):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
@@ -559,6 +561,13 @@ class Module:
                     missing.append(key)
                     continue
                 module._load_one(name, key, current, state_dict[key], is_param, assign, errors)
+            if _has_extra_state(module):
+                key = p + _EXTRA_STATE
+                expected.add(key)
+                if key in state_dict:
+                    module.set_extra_state(state_dict[key])
+                else:
+                    missing.append(key)
         unexpected = [k for k in state_dict if k not in expected]
         if strict:
             if unexpected:
@@ -595,6 +604,17 @@ class Module:
                           f"{current.shape} and whose dimensions in the checkpoint are {value.shape}, an exception "
                           f"occurred : {exc}.")
 
+    def get_extra_state(self) -> Any:
+        """State beyond parameters and buffers to store in ``state_dict`` (key ``_extra_state``).
+
+        Override it together with :meth:`set_extra_state`; the base class stores none.
+        """
+        raise RuntimeError("get_extra_state() is only called on modules that override it")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what :meth:`get_extra_state` returned, from ``load_state_dict``."""
+        raise RuntimeError("set_extra_state() is only called on modules that override it")
+
     # -- repr ----------------------------------------------------------------------------
 
     def _get_name(self) -> str:
@@ -616,6 +636,13 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+_EXTRA_STATE = "_extra_state"
+
+
+def _has_extra_state(module: Module) -> bool:
+    return type(module).get_extra_state is not Module.get_extra_state
 
 
 def _quoted(keys: list[str]) -> str:
