@@ -530,3 +530,24 @@ def test_state_dict_saved_with_ferro_save_continues_identically(tmp_path) -> Non
         other.step()
     for a, b in zip(fps, copies, strict=True):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+# -- every installed backend -----------------------------------------------------------------------------
+
+BACKEND_CASES = [c for c in CASES if c[1] and c[0] != "SGD"] + [CASES[5]]
+
+
+def test_every_optimizer_on_every_backend_matches_cpu(device: ferro.device) -> None:
+    # The unfused path (or the backend's own fused kernels) on each installed backend, against ferro-cpu.
+    for name, kw in BACKEND_CASES:
+        results = []
+        for dev in (device, ferro.device("cpu")):
+            ps = [ferro.tensor(a, device=dev, requires_grad=True) for a in _values(0, "float32")]
+            opt = getattr(fo, name)(ps, **kw)
+            for step in range(3):
+                for p, g in zip(ps, _values(100 + step, "float32"), strict=True):
+                    p.grad = ferro.tensor(g, device=dev)
+                opt.step()
+            results.append([p.detach().to("cpu").numpy() for p in ps])
+        for a, b in zip(*results, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw} on {device}")
