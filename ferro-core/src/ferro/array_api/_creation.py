@@ -183,8 +183,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if step == 0:
         raise ValueError("arange: step must not be zero")
     if dtype is None:
-        dtype = result_type(start, stop, step) if all(type(v) is not builtins_bool for v in (start, stop, step)) \
-            else _d.int64
+        dtype = _d.get_default_dtype() if any(isinstance(v, float) for v in (start, stop, step)) else _d.int64
     n = max(0, math.ceil((stop - start) / step))
     if n == 0:
         return ferro.empty((0,), dtype=dtype, device=device)

@@ -119,7 +119,14 @@ def _int_safe(op: Callable[[Tensor, Tensor], Tensor], x1: Tensor, x2: Tensor) ->
 
 def floor_divide(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tensor:
     """``x1 // x2`` rounded toward negative infinity (integer division by zero gives 0)."""
-    return _int_safe(ferro.floor_divide, *promote(x1, x2, "floor_divide"))
+    a, b = promote(x1, x2, "floor_divide")
+    out = _int_safe(ferro.floor_divide, a, b)
+    if a.dtype.kind != "f":
+        return out
+    # The standard's special cases that PyTorch's floor_divide (NaN for inf // finite, -1 for -1 // inf)
+    # does not meet: there the quotient is already the answer (+-inf, or a signed zero).
+    inf_case = ferro.logical_xor(ferro.isinf(a), ferro.isinf(b)) & ferro.logical_not(ferro.isnan(a) | ferro.isnan(b))
+    return ferro.where(inf_case & (ferro.isinf(a) | ferro.ne(a, 0)), ferro.div(a, b), out)
 
 
 def remainder(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tensor:

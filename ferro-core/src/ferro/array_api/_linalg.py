@@ -8,7 +8,7 @@ in the main namespace (``matmul``, ``matrix_transpose``, ``tensordot``,
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
 import ferro
@@ -19,7 +19,24 @@ from .._dtypes import DType
 from .._tensor import Tensor
 from ._axes import keep_shape, normalize_axes, one_axis
 from ._dtypes import builtins_bool, check_array, promote
-from ._elementwise import conj
+from ._elementwise import conj, real
+
+
+def _run(kernel: str, fn: Callable[..., Any], *arrays: Tensor, **kw: Any) -> Any:
+    """``fn(*arrays, **kw)``; where the device lacks ``kernel`` (OpenCL's SVD, eigh...) and ``FERRO_FALLBACK=cpu``
+    is set, on the CPU backend, results moved back (ferro.linalg calls such kernels directly, past the
+    registry's fallback)."""
+    dev = arrays[0].device
+    if dev.type == "cpu" or kernel in (dev.backend and dev._kernels):
+        return fn(*arrays, **kw)
+    from .._ops._dispatch import fallback_enabled, warn_fallback
+    if not fallback_enabled():
+        return fn(*arrays, **kw)  # the clear UnsupportedOperationError
+    warn_fallback(kernel, dev)
+    out = fn(*(a.to("cpu") for a in arrays), **kw)
+    if isinstance(out, tuple):
+        return type(out)(*(o.to(dev) for o in out)) if hasattr(out, "_fields") else tuple(o.to(dev) for o in out)
+    return out.to(dev)
 
 
 def matmul(x1: Tensor, x2: Tensor, /) -> Tensor:
@@ -56,7 +73,7 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     ax = one_axis(axis, n, "vecdot") - n
     if a.shape[ax] != b.shape[ax]:
         raise ValueError(f"vecdot: axis {axis} has size {a.shape[ax]} in x1 and {b.shape[ax]} in x2")
-    return ferro.sum(conj(a) * b, dim=ax)
+    return ferro.sum(conj(a) * b, dim=ax, dtype=a.dtype)
 
 
 class EighResult(NamedTuple):
@@ -90,7 +107,7 @@ class SVDResult(NamedTuple):
 
 def cholesky(x: Tensor, /, *, upper: builtins_bool = False) -> Tensor:
     """The Cholesky factor of symmetric (Hermitian) positive-definite matrices."""
-    return _fl.cholesky(check_array(x, "cholesky"), upper=upper)
+    return _run("linalg_cholesky", _fl.cholesky, check_array(x, "cholesky"), upper=upper)
 
 
 def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
@@ -105,7 +122,7 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
 
 def det(x: Tensor, /) -> Tensor:
     """The determinant of each square matrix."""
-    return _fl.det(check_array(x, "det"))
+    return _run("linalg_det", _fl.det, check_array(x, "det"))
 
 
 def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
@@ -115,24 +132,24 @@ def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
 
 def eigh(x: Tensor, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices."""
-    w, v = _fl.eigh(check_array(x, "eigh"))
+    w, v = _run("linalg_eigh", _fl.eigh, check_array(x, "eigh"))
     return EighResult(w, v)
 
 
 def eigvalsh(x: Tensor, /) -> Tensor:
     """Eigenvalues (ascending) of symmetric (Hermitian) matrices."""
-    return _fl.eigvalsh(check_array(x, "eigvalsh"))
+    return _run("linalg_eigh", _fl.eigvalsh, check_array(x, "eigvalsh"))
 
 
 def inv(x: Tensor, /) -> Tensor:
     """The inverse of each square matrix."""
-    return _fl.inv(check_array(x, "inv"))
+    return _run("linalg_inv", _fl.inv, check_array(x, "inv"))
 
 
 def matrix_norm(x: Tensor, /, *, keepdims: builtins_bool = False,
                 ord: int | float | Literal["fro", "nuc"] | None = "fro") -> Tensor:
     """A matrix norm of each matrix (``'fro'``, ``'nuc'``, ``1``, ``2``, ``inf`` and their negatives)."""
-    return _fl.matrix_norm(check_array(x, "matrix_norm"), ord="fro" if ord is None else ord, keepdim=keepdims)
+    return real(_fl.matrix_norm(check_array(x, "matrix_norm"), ord="fro" if ord is None else ord, keepdim=keepdims))
 
 
 def matrix_power(x: Tensor, n: int, /) -> Tensor:
@@ -143,7 +160,7 @@ def matrix_power(x: Tensor, n: int, /) -> Tensor:
     if n == 0:
         eye = ferro.eye(x.shape[-1], dtype=x.dtype, device=x.device)
         return ferro.broadcast_to(eye, tuple(x.shape)).clone()
-    base = _fl.inv(x) if n < 0 else x
+    base = inv(x) if n < 0 else x
     n = abs(n)
     out = None
     while n:  # binary powering: log2(n) products
@@ -169,7 +186,7 @@ def matrix_rank(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
     check_array(x, "matrix_rank")
     if x.ndim < 2:
         raise ValueError(f"matrix_rank: expected at least 2 dimensions, got shape {tuple(x.shape)}")
-    s = _fl.svdvals(x)
+    s = svdvals(x)
     if s.shape[-1] == 0:
         return ferro.zeros(tuple(x.shape[:-2]), dtype=_d.int64, device=x.device)
     return ferro.sum(ferro.gt(s, _rtol(x, rtol, s)), dim=-1, dtype=_d.int64)
@@ -187,8 +204,8 @@ def pinv(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse (singular values below ``rtol`` times the largest count as 0)."""
     check_array(x, "pinv")
     if rtol is None:
-        return _fl.pinv(x)
-    u, s, vh = _fl.svd(x, full_matrices=False)
+        return _run("linalg_pinv", _fl.pinv, x)
+    u, s, vh = svd(x, full_matrices=False)
     cut = _rtol(x, rtol, s)
     sinv = ferro.where(ferro.gt(s, cut), 1 / ferro.where(ferro.gt(s, cut), s, ferro.ones_like(s)), ferro.zeros_like(s))
     return ferro.matmul(conj(vh).mT * sinv.to(x.dtype)[..., None, :], conj(u).mT)
@@ -196,31 +213,31 @@ def pinv(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
 
 def qr(x: Tensor, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
     """The QR decomposition of each matrix."""
-    q, r = _fl.qr(check_array(x, "qr"), mode=mode)
+    q, r = _run("linalg_qr", _fl.qr, check_array(x, "qr"), mode=mode)
     return QRResult(q, r)
 
 
 def slogdet(x: Tensor, /) -> SlogdetResult:
     """The sign and the log of the absolute value of each determinant."""
-    s, la = _fl.slogdet(check_array(x, "slogdet"))
-    return SlogdetResult(s, la)
+    s, la = _run("linalg_slogdet", _fl.slogdet, check_array(x, "slogdet"))
+    return SlogdetResult(s, real(la))
 
 
 def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
     """The solution ``X`` of ``x1 @ X = x2`` (``x2`` a vector where 1-d)."""
     a, b = promote(check_array(x1, "solve", "x1"), check_array(x2, "solve", "x2"), "solve")
-    return _fl.solve(a, b)
+    return _run("linalg_solve", _fl.solve, a, b)
 
 
 def svd(x: Tensor, /, *, full_matrices: builtins_bool = True) -> SVDResult:
     """The singular value decomposition ``U @ diag(S) @ Vh`` of each matrix."""
-    u, s, vh = _fl.svd(check_array(x, "svd"), full_matrices=full_matrices)
-    return SVDResult(u, s, vh)
+    u, s, vh = _run("linalg_svd", _fl.svd, check_array(x, "svd"), full_matrices=full_matrices)
+    return SVDResult(u, real(s), vh)
 
 
 def svdvals(x: Tensor, /) -> Tensor:
     """The singular values (descending) of each matrix."""
-    return _fl.svdvals(check_array(x, "svdvals"))
+    return real(_run("linalg_svd", _fl.svdvals, check_array(x, "svdvals")))
 
 
 def trace(x: Tensor, /, *, offset: int = 0, dtype: DType | None = None) -> Tensor:
@@ -236,9 +253,9 @@ def vector_norm(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, keep
     check_array(x, "vector_norm")
     axes = normalize_axes(axis, x.ndim, "vector_norm")
     if axis is None:
-        out = _fl.vector_norm(x.reshape(-1), ord=ord, dim=0)
+        out = real(_fl.vector_norm(x.reshape(-1), ord=ord, dim=0))
         return out.reshape((1,) * x.ndim) if keepdims else out
-    out = _fl.vector_norm(x, ord=ord, dim=axes)
+    out = real(_fl.vector_norm(x, ord=ord, dim=axes))
     return out.reshape(keep_shape(tuple(x.shape), axes)) if keepdims else out
 
 

@@ -106,6 +106,14 @@ def repeat(x: Tensor, repeats: int | Tensor, /, *, axis: int | None = None) -> T
     if axis is None:
         x, axis = x.reshape(-1), 0
     ax = one_axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, Tensor):
+        if repeats.dtype.kind not in "ui":
+            raise TypeError(f"repeat: repeats must be an integer array, got {repeats.dtype}")
+        repeats = repeats.to(ferro.int64)
+        if repeats.numel() == 0 or x.shape[ax] == 0:  # nothing to repeat: ferro's index would be empty floats
+            shape = list(x.shape)
+            shape[ax] = 0
+            return ferro.empty(tuple(shape), dtype=x.dtype, device=x.device)
     return ferro.repeat_interleave(x, repeats, dim=ax)
 
 

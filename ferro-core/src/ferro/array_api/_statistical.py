@@ -6,6 +6,7 @@ says); reductions over every axis of a 0-d array are the array itself.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -67,10 +68,9 @@ def prod(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, dtype: DTyp
     dt = _sum_dtype(check_array(x, "prod"), dtype)
 
     def op(t: Tensor, ax: tuple[int, ...]) -> Tensor:
-        t = t.to(dt)
         for a in sorted(ax, reverse=True):  # ferro.prod reduces one dim at a time, as torch.prod
-            t = ferro.prod(t, dim=a)
-        return t
+            t = ferro.prod(t, dim=a, dtype=dt)
+        return t.to(dt)  # ferro (as PyTorch before 2.x) multiplies integers in int64 whatever dtype says
     return _reduce("prod", x, axis, keepdims, op, lambda t: t.to(dt).clone())
 
 
@@ -83,7 +83,7 @@ def _moment(name: str, op: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def fn(x: Tensor, /, *, axis: int | tuple[int, ...] | None = None, correction: int | float = 0.0,
            keepdims: builtins_bool = False) -> Tensor:
         return _reduce(name, x, axis, keepdims, lambda t, ax: op(t, dim=ax, correction=correction),
-                       lambda t: ferro.zeros_like(t) if correction == 0 else ferro.full_like(t, float("nan")))
+                       lambda t: (t - t) / (1 - correction))  # one sample each: 0, NaN where not finite
     fn.__name__ = fn.__qualname__ = name
     return fn
 
@@ -110,7 +110,7 @@ def _cumulative(name: str, op: Callable[..., Tensor], initial: int) -> Callable[
             raise ValueError(f"{name}: expected an array of at least one dimension")
         ax = _scan_axis(x, axis, name)
         dt = _sum_dtype(x, dtype)
-        out = op(x.to(dt), ax) if x.shape[ax] else x.to(dt).clone()
+        out = op(x, ax, dtype=dt).to(dt) if x.shape[ax] else x.to(dt).clone()  # ferro scans integers in int64
         if include_initial:
             shape = list(x.shape)
             shape[ax] = 1
@@ -151,6 +151,7 @@ def diff(x: Tensor, /, *, axis: int = -1, n: int = 1, prepend: Tensor | None = N
         raise ValueError(f"diff: n must be non-negative, got {n}")
     for _ in range(n):
         m = x.shape[ax]
-        hi, lo = x.narrow(ax, 1, max(m - 1, 0)), x.narrow(ax, 0, max(m - 1, 0))
+        k = builtins.max(m - 1, 0)
+        hi, lo = x.narrow(ax, 1, k), x.narrow(ax, 0, k)
         x = ferro.logical_xor(hi, lo) if x.dtype is _d.bool_ else hi - lo
     return x
