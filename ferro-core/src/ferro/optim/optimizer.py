@@ -36,6 +36,9 @@ class _Required:
 #: Marks a hyperparameter without a default.
 required = _Required()
 
+_SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+              "sets will change between runs. Please use a list instead.")
+
 
 def fused_kernel(p: Tensor, name: str) -> Callable[..., Any] | None:
     """The fused kernel ``name`` of ``p``'s device, or None where its backend has none."""
@@ -92,8 +95,7 @@ class Optimizer:
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got a dict; pass [dict] for a single parameter group")
         if isinstance(params, (set, frozenset)):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
-                            "of tensors in sets will change between runs. Please use a list instead.")
+            raise TypeError(_SET_ERROR)
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -123,8 +125,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, (set, frozenset)):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
-                            "of tensors in sets will change between runs. Please use a list instead.")
+            raise TypeError(_SET_ERROR)
         elif params is None:
             raise ValueError("a parameter group must have a 'params' entry")
         else:
