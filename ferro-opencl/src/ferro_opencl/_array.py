@@ -15,8 +15,14 @@ from typing import Any
 __all__ = ["CLArray", "contiguous_strides"]
 
 
+_STRIDES: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major strides, in elements, of ``shape``."""
+    got = _STRIDES.get(shape)
+    if got is not None:
+        return got[0]
     strides = []
     acc = 1
     for n in reversed(shape):
@@ -38,11 +44,16 @@ class CLArray:
         self.shape = shape
         self.dtype = dtype
         self.offset = offset
-        self.size = math.prod(shape)
         if strides is None:
-            self.strides = contiguous_strides(shape)
+            got = _STRIDES.get(shape)
+            if got is None:
+                if len(_STRIDES) > 4096:  # bounded: a workload of ever new shapes must not grow it forever
+                    _STRIDES.clear()
+                got = _STRIDES[shape] = (contiguous_strides(shape), math.prod(shape))
+            self.strides, self.size = got
             self.contiguous = True
         else:
+            self.size = math.prod(shape)
             self.strides = strides
             self.contiguous = _is_contiguous(shape, strides)
 

@@ -84,11 +84,10 @@ class Runtime:
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> CLArray:
         """A new contiguous array from the pool (uninitialized)."""
-        n = 1
-        for s in shape:
-            n *= s
-        buf = self.pool.allocate(n * dtype.itemsize) if n else None
-        return CLArray(self, buf, shape, dtype)
+        a = CLArray(self, None, shape, dtype)
+        if a.size:
+            a.buffer = self.pool.allocate(a.size * dtype.itemsize)
+        return a
 
     def stats(self) -> dict[str, int]:
         """The pool's statistics."""
