@@ -74,6 +74,17 @@ CASES: dict[str, tuple[Callable[[Any], Any], list[np.ndarray]]] = {
     "AvgPool2d pad": (lambda lib: lib.AvgPool2d(3, stride=2, padding=1), [r(1, 2, 5, 5)]),
     "AvgPool2d exclude pad": (lambda lib: lib.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
                               [r(1, 2, 5, 5)]),
+    "MaxPool2d ceil": (lambda lib: lib.MaxPool2d(3, stride=2, ceil_mode=True), [r(1, 2, 6, 7)]),
+    "MaxPool2d ceil pad": (lambda lib: lib.MaxPool2d(2, stride=2, padding=1, ceil_mode=True), [r(1, 2, 5, 4)]),
+    "MaxPool1d ceil unbatched": (lambda lib: lib.MaxPool1d(2, stride=3, ceil_mode=True), [r(2, 8)]),
+    "MaxPool3d": (lambda lib: lib.MaxPool3d(2, stride=1, padding=1), [r(1, 1, 3, 3, 3)]),
+    "AvgPool2d ceil": (lambda lib: lib.AvgPool2d(3, stride=2, ceil_mode=True), [r(1, 2, 6, 7)]),
+    "AvgPool2d ceil pad": (lambda lib: lib.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [r(1, 2, 6, 6)]),
+    "AvgPool2d ceil exclude pad": (lambda lib: lib.AvgPool2d(3, stride=2, padding=1, ceil_mode=True,
+                                                             count_include_pad=False), [r(1, 2, 6, 6)]),
+    "AvgPool2d divisor": (lambda lib: lib.AvgPool2d(2, padding=1, divisor_override=3), [r(1, 2, 4, 5)]),
+    "AvgPool1d exclude pad unbatched": (lambda lib: lib.AvgPool1d(3, 2, 1, count_include_pad=False), [r(2, 7)]),
+    "AvgPool3d": (lambda lib: lib.AvgPool3d((2, 1, 2), padding=(1, 0, 0)), [r(1, 2, 3, 2, 4)]),
     "AdaptiveAvgPool2d": (lambda lib: lib.AdaptiveAvgPool2d((2, 3)), [r(2, 2, 5, 7)]),
     "AdaptiveMaxPool2d": (lambda lib: lib.AdaptiveMaxPool2d(2), [r(1, 2, 5, 5)]),
     "BatchNorm1d": (lambda lib: lib.BatchNorm1d(3), [r(6, 3)]),
@@ -304,6 +315,20 @@ def test_conv_transpose_output_size_like_torch() -> None:
         f(ferro.tensor(x), output_size=[9, 8])
 
 
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pool_indices_like_torch(ceil_mode: bool) -> None:
+    x = np.round(r(2, 3, 5, 6), 1)  # rounding makes ties: the first maximum wins in both
+    fo, fi = nn.MaxPool2d(3, stride=2, padding=1, return_indices=True, ceil_mode=ceil_mode)(ferro.tensor(x))
+    to, ti = tnn.MaxPool2d(3, stride=2, padding=1, return_indices=True, ceil_mode=ceil_mode)(torch.tensor(x))
+    np.testing.assert_array_equal(fo.numpy(), to.numpy())
+    np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+    assert fi.dtype is ferro.int64
+    fo1, fi1 = nn.MaxPool1d(2, return_indices=True)(ferro.tensor(x[0, 0]))
+    to1, ti1 = tnn.MaxPool1d(2, return_indices=True)(torch.tensor(x[0, 0]))
+    np.testing.assert_array_equal(fo1.numpy(), to1.numpy())
+    np.testing.assert_array_equal(fi1.numpy(), ti1.numpy())
+
+
 def test_embedding_max_norm_and_from_pretrained() -> None:
     f, t = pair(lambda lib: lib.Embedding(6, 3, max_norm=1.0))
     idx = np.array([0, 2, 2, 5])
@@ -352,8 +377,10 @@ def test_layer_argument_errors() -> None:
         nn.GroupNorm(3, 4)
     with pytest.raises(ferro.errors.ShapeError, match="has 4 features but weight"):
         nn.Linear(3, 2)(ferro.randn(2, 4))
-    with pytest.raises(NotImplementedError, match="ceil_mode"):
-        nn.MaxPool2d(2, ceil_mode=True)
+    with pytest.raises(ValueError, match="pad should be at most half"):
+        nn.MaxPool2d(2, padding=2)
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input, got 2D"):
+        nn.MaxPool2d(2, ceil_mode=True)(ferro.randn(4, 4))
     with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
         nn.LeakyReLU(slope=0.1)
     with pytest.raises(ValueError, match="not a valid value for reduction"):

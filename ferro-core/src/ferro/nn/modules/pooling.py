@@ -1,38 +1,99 @@
-"""Pooling layers over the functional pools: ``MaxPool1d/2d``, ``AvgPool1d/2d``, adaptive pools."""
+"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``.
+
+The common settings call the registry ops of ``ferro.nn.functional`` (which a
+backend may fuse). What those ops do not take (``ceil_mode``, ``return_indices``,
+``count_include_pad=False``, ``divisor_override``, 3-D) runs here on the same
+window unfolding, with PyTorch's output sizes and divisors.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from ..._creation import arange, ones
+from ..._ops.conv import _tuple, unfold
 from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool2d"]
 
 
-def _unsupported(cls: str, what: str) -> NotImplementedError:
-    return NotImplementedError(f"{cls}: {what} is not implemented in ferro yet")
+class _Geometry:
+    """Kernel, stride, padding and dilation per spatial dim, and the pads that give PyTorch's output size."""
+
+    def __init__(self, n: int, name: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                 ceil_mode: bool) -> None:
+        self.n, self.name, self.ceil_mode = n, name, ceil_mode
+        self.kernel = _tuple(kernel_size, n, "kernel_size")
+        self.stride = self.kernel if stride is None else _tuple(stride, n, "stride")
+        self.padding, self.dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel)):
+            raise ValueError(f"{name}: pad should be at most half of effective kernel size, got padding "
+                             f"{list(self.padding)} and kernel {list(self.kernel)}")
+
+    def extra(self, size: int, i: int) -> int:
+        """Zeros to add after dim ``i`` (of length ``size``) beyond its padding, for ``ceil_mode``."""
+        k, s, p, d = self.kernel[i], self.stride[i], self.padding[i], self.dilation[i]
+        span = size + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise ValueError(f"{self.name}: the kernel {list(self.kernel)} is larger than the padded input")
+        out = (-(-span // s) if self.ceil_mode else span // s) + 1
+        if self.ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input
+            out -= 1
+        return max(0, (out - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+
+    def pads(self, spatial: tuple[int, ...], regular: bool = True, extra: bool = True) -> list[int]:
+        """``F.pad`` sizes (last dim first): the padding and/or the ceil-mode extra."""
+        out: list[int] = []
+        for i in reversed(range(self.n)):
+            p = self.padding[i] if regular else 0
+            out += [p, p + (self.extra(spatial[i], i) if extra else 0)]
+        return out
+
+    def windows(self, x: Tensor, pads: list[int], value: float) -> Tensor:
+        return unfold(F.pad(x, pads, value=value), self.kernel, self.stride, self.dilation)
+
+
+def _batched(x: Tensor, n: int, name: str) -> tuple[Tensor, bool]:
+    if x.ndim not in (n + 1, n + 2):
+        raise ValueError(f"{name}: expected {n + 1}D or {n + 2}D input, got {x.ndim}D input of shape {list(x.shape)}")
+    return (x, True) if x.ndim == n + 2 else (x.unsqueeze(0), False)
 
 
 class _MaxPoolNd(Module):
-    _fn: Any
+    _n: int
+    _fn: Any = None  # the registry op for the plain case, where there is one
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
-        if return_indices:
-            raise _unsupported(type(self).__name__, "return_indices=True")
-        if ceil_mode:
-            raise _unsupported(type(self).__name__, "ceil_mode=True")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
+        self._geometry = _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, dilation,
+                                   ceil_mode)
 
-    def forward(self, input: Tensor) -> Tensor:
-        """The maximum of each window."""
-        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation)
+    def forward(self, input: Tensor) -> Any:
+        """The maximum of each window; with ``return_indices``, also its flat index in the input's spatial dims."""
+        if self._fn is not None and not (self.ceil_mode or self.return_indices):
+            return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation)
+        n, g = self._n, self._geometry
+        x, batched = _batched(input, n, type(self).__name__)
+        spatial = tuple(x.shape[2:])
+        win = g.windows(x, g.pads(spatial), -math.inf)
+        flat = win.reshape(*win.shape[:2 + n], -1)
+        out = flat.amax(-1)
+        if not self.return_indices:
+            return out if batched else out.squeeze(0)
+        positions = arange(math.prod(spatial), device=x.device).reshape(1, 1, *spatial)
+        where_from = g.windows(positions, g.pads(spatial), -1).reshape(1, 1, *win.shape[2:2 + n], -1)
+        pick = flat.argmax(-1, keepdim=True)
+        idx = where_from.expand(*flat.shape).gather(-1, pick).squeeze(-1)
+        return (out, idx) if batched else (out.squeeze(0), idx.squeeze(0))
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -40,62 +101,92 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """Maximum over sliding windows of (N, C, L); ``stride`` defaults to ``kernel_size``."""
+    """Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``."""
 
-    _fn = staticmethod(F.max_pool1d)
+    _n, _fn = 1, staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
-    """Maximum over sliding windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
+    """Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``.
 
-    _fn = staticmethod(F.max_pool2d)
+    ``ceil_mode=True`` rounds the output size up; ``return_indices=True`` also returns where each maximum
+    came from (flat indices into H * W), as PyTorch does.
+    """
+
+    _n, _fn = 2, staticmethod(F.max_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W)."""
+
+    _n = 3
 
 
 class _AvgPoolNd(Module):
-    _fn: Any
+    _n: int
+    _fn: Any = None
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
-        if ceil_mode:
-            raise _unsupported(type(self).__name__, "ceil_mode=True")
-        if divisor_override is not None:
-            raise _unsupported(type(self).__name__, "divisor_override")
+        if divisor_override is not None and divisor_override <= 0:
+            raise ValueError(f"{type(self).__name__}: divisor must be positive, got {divisor_override}")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
         self.divisor_override = divisor_override
+        self._geometry = _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, 1, ceil_mode)
 
     def forward(self, input: Tensor) -> Tensor:
-        """The mean of each window."""
-        fn = type(self)._fn
-        out = fn(input, self.kernel_size, self.stride, self.padding)
-        if self.count_include_pad or not _any(self.padding):
-            return out
-        # Divide by the real elements of each window: the same pool over ones gives their share.
-        from ..._creation import ones
-        share = fn(ones(*input.shape, dtype=input.dtype, device=input.device), self.kernel_size, self.stride,
-                   self.padding)
-        return out / share
+        """The mean of each window (PyTorch's divisor: see ``count_include_pad`` and ``divisor_override``)."""
+        n, g = self._n, self._geometry
+        plain_pad = self.count_include_pad or not any(g.padding)
+        if self._fn is not None and plain_pad and not self.ceil_mode and self.divisor_override is None:
+            return type(self)._fn(input, self.kernel_size, self.stride, self.padding)
+        x, batched = _batched(input, n, type(self).__name__)
+        spatial = tuple(x.shape[2:])
+        dims = tuple(range(2 + n, 2 + 2 * n))
+        total = g.windows(x, g.pads(spatial), 0.0).sum(dims)
+        if self.divisor_override is not None:
+            out = total / self.divisor_override
+        else:
+            # How many of each window's places count: the input, plus the padding with count_include_pad,
+            # never the ceil-mode overhang.
+            mask = ones(1, 1, *spatial, dtype=x.dtype, device=x.device)
+            if self.count_include_pad:
+                mask = F.pad(mask, g.pads(spatial, extra=False), value=1.0)
+                mask = F.pad(mask, g.pads(spatial, regular=False), value=0.0)
+            else:
+                mask = F.pad(mask, g.pads(spatial), value=0.0)
+            count = unfold(mask, g.kernel, g.stride, g.dilation).sum(dims)
+            out = total / count
+        return out if batched else out.squeeze(0)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-def _any(padding: Any) -> bool:
-    return any(padding) if isinstance(padding, (tuple, list)) else bool(padding)
-
-
 class AvgPool1d(_AvgPoolNd):
     """Mean over sliding windows of (N, C, L); ``count_include_pad=False`` leaves padding out of the mean."""
 
-    _fn = staticmethod(F.avg_pool1d)
+    _n, _fn = 1, staticmethod(F.avg_pool1d)
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):
-    """Mean over sliding windows of (N, C, H, W); ``count_include_pad=False`` leaves padding out of the mean."""
+    """Mean over sliding windows of (N, C, H, W); ``count_include_pad=False`` leaves padding out of the mean,
+    ``divisor_override`` replaces the window size as divisor, ``ceil_mode`` rounds the output size up."""
 
-    _fn = staticmethod(F.avg_pool2d)
+    _n, _fn = 2, staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """Mean over sliding windows of (N, C, D, H, W) (options as :class:`AvgPool2d`)."""
+
+    _n = 3
 
 
 class AdaptiveAvgPool2d(Module):
@@ -118,7 +209,7 @@ class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
 
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         if return_indices:
-            raise _unsupported("AdaptiveMaxPool2d", "return_indices=True")
+            raise NotImplementedError("AdaptiveMaxPool2d: return_indices=True is not implemented in ferro yet")
         super().__init__(output_size)
         self.return_indices = return_indices
 
