@@ -195,6 +195,28 @@ class Tensor:
         return self._dtype.is_complex
 
     @property
+    def real(self) -> Tensor:
+        """The real part: a view for complex tensors (writes go into this one), the tensor itself otherwise."""
+        from ._ops.complex import real
+        return real(self)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        from ._ops.complex import real
+        _assign(real(self), value)
+
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part of a complex tensor, as a view (writes go into this one)."""
+        from ._ops.complex import imag
+        return imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        from ._ops.complex import imag
+        _assign(imag(self), value)
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not made by a recorded op (user-made, or not requiring grad)."""
         return self.grad_fn is None
@@ -427,6 +449,14 @@ class _RemovableHandle:
         """Take the hook back."""
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+def _assign(part: Tensor, value: Any) -> None:
+    """``x.real = value``: copy ``value`` into the view ``part`` (``fill_`` for a number)."""
+    if isinstance(value, Tensor):
+        part.copy_(value)
+    else:
+        part.fill_(value)
 
 
 def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:

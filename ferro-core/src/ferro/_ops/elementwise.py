@@ -10,6 +10,7 @@ input's dtype, so the formulas ignore both.
 
 from __future__ import annotations
 
+import cmath
 import math
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,22 @@ def _zero(g: Tensor, *_: Any) -> Tensor:
     return g * 0
 
 
+def _c(v: Any) -> Any:
+    """The conjugate of a complex tensor or number; anything real unchanged.
+
+    Complex gradients are conjugate Wirtinger derivatives (PyTorch's convention): for a holomorphic
+    ``f``, ``grad_x = g * conj(f'(x))``, so every formula below conjugates the derivative it multiplies.
+    """
+    if isinstance(v, Tensor):
+        return v.conj() if v._dtype.is_complex else v
+    return v.conjugate() if isinstance(v, complex) else v
+
+
+def _abs_grad(g: Tensor, x: Tensor) -> Tensor:
+    # sgn(x) = x / |x| for complex x (0 at 0), as PyTorch: g is real, the gradient complex.
+    return g * (x.sgn() if x._dtype.is_complex else x.sign())
+
+
 def _log(x: Any) -> Any:
     return x.log() if isinstance(x, Tensor) else math.log(x)
 
@@ -37,14 +54,16 @@ def _log(x: Any) -> Any:
 def _pow_grad_base(g: Tensor, x: Any, y: Any) -> Tensor:
     # d/dx x**y = y * x**(y - 1); 0 where y == 0 (PyTorch), not 0 * inf = nan at x == 0.
     if not isinstance(y, Tensor):
-        return g * 0.0 if y == 0 else g * y * x ** (y - 1)
-    return where(y == 0, 0.0, g * y * x ** (y - 1))
+        return g * 0.0 if y == 0 else g * _c(y * x ** (y - 1))
+    return where(y == 0, 0.0, g * _c(y * x ** (y - 1)))
 
 
 def _pow_grad_exponent(g: Tensor, x: Any, y: Any) -> Tensor:
     # d/dy x**y = x**y * log(x); PyTorch masks x == 0 with y >= 0 to 0 (x == 0 with y < 0 gives -inf).
     # x**y is computed again rather than saved, so that the output may change in place (as in PyTorch).
     out = x ** y
+    if out._dtype.is_complex:
+        return g * _c(out * (x.log() if isinstance(x, Tensor) else cmath.log(x)))
     if isinstance(x, Tensor):
         return where((x == 0) & (y >= 0), 0.0, g * out * x.log())
     if x == 0:
@@ -93,34 +112,34 @@ X, Y = 0, 1
 UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
     ("neg", "numeric", (), (lambda g: -g,), "Negate each element."),
     ("positive", "numeric", (), (lambda g: g,), "Each element unchanged (unary +)."),
-    ("abs", "magnitude", (X,), (lambda g, x: g * x.sign(),), "Absolute value (the modulus for complex)."),
+    ("abs", "magnitude", (X,), (_abs_grad,), "Absolute value (the modulus for complex)."),
     ("sign", "real_numeric", (), (_zero,), "-1, 0 or 1 by the sign of each element (nan for nan)."),
-    ("exp", "float", (OUT,), (lambda g, out: g * out,), "e to the power of each element."),
-    ("log", "float", (X,), (lambda g, x: g / x,), "Natural logarithm."),
-    ("sqrt", "float", (OUT,), (lambda g, out: g / (out * 2),), "Square root."),
-    ("sin", "float", (X,), (lambda g, x: g * x.cos(),), "Sine."),
-    ("cos", "float", (X,), (lambda g, x: -g * x.sin(),), "Cosine."),
-    ("tan", "float", (OUT,), (lambda g, out: g * (out * out + 1),), "Tangent."),
-    ("tanh", "float", (OUT,), (lambda g, out: g * (1 - out * out),), "Hyperbolic tangent."),
-    ("sigmoid", "float", (OUT,), (lambda g, out: g * out * (1 - out),), "Logistic sigmoid 1 / (1 + exp(-x))."),
+    ("exp", "float", (OUT,), (lambda g, out: g * _c(out),), "e to the power of each element."),
+    ("log", "float", (X,), (lambda g, x: g / _c(x),), "Natural logarithm."),
+    ("sqrt", "float", (OUT,), (lambda g, out: g / _c(out * 2),), "Square root."),
+    ("sin", "float", (X,), (lambda g, x: g * _c(x.cos()),), "Sine."),
+    ("cos", "float", (X,), (lambda g, x: -g * _c(x.sin()),), "Cosine."),
+    ("tan", "float", (OUT,), (lambda g, out: g * _c(out * out + 1),), "Tangent."),
+    ("tanh", "float", (OUT,), (lambda g, out: g * _c(1 - out * out),), "Hyperbolic tangent."),
+    ("sigmoid", "float", (OUT,), (lambda g, out: g * _c(out * (1 - out)),), "Logistic sigmoid 1 / (1 + exp(-x))."),
     ("relu", "real_numeric", (OUT,), (lambda g, out: g * (out > 0),), "max(x, 0)."),
-    ("square", "numeric", (X,), (lambda g, x: g * x * 2,), "x * x."),
-    ("log1p", "float", (X,), (lambda g, x: g / (x + 1),), "log(1 + x), accurate near 0."),
-    ("expm1", "float", (OUT,), (lambda g, out: g * (out + 1),), "exp(x) - 1, accurate near 0."),
+    ("square", "numeric", (X,), (lambda g, x: g * _c(x) * 2,), "x * x."),
+    ("log1p", "float", (X,), (lambda g, x: g / _c(x + 1),), "log(1 + x), accurate near 0."),
+    ("expm1", "float", (OUT,), (lambda g, out: g * _c(out + 1),), "exp(x) - 1, accurate near 0."),
     ("floor", "real", (), (_zero,), "Round down."),
     ("ceil", "real", (), (_zero,), "Round up."),
     ("trunc", "real", (), (_zero,), "Round toward zero."),
     ("round", "real", (), (_zero,), "Round half to even."),
-    ("asin", "float", (X,), (lambda g, x: g / (1 - x * x).sqrt(),), "Inverse sine."),
-    ("acos", "float", (X,), (lambda g, x: -g / (1 - x * x).sqrt(),), "Inverse cosine."),
-    ("atan", "float", (X,), (lambda g, x: g / (x * x + 1),), "Inverse tangent."),
-    ("sinh", "float", (X,), (lambda g, x: g * x.cosh(),), "Hyperbolic sine."),
-    ("cosh", "float", (X,), (lambda g, x: g * x.sinh(),), "Hyperbolic cosine."),
-    ("asinh", "float", (X,), (lambda g, x: g / (x * x + 1).sqrt(),), "Inverse hyperbolic sine."),
-    ("acosh", "float", (X,), (lambda g, x: g / (x * x - 1).sqrt(),), "Inverse hyperbolic cosine."),
-    ("atanh", "float", (X,), (lambda g, x: g / (1 - x * x),), "Inverse hyperbolic tangent."),
-    ("log2", "float", (X,), (lambda g, x: g / (x * math.log(2)),), "Base-2 logarithm."),
-    ("log10", "float", (X,), (lambda g, x: g / (x * math.log(10)),), "Base-10 logarithm."),
+    ("asin", "float", (X,), (lambda g, x: g / _c((1 - x * x).sqrt()),), "Inverse sine."),
+    ("acos", "float", (X,), (lambda g, x: -g / _c((1 - x * x).sqrt()),), "Inverse cosine."),
+    ("atan", "float", (X,), (lambda g, x: g / _c(x * x + 1),), "Inverse tangent."),
+    ("sinh", "float", (X,), (lambda g, x: g * _c(x.cosh()),), "Hyperbolic sine."),
+    ("cosh", "float", (X,), (lambda g, x: g * _c(x.sinh()),), "Hyperbolic cosine."),
+    ("asinh", "float", (X,), (lambda g, x: g / _c((x * x + 1).sqrt()),), "Inverse hyperbolic sine."),
+    ("acosh", "float", (X,), (lambda g, x: g / _c((x * x - 1).sqrt()),), "Inverse hyperbolic cosine."),
+    ("atanh", "float", (X,), (lambda g, x: g / _c(1 - x * x),), "Inverse hyperbolic tangent."),
+    ("log2", "float", (X,), (lambda g, x: g / _c(x * math.log(2)),), "Base-2 logarithm."),
+    ("log10", "float", (X,), (lambda g, x: g / _c(x * math.log(10)),), "Base-10 logarithm."),
     ("erf", "real_float", (X,), (lambda g, x: g * (-x * x).exp() * (2 / math.sqrt(math.pi)),), "Error function."),
     ("erfc", "real_float", (X,), (lambda g, x: g * (-x * x).exp() * (-2 / math.sqrt(math.pi)),),
      "Complementary error function 1 - erf(x)."),
@@ -138,8 +157,9 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
 BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
     ("add", "same", (), (lambda g: g, lambda g: g), "x + y."),
     ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y."),
-    ("mul", "same", (X, Y), (lambda g, x, y: g * y, lambda g, x, y: g * x), "x * y."),
-    ("div", "float", (X, Y), (lambda g, x, y: g / y, lambda g, x, y: -g * x / (y * y)), "x / y (true division)."),
+    ("mul", "same", (X, Y), (lambda g, x, y: g * _c(y), lambda g, x, y: g * _c(x)), "x * y."),
+    ("div", "float", (X, Y), (lambda g, x, y: g / _c(y), lambda g, x, y: -g * _c(x / (y * y))),
+     "x / y (true division)."),
     ("pow", "numeric", (X, Y), (_pow_grad_base, _pow_grad_exponent), "x ** y."),
     ("maximum", "real", (X, Y), (_max_grad, lambda g, x, y: _max_grad(g, y, x)), "Elementwise maximum."),
     ("minimum", "real", (X, Y), (lambda g, x, y: _max_grad(g, y, x), _max_grad), "Elementwise minimum."),
@@ -170,10 +190,10 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
 #: Ops without a primitive kernel, written in other ops (backends may still supply one).
 DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any],
                            tuple[str, ...], str]] = [
-    ("reciprocal", "float", (OUT,), (lambda g, out: -g * out * out,), lambda x: 1 / x, ("div",), "1 / x."),
-    ("rsqrt", "float", (OUT,), (lambda g, out: g * out * out * out * -0.5,), lambda x: 1 / x.sqrt(),
+    ("reciprocal", "float", (OUT,), (lambda g, out: -g * _c(out * out),), lambda x: 1 / x, ("div",), "1 / x."),
+    ("rsqrt", "float", (OUT,), (lambda g, out: g * _c(out * out * out) * -0.5,), lambda x: 1 / x.sqrt(),
      ("sqrt", "div"), "1 / sqrt(x)."),
-    ("exp2", "float", (OUT,), (lambda g, out: g * out * math.log(2),), lambda x: 2.0 ** x, ("pow",), "2 ** x."),
+    ("exp2", "float", (OUT,), (lambda g, out: g * _c(out) * math.log(2),), lambda x: 2.0 ** x, ("pow",), "2 ** x."),
     ("frac", "real_floating", (), (lambda g: g,), lambda x: x - x.trunc(), ("trunc", "sub"),
      "The fractional part x - trunc(x)."),
 ]

@@ -10,11 +10,14 @@ from .._tensor import Tensor
 from ..errors import ShapeError
 from ._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ._registry import OpDef, register
+from .elementwise import _c
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot"]
 
 
+# For complex operands the gradients use the conjugate transposes (PyTorch's convention: g @ y^H, x^H @ g).
 def _grad_x(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    y = _c(y)
     if x.ndim == 1 and y.ndim == 1:
         return g * y
     if y.ndim == 1:
@@ -25,6 +28,7 @@ def _grad_x(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
 
 
 def _grad_y(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    x = _c(x)
     if x.ndim == 1 and y.ndim == 1:
         return g * x
     if y.ndim == 1:

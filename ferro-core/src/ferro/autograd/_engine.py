@@ -37,6 +37,9 @@ def _fit(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
         from .._ops.shape import sum_to
         g = sum_to(g, shape)
     if g._dtype is not dtype:
+        if g._dtype.is_complex and not dtype.is_complex:  # a real input's gradient is the real part (PyTorch)
+            from .._ops.complex import real
+            g = real(g)
         g = g.to(dtype)
     return g
 

@@ -1,4 +1,13 @@
-"""Gradient checks by finite differences, as ``torch.autograd.gradcheck``."""
+"""Gradient checks by finite differences, as ``torch.autograd.gradcheck``.
+
+Complex numbers follow PyTorch's convention. For an output gradient ``v``,
+the checked real-valued function is ``L = sum(Re(conj(v) * out))`` (for a
+real output, ``sum(v * out)``), and the gradient of a complex input ``z =
+a + ib`` is ``dL/da + i dL/db`` (the conjugate Wirtinger derivative, times
+two): each element's real and imaginary parts are perturbed in turn. The
+gradient of a real input is ``dL/da``, even where the function passes
+through complex numbers.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +17,46 @@ from typing import Any
 __all__ = ["gradcheck", "gradgradcheck"]
 
 
+def _host(t: Any) -> Any:
+    """A tensor's values as a float64 or complex128 NumPy array."""
+    import numpy as np
+    a = t.detach().numpy()
+    return a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
+def _random_like(out: Any, rng: Any) -> Any:
+    """A random output gradient of ``out``'s shape: complex for a complex output."""
+    shape = tuple(out.shape)
+    v = rng.standard_normal(shape)
+    return v + 1j * rng.standard_normal(shape) if out.dtype.is_complex else v
+
+
+def _loss(out: Any, out_grad: Any) -> float:
+    import numpy as np
+    return float(np.real(np.conj(out_grad) * _host(out)).sum())
+
+
 def _numerical(fn: Callable[..., Any], inputs: list[Any], i: int, eps: float, out_grad: Any) -> Any:
-    """d(sum(fn(inputs) * out_grad)) / d inputs[i], by central differences on the host."""
+    """d(sum(Re(conj(out_grad) * fn(inputs)))) / d inputs[i], by central differences on the host."""
     import numpy as np
 
     from .._creation import tensor
     x = inputs[i]
-    base = x.detach().numpy().astype(np.float64)
+    base = _host(x)
     flat = base.reshape(-1)
     grad = np.zeros_like(flat)
+    steps = (1.0, 1j) if np.iscomplexobj(base) else (1.0,)
     for j in range(flat.size):
-        vals = []
-        for sign in (1, -1):
-            pert = flat.copy()
-            pert[j] += sign * eps
-            args = list(inputs)
-            args[i] = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
-                             requires_grad=x.requires_grad)
-            out = fn(*args)
-            vals.append(float((out.detach().numpy().astype(np.float64) * out_grad).sum()))
-        grad[j] = (vals[0] - vals[1]) / (2 * eps)
+        for step in steps:
+            vals = []
+            for sign in (1, -1):
+                pert = flat.copy()
+                pert[j] += sign * eps * step
+                args = list(inputs)
+                args[i] = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
+                                 requires_grad=x.requires_grad)
+                vals.append(_loss(fn(*args), out_grad))
+            grad[j] += step * (vals[0] - vals[1]) / (2 * eps)
     return grad.reshape(base.shape)
 
 
@@ -35,8 +64,10 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
               rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
     """Compare autograd's gradients of ``fn`` at ``inputs`` with central finite differences.
 
-    Inputs that require grad should be float64 for the check to be meaningful.
-    A random output gradient is used so that every output element is tested.
+    Inputs that require grad should be float64 or complex128 for the check to
+    be meaningful; complex inputs and outputs follow PyTorch's convention (see
+    the module docstring). A random output gradient is used so that every
+    output element is tested.
     """
     import numpy as np
 
@@ -48,7 +79,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
         raise ValueError("gradcheck: no input requires grad")
     out = fn(*inputs)
     rng = np.random.default_rng(seed)
-    out_grad = rng.standard_normal(tuple(out.shape))
+    out_grad = _random_like(out, rng)
     if out.requires_grad:
         analytic = autograd_grad(out, [inputs[i] for i in diff],
                                  grad_outputs=tensor(out_grad, dtype=out.dtype, device=out.device),
@@ -57,7 +88,12 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
         analytic = (None,) * len(diff)
     for k, i in enumerate(diff):
         num = _numerical(fn, inputs, i, eps, out_grad)
-        got = np.zeros_like(num) if analytic[k] is None else analytic[k].detach().numpy().astype(np.float64)
+        got = np.zeros_like(num) if analytic[k] is None else _host(analytic[k])
+        if got.dtype != num.dtype:
+            if raise_exception:
+                raise AssertionError(f"gradcheck: the gradient of input {i} is {analytic[k].dtype}, but the input "
+                                     f"is {inputs[i].dtype}")
+            return False
         if not np.allclose(got, num, atol=atol, rtol=rtol):
             if raise_exception:
                 worst = np.abs(got - num).max()
@@ -77,7 +113,7 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float =
     inputs = list(inputs)
     diff = [i for i, x in enumerate(inputs) if getattr(x, "requires_grad", False)]
     out = fn(*inputs)
-    v = tensor(np.random.default_rng(seed + 1).standard_normal(tuple(out.shape)), dtype=out.dtype, device=out.device)
+    v = tensor(_random_like(out, np.random.default_rng(seed + 1)), dtype=out.dtype, device=out.device)
 
     def first(*args: Any) -> Any:
         o = fn(*args)
@@ -94,4 +130,8 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float =
 
 def _cat(a: Any, b: Any) -> Any:
     from .._ops.shape import cat
+    if a.dtype is not b.dtype:  # real and complex inputs' gradients: one complex vector
+        from .._dtypes import promote_types
+        dt = promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
     return cat([a, b])

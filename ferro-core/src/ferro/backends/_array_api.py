@@ -165,6 +165,7 @@ class ArrayAPIBackend(Backend):
             if op in table:
                 table[op] = _bool_as(xp, table[op], getattr(xp, logical))
         table.update(self._generic_kernels(index))
+        table.update(self._complex_kernels())
         table.update(self.extra_kernels(index))
         return table
 
@@ -183,6 +184,8 @@ class ArrayAPIBackend(Backend):
             return xp.maximum(x, xp.zeros_like(x))  # nan stays nan, as in PyTorch
 
         def sigmoid(x: Any) -> Any:
+            if xp.isdtype(x.dtype, "complex floating"):  # no sign to split on: the plain formula, as PyTorch
+                return 1 / (1 + xp.exp(-x))
             # Stable on both tails: exp of a non-positive number never overflows.
             e = xp.exp(-xp.abs(x))
             return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
@@ -350,6 +353,53 @@ class ArrayAPIBackend(Backend):
         return {"linalg_inv": la.inv, "linalg_det": lambda x: xp.asarray(la.det(x)), "linalg_slogdet": slogdet,
                 "linalg_solve": la.solve, "linalg_cholesky": la.cholesky, "linalg_qr": qr, "linalg_eigh": eigh,
                 "linalg_svd": svd, "linalg_pinv": la.pinv, "linalg_lu_factor": lambda x: lu_factor(xp, x)}
+
+    # -- complex numbers and the FFT (ferro._ops.complex, ferro._ops.fft) ---------------------------------
+
+    def _complex_kernels(self) -> dict[str, Callable[..., Any]]:
+        """``real``/``imag`` (views where the arrays have ``.real``/``.imag``), ``conj``, ``angle``, and the three
+        FFT primitives over the standard's ``fft`` extension: ``fft_c2c`` (complex to complex), ``fft_r2c``
+        (real to the onesided half spectrum), ``fft_c2r`` (half spectrum to real, of ``last_dim_size``)."""
+        xp = self.xp
+        table: dict[str, Callable[..., Any]] = {}
+        if hasattr(xp, "real") and hasattr(xp, "imag"):
+            def part(name: str) -> Callable[..., Any]:
+                fn = getattr(xp, name)
+
+                def kernel(x: Any) -> Any:
+                    view = getattr(x, name, None)  # NumPy and CuPy: a view of x's storage
+                    return view if view is not None and not callable(view) else fn(x)
+                return kernel
+
+            def angle(x: Any) -> Any:
+                if xp.isdtype(x.dtype, "complex floating"):
+                    return xp.atan2(xp.imag(x), xp.real(x))
+                # PyTorch: pi for negative reals, 0 otherwise (-0.0 included), nan stays nan.
+                return xp.where(xp.isnan(x), x, xp.where(x < 0, xp.asarray(math.pi, dtype=x.dtype),
+                                                        xp.zeros_like(x)))
+
+            table.update({"real": part("real"), "imag": part("imag"), "conj": xp.conj, "angle": angle})
+        fft = getattr(xp, "fft", None)
+        if fft is None:
+            return table
+
+        def c2c(x: Any, dims: tuple[int, ...], norm: str, forward: bool) -> Any:
+            out = (fft.fftn if forward else fft.ifftn)(x, axes=dims, norm=norm)
+            return out if out.dtype == x.dtype else xp.astype(out, x.dtype)
+
+        def r2c(x: Any, dims: tuple[int, ...], norm: str) -> Any:
+            out = fft.rfftn(x, axes=dims, norm=norm)
+            want = xp.complex64 if x.dtype == xp.float32 else xp.complex128
+            return out if out.dtype == want else xp.astype(out, want)
+
+        def c2r(x: Any, dims: tuple[int, ...], norm: str, last_dim_size: int) -> Any:
+            s = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
+            out = fft.irfftn(x, s=s, axes=dims, norm=norm)
+            want = xp.float32 if x.dtype == xp.complex64 else xp.float64
+            return out if out.dtype == want else xp.astype(out, want)
+
+        table.update({"fft_c2c": c2c, "fft_r2c": r2c, "fft_c2r": c2r})
+        return table
 
     def _host_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """Kernels the standard lacks, computed with NumPy on the host (free for NumPy itself)."""

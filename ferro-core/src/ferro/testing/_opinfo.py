@@ -548,3 +548,72 @@ NOT_SAMPLED: dict[str, str] = {
     "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",
     "conv_transpose2d": "compared with torch, values and gradients, in tests/test_conv.py",
 }
+
+# -- complex numbers and the FFT ------------------------------------------------------------------------------
+# Inputs become complex with a nonzero imaginary part by x * (1 - 0.6j) + 0.3j (for real and complex samples
+# alike), so the float64 gradient checks run through complex numbers back to a real input.
+COMPLEX = ("complex64", "complex128")
+_ZC = 1 - 0.6j
+
+
+def _zn(x: Any) -> Any:
+    return x * _ZC + 0.3j
+
+
+def _zf(name: str, fft: bool = False) -> Callable[..., Any]:
+    def call(f: Any, x: Any, **kw: Any) -> Any:
+        return getattr(f.fft if fft else f, name)(x * _ZC + 0.3j, **kw)
+    return call
+
+
+def _fft_ref(name: str, complex_in: bool) -> Callable[..., Any]:
+    def ref(x: Any, dim: Any = None, **kw: Any) -> Any:
+        if dim is None and "s" in kw:  # the last len(s) axes, named (NumPy 2 wants them)
+            dim = tuple(range(x.ndim - len(kw["s"]), x.ndim))
+        if dim is not None:
+            kw["axis" if isinstance(dim, int) else "axes"] = dim
+        return getattr(_np().fft, name)(_zn(x) if complex_in else x, **kw)
+    return ref
+
+
+_FFT1 = (((8,),), ((3, 5),))
+_FFTN = (((4, 6),), ((2, 3, 4),))
+_FFT_KW1 = ({}, {"n": 5, "norm": "ortho"}, {"n": 12, "dim": 0, "norm": "forward"})
+_FFT_KWN = ({}, {"s": (3, 5), "norm": "ortho"}, {"s": (4, 2), "dim": (0, 1), "norm": "forward"})
+OP_DB += [
+    OpInfo("real", lambda x: _zn(x).real, call=_zf("real"), dtypes=(*COMPLEX, "float64"), edge=False),
+    OpInfo("imag", lambda x: _zn(x).imag, call=_zf("imag"), dtypes=COMPLEX, edge=False),
+    OpInfo("conj", lambda x: _zn(x).conj(), call=_zf("conj"), dtypes=COMPLEX, edge=False, gradgrad=True),
+    OpInfo("conj_physical", lambda x: _zn(x).conj(), call=_zf("conj_physical"), dtypes=COMPLEX, edge=False),
+    OpInfo("resolve_conj", _zn, call=_zf("resolve_conj"), dtypes=COMPLEX, edge=False),
+    OpInfo("resolve_neg", _zn, call=_zf("resolve_neg"), dtypes=COMPLEX, edge=False),
+    OpInfo("angle", lambda x: _np().angle(_zn(x)), call=_zf("angle"), dtypes=COMPLEX, edge=False, gradgrad=True),
+    OpInfo("sgn", lambda x: _zn(x) / _np().abs(_zn(x)), call=_zf("sgn"), dtypes=COMPLEX, edge=False),
+    OpInfo("complex", lambda x, y: x + 1j * y, 2, dtypes=("float32", "float64"), gradgrad=True),
+    OpInfo("polar", lambda x, y: x * _np().exp(1j * y), 2, dtypes=("float32", "float64"), domain=(0.5, 3)),
+    OpInfo("view_as_real", lambda x: _np().stack([_zn(x).real, _zn(x).imag], -1), call=_zf("view_as_real"),
+           dtypes=COMPLEX, edge=False),
+    OpInfo("view_as_complex", lambda x: x[..., 0] + 1j * x[..., 1], dtypes=("float32", "float64"), edge=False,
+           shapes=(((3, 2),), ((2, 4, 2),))),
+    *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True), dtypes=("float32", "float64", *COMPLEX),
+             shapes=_FFT1, kwargs=_FFT_KW1, edge=False, gradgrad=n == "fft")
+      for n in ("fft", "ifft", "irfft", "hfft")),
+    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k),
+             dtypes=(*FLOATS, "int64"), shapes=_FFT1, kwargs=_FFT_KW1, edge=False, gradgrad=n == "rfft")
+      for n in ("rfft", "ihfft")),
+    *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True), dtypes=("float32", "float64", *COMPLEX),
+             shapes=_FFTN, kwargs=_FFT_KWN, edge=False, gradgrad=n == "irfftn")
+      for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn")),
+    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k),
+             dtypes=("float32", "float64", "int64"), shapes=_FFTN, kwargs=_FFT_KWN, edge=False)
+      for n in ("rfft2", "rfftn")),
+    *(OpInfo(f"fft.{n}", lambda x, dim=None, _n=n: getattr(_np().fft, _n)(x, axes=dim),
+             call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=(((5,),), ((4, 5),), ((2, 3, 4),)),
+             kwargs=({}, {"dim": -1}, {"dim": (0, -1)}), edge=False) for n in ("fftshift", "ifftshift")),
+    *(OpInfo(f"fft.{n}", lambda x, _n=n: getattr(_np().fft, _n)(x.shape[-1], 0.5),
+             call=lambda f, x, _n=n: getattr(f.fft, _n)(x.shape[-1], 0.5, dtype=x.dtype, device=x.device),
+             dtypes=("float32", "float64"), grad=False, edge=False, shapes=(((1,),), ((5,),), ((8,),)))
+      for n in ("fftfreq", "rfftfreq")),
+]
+NOT_SAMPLED.update({n: "FFT primitive: every ferro.fft entry above runs it, values and gradients" for n in (
+    "fft_c2c", "fft_r2c", "fft_c2r")})

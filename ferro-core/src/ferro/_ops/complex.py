@@ -1,0 +1,229 @@
+"""Complex numbers: ``real``, ``imag``, ``conj``, ``angle``, ``sgn``, ``complex``, ``polar``, ``view_as_real``...
+
+Gradients follow PyTorch's convention: the gradient of a complex tensor is
+the conjugate Wirtinger derivative (for ``y = x * w``, ``grad_x = g *
+conj(w)``), and a real input that meets complex numbers gets the real part
+of its gradient. Kernels (``real``, ``imag``, ``conj``, ``angle``) live in
+the generic Array API backend; the rest is written in ops.
+
+``real`` and ``imag`` are views on backends whose kernels return one (NumPy
+and CuPy do): writing into ``x.real`` changes ``x``. ``conj`` returns a new
+tensor: ferro has no lazy conjugate bit, so ``conj`` is ``conj_physical`` and
+``resolve_conj`` / ``resolve_neg`` return their input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
+from .._tensor import Tensor
+from ..errors import DTypeError, ShapeError
+from ._dispatch import finish, kernel_for, run_elsewhere
+from ._registry import DTYPE_RULES, OpDef, register, register_composites
+from .elementwise import build_unary, where
+
+__all__ = ["FUNCTIONS", "METHODS", "real", "imag", "conj", "angle", "sgn", "complex", "polar"]
+
+_REAL_OF = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128}
+
+
+def _complex_to_real(d: DType) -> tuple[DType, DType] | None:
+    return (d, _REAL_OF[d]) if d.is_complex else None
+
+
+def _to_real_float(d: DType) -> tuple[DType, DType] | None:
+    if d.is_complex:
+        return (d, _REAL_OF[d])
+    f = d if d.is_floating_point else get_default_dtype()
+    return (f, f)
+
+
+# The dtype rules of this module, added next to the registry's own (keyed by name, as ops refer to them).
+DTYPE_RULES.setdefault("complex_to_real", (_complex_to_real, "complex dtypes (the result is their real dtype)"))
+DTYPE_RULES.setdefault("to_real_float", (_to_real_float, "any dtype (complex gives its real dtype, integers "
+                                                          "the default float dtype)"))
+
+
+def _check(name: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+
+
+# -- real and imag: views -------------------------------------------------------------------------
+
+_REAL = register(OpDef("real", "complex", "The real part of a complex tensor (a view); a real tensor itself.",
+                       dtype_rule="magnitude", grads=(lambda g: g,)))
+# d imag(x) = Im(dx): the gradient of a complex input is i * g.
+_IMAG = register(OpDef("imag", "complex", "The imaginary part of a complex tensor (a view).",
+                       dtype_rule="complex_to_real", grads=(lambda g: g * 1j,)))
+
+
+def _part(op: OpDef, x: Tensor) -> Tensor:
+    dev = x._device
+    k = kernel_for(op, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(op, dev, x._dtype, (x,), {})
+    return finish(op, k(x._data), op.table[x._dtype][1], dev, (x,), view_of=x)
+
+
+def real(x: Tensor) -> Tensor:
+    """The real part of ``x``: a view sharing its storage for complex ``x``, ``x`` itself otherwise."""
+    _check("real", x)
+    return _part(_REAL, x) if x._dtype.is_complex else x
+
+
+def imag(x: Tensor) -> Tensor:
+    """The imaginary part of a complex ``x``, as a view sharing its storage."""
+    _check("imag", x)
+    if not x._dtype.is_complex:
+        raise DTypeError(f"imag is not implemented for tensors with non-complex dtypes (got {x._dtype})")
+    return _part(_IMAG, x)
+
+
+_REAL.fn, _IMAG.fn = real, imag
+
+
+# -- conj and angle: elementwise ------------------------------------------------------------------
+
+_CONJ = register(OpDef("conj", "unary", "The complex conjugate (a new tensor; real tensors are returned as is).",
+                       dtype_rule="same", grads=(lambda g: conj(g),)))
+_conj_kernel = build_unary(_CONJ)
+
+
+def conj(x: Tensor) -> Tensor:
+    """The complex conjugate of ``x``; ``x`` itself when it is not complex (as in PyTorch)."""
+    try:
+        if not x._dtype.is_complex:
+            return x
+    except AttributeError:
+        _check("conj", x)
+    return _conj_kernel(x)
+
+
+def _angle_grad(g: Tensor, x: Tensor) -> Tensor:
+    if not x._dtype.is_complex:
+        return g * 0
+    # d angle = Im(dz / z): the gradient is i g z / |z|^2, and 0 at z == 0 (PyTorch).
+    a2 = x.abs().square()
+    zero = a2 == 0
+    return where(zero, 0.0, g * x / where(zero, 1.0, a2) * 1j)
+
+
+_ANGLE = register(OpDef("angle", "unary", "The argument of each complex element (pi for negative reals, else 0).",
+                        dtype_rule="to_real_float", saves=(0,), grads=(_angle_grad,)))
+angle = build_unary(_ANGLE)
+angle.__doc__ = "The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."
+_CONJ.fn, _ANGLE.fn = conj, angle
+
+
+# -- written in other ops ---------------------------------------------------------------------------
+
+
+def sgn(x: Tensor) -> Tensor:
+    """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
+    _check("sgn", x)
+    if not x._dtype.is_complex:
+        return x.sign()
+    a = x.abs()
+    zero = a == 0
+    return where(zero, 0.0, x / where(zero, 1.0, a))
+
+
+def conj_physical(x: Tensor) -> Tensor:
+    """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
+    return conj(x)
+
+
+def resolve_conj(x: Tensor) -> Tensor:
+    """``x`` itself: ferro never holds a lazily conjugated tensor."""
+    _check("resolve_conj", x)
+    return x
+
+
+def resolve_neg(x: Tensor) -> Tensor:
+    """``x`` itself: ferro never holds a lazily negated tensor."""
+    _check("resolve_neg", x)
+    return x
+
+
+def _float_pair(name: str, a: Any, b: Any, what: tuple[str, str]) -> None:
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        raise TypeError(f"{name}(): expected Tensors for {what[0]} and {what[1]}, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    if a._dtype is not b._dtype or a._dtype not in _COMPLEX_OF:
+        raise DTypeError(f"{name}: expected {what[0]} and {what[1]} to be float32 or float64 tensors of the same "
+                         f"dtype, got {a._dtype} and {b._dtype}")
+
+
+def complex(real: Tensor, imag: Tensor) -> Tensor:
+    """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
+    _float_pair("complex", real, imag, ("real", "imag"))
+    c = _COMPLEX_OF[real._dtype]
+    return real.to(c) + imag.to(c) * 1j
+
+
+def polar(abs: Tensor, angle: Tensor) -> Tensor:
+    """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
+    _float_pair("polar", abs, angle, ("abs", "angle"))
+    return complex(abs * angle.cos(), abs * angle.sin())
+
+
+def view_as_real(x: Tensor) -> Tensor:
+    """A complex tensor as a real one with a last dimension of 2 (real, imaginary); a copy in ferro."""
+    _check("view_as_real", x)
+    if not x._dtype.is_complex:
+        raise DTypeError(f"view_as_real is only supported for complex tensors, got {x._dtype}")
+    from .shape import stack
+    return stack([real(x), imag(x)], -1)
+
+
+def view_as_complex(x: Tensor) -> Tensor:
+    """A real tensor whose last dimension of 2 holds (real, imaginary), as a complex one; a copy in ferro."""
+    _check("view_as_complex", x)
+    if x._dtype not in _COMPLEX_OF:
+        raise DTypeError(f"view_as_complex is only supported for float32 and float64 tensors, got {x._dtype}")
+    if x.ndim == 0 or x.shape[-1] != 2:
+        raise ShapeError(f"view_as_complex: the last dimension must have size 2, got shape {list(x.shape)}")
+    return complex(x[..., 0], x[..., 1])
+
+
+def is_complex(x: Tensor) -> bool:
+    """Whether ``x`` has a complex dtype."""
+    return x._dtype.is_complex
+
+
+def is_conj(x: Tensor) -> bool:
+    """False: ferro has no lazily conjugated tensors."""
+    return False
+
+
+def is_neg(x: Tensor) -> bool:
+    """False: ferro has no lazily negated tensors."""
+    return False
+
+
+_ANY_DTYPE: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("sgn", sgn, ("abs", "div", "where")),
+    ("conj_physical", conj_physical, ("conj",)),
+    ("resolve_conj", resolve_conj, ()),
+    ("resolve_neg", resolve_neg, ()),
+]
+_FROM_REAL: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+    ("complex", complex, ("cast", "mul", "add")),
+    ("polar", polar, ("cos", "sin", "mul", "cast", "add")),
+    ("view_as_complex", view_as_complex, ("getitem", "cast", "mul", "add")),
+]
+_COMPOSITES = _ANY_DTYPE + _FROM_REAL + [("view_as_real", view_as_real, ("real", "imag", "stack"))]
+register_composites("complex", _ANY_DTYPE, dtype_rule="numeric")
+register_composites("complex", _FROM_REAL, dtype_rule="real_floating")
+register_composites("complex", _COMPOSITES[-1:], dtype_rule="complex_to_real")
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "real": real, "imag": imag, "conj": conj, "angle": angle, **{n: f for n, f, _ in _COMPOSITES},
+    "is_complex": is_complex, "is_conj": is_conj, "is_neg": is_neg,
+}
+#: Tensor methods (``x.real`` and ``x.imag`` are properties, set in ``_tensor``).
+METHODS: list[str] = ["conj", "angle", "sgn", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg"]
