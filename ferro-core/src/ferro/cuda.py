@@ -97,9 +97,9 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
-    """Make ``device`` (an ordinal, ``"cuda:N"`` or a ferro.device) the current GPU: CuPy's current device,
-    and the one :func:`synchronize`, memory and stream queries use by default. Device strings without an
-    ordinal (``"cuda"``) still mean ``cuda:0`` in ferro."""
+    """Make ``device`` (an ordinal, ``"cuda:N"`` or a ferro.device) the current GPU: the one
+    :func:`synchronize`, memory, stream and seed functions use by default. Device strings without an
+    ordinal (``"cuda"``) still mean ``cuda:0`` in ferro, and CuPy's own current device is not changed."""
     _backend().set_current_device(_index(device))
 
 

@@ -77,8 +77,8 @@ class CudaBackend(ArrayAPIBackend):
         return self._current
 
     def set_current_device(self, index: int) -> None:
-        """Make GPU ``index`` current, for ferro and for CuPy code running beside it."""
-        self.xp.cuda.Device(index).use()
+        """Make GPU ``index`` ferro's current one (``ferro.cuda`` queries default to it). CuPy's own current
+        device is left alone: ``cuda:0``'s kernels run on it unwrapped (see the module docstring)."""
         self._current = index
 
     def _props(self, index: int) -> dict[str, Any]:
