@@ -290,3 +290,32 @@ def test_pickle_payloads_are_never_run(tmp_path: pathlib.Path) -> None:
     ferro.save({"blob": payload}, tmp_path / "ok.safetensors")
     assert ferro.load(tmp_path / "ok.safetensors") == {"blob": payload}
     assert not marker.exists()
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that hands out at most 3 bytes per read and cannot seek."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        chunk = self.data[self.pos:self.pos + min(len(buf), 3)]
+        buf[:len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+
+def test_short_reads_and_loaded_tensors_are_writable() -> None:
+    buf = io.BytesIO()
+    ferro.save({"a": ferro.arange(10.0), "n": [1, 2]}, buf)
+    out = ferro.load(_Trickle(buf.getvalue()))
+    assert out["a"].tolist() == list(range(10)) and out["n"] == [1, 2]
+    for f in (io.BytesIO(buf.getvalue()), _Trickle(buf.getvalue())):
+        t = ferro.load(f)["a"]
+        t.add_(1.0)  # a loaded tensor is the user's to change in place
+        assert t.tolist() == list(range(1, 11))
+    with pytest.raises(TypeError, match="binary mode"):
+        ferro.load(io.StringIO("text"))

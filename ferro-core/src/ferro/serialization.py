@@ -174,7 +174,7 @@ def _read(f: Any) -> tuple[dict[str, Any], bytearray]:
             return _read(fh)
     if not hasattr(f, "read"):
         raise TypeError(f"ferro.load: f must be a path or a binary file object, got {type(f).__name__}")
-    head = f.read(8)
+    head = _read_exact(f, 8)
     if not isinstance(head, bytes):
         raise TypeError("ferro.load: the file object must be opened in binary mode")
     if len(head) < 8:
@@ -187,7 +187,7 @@ def _read(f: Any) -> tuple[dict[str, Any], bytearray]:
             "safetensors.torch.save_file(torch.load(path, weights_only=True), out)")
     if n > _MAX_HEADER:
         raise _fail(f"the header length {n} is larger than the {_MAX_HEADER} bytes allowed")
-    raw = f.read(n)
+    raw = _read_exact(f, n)
     if len(raw) < n:
         raise _fail(f"the header length says {n} bytes but the file ends after {len(raw)} of them "
                     "(header past the end of the file)")
@@ -197,9 +197,47 @@ def _read(f: Any) -> tuple[dict[str, Any], bytearray]:
         raise _fail(f"the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
         raise _fail(f"the header must be a JSON object, got {type(header).__name__}")
-    data = bytearray(f.read())
+    data = _rest(f)
     _check(header, len(data))
     return header, data
+
+
+def _read_exact(f: Any, n: int) -> Any:
+    """``n`` bytes of ``f``, fewer only at its end (a raw stream may return less per read)."""
+    out = f.read(n)
+    if not isinstance(out, bytes) or len(out) == n:
+        return out
+    parts = [out]
+    got = len(out)
+    while got < n:
+        more = f.read(n - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def _rest(f: Any) -> bytearray:
+    """The rest of ``f`` in a writable buffer (loaded tensors view it), read in place where ``f`` can seek."""
+    try:
+        pos = f.tell()
+        end = f.seek(0, 2)
+        f.seek(pos)
+        readinto = f.readinto
+    except (AttributeError, OSError, ValueError):
+        return bytearray(f.read())
+    buf = bytearray(max(end - pos, 0))
+    view, got = memoryview(buf), 0
+    while got < len(buf):
+        k = readinto(view[got:])
+        if not k:
+            break
+        got += k
+    view.release()
+    if got < len(buf):
+        del buf[got:]
+    return buf
 
 
 def _is_int(v: Any) -> bool:
