@@ -87,6 +87,20 @@ CASES: dict[str, tuple[Callable[[Any], Any], list[np.ndarray]]] = {
     "AvgPool3d": (lambda lib: lib.AvgPool3d((2, 1, 2), padding=(1, 0, 0)), [r(1, 2, 3, 2, 4)]),
     "AdaptiveAvgPool2d": (lambda lib: lib.AdaptiveAvgPool2d((2, 3)), [r(2, 2, 5, 7)]),
     "AdaptiveMaxPool2d": (lambda lib: lib.AdaptiveMaxPool2d(2), [r(1, 2, 5, 5)]),
+    "ZeroPad2d": (lambda lib: lib.ZeroPad2d((1, 0, 2, 1)), [r(1, 2, 3, 3)]),
+    "ConstantPad1d": (lambda lib: lib.ConstantPad1d(2, 3.5), [r(2, 3, 4)]),
+    "ConstantPad3d": (lambda lib: lib.ConstantPad3d((1, 0, 0, 1, 1, 1), -1.0), [r(1, 1, 2, 2, 2)]),
+    "ReflectionPad1d": (lambda lib: lib.ReflectionPad1d((2, 1)), [r(1, 2, 5)]),
+    "ReflectionPad2d": (lambda lib: lib.ReflectionPad2d((1, 1, 2, 0)), [r(2, 2, 4, 4)]),
+    "ReplicationPad2d unbatched": (lambda lib: lib.ReplicationPad2d(2), [r(2, 3, 3)]),
+    "ReplicationPad3d": (lambda lib: lib.ReplicationPad3d(1), [r(1, 1, 2, 3, 2)]),
+    "CircularPad2d": (lambda lib: lib.CircularPad2d((1, 2, 1, 0)), [r(1, 2, 3, 4)]),
+    "Upsample nearest": (lambda lib: lib.Upsample(scale_factor=2), [r(1, 2, 3, 3)]),
+    "Upsample bilinear size": (lambda lib: lib.Upsample(size=(5, 4), mode="bilinear"), [r(1, 2, 3, 3)]),
+    "UpsamplingBilinear2d": (lambda lib: lib.UpsamplingBilinear2d(scale_factor=2), [r(1, 2, 3, 2)]),
+    "UpsamplingNearest2d": (lambda lib: lib.UpsamplingNearest2d(size=(4, 5)), [r(1, 2, 2, 3)]),
+    "PixelShuffle": (lambda lib: lib.PixelShuffle(2), [r(2, 8, 3, 2)]),
+    "PixelUnshuffle unbatched": (lambda lib: lib.PixelUnshuffle(2), [r(2, 4, 6)]),
     "BatchNorm1d": (lambda lib: lib.BatchNorm1d(3), [r(6, 3)]),
     "BatchNorm1d 3d": (lambda lib: lib.BatchNorm1d(3, affine=False), [r(4, 3, 5)]),
     "BatchNorm2d": (lambda lib: lib.BatchNorm2d(3), [r(2, 3, 4, 4)]),
@@ -294,6 +308,19 @@ def test_dropout_train_and_eval() -> None:
         nn.Dropout(1.5)
 
 
+@pytest.mark.parametrize(("layer", "shape", "channel_dims"), [
+    (lambda: nn.Dropout1d(0.5), (8, 16, 5), 2), (lambda: nn.Dropout1d(0.5), (16, 5), 1),
+    (lambda: nn.Dropout3d(0.5), (4, 16, 2, 3, 2), 2), (lambda: nn.Dropout2d(0.5), (16, 3, 3), 1),
+])
+def test_channel_dropouts_drop_whole_channels(layer: Callable[[], Any], shape: tuple[int, ...],
+                                              channel_dims: int) -> None:
+    y = layer()(ferro.ones(*shape)).numpy().reshape(*shape[:channel_dims], -1)
+    dropped, kept = (y == 0).all(-1), (y == 2).all(-1)
+    assert (dropped | kept).all() and dropped.any() and kept.any()
+    with pytest.raises(ValueError, match="expected 2D or 3D input"):
+        nn.Dropout1d()(ferro.ones(2, 3, 4, 5))
+
+
 def test_dropout_gradient_uses_the_same_mask() -> None:
     x = ferro.ones(1000, requires_grad=True)
     y = nn.Dropout(0.5)(x)
@@ -408,6 +435,17 @@ REPRS: list[Callable[[Any], Any]] = [
     lambda lib: lib.LocalResponseNorm(2),
     lambda lib: lib.Dropout(0.2),
     lambda lib: lib.Dropout2d(),
+    lambda lib: lib.Dropout1d(0.1, inplace=True),
+    lambda lib: lib.ZeroPad2d((1, 0, 2, 1)),
+    lambda lib: lib.ConstantPad2d(1, 2.5),
+    lambda lib: lib.ReflectionPad1d(3),
+    lambda lib: lib.ReplicationPad3d((1, 2, 3, 4, 5, 6)),
+    lambda lib: lib.CircularPad2d(2),
+    lambda lib: lib.Upsample(scale_factor=(2, 3), mode="bilinear"),
+    lambda lib: lib.Upsample(size=7),
+    lambda lib: lib.UpsamplingBilinear2d(scale_factor=2),
+    lambda lib: lib.PixelShuffle(3),
+    lambda lib: lib.PixelUnshuffle(2),
     lambda lib: lib.Embedding(10, 3, padding_idx=0, max_norm=2.0),
     lambda lib: lib.Flatten(),
     lambda lib: lib.Unflatten(1, (2, 3)),

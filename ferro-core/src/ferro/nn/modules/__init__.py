@@ -1,12 +1,13 @@
 """The layers of ``ferro.nn``: one file per family, all re-exported by ``ferro.nn``."""
 
 from . import activation as _activation
+from . import padding as _padding
 from .activation import *  # noqa: F403
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
-from .dropout import Dropout, Dropout2d
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
 from .loss import (
@@ -34,6 +35,7 @@ from .normalization import (
     LocalResponseNorm,
     RMSNorm,
 )
+from .padding import *  # noqa: F403
 from .pooling import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
@@ -53,6 +55,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
@@ -60,10 +63,12 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool2d",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm", "GroupNorm",
-    "RMSNorm", "LocalResponseNorm", "Dropout", "Dropout2d", "Embedding", "Flatten", "Unflatten",
+    "RMSNorm", "LocalResponseNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "Flatten",
+    "Unflatten",
     "CosineSimilarity", "PairwiseDistance", "L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "HuberLoss", "SmoothL1Loss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
     "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
-    *_activation.__all__,
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+    *_activation.__all__, *_padding.__all__,
 ]
