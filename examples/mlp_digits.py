@@ -1,7 +1,7 @@
 """Train the 64-256-256-10 MLP on scikit-learn's digits: ``python examples/mlp_digits.py [--backend cpu]``.
 
-The plain-script form of a training loop: DataLoader, SGD with momentum, a
-step schedule, evaluation, and a checkpoint round trip.
+The plain-script form of a training loop: DataLoader, SGD with momentum, a cosine
+learning-rate schedule, evaluation, and a checkpoint round trip.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> float:
     x_train, y_train, x_test, y_test = load_digits(dev, images=False)
     model = make_mlp().to(dev)
     opt = ferro.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-    sched = ferro.optim.lr_scheduler.StepLR(opt, step_size=max(1, args.epochs // 3), gamma=0.3)
+    sched = ferro.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
     loader = DataLoader(TensorDataset(x_train, y_train), batch_size=64, shuffle=True,
                         generator=ferro.Generator().manual_seed(0))
     for epoch in range(args.epochs):

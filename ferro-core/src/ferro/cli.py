@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--backend", help="backend or device, e.g. cpu, opencl, cuda:0 (default: the selected one)")
     p_demo.add_argument("--epochs", type=int, default=12)
     p_demo.add_argument("--batch-size", type=int, default=64)
-    p_demo.add_argument("--lr", type=float, default=3e-3)
+    p_demo.add_argument("--lr", type=float, default=1e-2)
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.add_argument("--checkpoint", help="where to save the trained model (default: a temporary file)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -115,7 +115,7 @@ def _progress(batches: Iterable[Any], total: int, desc: str, enabled: bool) -> I
     return tqdm(batches, total=total, desc=desc, leave=False, unit="batch", file=sys.stderr)
 
 
-def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
+def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, lr: float = 1e-2, seed: int = 0,
         checkpoint: str | None = None, progress: bool = True,
         out: Callable[[str], None] = print) -> DemoResult:
     """Train the digits CNN on ``backend`` (the selected default when None) and report each epoch.
