@@ -319,3 +319,10 @@ def test_short_reads_and_loaded_tensors_are_writable() -> None:
         assert t.tolist() == list(range(1, 11))
     with pytest.raises(TypeError, match="binary mode"):
         ferro.load(io.StringIO("text"))
+
+
+def test_unaligned_offsets_of_a_foreign_writer_load() -> None:
+    header = {"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+              "b": {"dtype": "F64", "shape": [2], "data_offsets": [1, 17]}}
+    out = ferro.load(_craft(header, b"\x07" + np.array([1.5, -2.25]).tobytes()))
+    assert out["a"].tolist() == [7] and (out["b"] * 2).tolist() == [3.0, -4.5]

@@ -324,8 +324,8 @@ class _Decoder:
             raise SerializationError(f"tensor {name!r} has safetensors dtype {code}, which ferro has no dtype for")
         npd = numpy_dtype(by_name[fname]).newbyteorder("<")
         arr = np.frombuffer(self.data, dtype=npd, count=(end - begin) // npd.itemsize, offset=begin).reshape(shape)
-        if begin % npd.itemsize:
-            arr = arr.copy()  # unaligned in a foreign file
+        if not arr.flags.aligned:
+            arr = arr.copy()  # a foreign writer's unaligned offset
         if sys.byteorder == "big":
             arr = arr.byteswap().view(arr.dtype.newbyteorder("="))
         if marker == "complex128":
