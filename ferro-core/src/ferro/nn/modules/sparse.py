@@ -19,7 +19,8 @@ class Embedding(Module):
     """Rows of ``weight`` (num_embeddings, embedding_dim) at integer indices; weights start as N(0, 1).
 
     The row at ``padding_idx`` starts at zero and gets no gradient. With ``max_norm``, looked-up rows
-    whose ``norm_type``-norm exceeds it are rescaled in place first, as in PyTorch.
+    whose ``norm_type``-norm exceeds it are rescaled in place first, as in PyTorch. With
+    ``scale_grad_by_freq``, each row's gradient is divided by how often its index occurs in the batch.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
@@ -27,9 +28,8 @@ class Embedding(Module):
                  sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are not implemented in "
-                                      "ferro yet")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse gradients are not implemented in ferro yet")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
@@ -67,7 +67,13 @@ class Embedding(Module):
         """The rows of ``weight`` at ``input``'s indices: shape ``input.shape + (embedding_dim,)``."""
         if self.max_norm is not None:
             self._renorm(input)
-        return F.embedding(input, self.weight, self.padding_idx)
+        out = F.embedding(input, self.weight, self.padding_idx)
+        if self.scale_grad_by_freq and out.requires_grad:
+            # The same values, with the gradient of each lookup divided by its index's count.
+            counts = input.reshape(-1).bincount(minlength=self.num_embeddings)[input].unsqueeze(-1)
+            scale = 1.0 / counts.to(out.dtype)
+            out = out * scale + out.detach() * (1 - scale)
+        return out
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -77,6 +83,8 @@ class Embedding(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
         return s
 
     @classmethod
