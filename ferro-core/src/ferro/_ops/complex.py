@@ -34,6 +34,11 @@ def _complex_to_real(d: DType) -> tuple[DType, DType] | None:
     return (d, _REAL_OF[d]) if d.is_complex else None
 
 
+def _real_to_complex(d: DType) -> tuple[DType, DType] | None:
+    c = _COMPLEX_OF.get(d)
+    return None if c is None else (c, c)
+
+
 def _to_real_float(d: DType) -> tuple[DType, DType] | None:
     if d.is_complex:
         return (d, _REAL_OF[d])
@@ -43,6 +48,7 @@ def _to_real_float(d: DType) -> tuple[DType, DType] | None:
 
 # The dtype rules of this module, added next to the registry's own (keyed by name, as ops refer to them).
 DTYPE_RULES.setdefault("complex_to_real", (_complex_to_real, "complex dtypes (the result is their real dtype)"))
+DTYPE_RULES.setdefault("make_complex", (_real_to_complex, "float32 and float64 (computed in their complex dtype)"))
 DTYPE_RULES.setdefault("to_real_float", (_to_real_float, "any dtype (complex gives its real dtype, integers "
                                                           "the default float dtype)"))
 
@@ -54,8 +60,9 @@ def _check(name: str, x: Any) -> None:
 
 # -- real and imag: views -------------------------------------------------------------------------
 
+# The registry's op is the complex case; real(x) of a real x is x itself, with no kernel (as in PyTorch).
 _REAL = register(OpDef("real", "complex", "The real part of a complex tensor (a view); a real tensor itself.",
-                       dtype_rule="magnitude", grads=(lambda g: g,)))
+                       dtype_rule="complex_to_real", grads=(lambda g: g,)))
 # d imag(x) = Im(dx): the gradient of a complex input is i * g.
 _IMAG = register(OpDef("imag", "complex", "The imaginary part of a complex tensor (a view).",
                        dtype_rule="complex_to_real", grads=(lambda g: g * 1j,)))
@@ -218,7 +225,7 @@ _FROM_REAL: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 ]
 _COMPOSITES = _ANY_DTYPE + _FROM_REAL + [("view_as_real", view_as_real, ("real", "imag", "stack"))]
 register_composites("complex", _ANY_DTYPE, dtype_rule="numeric")
-register_composites("complex", _FROM_REAL, dtype_rule="real_floating")
+register_composites("complex", _FROM_REAL, dtype_rule="make_complex")
 register_composites("complex", _COMPOSITES[-1:], dtype_rule="complex_to_real")
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

@@ -24,13 +24,14 @@ image lies outside the half spectrum doubled (PyTorch's derivation).
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._dtypes import DType, bfloat16, complex64, complex128, float16, float32, float64, get_default_dtype
 from .._tensor import Tensor, _wrap_dim
-from ..errors import DTypeError, ShapeError
-from ._dispatch import finish, kernel_for, run_elsewhere
+from ..errors import DTypeError, ShapeError, UnsupportedOperationError
+from ._dispatch import _unsupported, finish, kernel_for, run_elsewhere
 from ._registry import DTYPE_RULES, OpDef, register, register_composites
 from .complex import conj, real
 from .movement import narrow, roll
@@ -221,6 +222,22 @@ def _resized(x: Tensor, dims: tuple[int, ...], sizes: Sequence[int | None]) -> T
 # -- torch.fft's functions ----------------------------------------------------------------------------------
 
 
+def _public(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn``, whose missing kernels (a primitive, a complex cast) are reported under its own name."""
+    name = f"fft.{fn.__name__}"
+
+    @functools.wraps(fn)
+    def wrapper(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            return fn(input, *args, **kwargs)
+        except UnsupportedOperationError as e:
+            if e.op == name or not isinstance(input, Tensor):
+                raise
+            from ._registry import get
+            raise _unsupported(get(name), input._dtype, input._device, f"needs '{e.op}': {e.reason}") from None
+    return wrapper
+
+
 def _c2c_n(name: str, x: Tensor, s: Sequence[int] | None, dim: Any, norm: str | None, forward: bool) -> Tensor:
     x = _as_complex(name, x)
     dims, sizes = _plan(name, x, s, dim)
@@ -247,78 +264,92 @@ def _one(n: int | None) -> list[int] | None:
     return None if n is None else [n]
 
 
+@_public
 def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The one-dimensional discrete Fourier transform of ``input`` along ``dim`` (trimmed or padded to ``n``)."""
     return _c2c_n("fft", input, _one(n), dim, norm, True)
 
 
+@_public
 def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The one-dimensional inverse discrete Fourier transform along ``dim``."""
     return _c2c_n("ifft", input, _one(n), dim, norm, False)
 
 
+@_public
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The FFT of a real signal along ``dim``: the ``n // 2 + 1`` non-negative frequencies."""
     return _r2c_n("rfft", input, _one(n), dim, norm)
 
 
+@_public
 def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The inverse of :func:`rfft`: a real signal of ``n`` points (default ``2 * (size - 1)``)."""
     return _c2r_n("irfft", input, _one(n), dim, norm)
 
 
+@_public
 def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The FFT of a Hermitian-symmetric signal given by its first half: a real spectrum of ``n`` points."""
     return _c2r_n("hfft", conj(_as_complex("hfft", input)), _one(n), dim, _SWAP[_norm("hfft", norm)])
 
 
+@_public
 def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The inverse of :func:`hfft`: the first half of the Hermitian spectrum of a real signal."""
     return conj(_r2c_n("ihfft", input, _one(n), dim, _SWAP[_norm("ihfft", norm)]))
 
 
+@_public
 def fft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
          norm: str | None = None) -> Tensor:
     """The two-dimensional discrete Fourier transform over ``dim``."""
     return _c2c_n("fft2", input, s, dim, norm, True)
 
 
+@_public
 def ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
           norm: str | None = None) -> Tensor:
     """The two-dimensional inverse discrete Fourier transform over ``dim``."""
     return _c2c_n("ifft2", input, s, dim, norm, False)
 
 
+@_public
 def rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
           norm: str | None = None) -> Tensor:
     """The two-dimensional FFT of a real signal (onesided along the last of ``dim``)."""
     return _r2c_n("rfft2", input, s, dim, norm)
 
 
+@_public
 def irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
            norm: str | None = None) -> Tensor:
     """The inverse of :func:`rfft2`."""
     return _c2r_n("irfft2", input, s, dim, norm)
 
 
+@_public
 def fftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
          norm: str | None = None) -> Tensor:
     """The N-dimensional discrete Fourier transform over ``dim`` (all dims, or the last ``len(s)``)."""
     return _c2c_n("fftn", input, s, dim, norm, True)
 
 
+@_public
 def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
           norm: str | None = None) -> Tensor:
     """The N-dimensional inverse discrete Fourier transform."""
     return _c2c_n("ifftn", input, s, dim, norm, False)
 
 
+@_public
 def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
           norm: str | None = None) -> Tensor:
     """The N-dimensional FFT of a real signal (onesided along the last transformed dim)."""
     return _r2c_n("rfftn", input, s, dim, norm)
 
 
+@_public
 def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
            norm: str | None = None) -> Tensor:
     """The inverse of :func:`rfftn`: a real signal (the last size ``2 * (size - 1)`` unless ``s`` says)."""

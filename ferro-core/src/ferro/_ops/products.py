@@ -23,7 +23,7 @@ def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product of two vectors (the first conjugated for complex inputs)."""
     if a.ndim != 1 or b.ndim != 1:
         raise ShapeError(f"vdot: expected 1-D tensors, got {list(a.shape)} and {list(b.shape)}")
-    return (a * b).sum()
+    return (a.conj() * b).sum()
 
 
 def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> Tensor:

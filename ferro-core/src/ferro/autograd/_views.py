@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
 
 #: Ops whose result is a view of their input (when it is one, ``finish`` gets ``view_of``).
-VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem"))
+VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem", "real", "imag"))
 
 
 def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
@@ -44,6 +44,8 @@ def _replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
             t = t.permute(attrs["dims"])
         elif name == "expand":
             t = t.expand(*shape)
+        elif name in ("real", "imag"):  # a complex tensor's parts (ferro._ops.complex)
+            t = getattr(t, name)
         else:  # getitem with a basic key
             t = t[attrs["key"]]
     return t
@@ -87,6 +89,8 @@ def _region_mask(g: Tensor, chain: tuple[Any, ...]) -> Tensor:
     _mode._state.enabled = False
     try:
         mask = ones(g.shape, dtype=g.dtype, device=g.device)
+        if g._dtype.is_complex:  # 1 in both components: a write through x.real replaces only the real ones
+            mask = mask * (1 + 1j)
         region = _replay(mask, chain)
         region._device._kernels["setitem"](region._data, Ellipsis, 0)
     finally:
@@ -94,12 +98,19 @@ def _region_mask(g: Tensor, chain: tuple[Any, ...]) -> Tensor:
     return mask
 
 
+def _masked(g: Tensor, mask: Tensor) -> Tensor:
+    """``g * mask``; for complex ``g``, component by component."""
+    if not g._dtype.is_complex:
+        return g * mask
+    return g.real * mask.real + g.imag * mask.imag * 1j
+
+
 def _grad_base(g: Tensor, *, chain: tuple[Any, ...]) -> Tensor:
-    return g * _region_mask(g, chain)
+    return _masked(g, _region_mask(g, chain))
 
 
 def _grad_src(g: Tensor, *, chain: tuple[Any, ...]) -> Tensor:
-    return _replay(g * (1 - _region_mask(g, chain)), chain)
+    return _replay(_masked(g, (1 + 1j if g._dtype.is_complex else 1) - _region_mask(g, chain)), chain)
 
 
 def after_inplace(x: Tensor) -> None:
