@@ -34,9 +34,11 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 #
 # Each mode's ``step(gi, h, c, w_hh, b_hh, w_hr)`` takes ``gi = x_t @ w_ih.T + b_ih`` (for RNN and LSTM
 # ``b_hh`` may already be folded into ``gi``; then ``b_hh`` is None) and returns ``(h, c, saved)``;
-# ``c`` is None except for LSTM. ``back(saved, dh, dc, h_prev, w_hh, w_hr)`` returns the gradients of
-# the pre-activations fed by ``gi`` and by ``h @ w_hh.T`` (the same tensor except for GRU), of ``h_prev``
-# and of ``c_prev``.
+# ``c`` is None except for LSTM. Backward is split in two: ``prepare(saved, h_prev)`` turns the saved
+# tensors of all steps into per-step coefficients at once (a handful of ops over the whole sequence),
+# so that ``back(k, t, dh, dc, w_hh, w_hr)``, run once per step, is a few ops. It returns the gradients
+# of the pre-activations fed by ``gi`` and by ``h @ w_hh.T`` (the same tensor except for GRU), of
+# ``h_prev`` and of ``c_prev``.
 
 
 def _hh(h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
@@ -59,10 +61,13 @@ class _RNNMath:
         out = pre.relu() if self.relu else pre.tanh()
         return out, None, (out,)
 
-    def back(self, saved: tuple[Any, ...], dh: Tensor, dc: Any, h_prev: Tensor, w_hh: Tensor,
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> Tensor:
+        out = ferro.stack([s[0] for s in saved])
+        return (out > 0).to(out.dtype) if self.relu else 1 - out * out
+
+    def back(self, k: Tensor, t: int, dh: Tensor, dc: Any, w_hh: Tensor,
              w_hr: Any) -> tuple[Tensor, Tensor, Tensor, None]:
-        (out,) = saved
-        dpre = dh * (out > 0) if self.relu else dh * (1 - out * out)
+        dpre = dh * k[t]
         return dpre, dpre, dpre @ w_hh, None
 
 
@@ -86,14 +91,19 @@ class _LSTMMath:
         out = m if w_hr is None else m @ w_hr.mT
         return out, c2, (i, f, g, o, c, tc, m)
 
-    def back(self, saved: tuple[Any, ...], dh: Tensor, dc: Tensor, h_prev: Tensor, w_hh: Tensor,
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        i, f, g, o, c_prev, tc = (ferro.stack(col) for col in list(zip(*saved))[:6])
+        # dc += dm * a;  d(pre) = [dc, dc, dc, dm] * k;  dc_prev = dc * f
+        k = ferro.cat([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g), tc * o * (1 - o)], -1)
+        return o * (1 - tc * tc), k, f
+
+    def back(self, k: tuple[Tensor, Tensor, Tensor], t: int, dh: Tensor, dc: Tensor, w_hh: Tensor,
              w_hr: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        i, f, g, o, c_prev, tc, _ = saved
+        a, gates, f = k
         dm = dh if w_hr is None else dh @ w_hr
-        dc = dc + dm * o * (1 - tc * tc)
-        dpre = ferro.cat([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
-                          dm * tc * o * (1 - o)], -1)
-        return dpre, dpre, dpre @ w_hh, dc * f
+        dc = dc + dm * a[t]
+        dpre = ferro.cat([dc, dc, dc, dm], -1) * gates[t]
+        return dpre, dpre, dpre @ w_hh, dc * f[t]
 
 
 class _GRUMath:
@@ -112,14 +122,21 @@ class _GRUMath:
         out = n + z * (h - n)
         return out, None, (r, z, n, ghn)
 
-    def back(self, saved: tuple[Any, ...], dh: Tensor, dc: Any, h_prev: Tensor, w_hh: Tensor,
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> tuple[Tensor, ...]:
+        r, z, n, ghn = (ferro.stack(col) for col in zip(*saved))
+        hp = ferro.stack(h_prev)
+        # dn = dh * a;  d(pre_r, pre_z) = [dn, dh] * rz;  dh_prev = dh * z + d(gh) @ w_hh
+        rz = ferro.cat([ghn * r * (1 - r), (hp - n) * z * (1 - z)], -1)
+        return (1 - z) * (1 - n * n), rz, r, z
+
+    def back(self, k: tuple[Tensor, ...], t: int, dh: Tensor, dc: Any, w_hh: Tensor,
              w_hr: Any) -> tuple[Tensor, Tensor, Tensor, None]:
-        r, z, n, ghn = saved
-        dn = dh * (1 - z) * (1 - n * n)
-        drz = ferro.cat([dn * ghn * r * (1 - r), dh * (h_prev - n) * z * (1 - z)], -1)
+        a, rz, r, z = k
+        dn = dh * a[t]
+        drz = ferro.cat([dn, dh], -1) * rz[t]
         dgi = ferro.cat([drz, dn], -1)
-        dgh = ferro.cat([drz, dn * r], -1)
-        return dgi, dgh, dh * z + dgh @ w_hh, None
+        dgh = ferro.cat([drz, dn * r[t]], -1)
+        return dgi, dgh, dh * z[t] + dgh @ w_hh, None
 
 
 _MATH = {"RNN_TANH": _RNNMath(False), "RNN_RELU": _RNNMath(True), "LSTM": _LSTMMath(), "GRU": _GRUMath()}
@@ -181,9 +198,10 @@ class _Recurrence(Function):
         dgi: list[Any] = [None] * n
         dgh: list[Any] = [None] * n
         dh_steps: list[Any] = [None] * n
+        k = math_.prepare(ctx.steps, ctx.h_prev)
         for t in (range(n) if ctx.reverse else range(n - 1, -1, -1)):
             dh_steps[t] = dh_t = dh if d_out is None else dh + d_out[t]
-            dgi[t], dgh[t], dh, dc = math_.back(ctx.steps[t], dh_t, dc, ctx.h_prev[t], w_hh, w_hr)
+            dgi[t], dgh[t], dh, dc = math_.back(k, t, dh_t, dc, w_hh, w_hr)
         dgi_all = ferro.stack(dgi)
         flat_gi = _flat(dgi_all)
         flat_gh = flat_gi if dgh[0] is dgi[0] else _flat(ferro.stack(dgh))
