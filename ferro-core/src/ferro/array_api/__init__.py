@@ -95,7 +95,7 @@ newaxis = None
 
 globals().update(_ELEMENTWISE)
 
-__all__ = sorted([
+__all__ = [
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg",
     "bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64", "complex64", "complex128",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
@@ -107,5 +107,5 @@ __all__ = sorted([
     "argmax", "argmin", "argsort", "count_nonzero", "nonzero", "searchsorted", "sort", "where",
     "unique_all", "unique_counts", "unique_inverse", "unique_values",
     "all", "any", "cumulative_prod", "cumulative_sum", "diff", "max", "mean", "min", "prod", "std", "sum", "var",
-    *_ELEMENTWISE,
-])
+]
+__all__ += sorted(_ELEMENTWISE)

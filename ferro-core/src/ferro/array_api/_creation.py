@@ -26,7 +26,8 @@ def _fill_dtype(value: Any) -> DType:
     return result_type(value)
 
 
-def asarray(obj: Any, /, *, dtype: DType | None = None, device: Any = None, copy: builtins_bool | None = None) -> Tensor:
+def asarray(obj: Any, /, *, dtype: DType | None = None, device: Any = None,
+            copy: builtins_bool | None = None) -> Tensor:
     """An array from an array, a (nested) sequence of Python scalars, a buffer or a DLPack-capable object.
 
     ``copy=True`` always copies; ``copy=False`` never does (ValueError where it would have to); ``None``

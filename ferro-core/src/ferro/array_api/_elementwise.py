@@ -50,7 +50,6 @@ UNARY: dict[str, tuple[str, str]] = {
     "sqrt": ("sqrt", "Square root."),
     "square": ("square", "``x * x``."),
     "tan": ("tan", "Tangent."),
-    "tanh": ("tanh", "Hyperbolic tangent."),
     "trunc": ("trunc", "Each element rounded toward zero."),
 }
 
@@ -114,7 +113,8 @@ def _int_safe(op: Callable[[Tensor, Tensor], Tensor], x1: Tensor, x2: Tensor) ->
     if x1.dtype.kind not in "ui":
         return op(x1, x2)
     zero = ferro.eq(x2, 0)
-    return ferro.where(zero, scalar_array(0, x1.dtype, x1), op(x1, ferro.where(zero, scalar_array(1, x2.dtype, x2), x2)))
+    safe = ferro.where(zero, scalar_array(1, x2.dtype, x2), x2)
+    return ferro.where(zero, scalar_array(0, x1.dtype, x1), op(x1, safe))
 
 
 def floor_divide(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tensor:
@@ -130,14 +130,30 @@ def floor_divide(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tenso
 
 
 def remainder(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tensor:
-    """``x1 % x2`` with the sign of ``x2`` (integer modulo zero gives 0)."""
-    return _int_safe(ferro.remainder, *promote(x1, x2, "remainder"))
+    """``x1 % x2`` with the sign of ``x2`` (integer modulo zero gives 0; a zero result is signed as ``x2``)."""
+    a, b = promote(x1, x2, "remainder")
+    out = _int_safe(ferro.remainder, a, b)
+    if a.dtype.kind != "f":
+        return out
+    return ferro.where(ferro.eq(out, 0), copysign(ferro.zeros_like(out), b), out)
 
 
 def pow(x1: Tensor | complex, x2: Tensor | complex, /) -> Tensor:
     """``x1 ** x2``."""
     a, b = promote(x1, x2, "pow")
     return ferro.pow(a, b)
+
+
+def tanh(x: Tensor, /) -> Tensor:
+    """Hyperbolic tangent (complex: ``+-1 + 0j`` where the real part is infinite, as the standard says)."""
+    check_array(x, "tanh")
+    out = ferro.tanh(x)
+    if x.dtype.kind != "c":
+        return out
+    re, im = real(x), imag(x)
+    # C99's ctanh gives 1 + i0*sin(2y) there; the standard gives the zero the sign of y.
+    edge = ferro.isinf(re) & ferro.isfinite(im)
+    return ferro.where(edge, _complex(ferro.sign(re), copysign(ferro.zeros_like(im), im), x.dtype), out)
 
 
 def sign(x: Tensor, /) -> Tensor:
@@ -169,7 +185,19 @@ def imag(x: Tensor, /) -> Tensor:
     check_array(x, "imag")
     if x.dtype.kind != "c":
         return ferro.zeros_like(x)
-    return (x * -1j).to(real_dtype(x.dtype))  # (a + bi)(-i) = b - ai
+    out = _native(x, "imag", real_dtype(x.dtype))
+    # (a + bi)(-i) = b - ai; NaN where a is infinite
+    return out if out is not None else (x * -1j).to(real_dtype(x.dtype))
+
+
+def _native(x: Tensor, name: str, dtype: Any) -> Tensor | None:
+    """``name`` (imag, conj) by the backend's own array namespace where it has one (NumPy, CuPy), else None.
+
+    No registry op takes complex numbers apart; the arithmetic fallbacks give NaN at infinities.
+    The result is not recorded by autograd.
+    """
+    native = getattr(getattr(x.device.backend, "xp", None), name, None)
+    return None if native is None else Tensor._wrap(native(x.detach()._data), dtype, x.device)
 
 
 def _complex(re: Tensor, im: Tensor, dtype: Any) -> Tensor:
@@ -181,7 +209,8 @@ def conj(x: Tensor, /) -> Tensor:
     check_array(x, "conj")
     if x.dtype.kind != "c":
         return x
-    return _complex(real(x), -imag(x), x.dtype)
+    out = _native(x, "conj", x.dtype)
+    return out if out is not None else _complex(real(x), -imag(x), x.dtype)
 
 
 def signbit(x: Tensor, /) -> Tensor:
@@ -236,5 +265,5 @@ def clip(x: Tensor, /, min: Tensor | float | None = None, max: Tensor | float | 
     return out
 
 
-FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, pow, sign, round, real, imag, conj, signbit,
+FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, pow, tanh, sign, round, real, imag, conj, signbit,
                                           copysign, nextafter, clip)})

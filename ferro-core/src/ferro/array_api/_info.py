@@ -59,6 +59,6 @@ class Info:
 _INFO = Info()
 
 
-def __array_namespace_info__() -> Info:
+def __array_namespace_info__() -> Info:  # noqa: N807  (the standard's name)
     """The namespace's inspection object (devices, dtypes, capabilities)."""
     return _INFO

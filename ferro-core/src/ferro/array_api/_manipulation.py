@@ -110,6 +110,8 @@ def repeat(x: Tensor, repeats: int | Tensor, /, *, axis: int | None = None) -> T
         if repeats.dtype.kind not in "ui":
             raise TypeError(f"repeat: repeats must be an integer array, got {repeats.dtype}")
         repeats = repeats.to(ferro.int64)
+        if repeats.ndim == 0 or repeats.shape[0] == 1:  # an array broadcasts to the axis, as in NumPy
+            repeats = ferro.broadcast_to(repeats.reshape(1), (x.shape[ax],)).clone()
         if repeats.numel() == 0 or x.shape[ax] == 0:  # nothing to repeat: ferro's index would be empty floats
             shape = list(x.shape)
             shape[ax] = 0

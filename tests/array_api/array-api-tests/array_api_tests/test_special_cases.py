@@ -1531,6 +1531,8 @@ def test_unary(func_name, func, case):
         # Use the is_complex flag to determine the appropriate dtype
         if case.is_complex:
             dtype = dh.widest_complex_dtype
+            if dtype is None:  # ferro: complex dtypes skipped (ARRAY_API_TESTS_SKIP_DTYPES)
+                pytest.skip("complex dtypes are skipped on this device")
             in_value = case.cond_from_dtype(dtype).example()
         else:
             dtype = dh.widest_real_dtype
