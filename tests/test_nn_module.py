@@ -614,3 +614,81 @@ def test_extra_state_round_trips_like_torch() -> None:
     sd = f.state_dict()
     del sd["0._extra_state"]
     assert g.load_state_dict(sd, strict=False).missing_keys == ["0._extra_state"]
+
+
+# -- backward hooks ------------------------------------------------------------------------------
+
+
+class TwoOut:
+    """A module returning two tensors, in either library."""
+
+    @staticmethod
+    def make(lib: Any) -> Any:
+        class Split(lib.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.fc = lib.Linear(3, 4)
+
+            def forward(self, x: Any, scale: float, y: Any) -> Any:
+                h = self.fc(x) * scale
+                return h[:, :2] * y, h[:, 2:].tanh()
+
+        return Split()
+
+
+def _as_lists(grads: Any) -> list[Any]:
+    return [None if g is None else np.round(g.detach().numpy().astype(np.float64), 5).tolist() for g in grads]
+
+
+@pytest.mark.parametrize("x_requires_grad", [True, False])
+def test_full_backward_hooks_see_torchs_gradients(x_requires_grad: bool) -> None:
+    def run_lib(lib: Any, make_tensor: Any) -> tuple[list[Any], Any, Any]:
+        m = TwoOut.make(lib)
+        if lib is nn:
+            m.load_state_dict({k: ferro.tensor(v) for k, v in weights.items()})
+        else:
+            m.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+        log: list[Any] = []
+        m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", _as_lists(go))))
+        m.register_full_backward_hook(lambda mod, gi, go: log.append(("full", _as_lists(gi), _as_lists(go))))
+        x, y = make_tensor(xs), make_tensor(ys)
+        x.requires_grad_(x_requires_grad)
+        y.requires_grad_(True)
+        a, b = m(x, 2.0, y)
+        ((a * a).sum() + (b * 3).sum()).backward()
+        return log, m.fc.weight.grad.numpy(), y.grad.numpy()
+
+    weights = {k: v.numpy() for k, v in nn.Linear(3, 4).state_dict().items()}
+    weights = {"fc." + k: v for k, v in weights.items()}
+    rng = np.random.default_rng(6)
+    xs, ys = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 2)).astype(np.float32)
+    flog, fw, fy = run_lib(nn, ferro.tensor)
+    tlog, tw, ty = run_lib(tnn, torch.tensor)
+    assert [e[0] for e in flog] == [e[0] for e in tlog] == ["pre", "full"]
+    for fe, te in zip(flog, tlog):
+        for fg, tg in zip(fe[1:], te[1:]):
+            assert [g is None for g in fg] == [g is None for g in tg]
+            for a, b in zip(fg, tg):
+                if a is not None:
+                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(fw, tw, rtol=1e-5)
+    np.testing.assert_allclose(fy, ty, rtol=1e-5)
+
+
+def test_backward_hooks_can_replace_gradients() -> None:
+    m = nn.Linear(2, 2)
+    x = ferro.ones(1, 2, requires_grad=True)
+    h_pre = m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10,))
+    h_full = m.register_full_backward_hook(lambda mod, gi, go: (gi[0] * 0 + 7,))
+    m(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[7.0, 7.0]])
+    np.testing.assert_allclose(m.bias.grad.numpy(), [10.0, 10.0])  # the scaled grad_output reached the params
+    h_pre.remove()
+    h_full.remove()
+    x.grad = None
+    m.zero_grad()
+    m(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), m.weight.detach().numpy().sum(0, keepdims=True), rtol=1e-6)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but expected 1"):
+        m(x).sum().backward()

@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 
 from ..._dtypes import DType
 from ..._tensor import Tensor
-from ...autograd import no_grad
+from ...autograd import is_grad_enabled, no_grad
 from ..parameter import Buffer, Parameter
+from ._backward_hooks import wrap_inputs, wrap_outputs
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -108,6 +109,8 @@ class Module:
         sa(self, "_forward_hooks", OrderedDict())
         sa(self, "_forward_hooks_with_kwargs", set())
         sa(self, "_forward_hooks_always_called", set())
+        sa(self, "_backward_pre_hooks", OrderedDict())
+        sa(self, "_backward_hooks", OrderedDict())
 
     forward: Callable[..., Any]
 
@@ -119,7 +122,7 @@ class Module:
     # -- calling -------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -136,6 +139,9 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        state = None
+        if (self._backward_hooks or self._backward_pre_hooks) and is_grad_enabled():
+            args, state = wrap_inputs(self, args)
         called: set[int] = set()
         try:
             out = self.forward(*args, **kwargs)
@@ -158,7 +164,7 @@ class Module:
                     except Exception:  # the forward's own error is the one to report
                         pass
             raise
-        return out
+        return out if state is None else wrap_outputs(state, out)
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
@@ -190,6 +196,24 @@ class Module:
             self._forward_hooks_always_called.add(handle.id)
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the outputs are ready; a returned
+        tuple replaces them."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients of the positional inputs are
+        ready (None for inputs that are not tensors requiring grad); a returned tuple replaces ``grad_input``."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     # -- attributes ----------------------------------------------------------------
