@@ -136,7 +136,8 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
     ("sinh", "float", (X,), (lambda g, x: g * _c(x.cosh()),), "Hyperbolic sine."),
     ("cosh", "float", (X,), (lambda g, x: g * _c(x.sinh()),), "Hyperbolic cosine."),
     ("asinh", "float", (X,), (lambda g, x: g / _c((x * x + 1).sqrt()),), "Inverse hyperbolic sine."),
-    ("acosh", "float", (X,), (lambda g, x: g / _c((x * x - 1).sqrt()),), "Inverse hyperbolic cosine."),
+    # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x > 1, the right branch for complex x.
+    ("acosh", "float", (X,), (lambda g, x: g / _c((x - 1).sqrt() * (x + 1).sqrt()),), "Inverse hyperbolic cosine."),
     ("atanh", "float", (X,), (lambda g, x: g / _c(1 - x * x),), "Inverse hyperbolic tangent."),
     ("log2", "float", (X,), (lambda g, x: g / _c(x * math.log(2)),), "Base-2 logarithm."),
     ("log10", "float", (X,), (lambda g, x: g / _c(x * math.log(10)),), "Base-10 logarithm."),
