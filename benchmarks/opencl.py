@@ -72,12 +72,12 @@ class RawArray:
 class RawCL:
     """Hand-written kernels called directly: the reference a library on pyopencl is held to."""
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, context: Any, queue: Any) -> None:
         import pyopencl as cl
         import pyopencl.tools as cltools
         self.cl = cl
-        self.ctx = cl.Context([device])
-        self.queue = cl.CommandQueue(self.ctx)
+        self.ctx = context  # ferro's own context and queue: the same device, driver threads and queue
+        self.queue = queue
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
         prog = cl.Program(self.ctx, _RAW_SOURCE).build()
         self.k_add, self.k_exp, self.k_mm = (cl.Kernel(prog, n) for n in ("add", "vexp", "matmul"))
@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     if not b.availability():
         raise SystemExit(f"ferro backend 'opencl' is unavailable: {b.availability().reason}")
     idx = b.default_device_index()
-    raw = RawCL(b.cl_device(idx))
+    rt = b.runtime(idx)
+    raw = RawCL(rt.context, rt.queue)
     blast = clblast_contender(raw)
     contenders = [raw_contender(raw), *([blast] if blast else []), _kernel_only(b), ferro_contender("opencl")]
     rounds, budget = (3, 0.1) if args.quick else (args.rounds, args.budget)

@@ -2,9 +2,9 @@
 
 Operands are read through their strides, so ``x @ y.T`` copies nothing; a
 1-D operand is a row (left) or a column (right) whose dimension is dropped
-from the result, as in NumPy. The tile size and the rows per work-item
-are compile-time constants (``FERRO_OPENCL_MATMUL_TILE=TS,WPT`` overrides
-them for tuning).
+from the result, as in NumPy. The tile size and the block of outputs per
+work-item are compile-time constants
+(``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` overrides them for tuning).
 """
 
 from __future__ import annotations
@@ -25,27 +25,35 @@ __all__ = ["matmul_kernel"]
 _I64 = np.int64
 
 
-def _tile() -> tuple[int, int]:
+def _tile() -> tuple[int, int, int]:
+    """(tile, rows, columns per work-item): ``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` overrides the default."""
     raw = os.environ.get("FERRO_OPENCL_MATMUL_TILE", "").strip()
     if raw:
-        ts, wpt = (int(v) for v in raw.split(","))
-        return ts, wpt
-    return 32, 8
+        ts, rm, rn = (int(v) for v in raw.split(","))
+        if ts % rm or ts % rn:
+            raise ValueError(f"FERRO_OPENCL_MATMUL_TILE={raw!r}: the tile must be a multiple of both block sides")
+        return ts, rm, rn
+    return 64, 8, 8  # the fastest on PoCL's CPU device among those tried (benchmarks/opencl.py)
 
 
 def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
     """The ``matmul(x, y)`` kernel of ``rt``'s device."""
-    ts, wpt = _tile()
+    ts, rm, rn = _tile()
     types = [None, None, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, _I64, _I64, None]
 
-    def kernel_for(dt: Any) -> Any:
+    local_mem = rt.device.local_mem_size
+
+    def kernel_for(dt: Any) -> tuple[Any, int]:
         st, ct = ctype(dt)
+        tile = ts
+        while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
+            tile //= 2  # two tiles must fit in local memory (double on a GPU with 48 KiB)
 
         def source() -> str:
             return Template(read_source("matmul.cl")).substitute(
-                T=st, ACC=ct, TS=ts, WPT=wpt, load="LD_H" if st == "half" else "LD",
+                T=st, ACC=ct, TS=tile, RM=rm, RN=rn, load="LD_H" if st == "half" else "LD",
                 store="ST_H" if st == "half" else "ST")
-        return rt.kernel(("matmul", dt.name, ts, wpt), "matmul", source, types)
+        return rt.kernel(("matmul", dt.name, tile, rm, rn), "matmul", source, types), tile
 
     def matmul(x: CLArray, y: CLArray) -> CLArray:
         if x.ndim == 0 or y.ndim == 0:
@@ -74,8 +82,9 @@ def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
         bx = xv.view(batch, _batch_strides(xv, batch), 0)
         by = yv.view(batch, _batch_strides(yv, batch), 0)
         meta = layout(batch, [bx, bx, by])
-        gsize = (-(-m // ts) * (ts // wpt), -(-n // ts) * ts, nb)
-        kernel_for(x.dtype)(rt.queue, gsize, (ts // wpt, ts, 1), out.buffer,
+        kern, tile = kernel_for(x.dtype)
+        gsize = (-(-m // tile) * (tile // rm), -(-n // tile) * (tile // rn), nb)
+        kern(rt.queue, gsize, (tile // rm, tile // rn, 1), out.buffer,
                             xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1],
                             yv.buffer, yv.offset, yv.strides[-2], yv.strides[-1], m, n, k, meta)
         return out
