@@ -15,6 +15,7 @@ from typing import Any
 from .._tensor import Tensor
 from ..errors import DTypeError, ShapeError
 from ._registry import OpDef, register
+from .fused import FUSED_OPS, dispatch
 
 __all__ = ["COMPOSITES", "FUNCTIONS", "ACTIVATIONS"]
 
@@ -179,6 +180,10 @@ def _build(op: OpDef) -> Callable[..., Tensor]:
             raise TypeError(f"{name}(): expected a Tensor, got {type(x).__name__}")
         if ref._dtype not in op.table:
             raise DTypeError(f"{name}: not defined for dtype {ref._dtype}; it takes {op.dtype_words}")
+        if name in FUSED_OPS:  # a backend's fused kernels, where the device has them
+            out = dispatch(name, decompose, x, args, kwargs)
+            if out is not None:
+                return out
         return decompose(x, *args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name

@@ -14,7 +14,8 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..errors import DTypeError, ShapeError
-from ._registry import register_composites
+from ._registry import REGISTRY, register_composites
+from .fused import fusable
 
 __all__ = ["FUNCTIONS"]
 
@@ -359,3 +360,5 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 FUNCTIONS = register_composites("nn", _ROWS)
+for _name in ("layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
+    REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

@@ -1,0 +1,235 @@
+"""A backend's fused kernels for composite ops: they run instead of the decomposition where present.
+
+A composite op (``gelu``, ``softmax``, ``layer_norm``, ``cross_entropy``...)
+is written in other ops, so every backend runs it. A backend may also put a
+kernel by the op's name, with its backward ``<name>_backward``, in its table
+(the CUDA backend does); :func:`dispatch` then runs those instead: the
+forward kernel once, and on ``backward()`` the backward kernel once. When the
+backward pass is itself recorded (``create_graph=True``), the gradient is
+taken through the decomposition instead, so second and higher derivatives
+stay exact. Each rule below maps an op's arguments onto its kernels
+(signatures in ``docs/plugins.md``); an argument a rule does not handle
+(a float target for cross_entropy, label smoothing, a weight that requires
+grad) leaves the op to its decomposition.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .._tensor import Tensor, _wrap
+from ..autograd import _mode
+from ..autograd._function import Function
+
+__all__ = ["dispatch", "fusable", "FUSED_OPS"]
+
+#: Input dtypes the fused kernels take (others run the decomposition).
+_DTYPES = frozenset({"float16", "float32", "float64"})
+
+
+def _native_wrap(data: Any, dev: Any) -> Tensor:
+    """A tensor around a kernel's output, of the dtype the array itself has (kernels may compute wider)."""
+    from .._host import from_numpy_dtype, np
+    return _wrap(data, from_numpy_dtype(np().dtype(str(data.dtype))), dev)
+
+
+def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...], call: Callable[..., Any],
+                  grad: Tensor) -> tuple[Any, ...]:
+    """Gradients of ``decomposition`` at ``inputs`` (recorded, for double backward), for the tensors among them."""
+    from ..autograd import grad as autograd_grad
+    wanted = [a for a in inputs if isinstance(a, Tensor) and a._rg]
+    out = call(decomposition)
+    got = iter(autograd_grad([out], wanted, [grad], create_graph=True, allow_unused=True))
+    return tuple(next(got) if (isinstance(a, Tensor) and a._rg) else None for a in inputs)
+
+
+# -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
+
+
+class _Elementwise(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.rule = (kernels, params, kwargs, decomposition)
+        return _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (x,) = ctx.saved_tensors
+        kernels, params, kwargs, decomposition = ctx.rule
+        if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
+            return (*_grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g), None, None, None, None)
+        dx = kernels[1](g._data, x._data, *params, **kwargs)
+        return _native_wrap(dx, x._device), None, None, None, None
+
+
+def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+        return None
+    return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
+
+
+# -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
+
+
+class _Softmax(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, dim: int, decomposition: Callable[..., Tensor]) -> Tensor:
+        y = _native_wrap(kernels[0](x._data, dim), x._device)
+        ctx.save_for_backward(x, y)  # the output too: an in-place change to it is caught at backward
+        ctx.rule = (kernels, dim, decomposition)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, y = ctx.saved_tensors
+        kernels, dim, decomposition = ctx.rule
+        if _mode._state.enabled:
+            return (*_grad_through(decomposition, (x,), lambda f: f(x, dim), g), None, None, None)
+        return _native_wrap(kernels[1](g._data, y._data, dim), x._device), None, None, None
+
+
+def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+             args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    dim = kwargs.pop("dim", args[0] if args else -1)
+    if kwargs or len(args) > 1 or not isinstance(dim, int) or x.ndim == 0:
+        return None
+    return _Softmax.apply(x, kernels, dim, decomposition)
+
+
+# -- layer_norm: forward -> (y, mean, rstd); backward(grad, x, shape, weight, mean, rstd) -> (dx, dw, db) --
+
+
+class _LayerNorm(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any, shape: tuple[int, ...],
+                eps: float, decomposition: Callable[..., Tensor]) -> Tensor:
+        y, mean, rstd = kernels[0](x._data, shape, None if weight is None else weight._data,
+                                   None if bias is None else bias._data, eps)
+        ctx.save_for_backward(x, weight, bias)
+        ctx.rule = (kernels, shape, eps, decomposition, mean, rstd)
+        return _native_wrap(y, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, shape, eps, decomposition, mean, rstd = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, shape, weight, bias, eps), g)
+            return (*grads, None, None, None, None)
+        dx, dw, db = kernels[1](g._data, x._data, shape, None if weight is None else weight._data, mean, rstd)
+        dev = x._device
+        return (_native_wrap(dx, dev), None if weight is None else _native_wrap(dw, dev),
+                None if bias is None else _native_wrap(db, dev), None, None, None, None)
+
+
+def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("normalized_shape", "weight", "bias", "eps")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names) or "normalized_shape" not in bound:
+        return None
+    ns = bound["normalized_shape"]
+    shape = (ns,) if isinstance(ns, int) else tuple(ns)
+    weight, bias = bound.get("weight"), bound.get("bias")
+    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+        return None  # the decomposition raises the ShapeError
+    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
+           for t in (weight, bias)):
+        return None
+    return _LayerNorm.apply(x, weight, bias, kernels, shape, float(bound.get("eps", 1e-5)), decomposition)
+
+
+# -- cross_entropy with class indices: forward -> per-row (loss, lse, target weight) -------------------
+
+
+class _CrossEntropy(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, target: Tensor, weight: Tensor | None, kernels: Any, ignore_index: int,
+                reduction: str, decomposition: Callable[..., Tensor]) -> Tensor:
+        dev = x._device
+        loss, lse, roww = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index)
+        rows = _native_wrap(loss, dev)
+        ctx.save_for_backward(x, target, weight)
+        ctx.rule = (kernels, ignore_index, reduction, decomposition, lse, roww)
+        if reduction == "none":
+            return rows.reshape((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ()).to(x._dtype)
+        total = rows.sum()
+        return (total if reduction == "sum" else total / _native_wrap(roww, dev).sum()).to(x._dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, target, weight = ctx.saved_tensors
+        kernels, ignore_index, reduction, decomposition, lse, roww = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x,),
+                                  lambda f: f(x, target, weight, ignore_index, reduction), g)
+            return (*grads, None, None, None, None, None, None)
+        per_row = g.reshape(-1)
+        if reduction == "mean":
+            per_row = per_row / _native_wrap(roww, x._device).sum()
+        dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse,
+                        ignore_index)
+        return _native_wrap(dx, x._device), None, None, None, None, None, None
+
+
+def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                   args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("target", "weight", "ignore_index", "reduction", "label_smoothing")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names):
+        return None
+    target, weight = bound.get("target"), bound.get("weight")
+    reduction = bound.get("reduction", "mean")
+    if (not isinstance(target, Tensor) or target._dtype.kind not in "iu" or bound.get("label_smoothing", 0.0)
+            or reduction not in ("mean", "sum", "none") or target._device is not x._device or x.ndim == 0
+            or tuple(target.shape) != ((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ())):
+        return None
+    if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
+                               or weight._device is not x._device):
+        return None
+    return _CrossEntropy.apply(x, target, weight, kernels, int(bound.get("ignore_index", -100)), reduction,
+                               decomposition)
+
+
+_ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
+                "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
+
+#: op name -> (forward kernel, backward kernel, rule).
+FUSED_OPS: dict[str, tuple[str, str, Callable[..., Tensor | None]]] = {
+    **{n: (n, f"{n}_backward", _elementwise) for n in _ACTIVATIONS},
+    "softmax": ("softmax", "softmax_backward", _softmax),
+    "log_softmax": ("log_softmax", "log_softmax_backward", _softmax),
+    "layer_norm": ("layer_norm_forward", "layer_norm_backward", _layer_norm),
+    "cross_entropy": ("cross_entropy_forward", "cross_entropy_backward", _cross_entropy),
+}
+
+
+def dispatch(name: str, decomposition: Callable[..., Tensor], x: Any, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Tensor | None:
+    """Run op ``name`` by the fused kernels of ``x``'s device; None where there are none or they do not apply."""
+    entry = FUSED_OPS.get(name)
+    if entry is None or not isinstance(x, Tensor) or x._dtype.name not in _DTYPES:
+        return None
+    dev = x._device
+    table = dev._kernels
+    if table is None:
+        dev.backend  # binds the device  # noqa: B018
+        table = dev._kernels
+    forward, backward = table.get(entry[0]), table.get(entry[1])
+    if forward is None or backward is None:
+        return None
+    return entry[2](name, (forward, backward), decomposition, x, args, dict(kwargs))
+
+
+def fusable(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn`` (op ``name``'s decomposition) running the device's fused kernels first where they apply."""
+    @functools.wraps(fn)
+    def run(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+        out = dispatch(name, fn, x, args, kwargs)
+        return fn(x, *args, **kwargs) if out is None else out
+    return run
