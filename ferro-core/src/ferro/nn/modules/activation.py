@@ -118,6 +118,52 @@ for _name, _fn, _params, _inplace, _repr_inplace, _doc in _TABLE:
     __all__.append(_name)
 
 
+def _hardshrink(x: Tensor, lambd: float) -> Tensor:
+    from ..._ops.elementwise import where
+    return where(x.abs() > lambd, x, 0.0)
+
+
+def _softshrink(x: Tensor, lambd: float) -> Tensor:
+    from ..._ops.elementwise import where
+    return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, 0.0))
+
+
+class Hardshrink(_Activation):
+    """x where |x| > lambd, else 0."""
+
+    _fn = staticmethod(_hardshrink)
+    _params = (("lambd", 0.5),)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(_Activation):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+
+    _fn = staticmethod(_softshrink)
+    _params = (("lambd", 0.5),)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softmax2d(_Activation):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W)."""
+
+    _fn = staticmethod(lambda x: F.softmax(x, -3))
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Softmax over the channel dim."""
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input of 3 or 4 dimensions, got {input.ndim}D input of shape "
+                             f"{list(input.shape)}")
+        return super().forward(input)
+
+
+__all__ += ["Hardshrink", "Softshrink", "Softmax2d"]
+
+
 class PReLU(Module):
     """``x if x >= 0 else weight * x`` with a learned slope, one or one per channel (dim 1)."""
 
