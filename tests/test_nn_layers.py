@@ -407,6 +407,8 @@ def test_layer_argument_errors() -> None:
         nn.Conv2d(3, 4, 3, padding_mode="mirror")
     with pytest.raises(ValueError, match="num_channels"):
         nn.GroupNorm(3, 4)
+    with pytest.raises(ferro.errors.ShapeError, match=r"4 channels \(dim 1\), got shape \[2, 6, 3\]"):
+        nn.GroupNorm(2, 4)(ferro.randn(2, 6, 3))
     with pytest.raises(ferro.errors.ShapeError, match="has 4 features but weight"):
         nn.Linear(3, 2)(ferro.randn(2, 4))
     with pytest.raises(ValueError, match="pad should be at most half"):

@@ -264,6 +264,9 @@ class GroupNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """The group-normalized input."""
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm: expected input with {self.num_channels} channels (dim 1), got shape "
+                             f"{list(input.shape)}")
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
