@@ -174,6 +174,16 @@ FUNCS: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "view_as_real": (lambda m, x: m.view_as_real(x), (_c(3),)),
     "view_as_complex": (lambda m, x: m.view_as_complex(x), (RNG.standard_normal((3, 2)),)),
     "where_cast": (lambda m, x, y: m.where(x.abs() > 1, x, y.to(x.dtype)), (_c(4), RNG.standard_normal(4))),
+    "prod_cumprod": (lambda m, x: x.prod(-1).sum() + x.cumprod(1), (_c(2, 3),)),
+    "cumprod_zero": (lambda m, x: x.cumprod(1) * 1, (np.array([[1 + 1j, 0j, 2 - 1j, 0.5j]]),)),
+    "var_std": (lambda m, x: x.var(0) + x.std(1).sum(), (_c(3, 3),)),
+    "norms": (lambda m, x: x.norm() + m.linalg.vector_norm(x, dim=-1).sum() + m.linalg.matrix_norm(x), (_c(3, 3),)),
+    "einsum_outer_kron": (lambda m, x, y: m.einsum("ij,jk->ik", x, y).sum() + m.kron(x, y).sum() * 1j
+                          + m.outer(x[0], y[0]).sum(), (_c(2, 2), _c(2, 2))),
+    "inv": (lambda m, x: m.linalg.inv(x), (_c(2, 3, 3),)),
+    "det": (lambda m, x: m.linalg.det(x), (_c(2, 3, 3),)),
+    "logabsdet": (lambda m, x: m.linalg.slogdet(x).logabsdet, (_c(3, 3),)),
+    "solve": (lambda m, x, y: m.linalg.solve(x, y), (_c(3, 3), _c(3, 2))),
 }
 
 

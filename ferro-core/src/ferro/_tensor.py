@@ -281,6 +281,22 @@ class Tensor:
         return self.transpose(-2, -1)
 
     @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
+        return self.transpose(-2, -1).conj()
+
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors), got {self.ndim}-D")
+        return self.mH
+
+    def adjoint(self) -> Tensor:
+        """The conjugate transpose of the last two dimensions (``mH``)."""
+        return self.mH
+
+    @property
     def is_cuda(self) -> bool:
         """Whether the tensor lives on a CUDA device."""
         return self._device.type == "cuda"

@@ -56,7 +56,7 @@ class _Inv(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (inv_a,) = ctx.saved_tensors
-        return -(inv_a.mT @ g @ inv_a.mT)
+        return -(inv_a.mH @ g @ inv_a.mH)  # mH: conjugate transposes for complex (mT for real)
 
 
 def inv(a: Tensor) -> Tensor:
@@ -69,6 +69,8 @@ class _Slogdet(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> Tensor:
         sign, logabs = _call("linalg_slogdet", a)
+        if a.dtype.is_complex:  # log|det| is real: its real dtype
+            logabs = _wrap(logabs._data, _real_dtype(a), a._device)
         ctx.save_for_backward(a)
         ctx.sign = sign
         return logabs
@@ -76,7 +78,7 @@ class _Slogdet(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (a,) = ctx.saved_tensors
-        return g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT
+        return g.unsqueeze(-1).unsqueeze(-1) * inv(a).mH
 
 
 def slogdet(a: Tensor) -> SlogdetResult:
@@ -87,8 +89,32 @@ def slogdet(a: Tensor) -> SlogdetResult:
     return SlogdetResult(sign, logabs)
 
 
+def _real_dtype(a: Tensor) -> Any:
+    from .._dtypes import complex64, float32, float64
+    return float32 if a.dtype is complex64 else float64
+
+
+class _ComplexDet(Function):
+    """det of complex matrices: its phase moves with ``a`` too, so the gradient is ``conj(g det) a^-H``."""
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor) -> Tensor:
+        sign, logabs = _call("linalg_slogdet", a)
+        out = sign * _wrap(logabs._data, _real_dtype(a), a._device).exp()
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        a, out = ctx.saved_tensors
+        return (g * out.conj()).unsqueeze(-1).unsqueeze(-1) * inv(a).mH
+
+
 def det(a: Tensor) -> Tensor:
     """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+    if isinstance(a, Tensor) and a.dtype.is_complex:
+        _square("det", a)
+        return _ComplexDet.apply(a)
     sign, logabs = slogdet(a)
     return sign * logabs.exp()
 
@@ -103,8 +129,8 @@ class _Solve(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Tensor, Tensor]:
         a, x = ctx.saved_tensors
-        gb = solve(a.mT, g)
-        return -(gb @ x.mT), gb
+        gb = solve(a.mH, g)
+        return -(gb @ x.mH), gb
 
 
 def solve(a: Tensor, b: Tensor) -> Tensor:
@@ -408,8 +434,8 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
     d0, d1 = dim
     if ord == "fro":
-        from .sorting import _root
-        return _root((x * x).sum(dim, keepdim=keepdim), 2)
+        from .sorting import _abs2, _root
+        return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
     if ord in ("nuc", 2, -2):
         s = svdvals(x.movedim((d0, d1), (-2, -1)))
         out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))

@@ -96,19 +96,20 @@ def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
     # inner products from the cumprod of an (n, n) matrix. O(n^2), but made of ops, so it differentiates
     # again (PyTorch's cumprod_backward takes the same two roads).
     from .._creation import ones
-    from .elementwise import where
+    from .elementwise import _c, where
     from .shape import cat
 
+    # Complex x: the derivatives are conjugated (PyTorch's convention), hence the _c.
     if not bool((x == 0).any()):
-        return g.mul(x.cumprod(dim)).flip(dim).cumsum(dim).flip(dim) / x
+        return g.mul(_c(x.cumprod(dim))).flip(dim).cumsum(dim).flip(dim) / _c(x)
     xm, gm = x.movedim(dim, -1), g.movedim(dim, -1)
     n = xm.shape[-1]
     later = ones(n, n, dtype=x.dtype, device=x.device).triu(1) != 0  # [i, k]: k > i
     inner = where(later, xm.unsqueeze(-2), 1.0).cumprod(-1)  # [i, j]: prod_{i < k <= j} x_k
     from_i = ~ones(n, n, dtype=x.dtype, device=x.device).tril(-1).to(dtype=later.dtype)  # [i, j]: j >= i
-    right = where(from_i, gm.unsqueeze(-2) * inner, 0.0).sum(-1)
+    right = where(from_i, gm.unsqueeze(-2) * _c(inner), 0.0).sum(-1)
     left = cat([ones(*xm.shape[:-1], 1, dtype=x.dtype, device=x.device), xm.narrow(-1, 0, n - 1)], -1).cumprod(-1)
-    return (left * right).movedim(-1, dim)
+    return (_c(left) * right).movedim(-1, dim)
 
 
 def _scan(op: OpDef, x: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -192,7 +193,12 @@ def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
         correction = 1 if unbiased else 0
     n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
     mu = x.mean(dim, keepdim=True)
-    return ((x - mu) ** 2).sum(dim, keepdim=keepdim) / max(n - correction, 0)
+    return _abs2(x - mu).sum(dim, keepdim=keepdim) / max(n - correction, 0)
+
+
+def _abs2(x: Tensor) -> Tensor:
+    """``|x| ** 2``: ``x * x``, or the real ``x * conj(x)`` for complex ``x`` (as PyTorch's var and norm)."""
+    return (x * x.conj()).real if x._dtype.is_complex else x * x
 
 
 def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float = 1, keepdim: bool = False,
@@ -214,7 +220,7 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
     """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
     a = x.abs()
     if p in ("fro", 2, 2.0):
-        return _root((x * x).sum(dim, keepdim=keepdim), 2)
+        return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
     if p in (math.inf, "inf"):
         return a.amax(dim if dim is not None else (), keepdim=keepdim)
     if p in (-math.inf, "-inf"):
