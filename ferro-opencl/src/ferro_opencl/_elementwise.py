@@ -124,8 +124,9 @@ class Elementwise:
     def __call__(self, *args: Any) -> CLArray:
         """Apply the op to CLArrays and Python scalars (broadcasting) into a new array."""
         dt = next(a.dtype for a in args if type(a) is CLArray)
-        if self.name == "where":
-            dt = next((a.dtype for a in args[1:] if type(a) is CLArray), None) or np.dtype(type(args[1]))
+        if self.name == "where":  # the values' dtype; two scalars: bool, int64 or float32 (core casts the result)
+            dt = next((a.dtype for a in args[1:] if type(a) is CLArray), None) or \
+                np.dtype({bool: np.bool_, int: np.int64}.get(type(args[1]), np.float32))
         ops = tuple((_BOOL, type(a) is not CLArray) if self.name == "where" and i == 0 else
                     (dt, type(a) is not CLArray) for i, a in enumerate(args))
         kc, ks, out_dt = self.kernels(ops)
@@ -211,7 +212,8 @@ def elementwise_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
 
 
 def _fast(op: Elementwise) -> Callable[..., Any]:
-    """The kernel function of ``op``: arrays of one shape, contiguous, skip every general step."""
+    """The kernel function of ``op``: a contiguous array with another of its shape, or with a number on the
+    right, skips every general step once its kernels exist."""
     rt = op.rt
     cache = op.cache
     queue = rt.queue
@@ -227,9 +229,14 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
                 flat: tuple[Any, ...] = (a.buffer, a.offset)
             else:
                 b = args[1]
-                if type(b) is CLArray and b.contiguous and b.shape == a.shape:
-                    key = ((a.dtype, False), (b.dtype, False))
-                    flat = (a.buffer, a.offset, b.buffer, b.offset)
+                tb = type(b)
+                if tb is CLArray:
+                    if b.contiguous and b.shape == a.shape:
+                        key = ((a.dtype, False), (b.dtype, False))
+                        flat = (a.buffer, a.offset, b.buffer, b.offset)
+                elif tb is float or tb is int:  # x * 2.5: the scalar is a by-value argument
+                    key = ((a.dtype, False), (a.dtype, True))
+                    flat = (a.buffer, a.offset, b)
             if key is not None:
                 got = cache.get(key)
                 if got is not None:

@@ -76,7 +76,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         out = rt.empty(pos.shape, x.dtype)
         n = out.size
         if n:
-            p = rt.from_host(pos)
+            p = rt.from_host(pos, owned=True)
             k = _kernel(rt, x.dtype, "add", "gather", [None, None, None, i64])
             k(rt.queue, rt.grid(n), None, out.buffer, x.buffer, p.buffer, n)
         return out
@@ -90,7 +90,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         n = pos.size
         if not n:
             return
-        p = rt.from_host(pos)
+        p = rt.from_host(pos, owned=True)
         if type(value) is not CLArray:
             if how is None:
                 k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ class Runtime:
         self.build_seconds = 0.0
         self.builds = 0
         self._lock = threading.Lock()
+        #: events of asynchronous uploads (each holds its host array until the copy is done)
+        self._pending: deque[Any] = deque(maxlen=64)
         self._header = read_source("common.cl")
         self.max_group = min(256, device.max_work_group_size)
 
@@ -99,13 +102,17 @@ class Runtime:
 
     # -- transfers ----------------------------------------------------------
 
-    def from_host(self, array: Any) -> CLArray:
-        """Copy a NumPy array to the device (the call returns once the host memory may be reused)."""
+    def from_host(self, array: Any, owned: bool = False) -> CLArray:
+        """Copy a NumPy array to the device. The caller's array is copied before the call returns; an
+        ``owned`` one (made for this upload, never written again) is copied asynchronously: pyopencl's
+        event keeps it alive, and the in-order queue runs the copy before any later kernel."""
         import numpy as np
         a = np.ascontiguousarray(array) if array.ndim else np.asarray(array).reshape(())
         out = self.empty(a.shape, a.dtype)
         if out.buffer is not None:
-            self.cl.enqueue_copy(self.queue, out.buffer, a, is_blocking=True)
+            event = self.cl.enqueue_copy(self.queue, out.buffer, a, is_blocking=not owned)
+            if owned:  # a dropped pyopencl event waits for its copy: keep the latest ones alive instead
+                self._pending.append(event)
         return out
 
     def to_host(self, x: CLArray) -> Any:
