@@ -140,7 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.add_argument("--checkpoint", help="where to save the trained model (default: a temporary file)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from ferro.bench import add_arguments as add_bench_arguments  # NumPy-free: the harness loads when it runs
+    add_bench_arguments(sub.add_parser("bench", help="time ferro's backends beside NumPy and PyTorch: a table, "
+                                       "--json, --plot out.png (see benchmarks/README.md)"))
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from ferro.bench import run as run_bench
+        return run_bench(args)
     if args.command == "demo":
         return _demo(args)
     if args.command == "info":
