@@ -148,3 +148,32 @@ def test_dlpack_with_numpy_and_torch() -> None:
     assert torch.from_dlpack(xp.asarray([1.5, 2.5])).tolist() == [1.5, 2.5]
     with pytest.raises(ValueError, match="copy=False"):
         xp.asarray([1, 2], copy=False)
+
+
+def test_fft_extension_against_numpy(device: ferro.device) -> None:
+    """xp.fft spells the standard's axis/axes/norm and matches NumPy's transforms."""
+    if xp.complex64 not in xp.__array_namespace_info__().dtypes(device=device).values():
+        pytest.skip(f"{device} has no complex dtypes")
+    assert "fft" in xp.__array_api_extensions__
+    a = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    x = on(device, a, xp.float32)
+    np.testing.assert_allclose(xp.fft.fft(x, axis=0, norm="ortho").numpy(), np.fft.fft(a, axis=0, norm="ortho"),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(xp.fft.irfftn(xp.fft.rfftn(x), s=(3, 8)).numpy(), a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(xp.fft.fftfreq(8, d=0.5, device=device).numpy(), np.fft.fftfreq(8, d=0.5), rtol=1e-6)
+    with pytest.raises(ValueError, match="norm"):
+        xp.fft.fft(x, norm="both")
+
+
+def test_complex_parts_at_infinities(device: ferro.device) -> None:
+    """expm1 and tanh keep the standard's special values where re + im * 1j would give NaN."""
+    if xp.complex128 not in xp.__array_namespace_info__().dtypes(device=device).values():
+        pytest.skip(f"{device} has no complex128")
+    x = on(device, [complex(math.inf, math.nan), complex(-math.inf, math.inf), complex(math.inf, 1e300)],
+           xp.complex128)
+    e = xp.expm1(x).tolist()
+    assert e[0].real == math.inf and math.isnan(e[0].imag)
+    assert e[1] == complex(-1, 0)
+    t = xp.tanh(x[2:]).tolist()[0]
+    assert t == complex(1, 0) and math.copysign(1, t.imag) == 1
+    assert xp.imag(on(device, [1.0], xp.float64)).tolist() == [0.0]

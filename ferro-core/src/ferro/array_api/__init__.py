@@ -14,8 +14,8 @@ and Python scalars, integer division by zero, NaNs in ``unique_*``, stable
 descending sorts), the difference is handled here; ferro's PyTorch-style
 functions are unchanged.
 
-Not offered: uint16, uint32 and uint64 (ferro has no such dtypes), and the
-``fft`` extension (``ferro.fft`` has no transforms yet).
+Extensions: ``linalg`` and ``fft`` (over :mod:`ferro.linalg` and :mod:`ferro.fft`).
+Not offered: uint16, uint32 and uint64 (ferro has no such dtypes).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from ._dtypes import (
     uint8,
 )
 from ._elementwise import FUNCTIONS as _ELEMENTWISE
+from ._fft import fft
 from ._info import __array_namespace_info__
 from ._linalg import linalg, matmul, matrix_transpose, tensordot, vecdot
 from ._manipulation import (
@@ -85,7 +86,7 @@ from ._set import unique_all, unique_counts, unique_inverse, unique_values
 from ._statistical import all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var
 
 __array_api_version__ = "2024.12"
-__array_api_extensions__ = ("linalg",)
+__array_api_extensions__ = ("linalg", "fft")
 
 e = _math.e
 inf = _math.inf
@@ -96,7 +97,7 @@ newaxis = None
 globals().update(_ELEMENTWISE)
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg",
+    "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
     "bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64", "complex64", "complex128",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",

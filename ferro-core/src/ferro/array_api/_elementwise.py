@@ -16,7 +16,7 @@ from typing import Any
 import ferro
 
 from .._tensor import Tensor
-from ._dtypes import check_array, iinfo, promote, real_dtype, scalar_array
+from ._dtypes import check_array, iinfo, promote, scalar_array
 
 #: standard name -> (ferro op, doc)
 UNARY: dict[str, tuple[str, str]] = {
@@ -32,7 +32,6 @@ UNARY: dict[str, tuple[str, str]] = {
     "cos": ("cos", "Cosine."),
     "cosh": ("cosh", "Hyperbolic cosine."),
     "exp": ("exp", "Exponential."),
-    "expm1": ("expm1", "``exp(x) - 1``, accurate near zero."),
     "floor": ("floor", "Largest integer not greater than each element."),
     "isfinite": ("isfinite", "Whether each element is finite."),
     "isinf": ("isinf", "Whether each element is infinite."),
@@ -144,6 +143,27 @@ def pow(x1: Tensor | complex, x2: Tensor | complex, /) -> Tensor:
     return ferro.pow(a, b)
 
 
+def expm1(x: Tensor, /) -> Tensor:
+    """``exp(x) - 1``, accurate near zero (complex: with the standard's special cases at zeros and infinities)."""
+    check_array(x, "expm1")
+    out = ferro.expm1(x)
+    if x.dtype.kind != "c":
+        return out
+    a, b = real(x), imag(x)
+    re, im = real(out), imag(out)
+    inf = ferro.full_like(a, float("inf"))
+    # imaginary part zero: the result's is that zero, and +inf stays +inf (the kernel makes NaN of inf * 0)
+    zero_b = ferro.eq(b, 0)
+    re = ferro.where(zero_b & ferro.eq(a, inf), inf, ferro.where(zero_b & ferro.eq(a, 0), ferro.zeros_like(a), re))
+    im = ferro.where(zero_b, b, im)
+    # infinite real part with an infinite or NaN imaginary part: -1 + 0j, or +inf + NaN j
+    edge = ferro.isinf(a) & ferro.logical_not(ferro.isfinite(b))
+    pos = ferro.gt(a, 0)
+    re = ferro.where(edge, ferro.where(pos, inf, ferro.full_like(a, -1.0)), re)
+    im = ferro.where(edge, ferro.where(pos, ferro.full_like(a, float("nan")), ferro.zeros_like(a)), im)
+    return _complex(re, im, x.dtype)
+
+
 def tanh(x: Tensor, /) -> Tensor:
     """Hyperbolic tangent (complex: ``+-1 + 0j`` where the real part is infinite, as the standard says)."""
     check_array(x, "tanh")
@@ -176,41 +196,27 @@ def round(x: Tensor, /) -> Tensor:
 
 def real(x: Tensor, /) -> Tensor:
     """The real part (a real array; real input is returned as is)."""
-    check_array(x, "real")
-    return x.to(real_dtype(x.dtype)) if x.dtype.kind == "c" else x
+    return ferro.real(check_array(x, "real"))
 
 
 def imag(x: Tensor, /) -> Tensor:
     """The imaginary part (a real array; zeros for real input)."""
     check_array(x, "imag")
-    if x.dtype.kind != "c":
-        return ferro.zeros_like(x)
-    out = _native(x, "imag", real_dtype(x.dtype))
-    # (a + bi)(-i) = b - ai; NaN where a is infinite
-    return out if out is not None else (x * -1j).to(real_dtype(x.dtype))
-
-
-def _native(x: Tensor, name: str, dtype: Any) -> Tensor | None:
-    """``name`` (imag, conj) by the backend's own array namespace where it has one (NumPy, CuPy), else None.
-
-    No registry op takes complex numbers apart; the arithmetic fallbacks give NaN at infinities.
-    The result is not recorded by autograd.
-    """
-    native = getattr(getattr(x.device.backend, "xp", None), name, None)
-    return None if native is None else Tensor._wrap(native(x.detach()._data), dtype, x.device)
+    return ferro.imag(x) if x.dtype.kind == "c" else ferro.zeros_like(x)
 
 
 def _complex(re: Tensor, im: Tensor, dtype: Any) -> Tensor:
-    return re.to(dtype) + im.to(dtype) * 1j
+    """The complex array ``re + i im``, written part by part (``re + im * 1j`` makes NaN of infinities)."""
+    from ._manipulation import broadcast_shapes
+    out = ferro.zeros(broadcast_shapes(tuple(re.shape), tuple(im.shape)), dtype=dtype, device=re.device)
+    ferro.real(out).copy_(re)
+    ferro.imag(out).copy_(im)
+    return out
 
 
 def conj(x: Tensor, /) -> Tensor:
     """The complex conjugate (real input is returned as is)."""
-    check_array(x, "conj")
-    if x.dtype.kind != "c":
-        return x
-    out = _native(x, "conj", x.dtype)
-    return out if out is not None else _complex(real(x), -imag(x), x.dtype)
+    return ferro.conj(check_array(x, "conj"))
 
 
 def signbit(x: Tensor, /) -> Tensor:
@@ -265,5 +271,5 @@ def clip(x: Tensor, /, min: Tensor | float | None = None, max: Tensor | float | 
     return out
 
 
-FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, pow, tanh, sign, round, real, imag, conj, signbit,
-                                          copysign, nextafter, clip)})
+FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, pow, expm1, tanh, sign, round, real, imag, conj,
+                                          signbit, copysign, nextafter, clip)})
