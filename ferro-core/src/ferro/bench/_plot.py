@@ -50,7 +50,7 @@ def _draw(ax: Any, title: str, names: list[str], values: list[float | None], lab
     bars = ax.bar(range(len(names)), heights, color=[colours.get(n, "#999999") for n in names])
     top = max(heights, default=0.0) or 1.0
     for bar, v in zip(bars, values):
-        text = "n/a" if v is None else f"{v:.3g}"
+        text = "n/a" if v is None else f"{v:.3g}" if v < 1000 else f"{v:.0f}"
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height() + top * 0.01, text, ha="center", va="bottom",
                 fontsize=8)
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=8)
