@@ -293,3 +293,19 @@ def test_gradients_flow_on_the_device(ocl: Any) -> None:
     a = ferro.tensor(RNG.standard_normal((3, 4)), device="opencl", requires_grad=True)
     w = ferro.tensor(RNG.standard_normal((4, 2)), device="opencl", requires_grad=True)
     assert ferro.autograd.gradcheck(lambda p, q: ferro.softmax(p @ q, -1).sum(0), [a, w])
+
+
+def test_float16_storage_path_of_the_kernels(ocl: Any) -> None:
+    # float16 is stored as half and computed in float (vload_half / vstore_half need no cl_khr_fp16), so the
+    # generated kernels run it even on a device that does not claim float16 (PoCL): checked below the registry.
+    rt = ocl.runtime(0)
+    k = ocl.kernels(0)
+    a = RNG.standard_normal((3, 5)).astype(np.float16)
+    b = RNG.standard_normal((5,)).astype(np.float16)
+    x, y = rt.from_host(a), rt.from_host(b)
+    np.testing.assert_allclose(k["add"](x, y).get(), a + b, rtol=1e-3)
+    np.testing.assert_allclose(k["exp"](x.view((5, 3), (1, 5))).get(), np.exp(a.T), rtol=2e-3)
+    np.testing.assert_allclose(k["sum"](x, (1,), False, ferro.float16).get(), a.sum(1), rtol=5e-3, atol=5e-3)
+    np.testing.assert_array_equal(k["cast"](x, ferro.float32).get(), a.astype(np.float32))
+    np.testing.assert_allclose(k["matmul"](x, x.view((5, 3), (1, 5))).get(), a.astype(np.float32) @ a.T.astype(
+        np.float32), rtol=5e-3, atol=5e-3)

@@ -38,7 +38,7 @@ def _template() -> Template:
 def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
            helpers: Sequence[str] = ()) -> str:
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
-    params, loads_c, loads_s, pos_init, pos_step = [], [], [], [], []
+    params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z = [], [], [], [], [], [], []
     compute = ctype(operands[0][0])[1]
     arrays = 0  # strides of the array operands only: m.st[1], m.st[2], ... (scalars have none)
     for j, (dt, scalar) in enumerate(operands, start=1):
@@ -46,11 +46,14 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         var = "abc"[j - 1]
         if scalar:
             params.append(f", const {ct} s{j}")
-            loads_c.append(f"    const {ct} {var} = s{j};")
-            loads_s.append(f"    const {ct} {var} = s{j};")
+            params_z.append(f", const {ct} s{j}")
+            for loads in (loads_c, loads_s, loads_z):
+                loads.append(f"    const {ct} {var} = s{j};")
             continue
         ld = "LD_H" if st == "half" else "LD"
         params.append(f", __global const {st} *x{j}, const long off{j}")
+        params_z.append(f", __global const {st} *x{j}")
+        loads_z.append(f"    const {ct} {var} = {ld}(x{j}, i);")
         loads_c.append(f"    const {ct} {var} = {ld}(x{j}, off{j} + i);")
         loads_s.append(f"    const {ct} {var} = {ld}(x{j}, p{j});")
         pos_init.append(f", p{j} = off{j}")
@@ -63,6 +66,7 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     prelude = "".join(f"{h}({compute})\n" for h in helpers)
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
+        params_z="".join(params_z), loads_z="\n".join(loads_z),
         store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
 
 
@@ -75,13 +79,13 @@ def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ..
     return table_entry.integer, tuple(h for h in table_entry.helpers if h.startswith("DEF_I"))
 
 
-def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool) -> list[Any]:
-    types: list[Any] = [None, _I64]
+def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: bool = True) -> list[Any]:
+    types: list[Any] = [None, _I64] if offsets else [None]
     for dt, scalar in operands:
         if scalar:
             types.append(np.float32 if dt.name == "float16" else dt)
         else:
-            types += [None, _I64]
+            types += [None, _I64] if offsets else [None]
     types.append(_I64)
     if strided:
         types.append(None)
@@ -91,7 +95,7 @@ def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool) -> list[A
 class Elementwise:
     """One op's kernels on one device, built per (dtypes, scalar pattern) on first use."""
 
-    __slots__ = ("cache", "expr_of", "name", "out_of", "rt")
+    __slots__ = ("cache", "expr_of", "fast", "name", "out_of", "rt")
 
     def __init__(self, rt: Runtime, name: str, expr_of: Callable[[Any], tuple[str | None, tuple[str, ...]]],
                  out_of: Callable[[Any], Any]) -> None:
@@ -99,10 +103,13 @@ class Elementwise:
         self.name = name
         self.expr_of = expr_of  # operand dtype -> (expression, helpers)
         self.out_of = out_of  # operand dtype -> result dtype
-        self.cache: dict[Any, tuple[Any, Any, Any]] = {}
+        self.cache: dict[Any, tuple[Any, Any, Any, Any]] = {}
+        #: the same entries for the hot patterns, keyed by the one dtype: (array,), (array, array), (array, number)
+        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, Any, Any]]] = {
+            (False,): {}, (False, False): {}, (False, True): {}}
 
-    def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any]:
-        """(contiguous kernel, strided kernel, result dtype) for these operands."""
+    def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any]:
+        """(contiguous kernel, strided kernel, result dtype, contiguous kernel without offsets)."""
         got = self.cache.get(operands)
         if got is None:
             dt = operands[-1][0] if self.name == "where" else operands[0][0]
@@ -117,8 +124,12 @@ class Elementwise:
                 return render(fname, expr, operands, out, helpers)
             rt = self.rt
             got = (rt.kernel(key, fname + "_c", source, _scalar_types(operands, False)),
-                   rt.kernel(key, fname + "_s", source, _scalar_types(operands, True)), out)
+                   rt.kernel(key, fname + "_s", source, _scalar_types(operands, True)), out,
+                   rt.kernel(key, fname + "_z", source, _scalar_types(operands, False, offsets=False)))
             self.cache[operands] = got
+            hot = self.fast.get(tuple(sc for _, sc in operands))
+            if hot is not None and all(d == operands[0][0] for d, _ in operands):
+                hot[operands[0][0]] = got
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -129,7 +140,7 @@ class Elementwise:
                 np.dtype({bool: np.bool_, int: np.int64}.get(type(args[1]), np.float32))
         ops = tuple((_BOOL, type(a) is not CLArray) if self.name == "where" and i == 0 else
                     (dt, type(a) is not CLArray) for i, a in enumerate(args))
-        kc, ks, out_dt = self.kernels(ops)
+        kc, ks, out_dt, _ = self.kernels(ops)
         shapes = [a.shape for a in args if type(a) is CLArray]
         shape = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
         out = self.rt.empty(shape, out_dt)
@@ -215,36 +226,40 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
     """The kernel function of ``op``: a contiguous array with another of its shape, or with a number on the
     right, skips every general step once its kernels exist."""
     rt = op.rt
-    cache = op.cache
+    unary, both, scalar = op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)]
     queue = rt.queue
     empty = rt.empty
-    grid = rt.grid
+    group = rt.max_group
 
     def kernel(*args: Any) -> CLArray:
         a = args[0]
         if type(a) is CLArray and a.contiguous:
-            key = None
+            got = None
+            zero = a.offset == 0
             if len(args) == 1:
-                key = ((a.dtype, False),)
-                flat: tuple[Any, ...] = (a.buffer, a.offset)
+                got = unary.get(a.dtype)
+                flat: tuple[Any, ...] = (a.buffer,) if zero else (a.buffer, a.offset)
             else:
                 b = args[1]
                 tb = type(b)
                 if tb is CLArray:
-                    if b.contiguous and b.shape == a.shape:
-                        key = ((a.dtype, False), (b.dtype, False))
-                        flat = (a.buffer, a.offset, b.buffer, b.offset)
+                    if b.contiguous and b.shape == a.shape and b.dtype is a.dtype:
+                        got = both.get(a.dtype)
+                        zero = zero and b.offset == 0
+                        flat = (a.buffer, b.buffer) if zero else (a.buffer, a.offset, b.buffer, b.offset)
                 elif tb is float or tb is int:  # x * 2.5: the scalar is a by-value argument
-                    key = ((a.dtype, False), (a.dtype, True))
-                    flat = (a.buffer, a.offset, b)
-            if key is not None:
-                got = cache.get(key)
-                if got is not None:
-                    out = empty(a.shape, got[2])
-                    n = out.size
-                    if n:
-                        got[0](queue, grid(n), None, out.buffer, 0, *flat, n)
-                    return out
+                    got = scalar.get(a.dtype)
+                    flat = (a.buffer, b) if zero else (a.buffer, a.offset, b)
+            if got is not None:
+                out = empty(a.shape, got[2])
+                n = out.size
+                if n:
+                    size = ((n + group - 1) // group * group,)
+                    if zero:
+                        got[3](queue, size, None, out.buffer, *flat, n)
+                    else:
+                        got[0](queue, size, None, out.buffer, 0, *flat, n)
+                return out
         return op(*args)
     return kernel
 

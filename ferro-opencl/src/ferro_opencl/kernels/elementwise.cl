@@ -1,11 +1,21 @@
 /* The one elementwise template: instantiated by _elementwise.py for every op, dtype and operand pattern.
  *
- * ${name}_c: every operand contiguous with the output's shape (or a by-value scalar): one load per element.
+ * ${name}_z: every operand contiguous with the output's shape and at offset 0 (or a by-value scalar): the
+ *            fewest arguments, for the cheapest launch.
+ * ${name}_c: the same with element offsets (slices of the leading dimension).
  * ${name}_s: any strides and broadcasting (stride 0), the output too (copies into views); the flat index is
  *            split into coordinates over m.shape and each operand's position is its own dot product.
  * The parameter list names the operands (a buffer and an element offset, or a scalar), the loads read them into
  * a, b, c and ${result} is the op's C expression over those names.
  */
+__kernel void ${name}_z(__global ${out_t} *out${params_z}, const long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+${loads_z}
+    ${store}(out, i, ${result});
+}
+
 __kernel void ${name}_c(__global ${out_t} *out, const long out_off${params}, const long n)
 {
     const long i = get_global_id(0);
