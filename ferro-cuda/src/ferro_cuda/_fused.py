@@ -26,14 +26,19 @@ def _cp() -> Any:
     return cupy
 
 
+def _contig(a: Any, dtype: Any = None) -> Any:
+    """``a`` C-contiguous (of ``dtype``), keeping its shape (ascontiguousarray makes a 0-d array 1-d)."""
+    return _cp().ascontiguousarray(a, dtype=dtype).reshape(a.shape)
+
+
 def _compute(x: Any, what: str) -> tuple[Any, str]:
     """``x`` as a contiguous float32/float64 array, and that dtype's name."""
     name = x.dtype.name
     if name == "float16":
-        return _cp().ascontiguousarray(x, dtype="float32"), "float32"
+        return _contig(x, "float32"), "float32"
     if name not in _NATIVE:
         raise TypeError(f"CUDA kernel '{what}' takes float16, float32 or float64, got {name}")
-    return _cp().ascontiguousarray(x), name
+    return _contig(x), name
 
 
 def _scalar(dtype: str) -> Callable[[float], Any]:
@@ -57,29 +62,31 @@ def _int32(v: Any) -> Any:
 def _activation(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Forward ``k(x, *params)`` and backward ``k(grad, x, *params)`` for a row of ACTIVATIONS."""
     act = kern.ACTIVATIONS[name]
-    defaults = [v for _, v in act.params]
+    names = [p for p, _ in act.params]
 
-    def params(given: tuple[Any, ...], dtype: str) -> list[Any]:
-        if len(given) > len(defaults):
-            raise TypeError(f"{name} takes {len(defaults)} parameters, got {len(given)}")
+    def params(given: tuple[Any, ...], named: dict[str, Any], dtype: str) -> list[Any]:
+        if len(given) > len(names) or set(named) - set(names[len(given):]):
+            raise TypeError(f"{name} takes the parameters ({', '.join(names)}); got {len(given)} positional "
+                            f"and {sorted(named)}")
+        values = dict(act.params) | dict(zip(names, given, strict=False)) | named
         s = _scalar(dtype)
-        return [s(v) for v in (*given, *defaults[len(given):])]
+        return [s(values[p]) for p in names]
 
-    def forward(x: Any, *p: Any) -> Any:
+    def forward(x: Any, *p: Any, **kw: Any) -> Any:
         xc, dt = _compute(x, name)
         y = _cp().empty_like(xc)
         if xc.size:
             kern.kernel("activations", f"{name}_forward", dt)(*kern.launch_config(xc.size),
-                                                            (xc, y, _int64(xc.size), *params(p, dt)))
+                                                            (xc, y, _int64(xc.size), *params(p, kw, dt)))
         return y.astype(x.dtype, copy=False)
 
-    def backward(grad: Any, x: Any, *p: Any) -> Any:
+    def backward(grad: Any, x: Any, *p: Any, **kw: Any) -> Any:
         xc, dt = _compute(x, name)
-        gc = _cp().ascontiguousarray(_cp().broadcast_to(grad, x.shape), dtype=dt)
+        gc = _contig(_cp().broadcast_to(_cp().asarray(grad), x.shape), dt)
         dx = _cp().empty_like(xc)
         if xc.size:
             kern.kernel("activations", f"{name}_backward", dt)(*kern.launch_config(xc.size),
-                                                             (gc, xc, dx, _int64(xc.size), *params(p, dt)))
+                                                             (gc, xc, dx, _int64(xc.size), *params(p, kw, dt)))
         return dx.astype(x.dtype, copy=False)
 
     return forward, backward
@@ -189,7 +196,7 @@ def layer_norm_backward(grad: Any, x: Any, normalized_shape: Sequence[int] | int
     xc, dt = _compute(x, "layer_norm")
     flat, cols = _norm_rows(xc, normalized_shape)
     rows = flat.shape[0]
-    g = cp.ascontiguousarray(cp.broadcast_to(grad, x.shape), dtype=dt).reshape(rows, cols)
+    g = _contig(cp.broadcast_to(cp.asarray(grad), x.shape), dt).reshape(rows, cols)
     w = flat if weight is None else cp.ascontiguousarray(weight, dtype=dt).reshape(-1)
     dx = cp.empty_like(flat)
     if cols:

@@ -68,7 +68,7 @@ ACTIVATIONS: dict[str, Activation] = {
                         "d = (x > T(0) && x < T(6)) ? T(1) : T(0);"),
     "hardsigmoid": Activation((), "y = x <= T(-3) ? T(0) : (x >= T(3) ? T(1) : x / T(6) + T(0.5));",
                               "d = (x > T(-3) && x < T(3)) ? T(1) / T(6) : T(0);"),
-    "hardswish": Activation((), "y = x <= T(-3) ? T(0) : (x >= T(3) ? x : x * (x / T(6) + T(0.5)));",
+    "hardswish": Activation((), "y = x * (x <= T(-3) ? T(0) : (x >= T(3) ? T(1) : x / T(6) + T(0.5)));",
                             "d = x <= T(-3) ? T(0) : (x < T(3) ? x / T(3) + T(0.5) : T(1));"),
     "softsign": Activation((), "y = x / (T(1) + fabs(x));", "const T a = T(1) + fabs(x); d = T(1) / (a * a);"),
     "logsigmoid": Activation((), "y = (x < T(0) ? x : T(0)) - log1p(exp(-fabs(x)));", "d = ferro_sigmoid(-x);"),
