@@ -45,9 +45,9 @@ def test_every_kernel_the_launchers_use_is_compiled(nvrtc: Any) -> None:
     # The entry points the Python launchers ask for (kernel(source, name, dtype)) exist in the PTX.
     from pathlib import Path
     text = Path(kernels.__file__).parent.parent.joinpath("_fused.py").read_text()
-    used = set(re.findall(r'kernel\("(\w+)", "(\w+)"', text))
+    used = set(re.findall(r'(?:kernel|_launch_rows)\("(\w+)", "(\w+)"', text))
+    assert {s for s, _ in used} == set(kernels.SOURCES) - {"activations"}, used
     used |= {("activations", f"{n}_{way}") for n in kernels.ACTIVATIONS for way in ("forward", "backward")}
-    assert len(used) > 2 * len(kernels.ACTIVATIONS)
     for source in {s for s, _ in used}:
         for dtype in kernels.SOURCES[source][1]:
             entries = _entry_points(kernels.compile_ptx(kernels.source(source, dtype)))
