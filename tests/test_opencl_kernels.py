@@ -309,3 +309,30 @@ def test_float16_storage_path_of_the_kernels(ocl: Any) -> None:
     np.testing.assert_array_equal(k["cast"](x, ferro.float32).get(), a.astype(np.float32))
     np.testing.assert_allclose(k["matmul"](x, x.view((5, 3), (1, 5))).get(), a.astype(np.float32) @ a.T.astype(
         np.float32), rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize("key", [
+    ([1, 0, -1],), (slice(None), [2, 0, -1]), (slice(None), [1, 2], [0, 3]), ([1, 0], slice(None), [0, 3]),
+    (Ellipsis, [[1], [3]]), (None, [1], slice(1, 3)), (slice(None, None, -1), [[0, 2]], [[1], [3]])])
+def test_integer_index_tensors_compute_positions_on_the_device(ocl: Any, key: Any) -> None:
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    x = _t(a).permute(0, 1, 2)
+    fkey = tuple(_t(np.array(k)) if isinstance(k, list) else k for k in key)
+    nkey = tuple(np.array(k) if isinstance(k, list) else k for k in key)
+    from ferro_opencl._indexing import device_positions
+    native = tuple(k._data if isinstance(k, ferro.Tensor) else k for k in fkey)
+    assert device_positions(ocl.runtime(0), x._data, native) is not None  # the indices are never read on the host
+    np.testing.assert_array_equal(x[fkey].numpy(), a[nkey])
+    y = _t(np.zeros((2, 3, 4), np.float32))
+    y[fkey] = 1.0
+    want = np.zeros((2, 3, 4), np.float32)
+    want[nkey] = 1.0
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
+def test_an_index_out_of_range_is_reported_at_the_next_synchronization(ocl: Any) -> None:
+    x = _t(np.arange(6, dtype=np.float32))
+    y = x[_t(np.array([1, 6]))]  # queued: the device cannot raise where it runs
+    with pytest.raises(IndexError, match="out of range"):
+        y.numpy()
+    np.testing.assert_array_equal(x[_t(np.array([5, -6]))].numpy(), [5.0, 0.0])  # the flag was reset

@@ -132,7 +132,10 @@ class OpenCLBackend(Backend):
         raise BufferError("pyopencl arrays do not support DLPack; move the tensor with .to('cpu') first")
 
     def synchronize(self, index: int) -> None:
-        self.queue(index).finish()
+        """Wait for the device's queue; raises the IndexError a kernel flagged (an index out of range)."""
+        rt = self.runtime(index)
+        rt.queue.finish()
+        rt.check_errors()
 
     def manual_seed(self, seed: int, index: int) -> None:
         self._host_rng.manual_seed(seed, index)

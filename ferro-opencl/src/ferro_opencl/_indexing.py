@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._array import CLArray
-from ._elementwise import copy_into, layout
+from ._elementwise import cast_array, copy_into, layout
 from ._movement import basic_index
 from ._runtime import Runtime, ctype, read_source
 
@@ -64,6 +64,67 @@ def positions(x: CLArray, key: tuple[Any, ...]) -> np.ndarray:
     return np.array(pos, dtype=np.int64, order="C", copy=True)
 
 
+def _expand(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``key`` with its Ellipsis (or the missing trailing dimensions) spelled out as full slices."""
+    used = sum(1 for k in key if k is not None and k is not Ellipsis and type(k) is not bool)
+    if used > ndim:
+        raise IndexError(f"too many indices for a tensor of dimension {ndim}")
+    fill = (slice(None),) * (ndim - used)
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        return (*key[:i], *fill, *(k for k in key[i + 1:] if k is not Ellipsis))
+    return (*key, *fill)
+
+
+def device_positions(rt: Runtime, x: CLArray, key: tuple[Any, ...]) -> CLArray | None:
+    """The positions of an advanced key of up to three integer index tensors, computed on the device without
+    reading the indices (NumPy's placement of the indexed dimensions); None for other keys (bool masks)."""
+    tensors = [k for k in key if type(k) is CLArray]
+    if not tensors or len(tensors) > 3 or any(t.dtype.kind not in "iu" for t in tensors) or \
+            any(type(k) is int for k in key):  # NumPy counts ints among the advanced indices: host path
+        return None
+    key = _expand(key, x.ndim)
+    tdims: list[int] = []
+    v = 0
+    for k in key:
+        if type(k) is CLArray:
+            tdims.append(v)
+        if type(k) is not int:  # slices, None, bools and tensors each give one dimension of the basic view
+            v += 1
+    view = basic_index(x, tuple(slice(None) if type(k) is CLArray else k for k in key))
+    bshape = tuple(np.broadcast_shapes(*(t.shape for t in tensors)))
+    rest = [d for d in range(view.ndim) if d not in tdims]
+    adjacent = tdims == list(range(tdims[0], tdims[0] + len(tdims)))
+    if adjacent:
+        order = [("v", d) for d in rest if d < tdims[0]] + [("b", j) for j in range(len(bshape))] + \
+                [("v", d) for d in rest if d > tdims[-1]]
+    else:
+        order = [("b", j) for j in range(len(bshape))] + [("v", d) for d in rest]
+    shape = tuple(view.shape[i] if kind == "v" else bshape[i] for kind, i in order)
+    out = rt.empty(shape, np.dtype(np.int64))
+    if out.size == 0:
+        return out
+    idx = [t if t.dtype == np.int64 else cast_array(t, np.dtype(np.int64)) for t in tensors]
+    operands = [out.view(shape, tuple(view.strides[i] if kind == "v" else 0 for kind, i in order), 0)]
+    for t in idx:
+        pad = len(bshape) - t.ndim
+        tst = [0] * pad + [0 if n == 1 else st for n, st in zip(t.shape, t.strides)]
+        operands.append(t.view(shape, tuple(tst[i] if kind == "b" else 0 for kind, i in order), 0))
+    while len(operands) < 4:
+        operands.append(operands[1])
+    args: list[Any] = []
+    for j in range(3):
+        if j < len(idx):
+            args += [idx[j].buffer, idx[j].offset, view.shape[tdims[j]], view.strides[tdims[j]]]
+        else:  # unused: reads a valid element, adds nothing
+            args += [idx[0].buffer, idx[0].offset, 1 << 62, 0]
+    k = rt.kernel(("positions",), "positions", lambda: read_source("positions.cl"),
+                  [None, np.int64, np.int64, None] + [None, np.int64, np.int64, np.int64] * 3 + [None])
+    k(rt.queue, rt.grid(out.size), None, out.buffer, out.size, view.offset, layout(shape, operands), *args,
+      rt.error_flag)
+    return out
+
+
 def _is_basic(key: tuple[Any, ...]) -> bool:
     return all(isinstance(k, _BASIC) for k in key)
 
@@ -72,11 +133,15 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     """getitem, setitem, index_put, index_reduce on ``rt``'s device."""
     i64 = np.int64
 
-    def gather(x: CLArray, pos: np.ndarray) -> CLArray:
-        out = rt.empty(pos.shape, x.dtype)
+    def where(x: CLArray, key: tuple[Any, ...]) -> CLArray:
+        """The positions ``x[key]`` selects, on the device."""
+        got = device_positions(rt, x, key)
+        return got if got is not None else rt.from_host(positions(x, key), owned=True)
+
+    def gather(x: CLArray, p: CLArray) -> CLArray:
+        out = rt.empty(p.shape, x.dtype)
         n = out.size
         if n:
-            p = rt.from_host(pos, owned=True)
             k = _kernel(rt, x.dtype, "add", "gather", [None, None, None, i64])
             k(rt.queue, rt.grid(n), None, out.buffer, x.buffer, p.buffer, n)
         return out
@@ -84,13 +149,13 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     def getitem(x: CLArray, key: tuple[Any, ...]) -> CLArray:
         if _is_basic(key):
             return basic_index(x, key)
-        return gather(x, positions(x, key))
+        return gather(x, where(x, key))
 
-    def scatter(x: CLArray, pos: np.ndarray, value: Any, how: str | None) -> None:
-        n = pos.size
+    def scatter(x: CLArray, p: CLArray, value: Any, how: str | None) -> None:
+        n = p.size
         if not n:
             return
-        p = rt.from_host(pos, owned=True)
+        pos = p
         if type(value) is not CLArray:
             if how is None:
                 k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64])
@@ -98,7 +163,6 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                 return
             value = rt.from_host(np.asarray(value, x.dtype))
         if value.dtype != x.dtype:
-            from ._elementwise import cast_array
             value = cast_array(value, x.dtype)
         try:
             np.broadcast_shapes(value.shape, pos.shape)
@@ -118,20 +182,20 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         if _is_basic(key):
             copy_into(basic_index(x, key), value)
         else:
-            scatter(x, positions(x, key), value, None)
+            scatter(x, where(x, key), value, None)
 
     def index_put(x: CLArray, key: tuple[Any, ...], value: Any, accumulate: bool) -> None:
         if not accumulate:
             setitem(x, key, value)
             return
-        pos = positions(x, key)
+        pos = where(x, key)
         if x.dtype.itemsize in _WIDTH_UINT:
             scatter(x, pos, value, "add")
             return
         _host_reduce(x, key, value, np.add)
 
     def index_reduce(x: CLArray, key: tuple[Any, ...], value: Any, how: str, include_self: bool) -> None:
-        pos = positions(x, key)
+        pos = where(x, key)
         if not include_self:
             identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[how]
             if how != "prod" and x.dtype.kind in "iub":

@@ -55,6 +55,7 @@ class Runtime:
     """The context, queue, pool and compiled programs of one OpenCL device."""
 
     def __init__(self, device: Any) -> None:
+        import numpy as np
         import pyopencl as cl
         import pyopencl.tools as cltools
         self.cl = cl
@@ -74,6 +75,20 @@ class Runtime:
         self._pending: deque[Any] = deque(maxlen=64)
         self._header = read_source("common.cl")
         self.max_group = min(256, device.max_work_group_size)
+        #: set by kernels that meet a bad index (they cannot raise): checked at each synchronization
+        self.error_flag = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                    hostbuf=np.zeros(1, np.int32))
+
+    def check_errors(self) -> None:
+        """Raise the error a kernel flagged since the last check (an index out of range), after waiting."""
+        import numpy as np
+        flag = np.zeros(1, np.int32)
+        self.cl.enqueue_copy(self.queue, flag, self.error_flag, is_blocking=True)
+        if flag[0]:
+            self.cl.enqueue_copy(self.queue, self.error_flag, np.zeros(1, np.int32), is_blocking=True)
+            raise IndexError(f"an index tensor held an index out of range for the indexed dimension, in an "
+                             f"indexing op queued on {self.device.name.strip()} before this synchronization "
+                             "(device kernels cannot raise where they run)")
 
     def np_dtype(self, dtype: Any) -> Any:
         """The NumPy dtype of a ferro dtype."""
@@ -124,6 +139,7 @@ class Runtime:
         out = np.empty(x.shape, x.dtype)
         if x.size:
             self.cl.enqueue_copy(self.queue, out, x.buffer, src_offset=x.offset * x.dtype.itemsize, is_blocking=True)
+        self.check_errors()
         return out
 
     # -- programs -----------------------------------------------------------
