@@ -43,7 +43,7 @@ def creation_kernels(rt: Runtime, rng: Callable[[], Any]) -> dict[str, Callable[
         return out
 
     def upload(host: Any, dtype: Any) -> CLArray:
-        return rt.from_host(np.asarray(host).astype(nd(dtype), copy=False), owned=True)
+        return rt.from_host(np.asarray(host).astype(nd(dtype), copy=False))
 
     def random(draw: Callable[..., Any]) -> Callable[..., Any]:
         def kernel(shape: tuple[int, ...], dtype: Any, *args: Any) -> CLArray:

@@ -136,7 +136,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     def where(x: CLArray, key: tuple[Any, ...]) -> CLArray:
         """The positions ``x[key]`` selects, on the device."""
         got = device_positions(rt, x, key)
-        return got if got is not None else rt.from_host(positions(x, key), owned=True)
+        return got if got is not None else rt.from_host(positions(x, key))
 
     def gather(x: CLArray, p: CLArray) -> CLArray:
         out = rt.empty(p.shape, x.dtype)

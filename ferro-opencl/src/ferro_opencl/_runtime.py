@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +63,7 @@ class Runtime:
         self.queue = cl.CommandQueue(self.context)
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
         self.fp64 = "cl_khr_fp64" in device.extensions.split()
+        self._copy_in = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
         #: source key -> built program; kernels by (key, kernel name).
         self.programs: dict[Any, Any] = {}
         self.kernels: dict[Any, Any] = {}
@@ -71,8 +71,6 @@ class Runtime:
         self.build_seconds = 0.0
         self.builds = 0
         self._lock = threading.Lock()
-        #: events of asynchronous uploads (each holds its host array until the copy is done)
-        self._pending: deque[Any] = deque(maxlen=64)
         self._header = read_source("common.cl")
         self.max_group = min(256, device.max_work_group_size)
         #: set by kernels that meet a bad index (they cannot raise): checked at each synchronization
@@ -117,17 +115,15 @@ class Runtime:
 
     # -- transfers ----------------------------------------------------------
 
-    def from_host(self, array: Any, owned: bool = False) -> CLArray:
-        """Copy a NumPy array to the device. The caller's array is copied before the call returns; an
-        ``owned`` one (made for this upload, never written again) is copied asynchronously: pyopencl's
-        event keeps it alive, and the in-order queue runs the copy before any later kernel."""
+    def from_host(self, array: Any) -> CLArray:
+        """Copy a NumPy array to the device. The buffer is made with the host data (``COPY_HOST_PTR``): the
+        copy happens at creation, outside the queue, so it neither waits for queued kernels nor leaves the
+        caller's array in use."""
         import numpy as np
         a = np.ascontiguousarray(array) if array.ndim else np.asarray(array).reshape(())
-        out = self.empty(a.shape, a.dtype)
-        if out.buffer is not None:
-            event = self.cl.enqueue_copy(self.queue, out.buffer, a, is_blocking=not owned)
-            if owned:  # a dropped pyopencl event waits for its copy: keep the latest ones alive instead
-                self._pending.append(event)
+        out = CLArray(self, None, a.shape, a.dtype)
+        if out.size:
+            out.buffer = self.cl.Buffer(self.context, self._copy_in, hostbuf=a)
         return out
 
     def to_host(self, x: CLArray) -> Any:
