@@ -409,3 +409,25 @@ def test_composite_ops_run_the_fused_kernels_on_cuda(cp: Any, name: str, fn: Any
     if name.startswith("cross_entropy"):
         return  # its target lives on cuda; the gradient checks above compared with finite differences
     np.testing.assert_allclose(fn(*inputs).detach().cpu().numpy(), fn(*cpu).detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["float16", "strided"])
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_fused_steps_without_a_kernel_layout_take_the_same_formulas(cp: Any, layout: str, opt: str) -> None:
+    # float16 and strided parameters go through CuPy's elementwise kernels: equal to ferro's unfused update.
+    rng = np.random.default_rng(13)
+    dtype = ferro.float16 if layout == "float16" else ferro.float32
+    p0, g = rng.standard_normal((6, 4)), rng.standard_normal((6, 4))
+    results = []
+    for device, fused in (("cuda", True), ("cuda", False)):
+        base = ferro.tensor(p0.T.copy() if layout == "strided" else p0, dtype=dtype, device=device)
+        p = (base.mT if layout == "strided" else base).detach().requires_grad_()
+        make = ferro.optim.Adam if opt == "adam" else ferro.optim.SGD
+        kw = {"lr": 0.05, "weight_decay": 0.01} | ({"amsgrad": True} if opt == "adam" else {"momentum": 0.9})
+        o = make([p], fused=fused, **kw)
+        for _ in range(3):
+            p.grad = ferro.tensor(g, dtype=dtype, device=device)
+            o.step()
+        results.append(p.detach().float().cpu().numpy())
+    tol = 2e-3 if layout == "float16" else 1e-6
+    np.testing.assert_allclose(results[0], results[1], rtol=tol, atol=tol)
