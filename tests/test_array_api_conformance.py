@@ -77,10 +77,14 @@ def test_conformance_suite(backend: object, tmp_path: Path) -> None:
                      "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])})
     cmd = [sys.executable, "-m", "pytest", "array_api_tests/", "-q", "-p", "no:cacheprovider", "-p", "ferro_hypothesis",
            "--derandomize", f"--max-examples={MAX_EXAMPLES}", "--disable-deadline", "--xfails-file", str(plain),
-           "-W", "ignore", "-p", "no:warnings", "--tb=short", "-o", "console_output_style=classic"]
+           "-W", "ignore", "-p", "no:warnings", "--tb=short", "-rX", "-o", "console_output_style=classic"]
+    if "complex64" in skip:  # every transform takes or gives complex arrays: the fft extension cannot run there
+        cmd += ["--disable-extension", "fft"]
     proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True, timeout=1500)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     print(f"array-api-tests on {name}: {summary}")
+    for test_id in re.findall(r"^XPASS (\S+)", proc.stdout, re.M):  # listed, yet passing: shrink the list
+        print(f"  passes now, delete it from {xfails_file(name).name}: {test_id}")
     failed = re.findall(r"^FAILED (\S+)", proc.stdout, re.M)
     assert proc.returncode == 0, (f"array-api-tests on {name}: {summary}\nunexpected failures:\n" + "\n".join(failed)
                                   + f"\n\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}")
