@@ -336,3 +336,18 @@ def test_an_index_out_of_range_is_reported_at_the_next_synchronization(ocl: Any)
     with pytest.raises(IndexError, match="out of range"):
         y.numpy()
     np.testing.assert_array_equal(x[_t(np.array([5, -6]))].numpy(), [5.0, 0.0])  # the flag was reset
+
+
+@pytest.mark.parametrize("shape, dim", [((3000,), 0), ((2, 2100), 1), ((2049, 2), 0), ((7, 5), 1)])
+def test_argsort_is_stable_on_short_and_long_lines(ocl: Any, shape: Any, dim: int) -> None:
+    # lines longer than RANK_SORT_MAX take the bitonic network, shorter ones the rank sort
+    a = RNG.integers(0, 40, shape).astype(np.float32)
+    a.flat[::11] = np.nan
+    x = _t(a)
+    np.testing.assert_array_equal(x.argsort(dim).numpy(), np.argsort(a, dim, kind="stable"))
+    np.testing.assert_array_equal(x.argsort(dim, descending=True).numpy(),
+                                  ferro.tensor(a).argsort(dim, descending=True).numpy())
+    values = ferro.topk(x.nan_to_num(0.0), 3, dim)[0]
+    ref = np.sort(np.nan_to_num(a, nan=0.0), axis=dim)
+    np.testing.assert_array_equal(values.numpy(), np.flip(np.take(ref, range(ref.shape[dim] - 3, ref.shape[dim]),
+                                                                  axis=dim), dim))

@@ -1,10 +1,11 @@
 """argsort, searchsorted, cummax / cummin on the device (``kernels/sort.cl``); unique, histc, bincount on the host.
 
-argsort is a stable rank sort: each element counts the elements that sort
-before it, so a line of n costs n² comparisons spread over n work-items:
-quick for the short lines of topk / sort over a dimension, slow for one line
-of millions. unique, histc and bincount come from core's host kernels (their
-result size or bins depend on the values, so they read the tensor anyway).
+argsort is stable. Lines of up to ``RANK_SORT_MAX`` elements use a rank sort
+(each element counts those that sort before it: one launch, n² comparisons
+over n work-items); longer lines a bitonic sort of (value, index) pairs,
+padded to a power of two (n log² n, one launch per pass). unique, histc and
+bincount come from core's host kernels (their result size or bins depend on
+the values, so they read the tensor anyway).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ __all__ = ["sorting_kernels"]
 
 _I64 = np.int64
 _LONG = np.dtype(np.int64)
+#: The longest line the rank sort takes; longer ones are sorted by the bitonic network.
+RANK_SORT_MAX = 2048
 
 
 def _kernel(rt: Runtime, dtype: Any, name: str, types: list[Any]) -> Any:
@@ -60,10 +63,32 @@ def sorting_kernels(rt: Runtime, host: dict[str, Callable[..., Any]]) -> dict[st
             return out
         lines, mo = _lines(x, out, dim)
         n = x.shape[dim]
+        if n > RANK_SORT_MAX:
+            bitonic(x, out, dim, lines, mo, descending)
+            return out
         k = _kernel(rt, x.dtype, "argsort", [None, None, _I64, _I64, _I64, _I64, _I64, np.int32, None])
         k(rt.queue, rt.grid(lines * n), None, out.buffer, x.buffer, x.offset, n, x.strides[dim], out.strides[dim],
           lines, int(descending), mo)
         return out
+
+    def bitonic(x: CLArray, out: CLArray, dim: int, lines: int, mo: np.ndarray, descending: bool) -> None:
+        n = x.shape[dim]
+        p = 1 << (n - 1).bit_length()
+        keys = rt.empty((lines, p), x.dtype)
+        idx = rt.empty((lines, p), _LONG)
+        grid = rt.grid(lines * p)
+        load = _kernel(rt, x.dtype, "bitonic_load", [None, None, None, _I64, _I64, _I64, _I64, _I64, None])
+        load(rt.queue, grid, None, keys.buffer, idx.buffer, x.buffer, x.offset, n, p, x.strides[dim], lines, mo)
+        step = _kernel(rt, x.dtype, "bitonic_step", [None, None, _I64, _I64, _I64, _I64, _I64, np.int32])
+        k = 2
+        while k <= p:
+            j = k // 2
+            while j:
+                step(rt.queue, grid, None, keys.buffer, idx.buffer, n, p, lines, k, j, int(descending))
+                j //= 2
+            k *= 2
+        store = _kernel(rt, x.dtype, "bitonic_store", [None, None, _I64, _I64, _I64, _I64, None])
+        store(rt.queue, rt.grid(lines * n), None, out.buffer, idx.buffer, n, p, out.strides[dim], lines, mo)
 
     def searchsorted(seq: CLArray, values: CLArray, right: bool) -> CLArray:
         s = seq if seq.contiguous else copy_contiguous(seq)

@@ -68,3 +68,55 @@ __kernel void cumextreme(__global ${T} *out, __global long *idx, __global const 
         idx[po] = at;
     }
 }
+
+/* Long lines: a bitonic sort of (value, index) pairs, lines padded to a power of two p. The index breaks
+ * ties, so the order is total and the result stable; padding (index >= n) sorts last. bitonic_load copies
+ * each line in; bitonic_step is one compare-exchange pass (block k, distance j); the caller loops. */
+__kernel void bitonic_load(__global ${T} *keys, __global long *idx, __global const ${T} *x, const long xoff,
+                           const long n, const long p, const long xstep, const long lines, const meta_t mo)
+{
+    const long g = get_global_id(0);
+    if (g >= lines * p) return;
+    const long l = g / p, i = g % p;
+    if (i < n) keys[g] = x[xoff + strided_pos(l, &mo, 1) + i * xstep];
+    idx[g] = i;
+}
+
+inline int pair_before(const ${C} a, const long ia, const ${C} b, const long ib, const long n, const int desc)
+{
+    if (ia >= n) return 0;
+    if (ib >= n) return 1;
+    const int ab = desc ? before_desc(a, b) : before_asc(a, b);
+    const int ba = desc ? before_desc(b, a) : before_asc(b, a);
+    return ab || (!ba && ia < ib);
+}
+
+__kernel void bitonic_step(__global ${T} *keys, __global long *idx, const long n, const long p, const long lines,
+                           const long k, const long j, const int descending)
+{
+    const long g = get_global_id(0);
+    if (g >= lines * p) return;
+    const long i = g % p, partner = i ^ j;
+    if (partner <= i) return;
+    const long base = g - i;
+    const ${C} a = ${load}(keys, base + i), b = ${load}(keys, base + partner);
+    const long ia = idx[base + i], ib = idx[base + partner];
+    const int up = (i & k) == 0;
+    const int swap = up ? pair_before(b, ib, a, ia, n, descending) : pair_before(a, ia, b, ib, n, descending);
+    if (swap) {
+        keys[base + i] = keys[base + partner];
+        keys[base + partner] = (${T})a;
+        idx[base + i] = ib;
+        idx[base + partner] = ia;
+    }
+}
+
+/* The first n indices of each sorted line into the result (any strides; mo operand 0). */
+__kernel void bitonic_store(__global long *out, __global const long *idx, const long n, const long p,
+                            const long ostep, const long lines, const meta_t mo)
+{
+    const long g = get_global_id(0);
+    if (g >= lines * n) return;
+    const long l = g / n, i = g % n;
+    out[strided_pos(l, &mo, 0) + i * ostep] = idx[l * p + i];
+}
