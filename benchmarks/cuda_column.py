@@ -1,4 +1,6 @@
-"""The CUDA column: ferro-cuda beside raw CuPy and PyTorch CUDA, in one run: ``python benchmarks/cuda.py``.
+"""The CUDA column: ferro-cuda beside raw CuPy and PyTorch CUDA, in one run: ``python benchmarks/cuda_column.py``.
+
+(Not ``cuda.py``: a script of that name would shadow the ``cuda`` package that CuPy imports.)
 
 Rows (issue 6's targets): a 4096^3 matmul in float32 and bfloat16 (TFLOP/s,
 ferro / CuPy >= 0.95), 100M-element add and exp (GB/s moved, ferro / CuPy >=
