@@ -163,14 +163,14 @@ def cases(blast: bool) -> list[Case]:
     mm_bound = 0.8 if blast else 1.0
     return [
         Case("a + b (10M f32)", ((N,),) * 2, _add, Target("pyopencl", 0.9, throughput=True), unit="ms",
-             work={"GB/s": 3 * F32 * N}, overrides={"pyopencl": _raw("add"), "ferro kernel": None}),
+             work={"GB/s": 3 * F32 * N}, overrides={"pyopencl": _raw("add"), "ferro kernel": None, "clblast": None}),
         Case("exp(a) (10M f32)", ((N,),), _exp, Target("pyopencl", 0.9, throughput=True), unit="ms",
-             work={"GB/s": 2 * F32 * N}, overrides={"pyopencl": _raw("exp"), "ferro kernel": None}),
+             work={"GB/s": 2 * F32 * N}, overrides={"pyopencl": _raw("exp"), "ferro kernel": None, "clblast": None}),
         Case("a @ b (1024^3 f32)", ((1024, 1024),) * 2, _matmul, Target(mm_ref, mm_bound, throughput=True),
              unit="ms", work={"GFLOP/s": 2 * 1024**3},
              overrides={"pyopencl": _raw("matmul"), "clblast": _raw("matmul"), "ferro kernel": None}),
         Case("a + b (1000 f32): enqueue overhead", ((1000,),) * 2, _add, Target("pyopencl", 1.2),
-             overrides={"pyopencl": _raw("add"), "ferro kernel": _raw("add")}),
+             overrides={"pyopencl": _raw("add"), "ferro kernel": _raw("add"), "clblast": None}),
     ]
 
 
