@@ -262,6 +262,15 @@ def test_device_kernels_match_torch(cp: Any) -> None:
     np.testing.assert_array_equal(uc.cpu().numpy(), torch.unique_consecutive(torch.tensor(ints)).numpy())
     np.testing.assert_array_equal(ferro.bincount(ferro.tensor(ints, device="cuda")).cpu().numpy(),
                                   torch.bincount(torch.tensor(ints)).numpy())
+    m = rng.integers(0, 5, (4, 9)).astype(np.float32)  # ties: PyTorch's index is the last equal one
+    m[1, 3] = np.nan  # a NaN stays, with its index
+    for arr in (m, m[:, :5].astype(np.int64)):
+        for ours, theirs in ((ferro.cummax, torch.cummax), (ferro.cummin, torch.cummin)):
+            for dim in (0, 1, -1):
+                v, i = ours(ferro.tensor(arr, device="cuda"), dim)
+                tv, ti = theirs(torch.tensor(arr), dim)
+                np.testing.assert_array_equal(v.cpu().numpy(), tv.numpy())
+                np.testing.assert_array_equal(i.cpu().numpy(), ti.numpy())
     np.testing.assert_array_equal(ferro.histc(gx, bins=7, min=-2, max=2).cpu().numpy(),
                                   torch.histc(torch.tensor(x), bins=7, min=-2, max=2).numpy())
 

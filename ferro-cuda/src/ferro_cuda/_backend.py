@@ -139,9 +139,11 @@ class CudaBackend(ArrayAPIBackend):
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
         from ._device_kernels import device_kernels
-        from ._fused import fused_kernels, index_put_kernel
+        from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         generic = self._generic_kernels(index)
-        return {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"])}
+        return {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"]),
+                "cummax": cum_extreme_kernel(True, generic["cummax"]),
+                "cummin": cum_extreme_kernel(False, generic["cummin"])}
 
     # -- TF32 -------------------------------------------------------------
 

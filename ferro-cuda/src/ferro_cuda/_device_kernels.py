@@ -3,8 +3,8 @@
 The generic Array API backend gives searchsorted, unique, histc, bincount
 and the special functions through a copy to the host and back; CuPy has them
 on the GPU, so the CUDA backend replaces them here with the same signatures
-(``docs/plugins.md``) and results. cummax / cummin stay on the host: CuPy has
-no scan for them.
+(``docs/plugins.md``) and results. (cummax / cummin are ferro's own scan
+kernel, in :mod:`._fused`: CuPy has no ``maximum.accumulate``.)
 """
 
 from __future__ import annotations

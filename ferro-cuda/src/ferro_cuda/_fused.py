@@ -390,6 +390,27 @@ def _rows_scatter(cp: Any, x: Any, keys: tuple[Any, ...], value: Any) -> bool:
     return True
 
 
+# -- scans ----------------------------------------------------------------------------------
+
+
+def cum_extreme_kernel(is_max: bool, generic: Callable[..., Any]) -> Callable[..., Any]:
+    """``cummax`` / ``cummin(x, dim)`` -> (values, int64 indices) by ferro's scan kernel; dtypes it is not
+    instantiated for (bool, 8/16-bit, complex) go to ``generic``."""
+    dtypes = kern.SOURCES["scan"][1]
+
+    def cum_extreme(x: Any, dim: int) -> tuple[Any, Any]:
+        if x.dtype.name not in dtypes or x.ndim == 0 or x.size == 0:
+            return generic(x, dim)
+        cp = _cp()
+        flat, back = _rows(x, dim)
+        values, indices = cp.empty_like(flat), cp.empty(flat.shape, cp.int64)
+        rows, n = flat.shape
+        kern.kernel("scan", "cum_extreme", x.dtype.name)(*kern.launch_config(rows), (
+            flat, values, indices, _int64(rows), _int64(n), _int32(is_max)))
+        return back(values), back(indices)
+    return cum_extreme
+
+
 # -- the table -----------------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ SOURCES: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "cross_entropy": ("cross_entropy.cu", _FLOATS),
     "optim": ("optim.cu", _FLOATS),
     "scatter_add": ("scatter_add.cu", (*_FLOATS, "int32", "int64")),
+    "scan": ("scan.cu", (*_FLOATS, "int32", "int64")),
 }
 
 #: Options for NVRTC, both at run time (CuPy adds the GPU's architecture) and in the CI check.
