@@ -351,3 +351,22 @@ def test_argsort_is_stable_on_short_and_long_lines(ocl: Any, shape: Any, dim: in
     ref = np.sort(np.nan_to_num(a, nan=0.0), axis=dim)
     np.testing.assert_array_equal(values.numpy(), np.flip(np.take(ref, range(ref.shape[dim] - 3, ref.shape[dim]),
                                                                   axis=dim), dim))
+
+
+def test_overlapping_copies_read_before_they_write(ocl: Any) -> None:
+    a = np.arange(10, dtype=np.float32)
+    x = _t(a)
+    x[1:] = x[:-1]  # a view of x written into another view of x
+    b = a.copy()
+    b[1:] = a[:-1]
+    np.testing.assert_array_equal(x.numpy(), b)
+    y = _t(a)
+    y[_t(np.array([0, 1, 2]))] = y[7:]
+    c = a.copy()
+    c[[0, 1, 2]] = a[7:]
+    np.testing.assert_array_equal(y.numpy(), c)
+    z = _t(a.reshape(2, 5))
+    z[:, 1:] = z[:, :-1]
+    d = a.reshape(2, 5).copy()
+    d[:, 1:] = a.reshape(2, 5)[:, :-1]
+    np.testing.assert_array_equal(z.numpy(), d)

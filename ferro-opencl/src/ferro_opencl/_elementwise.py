@@ -286,6 +286,9 @@ def copy_into(dst: CLArray, src: Any) -> None:
     if type(src) is CLArray:
         if src.rt is not rt:
             raise ValueError("copy between OpenCL devices goes through the host: use .to(device)")
+        if src.buffer is dst.buffer and src.buffer is not None and (src.offset, src.strides) != (dst.offset,
+                                                                                             dst.strides):
+            src = copy_contiguous(src)  # x[1:] = x[:-1]: work-items must not read what others overwrite
         kc, ks = _copier(rt, src.dtype, dst.dtype)
         launch(rt, kc, ks, dst, (src,), src.dtype)
     else:

@@ -162,7 +162,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                 k(rt.queue, rt.grid(n), None, x.buffer, p.buffer, x.dtype.type(value), n)
                 return
             value = rt.from_host(np.asarray(value, x.dtype))
-        if value.dtype != x.dtype:
+        if value.dtype != x.dtype or value.buffer is x.buffer:  # a copy: the scatter must not read what it writes
             value = cast_array(value, x.dtype)
         try:
             np.broadcast_shapes(value.shape, pos.shape)
