@@ -228,7 +228,7 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
     rt = op.rt
     unary, both, scalar = op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)]
     queue = rt.queue
-    empty = rt.empty
+    allocate = rt.pool.allocate
     group = rt.max_group
 
     def kernel(*args: Any) -> CLArray:
@@ -251,9 +251,10 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
                     got = scalar.get(a.dtype)
                     flat = (a.buffer, b) if zero else (a.buffer, a.offset, b)
             if got is not None:
-                out = empty(a.shape, got[2])
+                out = CLArray(rt, None, a.shape, got[2])
                 n = out.size
                 if n:
+                    out.buffer = allocate(n * got[2].itemsize)
                     size = ((n + group - 1) // group * group,)
                     if zero:
                         got[3](queue, size, None, out.buffer, *flat, n)
