@@ -149,7 +149,12 @@ def inv(x: Tensor, /) -> Tensor:
 def matrix_norm(x: Tensor, /, *, keepdims: builtins_bool = False,
                 ord: int | float | Literal["fro", "nuc"] | None = "fro") -> Tensor:
     """A matrix norm of each matrix (``'fro'``, ``'nuc'``, ``1``, ``2``, ``inf`` and their negatives)."""
-    return real(_fl.matrix_norm(check_array(x, "matrix_norm"), ord="fro" if ord is None else ord, keepdim=keepdims))
+    check_array(x, "matrix_norm")
+    if ord in ("nuc", 2, -2):  # from the (real) singular values, also of complex matrices
+        s = svdvals(x)
+        out = ferro.sum(s, dim=-1) if ord == "nuc" else ferro.amax(s, dim=-1) if ord == 2 else ferro.amin(s, dim=-1)
+        return out.reshape((*x.shape[:-2], 1, 1)) if keepdims else out
+    return real(_fl.matrix_norm(x, ord="fro" if ord is None else ord, keepdim=keepdims))
 
 
 def matrix_power(x: Tensor, n: int, /) -> Tensor:
@@ -226,6 +231,11 @@ def slogdet(x: Tensor, /) -> SlogdetResult:
 def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
     """The solution ``X`` of ``x1 @ X = x2`` (``x2`` a vector where 1-d)."""
     a, b = promote(check_array(x1, "solve", "x1"), check_array(x2, "solve", "x2"), "solve")
+    if b.ndim >= 2:  # stacks of matrices: broadcast the batch dimensions here, as the standard says
+        from ._manipulation import broadcast_shapes
+        batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        a = ferro.broadcast_to(a, (*batch, *a.shape[-2:]))
+        b = ferro.broadcast_to(b, (*batch, *b.shape[-2:]))
     return _run("linalg_solve", _fl.solve, a, b)
 
 
