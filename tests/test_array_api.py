@@ -177,3 +177,14 @@ def test_complex_parts_at_infinities(device: ferro.device) -> None:
     t = xp.tanh(x[2:]).tolist()[0]
     assert t == complex(1, 0) and math.copysign(1, t.imag) == 1
     assert xp.imag(on(device, [1.0], xp.float64)).tolist() == [0.0]
+
+
+def test_shifts_past_the_bit_width(device: ferro.device) -> None:
+    """Shifting an int8 by 8 or more gives 0 (or -1 right-shifting a negative), as NumPy; OpenCL C would wrap."""
+    a = np.array([5, -5, 100, -100], np.int8)
+    b = np.array([8, 9, 1, 20], np.int8)
+    x, y = on(device, a, xp.int8), on(device, b, xp.int8)
+    assert xp.bitwise_left_shift(x, y).tolist() == np.left_shift(a, b).tolist()
+    assert xp.bitwise_right_shift(x, y).tolist() == np.right_shift(a, b).tolist()
+    u = on(device, [200], xp.uint8)
+    assert xp.bitwise_right_shift(u, on(device, [9], xp.uint8)).tolist() == [0]

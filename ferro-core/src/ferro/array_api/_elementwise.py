@@ -59,8 +59,6 @@ BINARY: dict[str, tuple[str, str]] = {
     "bitwise_and": ("bitwise_and", "Bitwise AND."),
     "bitwise_or": ("bitwise_or", "Bitwise OR."),
     "bitwise_xor": ("bitwise_xor", "Bitwise XOR."),
-    "bitwise_left_shift": ("bitwise_left_shift", "``x1 << x2``."),
-    "bitwise_right_shift": ("bitwise_right_shift", "``x1 >> x2`` (arithmetic for signed integers)."),
     "divide": ("div", "True division ``x1 / x2``."),
     "equal": ("eq", "``x1 == x2``."),
     "greater": ("gt", "``x1 > x2``."),
@@ -135,6 +133,29 @@ def remainder(x1: Tensor | int | float, x2: Tensor | int | float, /) -> Tensor:
     if a.dtype.kind != "f":
         return out
     return ferro.where(ferro.eq(out, 0), copysign(ferro.zeros_like(out), b), out)
+
+
+def _shift(op: Callable[[Tensor, Tensor], Tensor], x1: Any, x2: Any, name: str, right: bool) -> Tensor:
+    a, b = promote(x1, x2, name)
+    out = op(a, b)
+    if a.dtype.kind not in "ui":
+        return out
+    # Shifting by the bit width or more: every bit shifted out (NumPy's and the standard's reading);
+    # OpenCL C, like the hardware, shifts by the amount modulo the width.
+    wide = ferro.ge(b, a.dtype.itemsize * 8)
+    zero = scalar_array(0, a.dtype, a)
+    fill = ferro.where(ferro.lt(a, 0), scalar_array(-1, a.dtype, a), zero) if right and a.dtype.kind == "i" else zero
+    return ferro.where(wide, fill, out)
+
+
+def bitwise_left_shift(x1: Tensor | int, x2: Tensor | int, /) -> Tensor:
+    """``x1 << x2`` (0 once every bit is shifted out)."""
+    return _shift(ferro.bitwise_left_shift, x1, x2, "bitwise_left_shift", False)
+
+
+def bitwise_right_shift(x1: Tensor | int, x2: Tensor | int, /) -> Tensor:
+    """``x1 >> x2``, arithmetic for signed integers (0 or -1 once every bit is shifted out)."""
+    return _shift(ferro.bitwise_right_shift, x1, x2, "bitwise_right_shift", True)
 
 
 def pow(x1: Tensor | complex, x2: Tensor | complex, /) -> Tensor:
@@ -271,5 +292,6 @@ def clip(x: Tensor, /, min: Tensor | float | None = None, max: Tensor | float | 
     return out
 
 
-FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, pow, expm1, tanh, sign, round, real, imag, conj,
-                                          signbit, copysign, nextafter, clip)})
+FUNCTIONS.update({f.__name__: f for f in (floor_divide, remainder, bitwise_left_shift, bitwise_right_shift, pow,
+                                          expm1, tanh, sign, round, real, imag, conj, signbit, copysign, nextafter,
+                                          clip)})
