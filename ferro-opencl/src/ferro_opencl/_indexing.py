@@ -133,7 +133,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     """getitem, setitem, index_put, index_reduce on ``rt``'s device."""
     i64 = np.int64
 
-    def where(x: CLArray, key: tuple[Any, ...]) -> CLArray:
+    def locate(x: CLArray, key: tuple[Any, ...]) -> CLArray:
         """The positions ``x[key]`` selects, on the device."""
         got = device_positions(rt, x, key)
         return got if got is not None else rt.from_host(positions(x, key))
@@ -149,17 +149,16 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     def getitem(x: CLArray, key: tuple[Any, ...]) -> CLArray:
         if _is_basic(key):
             return basic_index(x, key)
-        return gather(x, where(x, key))
+        return gather(x, locate(x, key))
 
-    def scatter(x: CLArray, p: CLArray, value: Any, how: str | None) -> None:
-        n = p.size
+    def scatter(x: CLArray, pos: CLArray, value: Any, how: str | None) -> None:
+        n = pos.size
         if not n:
             return
-        pos = p
         if type(value) is not CLArray:
             if how is None:
                 k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64])
-                k(rt.queue, rt.grid(n), None, x.buffer, p.buffer, x.dtype.type(value), n)
+                k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, x.dtype.type(value), n)
                 return
             value = rt.from_host(np.asarray(value, x.dtype))
         if value.dtype != x.dtype or value.buffer is x.buffer:  # a copy: the scatter must not read what it writes
@@ -175,27 +174,26 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         meta = layout(pos.shape, [value, value])  # operand 1: the values, broadcast to the positions
         name = "put" if how is None else "put_reduce"
         k = _kernel(rt, x.dtype, how or "add", name, [None, None, None, i64, i64, None])
-        k(rt.queue, rt.grid(n), None, x.buffer, p.buffer, value.buffer, value.offset, n, meta)
+        k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, value.buffer, value.offset, n, meta)
 
     def setitem(x: CLArray, key: Any, value: Any) -> None:
         key = key if isinstance(key, tuple) else (key,)
         if _is_basic(key):
             copy_into(basic_index(x, key), value)
         else:
-            scatter(x, where(x, key), value, None)
+            scatter(x, locate(x, key), value, None)
 
     def index_put(x: CLArray, key: tuple[Any, ...], value: Any, accumulate: bool) -> None:
         if not accumulate:
             setitem(x, key, value)
             return
-        pos = where(x, key)
         if x.dtype.itemsize in _WIDTH_UINT:
-            scatter(x, pos, value, "add")
+            scatter(x, locate(x, key), value, "add")
             return
         _host_reduce(x, key, value, np.add)
 
     def index_reduce(x: CLArray, key: tuple[Any, ...], value: Any, how: str, include_self: bool) -> None:
-        pos = where(x, key)
+        pos = locate(x, key)
         if not include_self:
             identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[how]
             if how != "prod" and x.dtype.kind in "iub":
