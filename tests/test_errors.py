@@ -169,6 +169,10 @@ def _x(d: ferro.DType, dev: str, shape: tuple[int, ...] = (3, 4)) -> ferro.Tenso
 
 #: Calls for the registry ops the op database does not sample: (ferro dtype, device) -> result.
 EXTRA: dict[str, Callable[[ferro.DType, str], Any]] = {
+    "real": lambda d, dev: ferro.real(_x(d, dev)), "imag": lambda d, dev: ferro.imag(_x(d, dev)),
+    "fft_c2c": lambda d, dev: REGISTRY["fft_c2c"].fn(_x(d, dev), (1,), "backward", True),
+    "fft_r2c": lambda d, dev: REGISTRY["fft_r2c"].fn(_x(d, dev), (1,), "backward"),
+    "fft_c2r": lambda d, dev: REGISTRY["fft_c2r"].fn(_x(d, dev), (1,), "backward", 6),
     "reshape": lambda d, dev: _x(d, dev).reshape(12), "view": lambda d, dev: _x(d, dev).view(4, 3),
     "permute": lambda d, dev: _x(d, dev).permute(1, 0), "expand": lambda d, dev: _x(d, dev, (4,)).expand(3, 4),
     "contiguous": lambda d, dev: _x(d, dev).T.contiguous(), "clone": lambda d, dev: _x(d, dev).clone(),

@@ -80,3 +80,53 @@ def test_errors() -> None:
 def test_lu_factor_double_backward() -> None:
     a = ferro.tensor(A[0], requires_grad=True)
     assert ferro.autograd.gradgradcheck(lambda x: ferro.linalg.lu_factor(x).LU, (a,))
+
+
+_C = rng.standard_normal((3, 4, 4)) + 1j * rng.standard_normal((3, 4, 4))
+_CM = rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))
+_HPD = _C @ _C.conj().transpose(0, 2, 1) + 4 * np.eye(4)
+
+
+def _rank_one_terms(m: Any, a: Any) -> Any:
+    """A loss of U and Vh that does not depend on their phases (u_k v_k^H is gauge invariant)."""
+    r = m.linalg.svd(a, full_matrices=False)
+    return r.U[:, 0:1] @ r.Vh[0:1, :] + r.U[:, 1:2] @ r.Vh[1:2, :] * r.S[0]
+
+
+def _top_eigenvector_projector(r: Any) -> Any:
+    """v v^H scaled by its eigenvalue, for the largest eigenvalue: independent of the eigenvector's phase."""
+    return r[1][..., -1:] @ r[1][..., -1:].mH * r[0][..., -1:, None]
+
+
+COMPLEX_CASES: list[tuple[str, Callable[..., Any], np.ndarray]] = [
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), _HPD),
+    ("eigh vectors", lambda m, a: _top_eigenvector_projector(m.linalg.eigh(a)), _HPD),
+    ("svdvals", lambda m, a: m.linalg.svdvals(a), _CM),
+    ("svd U and Vh", _rank_one_terms, _CM),
+    ("qr", lambda m, a: m.linalg.qr(a).R + m.linalg.qr(a).Q[:3], _CM),
+    ("pinv", lambda m, a: m.linalg.pinv(a), _CM),
+    ("lu_factor", lambda m, a: m.linalg.lu_factor(a).LU, _C),
+    ("lstsq", lambda m, a: m.linalg.lstsq(a, a[:, :2]).solution, _CM),
+    ("inv", lambda m, a: m.linalg.inv(a), _C),
+    ("det", lambda m, a: m.linalg.det(a), _C),
+]
+
+
+@pytest.mark.parametrize("name, fn, array", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_complex_gradients_match_torch(name: str, fn: Callable[..., Any], array: np.ndarray) -> None:
+    ours, theirs = ferro.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
+    got, ref = fn(ferro, ours), fn(torch, theirs)
+    assert got.dtype.is_complex == ref.is_complex()
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-7, atol=1e-9)
+    shape = tuple(ref.shape)
+    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if ref.is_complex() else 0)
+    got.backward(ferro.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_complex_spectra_are_real_and_cholesky_refuses_a_complex_derivative() -> None:
+    a = ferro.tensor(_HPD[0], requires_grad=True)
+    assert ferro.linalg.eigvalsh(a).dtype == ferro.float64 and ferro.linalg.svd(a).S.dtype == ferro.float64
+    with pytest.raises(NotImplementedError, match="complex"):
+        ferro.linalg.cholesky(a).abs().sum().backward()

@@ -62,7 +62,7 @@ def _check(name: str, x: Any) -> None:
 
 # The registry's op is the complex case; real(x) of a real x is x itself, with no kernel (as in PyTorch).
 _REAL = register(OpDef("real", "complex", "The real part of a complex tensor (a view); a real tensor itself.",
-                       dtype_rule="complex_to_real", grads=(lambda g: g,)))
+                       dtype_rule="magnitude", grads=(lambda g: g,)))
 # d imag(x) = Im(dx): the gradient of a complex input is i * g.
 _IMAG = register(OpDef("imag", "complex", "The imaginary part of a complex tensor (a view).",
                        dtype_rule="complex_to_real", grads=(lambda g: g * 1j,)))

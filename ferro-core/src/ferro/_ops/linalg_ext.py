@@ -14,7 +14,7 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import bool_
+from .._dtypes import bool_, complex64, complex128, float32, float64
 from .._tensor import Tensor, _wrap
 from ..autograd._function import Function
 from ..errors import ShapeError
@@ -27,6 +27,7 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
+_REAL = {complex64: float32, complex128: float64}
 LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
 LUResult = namedtuple("LUResult", ["P", "L", "U"])
 
@@ -39,10 +40,13 @@ def _square(op: str, a: Tensor) -> None:
         raise DTypeError(f"linalg.{op}: expected a floating or complex dtype, got {a.dtype}")
 
 
-def _call(name: str, a: Tensor, *args: Any) -> Any:
+def _call(name: str, a: Tensor, *args: Any, real: tuple[int, ...] = ()) -> Any:
+    """Run kernel ``name`` on ``a``; outputs at the positions ``real`` (eigenvalues, singular values) have
+    ``a``'s real dtype."""
     out = kernel(a._device, name)(a._data, *args)
     if isinstance(out, tuple):
-        return tuple(_wrap(o, a._dtype, a._device) for o in out)
+        real_dt = _REAL.get(a._dtype, a._dtype)
+        return tuple(_wrap(o, real_dt if i in real else a._dtype, a._device) for i, o in enumerate(out))
     return _wrap(out, a._dtype, a._device)
 
 
@@ -158,29 +162,32 @@ class _Cholesky(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (low,) = ctx.saved_tensors
+        if low.dtype.is_complex:
+            raise NotImplementedError("linalg.cholesky: the derivative for complex inputs is not implemented "
+                                      "(real inputs are)")
         li = inv(low)
-        s = li.mT @ _phi(low.mT @ g) @ li
-        return 0.5 * (s + s.mT)
+        s = li.mH @ _phi(low.mH @ g) @ li
+        return 0.5 * (s + s.mH)
 
 
 def cholesky(a: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor of symmetric positive-definite matrices (lower, or upper with ``upper``)."""
     _square("cholesky", a)
     low = _Cholesky.apply(a)
-    return low.mT if upper else low
+    return low.mH if upper else low
 
 
 class _Eigh(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
-        w, v = _call("linalg_eigh", a)
+        w, v = _call("linalg_eigh", a, real=(0,))
         ctx.save_for_backward(w, v)
         return w
 
     @staticmethod
     def backward(ctx: Any, gw: Tensor) -> Tensor:
         _, v = ctx.saved_tensors
-        return (v * gw.unsqueeze(-2)) @ v.mT
+        return (v * gw.unsqueeze(-2)) @ v.mH
 
 
 def eigvalsh(a: Tensor) -> Tensor:
@@ -204,19 +211,19 @@ def _eye_like(x: Tensor) -> Tensor:
 class _EighFull(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
-        w, v = _call("linalg_eigh", a)
+        w, v = _call("linalg_eigh", a, real=(0,))
         ctx.save_for_backward(w, v)
         return w, v
 
     @staticmethod
     def backward(ctx: Any, gw: Tensor, gv: Tensor) -> Tensor:
-        # gA = V (diag(gw) + sym(F o (V^T gV))) V^T, F_ij = 1 / (w_j - w_i) off the diagonal (PyTorch's choice
-        # of the symmetric part: the input is symmetric). Degenerate eigenvalues give inf, as in PyTorch.
+        # gA = V (diag(gw) + F o skew(V^H gV)) V^H, F_ij = 1 / (w_j - w_i) off the diagonal, skew(X) = (X - X^H) / 2
+        # (PyTorch's projection for Hermitian input). Degenerate eigenvalues give inf, as in PyTorch.
         w, v = ctx.saved_tensors
         f = _off_diagonal_inverse(w.unsqueeze(-2) - w.unsqueeze(-1))
-        inner = f * (v.mT @ gv)
-        inner = (inner + inner.mT) * 0.5 + gw.diag_embed()
-        return v @ inner @ v.mT
+        x = v.mH @ gv
+        inner = f * ((x - x.mH) * 0.5) + gw.diag_embed()
+        return v @ inner @ v.mH
 
 
 def eigh(a: Tensor) -> EighResult:
@@ -229,7 +236,7 @@ def eigh(a: Tensor) -> EighResult:
 class _Svdvals(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> Tensor:
-        u, s, vh = _call("linalg_svd", a, False)
+        u, s, vh = _call("linalg_svd", a, False, real=(1,))
         ctx.save_for_backward(u, vh)
         return s
 
@@ -249,7 +256,7 @@ def svdvals(a: Tensor) -> Tensor:
 class _Svd(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, full_matrices: bool) -> tuple[Tensor, Tensor, Tensor]:
-        u, s, vh = _call("linalg_svd", a, full_matrices)
+        u, s, vh = _call("linalg_svd", a, full_matrices, real=(1,))
         ctx.save_for_backward(u, s, vh)
         ctx.shape = tuple(a.shape[-2:])
         return u, s, vh
@@ -265,17 +272,19 @@ class _Svd(Function):
         if u.shape[-1] != k or vh.shape[-2] != k:
             raise RuntimeError("linalg.svd: the derivative of U and Vh is not implemented for full_matrices=True "
                                "with a non-square input; use full_matrices=False")
-        v, gv = vh.mT, gvh.mT
+        v, gv = vh.mH, gvh.mH
         f = _off_diagonal_inverse(s.unsqueeze(-2) ** 2 - s.unsqueeze(-1) ** 2)
-        utgu, vtgv = u.mT @ gu, v.mT @ gv
+        utgu, vtgv = u.mH @ gu, v.mH @ gv
         sm = s.unsqueeze(-2)  # S as a row: X * sm is X @ diag(S)
-        inner = (f * (utgu - utgu.mT)) * sm + s.unsqueeze(-1) * (f * (vtgv - vtgv.mT)) + gs.diag_embed()
+        inner = (f * (utgu - utgu.mH)) * sm + s.unsqueeze(-1) * (f * (vtgv - vtgv.mH)) + gs.diag_embed()
+        if u.dtype.is_complex:  # the phase of each singular pair (PyTorch's term): i Im(diag(U^H gU)) / S
+            inner = inner + (utgu.diagonal(0, -2, -1).imag / s).diag_embed() * 1j
         ga = u @ inner @ vh
         inv_s = 1 / sm
         if m > k:
             ga = ga + (gu - u @ utgu) * inv_s @ vh
         if n > k:
-            ga = ga + (u * inv_s) @ (gv.mT - gv.mT @ v @ vh)
+            ga = ga + (u * inv_s) @ (gv.mH - gv.mH @ v @ vh)
         return ga, None
 
 
@@ -300,15 +309,16 @@ class _Qr(Function):
 
     @staticmethod
     def backward(ctx: Any, gq: Tensor, gr: Tensor) -> tuple[Tensor, None]:
-        # m >= n, reduced: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q,
-        # copyltu(M) = tril(M) + tril(M, -1)^T.
+        # m >= n, reduced: gA = (gQ + Q copyltu(M)) R^-H with M = R gR^H - gQ^H Q.
         q, r = ctx.saved_tensors
         if q.shape[-1] != r.shape[-2] or r.shape[-2] != r.shape[-1]:
             raise RuntimeError("linalg.qr: the derivative is implemented for inputs with at least as many rows as "
                                "columns in mode='reduced' (a square R)")
-        mm = r @ gr.mT - gq.mT @ q
-        b = gq + q @ (mm.tril() + mm.tril(-1).mT)
-        return solve(r, b.mT).mT, None
+        mm = r @ gr.mH - gq.mH @ q
+        low = mm.tril(-1)
+        # copyltu(M): the strict lower triangle mirrored, and the real part of the diagonal (R's diagonal is real)
+        b = gq + q @ (low + low.mH + mm.diagonal(0, -2, -1).real.diag_embed())
+        return solve(r, b.mH).mH, None
 
 
 def qr(a: Tensor, mode: str = "reduced") -> QRResult:
@@ -330,14 +340,14 @@ class _Pinv(Function):
     def backward(ctx: Any, g: Tensor) -> Tensor:
         # PyTorch's pinv_backward (constant rank), arranged for the smaller of m, n.
         a, p = ctx.saved_tensors
-        ph, gh = p.mT, g.mT
+        ph, gh = p.mH, g.mH
         if a.shape[-2] <= a.shape[-1]:
             k = gh @ p
             kph = k @ ph
-            return -(p @ k).mT + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
+            return -(p @ k).mH + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
         k = p @ gh
         phk = ph @ k
-        return -(k @ p).mT + (gh - a @ k) @ p @ ph + phk - phk @ p @ a
+        return -(k @ p).mH + (gh - a @ k) @ p @ ph + phk - phk @ p @ a
 
 
 def pinv(a: Tensor) -> Tensor:
@@ -364,8 +374,8 @@ class _LUFactor(Function):
             raise RuntimeError("linalg.lu_factor: the derivative is implemented for square matrices only")
         eye = _eye_like(lu)
         low, up = lu.tril(-1) + eye, lu.triu()
-        phi = (low.mT @ g.tril(-1)).tril(-1) + (g.triu() @ up.mT).triu()
-        x = solve(up, solve(low.mT, phi).mT).mT
+        phi = (low.mH @ g.tril(-1)).tril(-1) + (g.triu() @ up.mH).triu()
+        x = solve(up, solve(low.mH, phi).mH).mH
         return _permutation(ctx.pivots, lu.shape[-2], lu) @ x
 
 
@@ -419,7 +429,7 @@ def lu(a: Tensor, *, pivot: bool = True) -> LUResult:
 
 def lstsq(a: Tensor, b: Tensor) -> Any:
     """Least-squares solution of ``a @ x = b`` for full-column-rank ``a`` (normal equations), differentiable."""
-    x = solve(a.mT @ a, a.mT @ b)
+    x = solve(a.mH @ a, a.mH @ b)
     result = namedtuple("LstsqResult", ["solution"])
     return result(x)
 
@@ -476,8 +486,9 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)),
     ("lu_factor", lu_factor, ("linalg_lu_factor", "linalg_solve")), ("lu", lu, ("linalg_lu_factor", "linalg_solve")),
     ("lstsq", lstsq, ("linalg_solve",)),
-    ("vector_norm", vector_norm, ("sum", "sqrt")), ("matrix_norm", matrix_norm, ("sum", "sqrt")),
-    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum", "sqrt")),
+    ("vector_norm", vector_norm, ("sum", "sqrt", "sqrt:real")),
+    ("matrix_norm", matrix_norm, ("sum", "sqrt", "sqrt:real")),
+    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum", "sqrt", "sqrt:real")),
 ]
 
 

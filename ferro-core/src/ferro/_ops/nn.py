@@ -347,7 +347,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("batch_norm", batch_norm, ("mean", "sqrt")), ("instance_norm", instance_norm, ("mean", "sqrt")),
     ("group_norm", group_norm, ("mean", "sqrt")), ("local_response_norm", local_response_norm, ("pow", "sum")),
     ("cosine_similarity", cosine_similarity, ("sum", "sqrt")),
-    ("pairwise_distance", pairwise_distance, ("sub", "sum", "sqrt")),
+    ("pairwise_distance", pairwise_distance, ("sub", "sum", "sqrt", "sqrt:real")),
     ("nll_loss", nll_loss, ("getitem", "sum")), ("cross_entropy", cross_entropy, ("exp", "log", "getitem")),
     ("mse_loss", mse_loss, ("pow", "mean")), ("l1_loss", l1_loss, ("abs", "mean")),
     ("smooth_l1_loss", smooth_l1_loss, ("where",)), ("huber_loss", huber_loss, ("where",)),

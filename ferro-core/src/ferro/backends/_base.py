@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .._dtypes import DType, all_dtypes
+from .._dtypes import DType, all_dtypes, complex64, complex128, float32, float64
 
 __all__ = ["Backend", "Availability"]
+
+_REAL_OF = {complex64: float32, complex128: float64}
 
 
 class Availability(NamedTuple):
@@ -155,9 +157,15 @@ class Backend:
         compute = opdef.table[dtype][0]
         from .._ops._registry import REGISTRY
         dev = self._device(index)
-        # ``uses`` names registry ops, or raw kernels (such as index_reduce) the decomposition calls.
-        return all(self.supports(u, compute, index) if (u in REGISTRY and u != op) else u in dev._kernels
-                   for u in opdef.uses)
+        # ``uses`` names registry ops, or raw kernels (such as index_reduce) the decomposition calls; a name
+        # ending in ":real" is used at the real dtype of a complex input (the sqrt of |x|^2 in a norm).
+        for u in opdef.uses:
+            name, _, at = u.partition(":")
+            d = _REAL_OF.get(compute, compute) if at == "real" else compute
+            ok = self.supports(name, d, index) if (name in REGISTRY and name != op) else name in dev._kernels
+            if not ok:
+                return False
+        return True
 
     def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
         """Op name to the names of the input dtypes it supports on device ``index``."""

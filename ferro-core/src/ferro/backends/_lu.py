@@ -27,8 +27,12 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any]:
     batch = lu.shape[0]
     rows = xp.arange(batch)
     piv = xp.zeros((batch, k), dtype=xp.int32)
+    complex_ = xp.isdtype(lu.dtype, "complex floating")
     for j in range(k):
-        p = xp.argmax(xp.abs(lu[:, j:, j]), axis=-1) + j
+        col = lu[:, j:, j]
+        # LAPACK picks the pivot by |re| + |im| for complex matrices (izamax), not the modulus.
+        mag = xp.abs(xp.real(col)) + xp.abs(xp.imag(col)) if complex_ else xp.abs(col)
+        p = xp.argmax(mag, axis=-1) + j
         piv[:, j] = p + 1
         row_j = xp.asarray(lu[:, j, :], copy=True)
         lu[:, j, :] = lu[rows, p, :]
