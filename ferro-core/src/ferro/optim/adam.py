@@ -47,14 +47,8 @@ class Adam(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-        state, apply = self.state, self._apply
-        for p in group["params"]:
-            g = p._grad
-            if g is None:
-                continue
-            st = state.get(p)
-            if st is None:
-                st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+        apply = self._apply
+        for p, g, st in self._with_grads(group, _fresh_moments):
             step = st["step"] = st["step"] + 1
             vmax = None
             if amsgrad:
@@ -65,9 +59,14 @@ class Adam(Optimizer):
                   (step, lr, beta1, beta2, eps, wd, decoupled, amsgrad, maximize))
 
 
-def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None, step: float, lr: float, beta1: float,
-          beta2: float, eps: float, wd: float, decoupled: bool, amsgrad: bool, maximize: bool) -> None:
-    """One unfused Adam update (grad mode off); ``fused_adam`` kernels compute the same sequence of operations."""
+def _fresh_moments(p: Tensor) -> dict[str, Any]:
+    return {"step": 0.0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+
+def moments(p: Tensor, g: Tensor, m: Tensor, v: Tensor, lr: float, beta1: float, beta2: float, wd: float,
+            decoupled: bool, maximize: bool) -> Tensor:
+    """Weight decay (L2 on the gradient, or AdamW's decoupled decay of the parameter), then the first and second
+    moment updates of the Adam family, in place; shared by Adam, AdamW and NAdam. Returns the decayed gradient."""
     if decoupled:
         g = decayed_grad(p, g, 0, maximize)
         if wd:
@@ -77,6 +76,13 @@ def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None, step:
     m.lerp_(g, 1 - beta1)
     v.mul_(beta2)
     v.add_(g * g * (1 - beta2))
+    return g
+
+
+def _adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, vmax: Tensor | None, step: float, lr: float, beta1: float,
+          beta2: float, eps: float, wd: float, decoupled: bool, amsgrad: bool, maximize: bool) -> None:
+    """One unfused Adam update (grad mode off); ``fused_adam`` kernels compute the same sequence of operations."""
+    moments(p, g, m, v, lr, beta1, beta2, wd, decoupled, maximize)
     if amsgrad:
         vmax.maximum_(v)
         v = vmax

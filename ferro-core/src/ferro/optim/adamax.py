@@ -32,16 +32,14 @@ class Adamax(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         maximize = group["maximize"]
-        state, apply = self.state, self._apply
-        for p in group["params"]:
-            g = p._grad
-            if g is None:
-                continue
-            st = state.get(p)
-            if st is None:
-                st = state[p] = {"step": 0.0, "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
+        apply = self._apply
+        for p, g, st in self._with_grads(group, _fresh):
             step = st["step"] = st["step"] + 1
             apply(group, _adamax, p, g, (st["exp_avg"], st["exp_inf"]), (step, lr, beta1, beta2, eps, wd, maximize))
+
+
+def _fresh(p: Tensor) -> dict[str, Any]:
+    return {"step": 0.0, "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
 
 
 def _adamax(p: Tensor, g: Tensor, m: Tensor, u: Tensor, step: float, lr: float, beta1: float, beta2: float,

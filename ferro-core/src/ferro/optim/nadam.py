@@ -6,8 +6,8 @@ from typing import Any
 
 from .._creation import zeros_like
 from .._tensor import Tensor
-from .adam import check_adam_family
-from .optimizer import Optimizer, check, decayed_grad
+from .adam import check_adam_family, moments
+from .optimizer import Optimizer, check
 
 __all__ = ["NAdam"]
 
@@ -40,15 +40,8 @@ class NAdam(Optimizer):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         momentum_decay, decoupled, maximize = group["momentum_decay"], group["decoupled_weight_decay"], \
             group["maximize"]
-        state, apply = self.state, self._apply
-        for p in group["params"]:
-            g = p._grad
-            if g is None:
-                continue
-            st = state.get(p)
-            if st is None:
-                st = state[p] = {"step": 0.0, "mu_product": 1.0, "exp_avg": zeros_like(p),
-                                 "exp_avg_sq": zeros_like(p)}
+        apply = self._apply
+        for p, g, st in self._with_grads(group, _fresh):
             step = st["step"] = st["step"] + 1
             mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
             mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
@@ -57,20 +50,16 @@ class NAdam(Optimizer):
                   (step, lr, beta1, beta2, eps, wd, mu, mu_next, mu_product, decoupled, maximize))
 
 
+def _fresh(p: Tensor) -> dict[str, Any]:
+    return {"step": 0.0, "mu_product": 1.0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+
 def _nadam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, step: float, lr: float, beta1: float, beta2: float,
            eps: float, wd: float, mu: float, mu_next: float, mu_product: float, decoupled: bool,
            maximize: bool) -> None:
     """One unfused NAdam update (``mu_product`` already includes this step's ``mu``); ``fused_nadam``
     kernels compute the same sequence of operations."""
-    if decoupled:
-        g = decayed_grad(p, g, 0, maximize)
-        if wd:
-            p.mul_(1 - lr * wd)
-    else:
-        g = decayed_grad(p, g, wd, maximize)
-    m.lerp_(g, 1 - beta1)
-    v.mul_(beta2)
-    v.add_(g * g * (1 - beta2))
+    g = moments(p, g, m, v, lr, beta1, beta2, wd, decoupled, maximize)
     denom = (v / (1 - beta2 ** step)).sqrt() + eps
     p.add_(g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
     p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))

@@ -17,7 +17,7 @@ update runs as ferro in-place ops under ``no_grad``; both give the same values.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._tensor import Tensor
@@ -233,6 +233,20 @@ class Optimizer:
             for group in self.param_groups:
                 self._update_group(group)
         return loss
+
+    def _with_grads(self, group: dict[str, Any], fresh: Callable[[Tensor], dict[str, Any]]
+                    ) -> Iterator[tuple[Tensor, Tensor, dict[str, Any]]]:
+        """``(param, grad, state)`` for each parameter of ``group`` that has a gradient; a parameter's state is
+        made by ``fresh(param)`` the first time it is met."""
+        state = self.state
+        for p in group["params"]:
+            g = p._grad
+            if g is None:
+                continue
+            st = state.get(p)
+            if st is None:
+                st = state[p] = fresh(p)
+            yield p, g, st
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not implement _update_group")

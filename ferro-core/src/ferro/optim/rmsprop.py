@@ -34,18 +34,16 @@ class RMSprop(Optimizer):
         momentum, centered = group["momentum"], group["centered"]
         scalars = (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum, centered,
                    group["maximize"])
-        state, apply = self.state, self._apply
-        for p in group["params"]:
-            g = p._grad
-            if g is None:
-                continue
-            st = state.get(p)
-            if st is None:
-                st = state[p] = {"step": 0.0, "square_avg": zeros_like(p)}
-                if momentum > 0:
-                    st["momentum_buffer"] = zeros_like(p)
-                if centered:
-                    st["grad_avg"] = zeros_like(p)
+        def fresh(p: Tensor) -> dict[str, Any]:
+            st = {"step": 0.0, "square_avg": zeros_like(p)}
+            if momentum > 0:
+                st["momentum_buffer"] = zeros_like(p)
+            if centered:
+                st["grad_avg"] = zeros_like(p)
+            return st
+
+        apply = self._apply
+        for p, g, st in self._with_grads(group, fresh):
             st["step"] += 1
             apply(group, _rmsprop, p, g, (st["square_avg"], st.get("grad_avg"), st.get("momentum_buffer")),
                   scalars)
