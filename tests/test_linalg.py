@@ -23,6 +23,8 @@ CASES: list[tuple[str, Callable[..., Any], tuple[np.ndarray, ...], bool]] = [
     ("slogdet", lambda m, a: m.linalg.slogdet(a)[1], (A,), True),
     ("solve matrix", lambda m, a, b: m.linalg.solve(a, b), (A, B), True),
     ("solve vector", lambda m, a, b: m.linalg.solve(a, b), (A, BV), True),
+    ("solve broadcast b", lambda m, a, b: m.linalg.solve(a, b), (A, B[0].copy()), True),
+    ("solve one vector", lambda m, a, b: m.linalg.solve(a, b), (A, BV[0].copy()), True),
     ("cholesky", lambda m, a: m.linalg.cholesky(a), (SPD,), True),
     ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), (SPD,), True),
     ("svdvals", lambda m, a: m.linalg.svdvals(a), (M,), True),

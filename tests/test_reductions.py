@@ -226,3 +226,21 @@ def test_unique_along_a_dim_matches_torch(shape: tuple[int, ...], dim: int, cons
     for got, want in zip(ours, theirs, strict=True):
         assert got.shape == tuple(want.shape)
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_scans_and_prod_return_the_requested_dtype(dtype: str) -> None:
+    x = np.array([[1, 2, 3], [4, 5, 6]])
+    ours, theirs = ferro.tensor(x), torch.tensor(x)
+    for name, args in (("cumsum", (1,)), ("cumprod", (0,)), ("prod", ())):
+        got = getattr(ferro, name)(ours, *args, dtype=getattr(ferro, dtype))
+        want = getattr(torch, name)(theirs, *args, dtype=getattr(torch, dtype))
+        assert got.dtype.name == str(want.dtype).removeprefix("torch."), name
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_broadcast_shapes_matches_torch() -> None:
+    for shapes in [((2, 1), (3,)), ((1,), (4, 1, 2)), ((), (3, 1)), (5, (2, 1))]:
+        assert tuple(ferro.broadcast_shapes(*shapes)) == tuple(torch.broadcast_shapes(*shapes))
+    with pytest.raises(ferro.errors.ShapeError, match=r"\[2\], \[3\]"):
+        ferro.broadcast_shapes((2,), (3,))

@@ -142,9 +142,19 @@ def solve(a: Tensor, b: Tensor) -> Tensor:
     _square("solve", a)
     if b.dtype is not a.dtype:
         b = b.to(a.dtype)
-    if b.ndim == a.ndim - 1:  # a (batch of) vectors, as PyTorch reads it
-        return _Solve.apply(a, b.unsqueeze(-1)).squeeze(-1)
-    return _Solve.apply(a, b)
+    from .shape import broadcast_shapes
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))  # as PyTorch reads b
+    if vector:
+        b = b.unsqueeze(-1)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ShapeError(f"linalg.solve: a of shape {list(a.shape)} and b of shape {list(b.shape)} do not match")
+    batch = tuple(broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    if tuple(a.shape[:-2]) != batch:
+        a = a.expand(*batch, *a.shape[-2:])
+    if tuple(b.shape[:-2]) != batch:
+        b = b.expand(*batch, *b.shape[-2:])
+    x = _Solve.apply(a, b)
+    return x.squeeze(-1) if vector else x
 
 
 def _phi(x: Tensor) -> Tensor:

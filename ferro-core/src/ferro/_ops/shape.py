@@ -164,6 +164,21 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
 broadcast_to = expand
 
 
+def broadcast_shapes(*shapes: Any) -> Size:
+    """The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them
+    if they do not)."""
+    dims = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in shapes]
+    n = max((len(s) for s in dims), default=0)
+    out = [1] * n
+    for s in dims:
+        for i, d in enumerate(s, n - len(s)):
+            if d != out[i] and 1 not in (d, out[i]):
+                raise ShapeError(f"shapes {[list(s) for s in dims]} cannot be broadcast together")
+            if d != 1:
+                out[i] = d
+    return Size(out)
+
+
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """``x`` expanded to ``other``'s shape."""
     return expand(x, *other.shape)
@@ -322,7 +337,8 @@ def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "reshape": reshape, "view": view, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
-    "swapdims": swapdims, "t": t, "expand": expand, "broadcast_to": broadcast_to, "expand_as": expand_as,
+    "swapdims": swapdims, "t": t, "expand": expand, "broadcast_to": broadcast_to,
+    "broadcast_shapes": broadcast_shapes, "expand_as": expand_as,
     "squeeze": squeeze, "unsqueeze": unsqueeze, "flatten": flatten, "ravel": ravel, "contiguous": contiguous,
     "clone": clone, "cat": cat, "concat": concat, "concatenate": concatenate, "stack": stack,
 }

@@ -128,13 +128,15 @@ def _scan(op: OpDef, x: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Cumulative sum along ``dim``."""
-    return _scan(_CUMSUM, x, dim, dtype)
+    """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+    out = _scan(_CUMSUM, x, dim, dtype)
+    return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
 def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """Cumulative product along ``dim``."""
-    return _scan(_CUMPROD, x, dim, dtype)
+    """Cumulative product along ``dim`` (in ``dtype`` when given)."""
+    out = _scan(_CUMPROD, x, dim, dtype)
+    return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
 def _cum_extreme(x: Tensor, dim: int, name: str) -> ValuesIndices:
@@ -167,11 +169,11 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
     if dtype is not None:
         x = x.to(dtype)
     if dim is None:
-        out = cumprod(x.reshape(-1), 0)
+        out = cumprod(x.reshape(-1), 0, dtype=dtype)
         r = out[-1] if out.numel() else _one(x)
         return r.reshape((1,) * x.ndim) if keepdim else r
     d = _wrap_dim(dim, x.ndim, "prod")
-    out = cumprod(x, d).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x).expand(*_kept(x, d))
+    out = cumprod(x, d, dtype=dtype).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x).expand(*_kept(x, d))
     return out if keepdim else out.squeeze(d)
 
 

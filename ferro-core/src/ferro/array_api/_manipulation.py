@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import ferro
 
+from .._ops.shape import broadcast_shapes as _broadcast_shapes
 from .._tensor import Tensor
 from ._axes import normalize_axes, one_axis
 from ._dtypes import builtins_bool, check_array, result_type
@@ -16,16 +17,8 @@ __all__ = ["broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", 
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """The shape all ``shapes`` broadcast to (ValueError naming them if they do not)."""
-    n = max((len(s) for s in shapes), default=0)
-    out = [1] * n
-    for s in shapes:
-        for i, d in enumerate(s, n - len(s)):
-            if d != out[i] and 1 not in (d, out[i]):
-                raise ValueError(f"shapes {[tuple(s) for s in shapes]} cannot be broadcast together")
-            if d != 1:
-                out[i] = d
-    return tuple(out)
+    """The shape all ``shapes`` broadcast to (a ValueError naming them if they do not)."""
+    return tuple(_broadcast_shapes(*shapes))
 
 
 def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
