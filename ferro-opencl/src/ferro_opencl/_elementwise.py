@@ -25,6 +25,8 @@ __all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into",
 
 _BOOL = np.dtype(bool)
 _I64 = np.int64
+#: Elements of the innermost dimension per work-item in strided kernels (CHUNK in elementwise.cl).
+CHUNK = 16
 _TEMPLATE: Template | None = None
 
 
@@ -38,7 +40,7 @@ def _template() -> Template:
 def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
            helpers: Sequence[str] = ()) -> str:
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
-    params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z = [], [], [], [], [], [], []
+    params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
     compute = ctype(operands[0][0])[1]
     arrays = 0  # strides of the array operands only: m.st[1], m.st[2], ... (scalars have none)
     for j, (dt, scalar) in enumerate(operands, start=1):
@@ -47,18 +49,20 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         if scalar:
             params.append(f", const {ct} s{j}")
             params_z.append(f", const {ct} s{j}")
-            for loads in (loads_c, loads_s, loads_z):
+            for loads in (loads_c, loads_z):
                 loads.append(f"    const {ct} {var} = s{j};")
+            loads_s.append(f"        const {ct} {var} = s{j};")
             continue
         ld = "LD_H" if st == "half" else "LD"
         params.append(f", __global const {st} *x{j}, const long off{j}")
         params_z.append(f", __global const {st} *x{j}")
         loads_z.append(f"    const {ct} {var} = {ld}(x{j}, i);")
         loads_c.append(f"    const {ct} {var} = {ld}(x{j}, off{j} + i);")
-        loads_s.append(f"    const {ct} {var} = {ld}(x{j}, p{j});")
-        pos_init.append(f", p{j} = off{j}")
+        loads_s.append(f"        const {ct} {var} = {ld}(x{j}, p{j});")
         arrays += 1
+        pos_init.append(f", p{j} = off{j} + lo * m.st[{arrays}][last]")
         pos_step.append(f" p{j} += k * m.st[{arrays}][d];")
+        pos_next.append(f" p{j} += m.st[{arrays}][last];")
     out_st, out_ct = ctype(out_dtype)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
@@ -66,7 +70,7 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     prelude = "".join(f"{h}({compute})\n" for h in helpers)
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
-        params_z="".join(params_z), loads_z="\n".join(loads_z),
+        params_z="".join(params_z), loads_z="\n".join(loads_z), pos_next="".join(pos_next),
         store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
 
 
@@ -165,12 +169,15 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
                 fast = False
         else:
             flat.append(a if type(a) is not bool or dt == _BOOL else dt.type(a))
-    flat.append(n)
     if fast:
+        flat.append(n)
         kc(rt.queue, rt.grid(n), None, *flat)
         return
-    flat.append(layout(shape, [out, *arrays]))
-    ks(rt.queue, rt.grid(n), None, *flat)
+    meta = layout(shape, [out, *arrays])
+    inner = int(meta[meta[0]])  # the innermost coalesced extent: each work-item takes CHUNK of a row
+    work = n // inner * -(-inner // CHUNK)
+    flat += (work, meta)
+    ks(rt.queue, rt.grid(work), None, *flat)
 
 
 def _aligned(a: CLArray, shape: tuple[int, ...]) -> list[int]:
@@ -195,6 +202,10 @@ def layout(shape: tuple[int, ...], arrays: Sequence[CLArray]) -> np.ndarray:
         dims.append(n)
         for col, st in zip(cols, strides):
             col.append(st[d])
+    if not dims:  # a single element: one dimension of 1, so that kernels always have an innermost one
+        dims.append(1)
+        for col in cols:
+            col.append(0)
     if len(dims) > MAX_DIMS:
         raise ValueError(f"the OpenCL backend's strided kernels take at most {MAX_DIMS} dimensions that cannot be "
                          f"merged; got shape {list(shape)} (make the tensor contiguous first)")
