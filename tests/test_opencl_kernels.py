@@ -370,3 +370,15 @@ def test_overlapping_copies_read_before_they_write(ocl: Any) -> None:
     d = a.reshape(2, 5).copy()
     d[:, 1:] = a.reshape(2, 5)[:, :-1]
     np.testing.assert_array_equal(z.numpy(), d)
+
+
+def test_reductions_with_many_outputs_along_the_fast_dimension(ocl: Any) -> None:
+    # more than 4 work-groups of outputs, kept dimension contiguous: one work-item per output (reduce_columns)
+    a = RNG.standard_normal((37, 1100)).astype(np.float32)
+    x = _t(a)
+    _close(x.sum(0), a.sum(0), rtol=1e-5, atol=1e-5)
+    _close(x.mean(0), a.mean(0), rtol=1e-5, atol=1e-6)
+    _close(x.amin(0), a.min(0))
+    np.testing.assert_array_equal((x > 1).any(0).numpy(), (a > 1).any(0))
+    _close(x.T.sum(1), a.sum(0), rtol=1e-5, atol=1e-5)
+    _close(_t(a.reshape(37, 2, 550)).sum((0, 1)), a.reshape(37, 2, 550).sum((0, 1)), rtol=1e-5, atol=1e-5)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import cast_array, layout
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import MAX_DIMS, Runtime, ctype, read_source
 
 __all__ = ["reduction_kernels"]
 
@@ -89,6 +89,13 @@ def _split(x: CLArray, dims: Sequence[int]) -> tuple[tuple[int, ...], np.ndarray
     return kshape, layout(kshape, [kv, kv]), layout(rshape, [rv, rv]), n_out, n_red
 
 
+def _fast_kept(mo: np.ndarray, mr: np.ndarray) -> bool:
+    """Whether neighbouring outputs are closer in memory than neighbouring reduced elements."""
+    def inner_stride(m: np.ndarray) -> int:  # operand 1's stride of the innermost dimension (meta_t's layout)
+        return abs(int(m[1 + 2 * MAX_DIMS + int(m[0]) - 1]))
+    return inner_stride(mo) < inner_stride(mr)
+
+
 def _dims(x: CLArray, dims: Sequence[int] | None) -> tuple[int, ...]:
     return tuple(range(x.ndim)) if dims is None else tuple(d % max(x.ndim, 1) for d in dims) if x.ndim else ()
 
@@ -118,6 +125,10 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
             raise ValueError(f"{op}: cannot reduce over a zero-size dimension (input shape {list(x.shape)}) "
                              "with no identity")
         types = [None, None, _I64, _I64, _I64, _I64, None, None]
+        if n_out >= 4 * cap and n_red > 1 and _fast_kept(mo, mr):
+            k = kernel(op, "reduce_columns", x.dtype, acc_dt, out_dt, types)
+            k(rt.queue, rt.grid(n_out), None, out.buffer, x.buffer, x.offset, n_red, n_out, n_red, mo, mr)
+            return out
         chunks = 1
         if n_out < 4 * units and n_red >= 4096 * 4:
             chunks = min(max(1, 8 * units // n_out), n_red // 4096)
