@@ -77,9 +77,9 @@ def creation_kernels(rt: Runtime, rng: Callable[[], Any]) -> dict[str, Callable[
                     T=st, IN=st, ACC=ct, identity="0" if op == "cumsum" else "1",
                     reduce="acc + v" if op == "cumsum" else "acc * v", load="LD_H" if st == "half" else "LD",
                     store="ST_H" if st == "half" else "ST")
-            k = rt.kernel(("scan", op, x.dtype.name), "scan", source, [None, None, _I64, _I64, _I64, _I64, _I64, None])
+            k = rt.kernel(("scan", op, x.dtype), "scan", source, [None, None, _I64, _I64, _I64, _I64, _I64, None])
             k(rt.queue, rt.grid(lines), None, out.buffer, x.buffer, x.offset, x.shape[dim], out.strides[dim],
-              x.strides[dim], lines, layout(kshape, [ov, xv]))
+              x.strides[dim], lines, rt.meta(layout(kshape, [ov, xv])))
             return out
         return kernel
 

@@ -24,6 +24,7 @@ from ._runtime import MAX_DIMS, Runtime, ctype, read_source
 __all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "cast_array", "layout"]
 
 _BOOL = np.dtype(bool)
+_HALF = np.dtype(np.float16)
 _I64 = np.int64
 #: Elements of the innermost dimension per work-item in strided kernels (CHUNK in elementwise.cl).
 CHUNK = 16
@@ -42,7 +43,7 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
     params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
     compute = ctype(operands[0][0])[1]
-    arrays = 0  # strides of the array operands only: m.st[1], m.st[2], ... (scalars have none)
+    arrays = 0  # strides of the array operands only: m->st[1], m->st[2], ... (scalars have none)
     for j, (dt, scalar) in enumerate(operands, start=1):
         st, ct = ctype(dt)
         var = "abc"[j - 1]
@@ -60,9 +61,9 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         loads_c.append(f"    const {ct} {var} = {ld}(x{j}, off{j} + i);")
         loads_s.append(f"        const {ct} {var} = {ld}(x{j}, p{j});")
         arrays += 1
-        pos_init.append(f", p{j} = off{j} + lo * m.st[{arrays}][last]")
-        pos_step.append(f" p{j} += k * m.st[{arrays}][d];")
-        pos_next.append(f" p{j} += m.st[{arrays}][last];")
+        pos_init.append(f", p{j} = off{j} + lo * m->st[{arrays}][last]")
+        pos_step.append(f" p{j} += k * m->st[{arrays}][d];")
+        pos_next.append(f" p{j} += m->st[{arrays}][last];")
     out_st, out_ct = ctype(out_dtype)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
@@ -146,10 +147,27 @@ class Elementwise:
                     (dt, type(a) is not CLArray) for i, a in enumerate(args))
         kc, ks, out_dt, _ = self.kernels(ops)
         shapes = [a.shape for a in args if type(a) is CLArray]
-        shape = shapes[0] if all(s == shapes[0] for s in shapes) else np.broadcast_shapes(*shapes)
+        shape = shapes[0] if all(s == shapes[0] for s in shapes) else broadcast(shapes)
         out = self.rt.empty(shape, out_dt)
         launch(self.rt, kc, ks, out, args, dt)
         return out
+
+
+def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes`` (ValueError when they do not broadcast), without NumPy's overhead."""
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(-nd, 0):
+        n = 1
+        for s in shapes:
+            if len(s) >= -i:
+                m = s[i]
+                if m != 1:
+                    if n != 1 and m != n:
+                        raise ValueError(f"shapes {[list(t) for t in shapes]} cannot be broadcast together")
+                    n = m
+        out.append(n)
+    return tuple(out)
 
 
 def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt: Any) -> None:
@@ -173,11 +191,23 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
         flat.append(n)
         kc(rt.queue, rt.grid(n), None, *flat)
         return
-    meta = layout(shape, [out, *arrays])
-    inner = int(meta[meta[0]])  # the innermost coalesced extent: each work-item takes CHUNK of a row
+    meta, inner = device_layout(rt, shape, [out, *arrays])  # inner: each work-item takes CHUNK of a row
     work = n // inner * -(-inner // CHUNK)
     flat += (work, meta)
     ks(rt.queue, rt.grid(work), None, *flat)
+
+
+def device_layout(rt: Runtime, shape: tuple[int, ...], arrays: Sequence[CLArray]) -> tuple[Any, int]:
+    """(device buffer of ``layout(shape, arrays)``, its innermost extent), cached per shapes and strides:
+    a training loop launches the same layouts again and again."""
+    key = (shape, *((a.shape, a.strides) for a in arrays))
+    got = rt.layouts.get(key)
+    if got is None:
+        if len(rt.layouts) > 4096:
+            rt.layouts.clear()
+        m = layout(shape, arrays)
+        got = rt.layouts[key] = (rt.meta(m), int(m[m[0]]))
+    return got
 
 
 def _aligned(a: CLArray, shape: tuple[int, ...]) -> list[int]:
@@ -280,7 +310,7 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
 
 
 def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False) -> tuple[Any, Any]:
-    key = ("copy", src.name, dst.name, scalar)
+    key = ("copy", src, dst, scalar)  # dtype objects: hashing them is cheap, their .name is not
     got = rt.kernels.get(key)
     if got is None:
         ops = ((src, scalar),)
@@ -306,7 +336,7 @@ def copy_into(dst: CLArray, src: Any) -> None:
     else:
         sdt = dst.dtype
         kc, ks = _copier(rt, sdt, dst.dtype, True)
-        launch(rt, kc, ks, dst, (sdt.type(src) if sdt.name != "float16" else np.float32(src),), sdt)
+        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt)
 
 
 def copy_contiguous(x: CLArray) -> CLArray:

@@ -33,7 +33,7 @@ _REDUCE = {"add": ("a + b", "a + b"), "prod": ("a * b", "a * b"),
 
 
 def _program(rt: Runtime, dtype: Any, how: str) -> Any:
-    key = ("index", dtype.name, how)
+    key = ("index", dtype, how)
 
     def source() -> str:
         st, ct = ctype(dtype)
@@ -120,7 +120,7 @@ def device_positions(rt: Runtime, x: CLArray, key: tuple[Any, ...]) -> CLArray |
             args += [idx[0].buffer, idx[0].offset, 1 << 62, 0]
     k = rt.kernel(("positions",), "positions", lambda: read_source("positions.cl"),
                   [None, np.int64, np.int64, None] + [None, np.int64, np.int64, np.int64] * 3 + [None])
-    k(rt.queue, rt.grid(out.size), None, out.buffer, out.size, view.offset, layout(shape, operands), *args,
+    k(rt.queue, rt.grid(out.size), None, out.buffer, out.size, view.offset, rt.meta(layout(shape, operands)), *args,
       rt.error_flag)
     return out
 
@@ -171,7 +171,7 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         if len(value.shape) > len(pos.shape):
             value = value.view(value.shape[len(value.shape) - len(pos.shape):],
                                value.strides[len(value.shape) - len(pos.shape):])
-        meta = layout(pos.shape, [value, value])  # operand 1: the values, broadcast to the positions
+        meta = rt.meta(layout(pos.shape, [value, value]))  # operand 1: the values, broadcast to the positions
         name = "put" if how is None else "put_reduce"
         k = _kernel(rt, x.dtype, how or "add", name, [None, None, None, i64, i64, None])
         k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, value.buffer, value.offset, n, meta)

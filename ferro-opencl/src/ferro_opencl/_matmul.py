@@ -43,7 +43,15 @@ def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
 
     local_mem = rt.device.local_mem_size
 
+    built: dict[Any, tuple[Any, int]] = {}
+
     def kernel_for(dt: Any) -> tuple[Any, int]:
+        got = built.get(dt)
+        if got is None:
+            got = built[dt] = _build(dt)
+        return got
+
+    def _build(dt: Any) -> tuple[Any, int]:
         st, ct = ctype(dt)
         tile = ts
         while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
@@ -81,7 +89,7 @@ def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
             return out
         bx = xv.view(batch, _batch_strides(xv, batch), 0)
         by = yv.view(batch, _batch_strides(yv, batch), 0)
-        meta = layout(batch, [bx, bx, by])
+        meta = rt.meta(layout(batch, [bx, bx, by]))
         kern, tile = kernel_for(x.dtype)
         gsize = (-(-m // tile) * (tile // rm), -(-n // tile) * (tile // rn), nb)
         kern(rt.queue, gsize, (tile // rm, tile // rn, 1), out.buffer,

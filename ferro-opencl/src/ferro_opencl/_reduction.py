@@ -112,22 +112,38 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
     units = rt.device.max_compute_units
 
     def kernel(op: str, name: str, in_dt: Any, acc_dt: Any, out_dt: Any, types: list[Any]) -> Any:
-        key = ("reduce", op, in_dt.name, acc_dt.name, out_dt.name)
+        key = ("reduce", op, in_dt, acc_dt, out_dt)
         return rt.kernel(key, name, lambda: _source(op, in_dt, acc_dt, out_dt), types)
 
+    plans: dict[Any, tuple[Any, ...]] = {}
+
+    def plan(x: CLArray, dims: Any, keepdim: bool) -> tuple[Any, ...]:
+        """(dims, the layouts' device buffers, counts, output shape, whether the kept dimension is the
+        fast one), cached per (shape, strides, dims, keepdim): loops reduce the same layouts again and again."""
+        key = (x.shape, x.strides, dims, keepdim)
+        got = plans.get(key)
+        if got is None:
+            if len(plans) > 4096:
+                plans.clear()
+            d = _dims(x, dims)
+            _kshape, mo, mr, n_out, n_red = _split(x, d)
+            got = plans[key] = (d, rt.meta(mo), rt.meta(mr), n_out, n_red, _out_shape(x, d, keepdim),
+                                _fast_kept(mo, mr))
+        return got
+
     def run(op: str, x: CLArray, dims: Any, keepdim: bool, acc_dt: Any, out_dt: Any) -> CLArray:
-        dims = _dims(x, dims)
-        _kshape, mo, mr, n_out, n_red = _split(x, dims)
-        out = rt.empty(_out_shape(x, dims, keepdim), out_dt)
+        dims, dmo, dmr, n_out, n_red, shape, fast_kept = plan(x, dims, keepdim)
+        out = rt.empty(shape, out_dt)
         if n_out == 0:
             return out
         if n_red == 0 and op in ("amax", "amin"):
             raise ValueError(f"{op}: cannot reduce over a zero-size dimension (input shape {list(x.shape)}) "
                              "with no identity")
         types = [None, None, _I64, _I64, _I64, _I64, None, None]
-        if n_out >= 4 * cap and n_red > 1 and _fast_kept(mo, mr):
+        # one work-item per output: many outputs along the fast dimension, or little to reduce per output
+        if n_red > 1 and ((n_out >= 4 * cap and fast_kept) or n_red <= 64):
             k = kernel(op, "reduce_columns", x.dtype, acc_dt, out_dt, types)
-            k(rt.queue, rt.grid(n_out), None, out.buffer, x.buffer, x.offset, n_red, n_out, n_red, mo, mr)
+            k(rt.queue, rt.grid(n_out), None, out.buffer, x.buffer, x.offset, n_red, n_out, n_red, dmo, dmr)
             return out
         chunks = 1
         if n_out < 4 * units and n_red >= 4096 * 4:
@@ -135,17 +151,17 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         g = _group(max(1, -(-n_red // chunks)), cap)
         if chunks == 1:
             k = kernel(op, "reduce", x.dtype, acc_dt, out_dt, types)
-            k(rt.queue, (n_out * g,), (g,), out.buffer, x.buffer, x.offset, n_red, 1, n_red, mo, mr)
+            k(rt.queue, (n_out * g,), (g,), out.buffer, x.buffer, x.offset, n_red, 1, n_red, dmo, dmr)
             return out
         # first pass: partials in the accumulator type; second: combine them (a mean divides by n_red there)
         part_op = "sum" if op == "mean" else op
         part = rt.empty((n_out, chunks), acc_dt if op not in ("any", "all") else _BOOL)
         k1 = kernel(part_op, "reduce", x.dtype, acc_dt, part.dtype, types)
-        k1(rt.queue, (n_out * chunks * g,), (g,), part.buffer, x.buffer, x.offset, n_red, chunks, n_red, mo, mr)
+        k1(rt.queue, (n_out * chunks * g,), (g,), part.buffer, x.buffer, x.offset, n_red, chunks, n_red, dmo, dmr)
         _pk, pmo, pmr, _, _ = _split(part, (1,))
         k2 = kernel(op, "reduce", part.dtype, acc_dt if op not in ("any", "all") else _BOOL, out_dt, types)
         g2 = _group(chunks, cap)
-        k2(rt.queue, (n_out * g2,), (g2,), out.buffer, part.buffer, 0, chunks, 1, n_red, pmo, pmr)
+        k2(rt.queue, (n_out * g2,), (g2,), out.buffer, part.buffer, 0, chunks, 1, n_red, rt.meta(pmo), rt.meta(pmr))
         return out
 
     def sum_(x: CLArray, dims: Any, keepdim: bool, dtype: Any) -> CLArray:
@@ -169,6 +185,7 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
             else:
                 dims = _dims(x, (dim,))
             _kshape, mo, mr, n_out, n_red = _split(src, dims)
+            dmo, dmr = rt.meta(mo), rt.meta(mr)
             if dim is None:
                 shape = tuple(1 for _ in x.shape) if keepdim else ()
             else:
@@ -180,7 +197,7 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                 return out
             g = _group(n_red, cap)
             kk = kernel(op, "argreduce", src.dtype, src.dtype, np.dtype(np.int64), [None, None, _I64, _I64, None, None])
-            kk(rt.queue, (n_out * g,), (g,), out.buffer, src.buffer, src.offset, n_red, mo, mr)
+            kk(rt.queue, (n_out * g,), (g,), out.buffer, src.buffer, src.offset, n_red, dmo, dmr)
             return out
         return k
 

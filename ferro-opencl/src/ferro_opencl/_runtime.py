@@ -64,6 +64,9 @@ class Runtime:
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
         self.fp64 = "cl_khr_fp64" in device.extensions.split()
         self._copy_in = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        self._metas: dict[bytes, Any] = {}
+        #: (shape, operand shapes and strides) -> (layout buffer, innermost extent), see _elementwise
+        self.layouts: dict[Any, Any] = {}
         #: source key -> built program; kernels by (key, kernel name).
         self.programs: dict[Any, Any] = {}
         self.kernels: dict[Any, Any] = {}
@@ -95,6 +98,16 @@ class Runtime:
             import numpy as np
             got = _NP[dtype] = np.dtype(dtype.name)
         return got
+
+    def meta(self, layout: Any) -> Any:
+        """The device buffer holding ``layout`` (a ``meta_t`` as int64s), made once per distinct layout."""
+        key = layout.tobytes()
+        buf = self._metas.get(key)
+        if buf is None:
+            if len(self._metas) > 4096:  # bounded; a dropped buffer stays alive while a queued kernel uses it
+                self._metas.clear()
+            buf = self._metas[key] = self.cl.Buffer(self.context, self._copy_in, hostbuf=layout)
+        return buf
 
     # -- memory -----------------------------------------------------------
 

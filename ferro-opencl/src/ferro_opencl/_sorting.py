@@ -37,15 +37,15 @@ def _kernel(rt: Runtime, dtype: Any, name: str, types: list[Any]) -> Any:
             T=st, C=ct, load="LD_H" if st == "half" else "LD", store="ST_H" if st == "half" else "ST",
             nan_last="|| (isnan(v) && !isnan(w))" if f else "", nan_first="|| (isnan(w) && !isnan(v))" if f else "",
             isnan_acc="isnan(acc)" if f else "0", isnan_v="isnan(v)" if f else "0")
-    return rt.kernel(("sort", dtype.name), name, source, types)
+    return rt.kernel(("sort", dtype), name, source, types)
 
 
-def _lines(x: CLArray, out: CLArray, dim: int) -> tuple[int, np.ndarray]:
+def _lines(x: CLArray, out: CLArray, dim: int) -> tuple[int, Any]:
     kept = [d for d in range(x.ndim) if d != dim]
     kshape = tuple(x.shape[d] for d in kept)
     ov = out.view(kshape, tuple(out.strides[d] for d in kept), 0)
     xv = x.view(kshape, tuple(x.strides[d] for d in kept), 0)
-    return out.size // max(x.shape[dim], 1), layout(kshape, [ov, xv])
+    return out.size // max(x.shape[dim], 1), x.rt.meta(layout(kshape, [ov, xv]))
 
 
 def sorting_kernels(rt: Runtime, host: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
@@ -71,7 +71,7 @@ def sorting_kernels(rt: Runtime, host: dict[str, Callable[..., Any]]) -> dict[st
           lines, int(descending), mo)
         return out
 
-    def bitonic(x: CLArray, out: CLArray, dim: int, lines: int, mo: np.ndarray, descending: bool) -> None:
+    def bitonic(x: CLArray, out: CLArray, dim: int, lines: int, mo: Any, descending: bool) -> None:
         n = x.shape[dim]
         p = 1 << (n - 1).bit_length()
         keys = rt.empty((lines, p), x.dtype)

@@ -1,7 +1,8 @@
 /* Shared by every ferro program: the strided layout argument, loads and stores, helper templates.
  *
- * meta_t carries a strided launch's shape and, per operand (0 = the output), its strides in elements;
- * it is passed by value, so a launch needs no extra buffer. Dimensions past nd are unused.
+ * meta_t carries a strided launch's shape and, per operand (0 = the output), its strides in elements.
+ * It lives in a small device buffer (Runtime.meta caches one per layout): pyopencl passes a struct by
+ * value ten times slower than a buffer. Dimensions past nd are unused.
  */
 typedef struct { long nd; long shape[8]; long st[4][8]; } meta_t;
 
@@ -33,8 +34,8 @@ typedef struct { long nd; long shape[8]; long st[4][8]; } meta_t;
 #define DEF_SIGMOID(T) inline T sigmoid_##T(T a) { \
     if (a >= (T)0) return (T)1 / ((T)1 + exp(-a)); T e = exp(a); return e / ((T)1 + e); }
 
-/* The position, in elements, of flat index i of m.shape for operand k (strides m.st[k]). */
-inline long strided_pos(long i, const meta_t *m, const int k)
+/* The position, in elements, of flat index i of m->shape for operand k (strides m->st[k]). */
+inline long strided_pos(long i, __global const meta_t *m, const int k)
 {
     long p = 0;
     for (int d = (int)m->nd - 1; d >= 0; --d) {

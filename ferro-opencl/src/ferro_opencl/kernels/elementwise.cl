@@ -4,7 +4,7 @@
  *            fewest arguments, for the cheapest launch.
  * ${name}_c: the same with element offsets (slices of the leading dimension).
  * ${name}_s: any strides and broadcasting (stride 0), the output too (copies into views); each work-item
- *            takes CHUNK elements of one row of the innermost dimension (m.shape, coalesced, has nd >= 1).
+ *            takes CHUNK elements of one row of the innermost dimension (m->shape, coalesced, has nd >= 1).
  * The parameter list names the operands (a buffer and an element offset, or a scalar), the loads read them into
  * a, b, c and ${result} is the op's C expression over those names.
  */
@@ -28,25 +28,25 @@ ${loads_c}
     ${store}(out, out_off + i, ${result});
 }
 
-__kernel void ${name}_s(__global ${out_t} *out, const long out_off${params}, const long work, const meta_t m)
+__kernel void ${name}_s(__global ${out_t} *out, const long out_off${params}, const long work, __global const meta_t *m)
 {
     /* one work-item per CHUNK elements of the innermost dimension: the coordinates of the outer ones are
      * worked out once, then each operand steps by its innermost stride */
     const long g = get_global_id(0);
     if (g >= work) return;
-    const int last = (int)m.nd - 1;
-    const long inner = m.shape[last], per = (inner + CHUNK - 1) / CHUNK;
+    const int last = (int)m->nd - 1;
+    const long inner = m->shape[last], per = (inner + CHUNK - 1) / CHUNK;
     long rest = g / per;
     const long lo = (g % per) * CHUNK, hi = min(inner, lo + CHUNK);
-    long q = out_off + lo * m.st[0][last]${pos_init};
+    long q = out_off + lo * m->st[0][last]${pos_init};
     for (int d = last - 1; d >= 0; --d) {
-        const long k = rest % m.shape[d];
-        rest /= m.shape[d];
-        q += k * m.st[0][d];${pos_step}
+        const long k = rest % m->shape[d];
+        rest /= m->shape[d];
+        q += k * m->st[0][d];${pos_step}
     }
     for (long t = lo; t < hi; ++t) {
 ${loads_s}
         ${store}(out, q, ${result});
-        q += m.st[0][last];${pos_next}
+        q += m->st[0][last];${pos_next}
     }
 }

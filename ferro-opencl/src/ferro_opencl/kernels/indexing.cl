@@ -10,7 +10,7 @@ __kernel void gather(__global ${T} *out, __global const ${T} *x, __global const 
     if (i < n) out[i] = x[pos[i]];
 }
 
-inline long value_at(long i, const meta_t *m)
+inline long value_at(long i, __global const meta_t *m)
 {
     long rest = i, p = 0;
     for (int d = (int)m->nd - 1; d >= 0; --d) {
@@ -22,10 +22,10 @@ inline long value_at(long i, const meta_t *m)
 }
 
 __kernel void put(__global ${T} *x, __global const long *pos, __global const ${T} *v, const long voff,
-                  const long n, const meta_t m)
+                  const long n, __global const meta_t *m)
 {
     const long i = get_global_id(0);
-    if (i < n) x[pos[i]] = v[voff + value_at(i, &m)];
+    if (i < n) x[pos[i]] = v[voff + value_at(i, m)];
 }
 
 __kernel void put_scalar(__global ${T} *x, __global const long *pos, const ${T} s, const long n)
@@ -46,8 +46,8 @@ inline void cas_update(volatile __global ${T} *p, const ${C} b)
 }
 
 __kernel void put_reduce(__global ${T} *x, __global const long *pos, __global const ${T} *v, const long voff,
-                         const long n, const meta_t m)
+                         const long n, __global const meta_t *m)
 {
     const long i = get_global_id(0);
-    if (i < n) cas_update(x + pos[i], v[voff + value_at(i, &m)]);
+    if (i < n) cas_update(x + pos[i], v[voff + value_at(i, m)]);
 }

@@ -15,14 +15,14 @@
 __kernel __attribute__((reqd_work_group_size(RY, RX, 1)))
 void matmul(__global ${T} *C, __global const ${T} *A, const long aoff, const long ars, const long acs,
             __global const ${T} *B, const long boff, const long brs, const long bcs,
-            const long M, const long N, const long K, const meta_t mb)
+            const long M, const long N, const long K, __global const meta_t *mb)
 {
     const int ty = get_local_id(0), tx = get_local_id(1);
     const int id = ty * RX + tx;
     const long row0 = (long)get_group_id(0) * TS, col0 = (long)get_group_id(1) * TS;
     const long b = get_global_id(2);
-    A += aoff + strided_pos(b, &mb, 1);
-    B += boff + strided_pos(b, &mb, 2);
+    A += aoff + strided_pos(b, mb, 1);
+    B += boff + strided_pos(b, mb, 2);
     C += b * M * N;
     __local ${ACC} As[TS][TS + 1];
     __local ${ACC} Bs[TS][TS + 1];

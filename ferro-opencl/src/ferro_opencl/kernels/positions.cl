@@ -14,7 +14,7 @@ inline long take(const long v, const long len, const long step, volatile __globa
     return (v < 0 ? v + len : v) * step;
 }
 
-__kernel void positions(__global long *out, const long n, const long base, const meta_t m,
+__kernel void positions(__global long *out, const long n, const long base, __global const meta_t *m,
                         __global const long *i1, const long o1, const long len1, const long step1,
                         __global const long *i2, const long o2, const long len2, const long step2,
                         __global const long *i3, const long o3, const long len3, const long step3,
@@ -23,13 +23,13 @@ __kernel void positions(__global long *out, const long n, const long base, const
     const long i = get_global_id(0);
     if (i >= n) return;
     long rest = i, p = base, q1 = o1, q2 = o2, q3 = o3;
-    for (int d = (int)m.nd - 1; d >= 0; --d) {
-        const long c = rest % m.shape[d];
-        rest /= m.shape[d];
-        p += c * m.st[0][d];
-        q1 += c * m.st[1][d];
-        q2 += c * m.st[2][d];
-        q3 += c * m.st[3][d];
+    for (int d = (int)m->nd - 1; d >= 0; --d) {
+        const long c = rest % m->shape[d];
+        rest /= m->shape[d];
+        p += c * m->st[0][d];
+        q1 += c * m->st[1][d];
+        q2 += c * m->st[2][d];
+        q3 += c * m->st[3][d];
     }
     p += take(i1[q1], len1, step1, error);
     if (step2) p += take(i2[q2], len2, step2, error);

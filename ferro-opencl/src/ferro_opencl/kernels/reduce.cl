@@ -9,24 +9,24 @@
 #define GROUP 256
 
 __kernel void reduce(__global ${OUT} *out, __global const ${IN} *x, const long xoff, const long n_red,
-                     const long chunks, const long count, const meta_t mo, const meta_t mr)
+                     const long chunks, const long count, __global const meta_t *mo, __global const meta_t *mr)
 {
     const long g = get_group_id(0);
     const long o = g / chunks, c = g % chunks;
     const int lid = get_local_id(0), ls = get_local_size(0);
     const long len = (n_red + chunks - 1) / chunks;
     const long lo = c * len, hi = min(n_red, lo + len);
-    const long base = xoff + strided_pos(o, &mo, 1);
+    const long base = xoff + strided_pos(o, mo, 1);
     ${ACC} acc = ${identity};
-    const long rs = mr.st[1][0];  /* one reduced dimension after coalescing: a plain stride, no division */
-    if (mr.nd == 1) {
+    const long rs = mr->st[1][0];  /* one reduced dimension after coalescing: a plain stride, no division */
+    if (mr->nd == 1) {
         for (long r = lo + lid; r < hi; r += ls) {
             const ${ACC} v = (${ACC})${load}(x, base + r * rs);
             acc = ${reduce};
         }
     } else {
         for (long r = lo + lid; r < hi; r += ls) {
-            const ${ACC} v = (${ACC})${load}(x, base + strided_pos(r, &mr, 1));
+            const ${ACC} v = (${ACC})${load}(x, base + strided_pos(r, mr, 1));
             acc = ${reduce};
         }
     }
@@ -51,15 +51,15 @@ __kernel void reduce(__global ${OUT} *out, __global const ${IN} *x, const long x
 /* argmax / argmin: one work-group per output element, (value, index) pairs; the first extreme wins
  * and nan counts as the extreme, as in NumPy and PyTorch. */
 __kernel void argreduce(__global long *out, __global const ${IN} *x, const long xoff, const long n_red,
-                        const meta_t mo, const meta_t mr)
+                        __global const meta_t *mo, __global const meta_t *mr)
 {
     const long o = get_group_id(0);
     const int lid = get_local_id(0), ls = get_local_size(0);
-    const long base = xoff + strided_pos(o, &mo, 1);
+    const long base = xoff + strided_pos(o, mo, 1);
     ${ACC} best = 0;
     long at = -1;
     for (long r = lid; r < n_red; r += ls) {
-        const ${ACC} v = (${ACC})${load}(x, base + (mr.nd == 1 ? r * mr.st[1][0] : strided_pos(r, &mr, 1)));
+        const ${ACC} v = (${ACC})${load}(x, base + (mr->nd == 1 ? r * mr->st[1][0] : strided_pos(r, mr, 1)));
         if (at < 0 || ${better}) { best = v; at = r; }
     }
     __local ${ACC} pv[GROUP];
@@ -83,14 +83,14 @@ __kernel void argreduce(__global long *out, __global const ${IN} *x, const long 
 /* Many outputs whose kept dimension is the fast one (x.sum(0) of a matrix): one work-item per output walks
  * its reduced range, so neighbouring work-items read neighbouring elements. */
 __kernel void reduce_columns(__global ${OUT} *out, __global const ${IN} *x, const long xoff, const long n_red,
-                             const long n_out, const long count, const meta_t mo, const meta_t mr)
+                             const long n_out, const long count, __global const meta_t *mo, __global const meta_t *mr)
 {
     const long o = get_global_id(0);
     if (o >= n_out) return;
-    const long base = xoff + strided_pos(o, &mo, 1);
+    const long base = xoff + strided_pos(o, mo, 1);
     ${ACC} acc = ${identity};
-    if (mr.nd == 1) {
-        const long rs = mr.st[1][0];
+    if (mr->nd == 1) {
+        const long rs = mr->st[1][0];
         __global const ${IN} *p = x + base;
         for (long r = 0; r < n_red; ++r, p += rs) {
             const ${ACC} v = (${ACC})${load}(p, 0);
@@ -98,7 +98,7 @@ __kernel void reduce_columns(__global ${OUT} *out, __global const ${IN} *x, cons
         }
     } else {
         for (long r = 0; r < n_red; ++r) {
-            const ${ACC} v = (${ACC})${load}(x, base + strided_pos(r, &mr, 1));
+            const ${ACC} v = (${ACC})${load}(x, base + strided_pos(r, mr, 1));
             acc = ${reduce};
         }
     }

@@ -9,12 +9,12 @@ inline int before_desc(const ${C} w, const ${C} v) { return w > v ${nan_first}; 
  * before it (ties: those earlier in the line). One work-item per element; O(n) work each. */
 __kernel void argsort(__global long *out, __global const ${T} *x, const long xoff, const long n,
                       const long xstep, const long ostep, const long lines, const int descending,
-                      const meta_t mo)
+                      __global const meta_t *mo)
 {
     const long gid = get_global_id(0);
     if (gid >= lines * n) return;
     const long l = gid / n, i = gid % n;
-    const long px = xoff + strided_pos(l, &mo, 1);
+    const long px = xoff + strided_pos(l, mo, 1);
     const ${C} v = ${load}(x, px + i * xstep);
     long rank = 0;
     for (long j = 0; j < n; ++j) {
@@ -23,7 +23,7 @@ __kernel void argsort(__global long *out, __global const ${T} *x, const long xof
         const int a = descending ? before_desc(v, w) : before_asc(v, w);
         rank += b || (!a && j < i);
     }
-    out[strided_pos(l, &mo, 0) + rank * ostep] = i;
+    out[strided_pos(l, mo, 0) + rank * ostep] = i;
 }
 
 /* searchsorted over contiguous lines of n sorted elements; each value searches line (its index / m)
@@ -51,11 +51,11 @@ __kernel void searchsorted(__global long *out, __global const ${T} *seq, const l
  * element equal to it. One work-item per line; mo as in scan.cl. */
 __kernel void cumextreme(__global ${T} *out, __global long *idx, __global const ${T} *x, const long xoff,
                          const long n, const long ostep, const long xstep, const long lines, const int is_max,
-                         const meta_t mo)
+                         __global const meta_t *mo)
 {
     const long l = get_global_id(0);
     if (l >= lines) return;
-    long po = strided_pos(l, &mo, 0), px = xoff + strided_pos(l, &mo, 1);
+    long po = strided_pos(l, mo, 0), px = xoff + strided_pos(l, mo, 1);
     ${C} acc = 0;
     long at = 0;
     for (long j = 0; j < n; ++j, po += ostep, px += xstep) {
@@ -73,12 +73,12 @@ __kernel void cumextreme(__global ${T} *out, __global long *idx, __global const 
  * ties, so the order is total and the result stable; padding (index >= n) sorts last. bitonic_load copies
  * each line in; bitonic_step is one compare-exchange pass (block k, distance j); the caller loops. */
 __kernel void bitonic_load(__global ${T} *keys, __global long *idx, __global const ${T} *x, const long xoff,
-                           const long n, const long p, const long xstep, const long lines, const meta_t mo)
+                           const long n, const long p, const long xstep, const long lines, __global const meta_t *mo)
 {
     const long g = get_global_id(0);
     if (g >= lines * p) return;
     const long l = g / p, i = g % p;
-    if (i < n) keys[g] = x[xoff + strided_pos(l, &mo, 1) + i * xstep];
+    if (i < n) keys[g] = x[xoff + strided_pos(l, mo, 1) + i * xstep];
     idx[g] = i;
 }
 
@@ -113,10 +113,10 @@ __kernel void bitonic_step(__global ${T} *keys, __global long *idx, const long n
 
 /* The first n indices of each sorted line into the result (any strides; mo operand 0). */
 __kernel void bitonic_store(__global long *out, __global const long *idx, const long n, const long p,
-                            const long ostep, const long lines, const meta_t mo)
+                            const long ostep, const long lines, __global const meta_t *mo)
 {
     const long g = get_global_id(0);
     if (g >= lines * n) return;
     const long l = g / n, i = g % n;
-    out[strided_pos(l, &mo, 0) + i * ostep] = idx[l * p + i];
+    out[strided_pos(l, mo, 0) + i * ostep] = idx[l * p + i];
 }
