@@ -382,3 +382,25 @@ def test_reductions_with_many_outputs_along_the_fast_dimension(ocl: Any) -> None
     np.testing.assert_array_equal((x > 1).any(0).numpy(), (a > 1).any(0))
     _close(x.T.sum(1), a.sum(0), rtol=1e-5, atol=1e-5)
     _close(_t(a.reshape(37, 2, 550)).sum((0, 1)), a.reshape(37, 2, 550).sum((0, 1)), rtol=1e-5, atol=1e-5)
+
+
+def test_view_succeeds_exactly_where_numpy_can_reshape_without_a_copy(ocl: Any) -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        shape = tuple(int(v) for v in rng.integers(1, 4, rng.integers(2, 5)))
+        base = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        perm = [int(p) for p in rng.permutation(len(shape))]
+        step = int(rng.integers(1, 3))
+        a = base.transpose(perm)[..., ::step]
+        x = _t(base).permute(*perm)[..., ::step]
+        target = (-1,) if rng.random() < 0.5 else (a.shape[0], -1)
+        try:
+            want = np.reshape(a, target, copy=False)
+        except ValueError:  # NumPy needs a copy: so must ferro's reshape, and view must refuse
+            with pytest.raises(ferro.errors.ShapeError):
+                x.view(*target)
+            np.testing.assert_array_equal(x.reshape(*target).numpy(), np.reshape(a, target))
+        else:
+            v = x.view(*target)
+            assert v._data.buffer is x._data.buffer
+            np.testing.assert_array_equal(v.numpy(), want)

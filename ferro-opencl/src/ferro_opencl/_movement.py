@@ -21,7 +21,7 @@ def view_strides(x: CLArray, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     if x.contiguous:
         return contiguous_strides(shape)
     old = [(n, s) for n, s in zip(x.shape, x.strides) if n != 1]
-    new = [n for n in shape]
+    new = list(shape)
     if x.size == 0:
         return contiguous_strides(shape)
     out = [0] * len(new)
