@@ -251,6 +251,12 @@ def test_programs_are_built_once_and_the_pool_reuses_buffers(ocl: Any) -> None:
     held = stats["held_blocks"]
     del y
     assert ocl.memory_stats(0)["held_blocks"] >= held
+    big = _t(np.zeros(1 << 18, np.float32)) + 1.0  # a pooled result of 1 MiB
+    big.numpy()
+    del big
+    assert ocl.memory_stats(0)["held_bytes"] >= 1 << 20
+    ocl.empty_cache()
+    assert ocl.memory_stats(0)["held_bytes"] == 0
 
 
 def test_random_numbers_and_ranges_match_the_cpu_backend(ocl: Any) -> None:
