@@ -410,3 +410,15 @@ def test_view_succeeds_exactly_where_numpy_can_reshape_without_a_copy(ocl: Any) 
             v = x.view(*target)
             assert v._data.buffer is x._data.buffer
             np.testing.assert_array_equal(v.numpy(), want)
+
+
+def test_integer_division_by_zero_is_reported_at_the_next_synchronization(ocl: Any) -> None:
+    a, b = _t(np.array([7, 8, 9], np.int32)), _t(np.array([2, 0, 4], np.int32))
+    q = ferro.floor_divide(a, b)  # queued: the kernel cannot raise where it runs
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
+        q.numpy()
+    r = ferro.remainder(a, _t(np.array([2, 5, 0, 5, 4, 5], np.int32))[::2])  # the strided kernel reports it too
+    with pytest.raises(ZeroDivisionError):
+        ocl.synchronize(0)
+    np.testing.assert_array_equal(ferro.floor_divide(a, 2).numpy(), [3, 4, 4])  # the flag was reset
+    np.testing.assert_array_equal(r.shape, (3,))

@@ -72,7 +72,13 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
         params_z="".join(params_z), loads_z="\n".join(loads_z), pos_next="".join(pos_next),
+        err=", volatile __global int *err" if _needs_flag(expr) else "",
         store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
+
+
+def _needs_flag(expr: str) -> bool:
+    """Whether an expression reports errors through the device's flag (its last kernel argument)."""
+    return "err)" in expr
 
 
 def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ...]]:
@@ -84,7 +90,8 @@ def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ..
     return table_entry.integer, tuple(h for h in table_entry.helpers if h.startswith("DEF_I"))
 
 
-def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: bool = True) -> list[Any]:
+def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: bool = True,
+                  flag: bool = False) -> list[Any]:
     types: list[Any] = [None, _I64] if offsets else [None]
     for dt, scalar in operands:
         if scalar:
@@ -93,6 +100,8 @@ def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: 
             types += [None, _I64] if offsets else [None]
     types.append(_I64)
     if strided:
+        types.append(None)
+    if flag:
         types.append(None)
     return types
 
@@ -108,13 +117,14 @@ class Elementwise:
         self.name = name
         self.expr_of = expr_of  # operand dtype -> (expression, helpers)
         self.out_of = out_of  # operand dtype -> result dtype
-        self.cache: dict[Any, tuple[Any, Any, Any, Any]] = {}
+        self.cache: dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]] = {}
         #: the same entries for the hot patterns, keyed by the one dtype: (array,), (array, array), (array, number)
-        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, Any, Any]]] = {
+        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]]] = {
             (False,): {}, (False, False): {}, (False, True): {}}
 
-    def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any]:
-        """(contiguous kernel, strided kernel, result dtype, contiguous kernel without offsets)."""
+    def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any, tuple[Any, ...]]:
+        """(contiguous kernel, strided kernel, result dtype, contiguous kernel without offsets, the extra
+        arguments: the error flag for ops that can fail)."""
         got = self.cache.get(operands)
         if got is None:
             dt = operands[-1][0] if self.name == "where" else operands[0][0]
@@ -128,13 +138,15 @@ class Elementwise:
             def source() -> str:
                 return render(fname, expr, operands, out, helpers)
             rt = self.rt
-            got = (rt.kernel(key, fname + "_c", source, _scalar_types(operands, False)),
-                   rt.kernel(key, fname + "_s", source, _scalar_types(operands, True)), out,
-                   rt.kernel(key, fname + "_z", source, _scalar_types(operands, False, offsets=False)))
+            flag = _needs_flag(expr)
+            got = (rt.kernel(key, fname + "_c", source, _scalar_types(operands, False, flag=flag)),
+                   rt.kernel(key, fname + "_s", source, _scalar_types(operands, True, flag=flag)), out,
+                   rt.kernel(key, fname + "_z", source, _scalar_types(operands, False, offsets=False, flag=flag)),
+                   (rt.error_flag,) if flag else ())
             self.cache[operands] = got
             hot = self.fast.get(tuple(sc for _, sc in operands))
-            if hot is not None and all(d == operands[0][0] for d, _ in operands):
-                hot[operands[0][0]] = got
+            if hot is not None and not flag and all(d == operands[0][0] for d, _ in operands):
+                hot[operands[0][0]] = got  # the hot path passes no error flag
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -145,11 +157,11 @@ class Elementwise:
                 np.dtype({bool: np.bool_, int: np.int64}.get(type(args[1]), np.float32))
         ops = tuple((_BOOL, type(a) is not CLArray) if self.name == "where" and i == 0 else
                     (dt, type(a) is not CLArray) for i, a in enumerate(args))
-        kc, ks, out_dt, _ = self.kernels(ops)
+        kc, ks, out_dt, _, extra = self.kernels(ops)
         shapes = [a.shape for a in args if type(a) is CLArray]
         shape = shapes[0] if all(s == shapes[0] for s in shapes) else broadcast(shapes)
         out = self.rt.empty(shape, out_dt)
-        launch(self.rt, kc, ks, out, args, dt)
+        launch(self.rt, kc, ks, out, args, dt, extra)
         return out
 
 
@@ -170,7 +182,8 @@ def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt: Any) -> None:
+def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt: Any,
+           extra: tuple[Any, ...] = ()) -> None:
     """Run an elementwise kernel pair writing ``out`` (any strides) from ``args`` (broadcast to it)."""
     n = out.size
     if n == 0:
@@ -189,11 +202,11 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
             flat.append(a if type(a) is not bool or dt == _BOOL else dt.type(a))
     if fast:
         flat.append(n)
-        kc(rt.queue, rt.grid(n), None, *flat)
+        kc(rt.queue, rt.grid(n), None, *flat, *extra)
         return
     meta, inner = device_layout(rt, shape, [out, *arrays])  # inner: each work-item takes CHUNK of a row
     work = n // inner * -(-inner // CHUNK)
-    flat += (work, meta)
+    flat += (work, meta, *extra)
     ks(rt.queue, rt.grid(work), None, *flat)
 
 

@@ -2,7 +2,8 @@
 
 An entry gives the expression for floating dtypes and for integer dtypes
 (None: the op refuses that kind), over the operands ``a``, ``b`` (``c``);
-``$T`` is the compute type. Helpers named in the entry (macros of
+``$T`` is the compute type; an expression naming ``err`` gets the device's
+error flag (integer division by zero). Helpers named in the entry (macros of
 ``kernels/common.cl``) are instantiated for ``$T`` in front of the kernel.
 An op whose result is bool stores ``(expr) != 0``, as does any op on bool.
 """
@@ -56,8 +57,8 @@ BINARY: dict[str, Expr] = {
     "minimum": Expr("(isnan(a) || isnan(b)) ? a + b : fmin(a, b)", "min(a, b)"),
     "atan2": Expr("atan2(a, b)", None), "hypot": Expr("hypot(a, b)", None),
     "logaddexp": Expr("logaddexp_$T(a, b)", None, ("DEF_LOGADDEXP",)),
-    "floor_divide": Expr("ffloordiv_$T(a, b)", "ifloordiv_$T(a, b)", ("DEF_FFLOORDIV", "DEF_IFLOORDIV")),
-    "remainder": Expr("frem_$T(a, b)", "irem_$T(a, b)", ("DEF_FREM", "DEF_IREM")),
+    "floor_divide": Expr("ffloordiv_$T(a, b)", "ifloordiv_$T(a, b, err)", ("DEF_FFLOORDIV", "DEF_IFLOORDIV")),
+    "remainder": Expr("frem_$T(a, b)", "irem_$T(a, b, err)", ("DEF_FREM", "DEF_IREM")),
     "eq": _same("a == b"), "ne": _same("a != b"), "lt": _same("a < b"), "le": _same("a <= b"),
     "gt": _same("a > b"), "ge": _same("a >= b"),
     "logical_and": _same("(a != 0) && (b != 0)"), "logical_or": _same("(a != 0) || (b != 0)"),

@@ -81,12 +81,16 @@ class Runtime:
                                     hostbuf=np.zeros(1, np.int32))
 
     def check_errors(self) -> None:
-        """Raise the error a kernel flagged since the last check (an index out of range), after waiting."""
+        """Raise the error a kernel flagged since the last check (an index out of range: IndexError; an integer
+        division by zero: ZeroDivisionError), after waiting."""
         import numpy as np
         flag = np.zeros(1, np.int32)
         self.cl.enqueue_copy(self.queue, flag, self.error_flag, is_blocking=True)
         if flag[0]:
             self.cl.enqueue_copy(self.queue, self.error_flag, np.zeros(1, np.int32), is_blocking=True)
+            if flag[0] == 2:
+                raise ZeroDivisionError(f"integer division by zero (floor_divide or remainder) in an op queued on "
+                                        f"{self.device.name.strip()} before this synchronization")
             raise IndexError(f"an index tensor held an index out of range for the indexed dimension, in an "
                              f"indexing op queued on {self.device.name.strip()} before this synchronization "
                              "(device kernels cannot raise where they run)")

@@ -21,10 +21,12 @@ typedef struct { long nd; long shape[8]; long st[4][8]; } meta_t;
     if (m != (T)0 && ((b < (T)0) != (m < (T)0))) d -= (T)1; \
     if (d == (T)0) return copysign((T)0, a / b); \
     T f = floor(d); return (d - f > (T)0.5) ? f + (T)1 : f; }
-#define DEF_IREM(T) inline T irem_##T(T a, T b) { \
-    if (b == 0) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-#define DEF_IFLOORDIV(T) inline T ifloordiv_##T(T a, T b) { \
-    if (b == 0) return 0; T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+/* Integer division by zero cannot raise in a kernel: it sets *err to 2 (ZeroDivisionError at the next
+ * synchronization) and gives 0. */
+#define DEF_IREM(T) inline T irem_##T(T a, T b, volatile __global int *err) { \
+    if (b == 0) { *err = 2; return 0; } T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+#define DEF_IFLOORDIV(T) inline T ifloordiv_##T(T a, T b, volatile __global int *err) { \
+    if (b == 0) { *err = 2; return 0; } T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 #define DEF_IPOW(T) inline T ipow_##T(T a, T b) { \
     if (b < 0) return (a == 1) ? 1 : (a == -1 ? ((b & 1) ? a : 1) : 0); \
     T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }

@@ -6,13 +6,14 @@
  * ${name}_s: any strides and broadcasting (stride 0), the output too (copies into views); each work-item
  *            takes CHUNK elements of one row of the innermost dimension (m->shape, coalesced, has nd >= 1).
  * The parameter list names the operands (a buffer and an element offset, or a scalar), the loads read them into
- * a, b, c and ${result} is the op's C expression over those names.
+ * a, b, c and ${result} is the op's C expression over those names; ${err} adds the error flag for the ops
+ * that can fail (integer division by zero).
  */
 #ifndef CHUNK
 #define CHUNK 16
 #endif
 
-__kernel void ${name}_z(__global ${out_t} *out${params_z}, const long n)
+__kernel void ${name}_z(__global ${out_t} *out${params_z}, const long n${err})
 {
     const long i = get_global_id(0);
     if (i >= n) return;
@@ -20,7 +21,7 @@ ${loads_z}
     ${store}(out, i, ${result});
 }
 
-__kernel void ${name}_c(__global ${out_t} *out, const long out_off${params}, const long n)
+__kernel void ${name}_c(__global ${out_t} *out, const long out_off${params}, const long n${err})
 {
     const long i = get_global_id(0);
     if (i >= n) return;
@@ -28,7 +29,7 @@ ${loads_c}
     ${store}(out, out_off + i, ${result});
 }
 
-__kernel void ${name}_s(__global ${out_t} *out, const long out_off${params}, const long work, __global const meta_t *m)
+__kernel void ${name}_s(__global ${out_t} *out, const long out_off${params}, const long work, __global const meta_t *m${err})
 {
     /* one work-item per CHUNK elements of the innermost dimension: the coordinates of the outer ones are
      * worked out once, then each operand steps by its innermost stride */
