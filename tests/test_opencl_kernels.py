@@ -422,3 +422,51 @@ def test_integer_division_by_zero_is_reported_at_the_next_synchronization(ocl: A
         ocl.synchronize(0)
     np.testing.assert_array_equal(ferro.floor_divide(a, 2).numpy(), [3, 4, 4])  # the flag was reset
     np.testing.assert_array_equal(r.shape, (3,))
+
+
+_DEVICE_RNG = """
+    import json, warnings
+    warnings.simplefilter('ignore')
+    import ferro
+    b = ferro.backends.get('opencl')
+    ferro.manual_seed(0)
+    first = ferro.rand(4, device='opencl').numpy().tolist()
+    ferro.manual_seed(0)
+    again = ferro.rand(4, device='opencl').numpy().tolist()
+    state = b.get_rng_state(0)
+    n1 = ferro.randn(20001, device='opencl').numpy()
+    b.set_rng_state(state, 0)
+    n2 = ferro.randn(20001, device='opencl').numpy()
+    ints = ferro.randint(-3, 4, (5000,), device='opencl').numpy()
+    d = ferro.rand(3, dtype=ferro.float64, device='opencl').numpy()
+    print(json.dumps([first, again, bool((n1 == n2).all()), float(n1.mean()), float(n1.std()),
+                      sorted(set(ints.tolist())), str(ints.dtype), state.decode(), d.tolist()]))
+"""
+
+
+def test_device_philox_generator_known_answers_and_state(ocl: Any) -> None:
+    from conftest import run_json
+    got = run_json(_DEVICE_RNG, env={"FERRO_OPENCL_RNG": "device"})
+    first, again, same, mean, std, ints, int_dtype, state, doubles = got
+    # Random123's known answer for Philox4x32-10, counter 0 and key 0: the first block's four words
+    words = [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    assert first == [(w >> 8) / 2**24 for w in words] and again == first
+    assert same and abs(mean) < 0.05 and abs(std - 1) < 0.05
+    assert ints == list(range(-3, 4)) and int_dtype == "int64"
+    assert '"offset": 1' in state  # the 4 uniforms used one block
+    assert all(0 <= v < 1 for v in doubles) and len(set(doubles)) == 3
+
+
+def test_rng_mode_is_checked(ocl: Any) -> None:
+    from conftest import run_json
+    got = run_json("""
+        import json, warnings
+        warnings.simplefilter('ignore')
+        import ferro
+        try:
+            ferro.rand(2, device='opencl')
+            print(json.dumps(None))
+        except ValueError as e:
+            print(json.dumps(str(e)))
+    """, env={"FERRO_OPENCL_RNG": "gpu"})
+    assert got is not None and "FERRO_OPENCL_RNG='gpu'" in got

@@ -10,6 +10,7 @@ one, else raises ``UnsupportedOperationError`` naming the backends that have it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,8 @@ class OpenCLBackend(Backend):
         self._devices: list[Any] = []
         self._avail: Availability | None = None
         self._runtimes: dict[int, Any] = {}
+        self._rng_mode: str | None = None
+        self._generators: dict[int, Any] = {}
         self._lock = threading.Lock()
         # The generic backend's host RNG (a Philox generator per device), reused as it is:
         # ferro.manual_seed then gives the same numbers here as on cpu and cuda.
@@ -100,7 +103,11 @@ class OpenCLBackend(Backend):
         from ._table import kernel_table
         # core's host kernels call only self.to_numpy / self.from_numpy, which this backend has
         host = ArrayAPIBackend._host_kernels(self, index)  # type: ignore[arg-type]
-        return kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
+        table = kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
+        if self.device_rng():
+            from ._random import device_random_kernels
+            table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))
+        return table
 
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
         from ._table import refused
@@ -137,11 +144,38 @@ class OpenCLBackend(Backend):
         rt.queue.finish()
         rt.check_errors()
 
+    # -- random numbers: the host Philox generator (default) or Philox4x32-10 on the device -------------
+
+    def device_rng(self) -> bool:
+        """Whether random numbers are drawn on the device (``FERRO_OPENCL_RNG=device``, read once)."""
+        if self._rng_mode is None:
+            raw = os.environ.get("FERRO_OPENCL_RNG", "host").strip().lower() or "host"
+            if raw not in ("host", "device"):
+                raise ValueError(f"FERRO_OPENCL_RNG={raw!r}: use 'host' (the same numbers as on cpu, the default) "
+                                 "or 'device' (Philox4x32-10 on the device)")
+            self._rng_mode = raw
+        return self._rng_mode == "device"
+
+    def _generator(self, index: int) -> Any:
+        g = self._generators.get(index)
+        if g is None:
+            from ._random import DeviceGenerator
+            g = self._generators[index] = DeviceGenerator(0)
+        return g
+
     def manual_seed(self, seed: int, index: int) -> None:
-        self._host_rng.manual_seed(seed, index)
+        if self.device_rng():
+            from ._random import DeviceGenerator
+            self._generators[index] = DeviceGenerator(seed)
+        else:
+            self._host_rng.manual_seed(seed, index)
 
     def get_rng_state(self, index: int) -> bytes:
-        return self._host_rng.get_rng_state(index)
+        return self._generator(index).state() if self.device_rng() else self._host_rng.get_rng_state(index)
 
     def set_rng_state(self, state: bytes, index: int) -> None:
-        self._host_rng.set_rng_state(state, index)
+        if self.device_rng():
+            from ._random import DeviceGenerator
+            self._generators[index] = DeviceGenerator.from_state(state)
+        else:
+            self._host_rng.set_rng_state(state, index)
