@@ -1,11 +1,14 @@
 """Indexing kernels: getitem, setitem, index_put (scatter, scatter-add), index_reduce.
 
-Basic keys give views (``_movement.basic_index``). An advanced key (integer
-or bool tensors) is turned into the element positions it selects: the
-index tensors are read on the host (a bool mask's result size depends on
-its values, so that read is unavoidable) and NumPy applies the key to
-broadcast coordinate grids, which costs memory of the result's size only.
-The device then gathers (``x[pos]``) or scatters (``x[pos] = v``); an
+Basic keys give views (``_movement.basic_index``). An advanced key is
+turned into the element positions it selects. Up to three integer index
+tensors: a kernel (``kernels/positions.cl``) computes them on the device,
+never reading the indices on the host (an index out of range raises at the
+next synchronization). Other keys, such as bool masks, whose result size
+depends on their values: the index tensors are read on the host and NumPy
+applies the key to broadcast coordinate grids, which costs memory of the
+result's size only. The device then gathers (``x[pos]``) or scatters
+(``x[pos] = v``); an
 accumulating scatter adds with a compare-and-swap loop, so repeated
 positions sum up, as do amax / amin / prod for ``index_reduce``.
 """
