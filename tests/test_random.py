@@ -67,3 +67,13 @@ def test_distributions() -> None:
     assert set(np.unique(ferro.empty(100).bernoulli_(0.5).numpy())) <= {0.0, 1.0}
     with pytest.raises(RuntimeError, match="leaf"):
         ferro.zeros(3, requires_grad=True).uniform_()
+
+
+def test_restoring_states_skips_a_device_this_machine_lacks_with_a_warning() -> None:
+    ferro.manual_seed(3)
+    states = ferro.random.get_all_rng_states()
+    expected = ferro.rand(4).tolist()
+    states["devices"]["nosuchbackend:0"] = b"\x00"
+    with pytest.warns(RuntimeWarning, match="'nosuchbackend:0' was not restored"):
+        ferro.random.set_all_rng_states(states)
+    assert ferro.rand(4).tolist() == expected, "the devices that exist are restored"

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -52,8 +53,13 @@ def get_all_rng_states(devices: Iterable[Any] | None = None) -> dict[str, Any]:
 
 
 def set_all_rng_states(states: dict[str, Any]) -> None:
-    """Restore what :func:`get_all_rng_states` returned (devices it names are bound if need be)."""
+    """Restore what :func:`get_all_rng_states` returned (devices it names are bound if need be).
+
+    A device whose backend is not installed or cannot run here (a checkpoint written on a GPU machine,
+    loaded on a laptop) is skipped with a warning naming it and the reason; the others are restored.
+    """
     from ._device import device
+    from .errors import BackendNotFoundError, BackendUnavailableError
     if not isinstance(states, dict) or not isinstance(states.get("devices"), dict):
         raise TypeError("set_all_rng_states() expects the dict returned by get_all_rng_states(), "
                         f"got {type(states).__name__}")
@@ -62,8 +68,13 @@ def set_all_rng_states(states: dict[str, Any]) -> None:
     for name, raw in states["devices"].items():
         if not isinstance(raw, (bytes, bytearray)):
             raise TypeError(f"the RNG state of device {name!r} must be bytes, got {type(raw).__name__}")
-        d = device(name)
-        d.backend.set_rng_state(bytes(raw), d.index)
+        try:
+            d = device(name)
+            backend = d.backend
+        except (BackendNotFoundError, BackendUnavailableError) as e:
+            warnings.warn(f"the RNG state of device {name!r} was not restored: {e}", RuntimeWarning, stacklevel=2)
+            continue
+        backend.set_rng_state(bytes(raw), d.index)
 
 
 @contextlib.contextmanager

@@ -25,6 +25,11 @@ def _is_basic(k: Any) -> bool:
     return k is None or k is Ellipsis or isinstance(k, (int, slice))
 
 
+def _clip(s: slice, n: int) -> slice:
+    start, stop, step = s.indices(n)
+    return slice(start, None if (step < 0 and stop < 0) else stop, step)
+
+
 def _as_tuple(key: Any) -> tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
@@ -37,11 +42,26 @@ def make_indexing_kernels(xp: Any, to_numpy: Callable[[Any], Any], from_numpy: C
         import numpy as np
         return tuple(np.asarray(to_numpy(k)) if hasattr(k, "shape") else k for k in key)
 
-    def basic(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        """The key with a trailing Ellipsis, if it is basic; None if it has arrays."""
+    def basic(key: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
+        """The key covering every dimension, slices clipped to their dimension (the standard leaves
+        out-of-range bounds unspecified), if it is basic; None if it has arrays."""
         if not all(_is_basic(k) for k in key):
             return None
-        return key if any(k is Ellipsis for k in key) else (*key, Ellipsis)
+        if not any(k is Ellipsis for k in key):
+            key = (*key, Ellipsis)
+        used = sum(1 for k in key if k is not None and k is not Ellipsis)
+        out, dim = [], 0
+        for k in key:
+            if k is Ellipsis:
+                n = len(shape) - used
+                out.extend(slice(None) for _ in range(n))
+                dim += n
+            elif k is None:
+                out.append(None)
+            else:
+                out.append(_clip(k, shape[dim]) if isinstance(k, slice) else k)
+                dim += 1
+        return tuple(out)
 
     def positions(shape: tuple[int, ...], key: tuple[Any, ...]) -> Any:
         import numpy as np
@@ -53,7 +73,7 @@ def make_indexing_kernels(xp: Any, to_numpy: Callable[[Any], Any], from_numpy: C
         except (IndexError, TypeError, ValueError):
             pass
         key = _as_tuple(key)
-        b = basic(key)
+        b = basic(key, tuple(x.shape))
         if b is not None:
             return x[b]
         pos = positions(tuple(x.shape), key)
@@ -67,7 +87,7 @@ def make_indexing_kernels(xp: Any, to_numpy: Callable[[Any], Any], from_numpy: C
         except (IndexError, TypeError, ValueError):
             pass
         key = _as_tuple(key)
-        b = basic(key)
+        b = basic(key, tuple(x.shape))
         if b is not None:
             x[b] = value
             return
