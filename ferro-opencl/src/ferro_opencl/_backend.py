@@ -104,6 +104,8 @@ class OpenCLBackend(Backend):
         # core's host kernels call only self.to_numpy / self.from_numpy, which this backend has
         host = ArrayAPIBackend._host_kernels(self, index)  # type: ignore[arg-type]
         table = kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
+        from ._fused import fused_kernels  # softmax, layer_norm, cross_entropy in one launch (ferro._ops.fused)
+        table.update(fused_kernels(self.runtime(index)))
         if self.device_rng():
             from ._random import device_random_kernels
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))
