@@ -11,6 +11,9 @@ calibration, interleaved shuffled rounds, best round) is ``run.py``'s. Rows:
   importable, CLBlast (>= 0.8 of its GFLOP/s);
 - per-op enqueue overhead on 1000 elements: ferro / raw kernel call <= 1.2,
   for the whole op (``a + b`` on tensors) and for ferro's kernel alone;
+- softmax of a 4096x1024 matrix: ferro's fused kernel (one launch) against
+  the decomposition it replaces (amax, sub, exp, sum, div: the ``ferro
+  decomposed`` column), time <= 0.5 of it;
 - the digits MLP epoch (``training.py``), and the first-run build time of the
   programs a small workload needs, with cold caches (fresh pyopencl and PoCL
   cache directories) and warm ones, in fresh interpreters.
@@ -142,6 +145,23 @@ def _kernel_only(backend: Any) -> Contender:
                      sync=functools.partial(backend.synchronize, idx))
 
 
+def _decomposed(backend: Any) -> Contender:
+    """ferro running softmax by its decomposition into other ops (no fused kernel)."""
+    import ferro
+    idx = backend.default_device_index()
+    return Contender("ferro decomposed", ferro, lambda a, rg: ferro.tensor(a, device=f"opencl:{idx}"),
+                     sync=functools.partial(backend.synchronize, idx))
+
+
+def _softmax(xp: Any, a: Any) -> Any:
+    return xp.softmax(a, -1)
+
+
+def _softmax_decomposed(xp: Any, a: Any) -> Any:
+    from ferro._ops._registry import REGISTRY
+    return REGISTRY["softmax"].decomposition(a, -1)
+
+
 def _add(xp: Any, a: Any, b: Any) -> Any:
     return a + b
 
@@ -161,16 +181,23 @@ def _raw(name: str) -> Any:
 def cases(blast: bool) -> list[Case]:
     mm_ref = "clblast" if blast else "pyopencl"
     mm_bound = 0.8 if blast else 1.0
+    only_ferro = {"pyopencl": None, "clblast": None, "ferro kernel": None}
     return [
         Case("a + b (10M f32)", ((N,),) * 2, _add, Target("pyopencl", 0.9, throughput=True), unit="ms",
-             work={"GB/s": 3 * F32 * N}, overrides={"pyopencl": _raw("add"), "ferro kernel": None, "clblast": None}),
+             work={"GB/s": 3 * F32 * N}, overrides={"pyopencl": _raw("add"), "ferro kernel": None, "clblast": None,
+                                                       "ferro decomposed": None}),
         Case("exp(a) (10M f32)", ((N,),), _exp, Target("pyopencl", 0.9, throughput=True), unit="ms",
-             work={"GB/s": 2 * F32 * N}, overrides={"pyopencl": _raw("exp"), "ferro kernel": None, "clblast": None}),
+             work={"GB/s": 2 * F32 * N}, overrides={"pyopencl": _raw("exp"), "ferro kernel": None, "clblast": None,
+                                                       "ferro decomposed": None}),
         Case("a @ b (1024^3 f32)", ((1024, 1024),) * 2, _matmul, Target(mm_ref, mm_bound, throughput=True),
              unit="ms", work={"GFLOP/s": 2 * 1024**3},
-             overrides={"pyopencl": _raw("matmul"), "clblast": _raw("matmul"), "ferro kernel": None}),
+             overrides={"pyopencl": _raw("matmul"), "clblast": _raw("matmul"), "ferro kernel": None,
+                        "ferro decomposed": None}),
         Case("a + b (1000 f32): enqueue overhead", ((1000,),) * 2, _add, Target("pyopencl", 1.2),
-             overrides={"pyopencl": _raw("add"), "ferro kernel": _raw("add"), "clblast": None}),
+             overrides={"pyopencl": _raw("add"), "ferro kernel": _raw("add"), "clblast": None,
+                        "ferro decomposed": None}),
+        Case("softmax (4096x1024 f32)", ((4096, 1024),), _softmax, Target("ferro decomposed", 0.5), unit="ms",
+             overrides={**only_ferro, "ferro decomposed": _softmax_decomposed}),
     ]
 
 
@@ -223,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     rt = b.runtime(idx)
     raw = RawCL(rt.context, rt.queue)
     blast = clblast_contender(raw)
-    contenders = [raw_contender(raw), *([blast] if blast else []), _kernel_only(b), ferro_contender("opencl")]
+    contenders = [raw_contender(raw), *([blast] if blast else []), _kernel_only(b), _decomposed(b),
+                  ferro_contender("opencl")]
     rounds, budget = (3, 0.1) if args.quick else (args.rounds, args.budget)
     report: dict[str, Any] = {"device": b.device_name(idx), "harness_overhead_s": harness_overhead(budget),
                               "cases": []}

@@ -35,9 +35,12 @@ def dev() -> Any:
     return d
 
 
-@pytest.fixture
-def calls(dev: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """Counts of the fused table entries' calls during the test."""
+@pytest.fixture(params=[None, 256], ids=["default-group", "group-256"])
+def calls(dev: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[dict[str, int]]:
+    """Counts of the fused table entries' calls during the test; run with the device's own table (on PoCL a
+    work-item per row) and with one of 256 work-items per row (the local-memory reductions)."""
+    from ferro_opencl._fused import fused_kernels
+    table = dev._kernels if request.param is None else fused_kernels(dev.backend.runtime(dev.index), request.param)
     counts: dict[str, int] = {}
     names = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
              "layer_norm_backward", "cross_entropy_forward", "cross_entropy_backward")
@@ -48,7 +51,7 @@ def calls(dev: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]
             return k(*a, **kw)
         return run
     for n in names:
-        monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))
+        monkeypatch.setitem(dev._kernels, n, counting(n, table[n]))
     yield counts
 
 
@@ -183,6 +186,8 @@ def _targets(shape: tuple[int, ...], ignore: int | None) -> np.ndarray:
     t = RNG.integers(0, classes, size=rows).astype(np.int64)
     if ignore is not None and t.size > 1:
         t.reshape(-1)[:: 2] = ignore
+    if ignore is not None and np.all(t == ignore):  # nothing left to average (test_cross_entropy_every_target_ignored)
+        t.reshape(-1)[-1] = (ignore + 1) % classes
     return t
 
 
@@ -239,6 +244,21 @@ def test_cross_entropy_target_out_of_range_raises(dev: Any, calls: dict[str, int
     np.testing.assert_allclose(F.cross_entropy(x, ferro.tensor(np.array([0, 3, 1]), device="opencl")).item(),
                                torch.nn.functional.cross_entropy(torch.tensor(x.numpy()), torch.tensor([0, 3, 1])),
                                rtol=1e-6)  # the flag was cleared: the next op is fine
+
+
+def test_cross_entropy_every_target_ignored(dev: Any, calls: dict[str, int]) -> None:
+    """A mean over no weight is nan (0 / 0); the ignored rows' gradients are 0, as torch gives for a batch."""
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    t = np.array([1, 1, 1])
+    for reduction in ("mean", "sum", "none"):
+        x, xt = _pair(a, "opencl")
+        y = F.cross_entropy(x, ferro.tensor(t, device="opencl"), ignore_index=1, reduction=reduction)
+        yt = torch.nn.functional.cross_entropy(xt, torch.tensor(t), ignore_index=1, reduction=reduction)
+        _close(y, yt, "float32")  # mean: 0 / 0 = nan
+        y.sum().backward()
+        yt.sum().backward()
+        _close(x.grad, xt.grad, "float32")
+    assert calls == {"cross_entropy_forward": 3, "cross_entropy_backward": 3}
 
 
 def test_label_smoothing_and_float_targets_run_the_decomposition(dev: Any, calls: dict[str, int]) -> None:

@@ -91,10 +91,17 @@ class _Rows:
         return y if self.dim == len(self.moved) - 1 else _permute(y, _inverse(self.perm))
 
 
-def fused_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
+def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[..., Any]]:
     """The fused kernels of ``rt``'s device (float32, float64 where the device has them, float16 likewise);
-    building the table compiles nothing."""
-    group_cap = min(256, rt.max_group)  # fused.cl's local arrays hold 256
+    building the table compiles nothing. ``group`` caps the work-items per row (a power of two up to 256);
+    by default 1 on CPU devices, 256 elsewhere."""
+    if group is None:
+        # PoCL's CPU device runs a work-group on one core and does not vectorize a work-item's loop over a
+        # row: a work-item per row is fastest there (the rows give the parallelism)
+        group = 1 if rt.device.type & rt.cl.device_type.CPU else 256
+    if group < 1 or group & (group - 1) or group > 256:
+        raise ValueError(f"fused kernels: the group size must be a power of two from 1 to 256, got {group}")
+    group_cap = min(group, rt.max_group)  # fused.cl's local arrays hold 256
 
     def kernel(name: str, dt: Any) -> Any:
         if dt.name not in _FLOATS:

@@ -59,15 +59,26 @@ __kernel void softmax_forward(__global const ${T} *x, const long xoff, __global 
     const long row = get_group_id(0);
     const int lid = get_local_id(0), ls = get_local_size(0);
     const long xb = xoff + row * cols, yb = row * cols;
-    ${ACC} m, sum;
-    row_max_sumexp(x, xb, cols, s, &m, &sum);
     if (log_out) {
+        ${ACC} m, sum;
+        row_max_sumexp(x, xb, cols, s, &m, &sum);
         const ${ACC} shift = m + log(sum);
         for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, (${ACC})${load}(x, xb + c) - shift);
-    } else {
-        const ${ACC} inv = (${ACC})1 / sum;
-        for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, exp((${ACC})${load}(x, xb + c) - m) * inv);
+        return;
     }
+    /* exp once per element (it dominates on a CPU device): kept in y, then scaled there. Each work-item
+     * reads back only what it wrote itself, so no barrier is needed between the passes. */
+    ${ACC} m = -INFINITY;
+    for (long c = lid; c < cols; c += ls) m = nanmax(m, (${ACC})${load}(x, xb + c));
+    m = group_max(m, s);
+    ${ACC} acc = 0;
+    for (long c = lid; c < cols; c += ls) {
+        const ${ACC} e = exp((${ACC})${load}(x, xb + c) - m);
+        ${store}(y, yb + c, e);
+        acc += e;
+    }
+    const ${ACC} inv = (${ACC})1 / group_sum(acc, s);
+    for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, (${ACC})${load}(y, yb + c) * inv);
 }
 
 /* softmax:     dx = y * (grad - sum(grad * y))
@@ -199,7 +210,8 @@ __kernel void cross_entropy_forward(__global const ${T} *x, const long xoff, __g
     }
 }
 
-/* dx[row, c] = grad[row] * w[t] * (softmax(x[row])[c] - [c == t]); ignored rows get 0. grad has a stride
+/* dx[row, c] = grad[row] * w[t] * (softmax(x[row])[c] - [c == t]); an ignored row gets 0 (also where a mean
+ * over no weight made grad NaN, as torch's batched kernel does). grad has a stride
  * (0 for a reduction's one gradient broadcast over the rows). */
 __kernel void cross_entropy_backward(__global const ${T} *g, const long goff, const long gstride,
                                      __global const ${T} *x, const long xoff, __global const long *target,
