@@ -13,7 +13,7 @@ calibration, interleaved shuffled rounds, best round) is ``run.py``'s. Rows:
   for the whole op (``a + b`` on tensors) and for ferro's kernel alone;
 - softmax of a 4096x1024 matrix: ferro's fused kernel (one launch) against
   the decomposition it replaces (amax, sub, exp, sum, div: the ``ferro
-  decomposed`` column), time <= 0.5 of it;
+  decomposed`` column), time <= 0.7 of it;
 - the digits MLP epoch (``training.py``), and the first-run build time of the
   programs a small workload needs, with cold caches (fresh pyopencl and PoCL
   cache directories) and warm ones, in fresh interpreters.
@@ -196,7 +196,7 @@ def cases(blast: bool) -> list[Case]:
         Case("a + b (1000 f32): enqueue overhead", ((1000,),) * 2, _add, Target("pyopencl", 1.2),
              overrides={"pyopencl": _raw("add"), "ferro kernel": _raw("add"), "clblast": None,
                         "ferro decomposed": None}),
-        Case("softmax (4096x1024 f32)", ((4096, 1024),), _softmax, Target("ferro decomposed", 0.5), unit="ms",
+        Case("softmax (4096x1024 f32)", ((4096, 1024),), _softmax, Target("ferro decomposed", 0.7), unit="ms",
              overrides={**only_ferro, "ferro decomposed": _softmax_decomposed}),
     ]
 
