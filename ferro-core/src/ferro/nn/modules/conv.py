@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..._creation import empty
 from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
-from .. import init
 from ..parameter import Parameter
+from ._params import optional_parameters, reset_kaiming
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -61,20 +60,12 @@ class _ConvNd(Module):
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
         self.weight = Parameter(empty(*shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"bias": bias}, lambda _: empty(out_channels, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw fresh initial values (PyTorch's defaults: kaiming_uniform_(a=sqrt(5)), bias U(+-1/sqrt(fan_in)))."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_kaiming(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         n = len(self.kernel_size)

@@ -10,6 +10,7 @@ from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .. import init
 from ..parameter import Parameter
+from ._params import optional_parameters, reset_kaiming
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -37,19 +38,12 @@ class Linear(Module):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"bias": bias}, lambda _: empty(out_features, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Draw fresh initial values (PyTorch's defaults)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_kaiming(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         """``input @ weight.T + bias``."""
@@ -67,10 +61,7 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         self.weight = Parameter(empty(out_features, in1_features, in2_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"bias": bias}, lambda _: empty(out_features, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -14,6 +14,7 @@ from ...errors import ShapeError
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .. import init
 from ..parameter import Parameter
+from ._params import optional_parameters
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm",
@@ -31,15 +32,8 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"weight": affine, "bias": affine and bias},
+                            lambda _: empty(num_features, device=device, dtype=dtype))
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -184,15 +178,9 @@ class LayerNorm(Module):
                  bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.normalized_shape, self.eps, self.elementwise_affine = _shape(normalized_shape), eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ones(*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(zeros(*self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"weight": elementwise_affine, "bias": elementwise_affine and bias},
+                            lambda name: (ones if name == "weight" else zeros)(*self.normalized_shape, device=device,
+                                                                                dtype=dtype))
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
@@ -245,15 +233,9 @@ class GroupNorm(Module):
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        optional_parameters(self, {"weight": affine, "bias": affine and bias},
+                            lambda name: (ones if name == "weight" else zeros)(num_channels, device=device,
+                                                                                dtype=dtype))
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
