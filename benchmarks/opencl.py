@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run import Case, Contender, Target, _cell, ferro_contender, harness_overhead, measure
+from run import Case, Contender, Target, _add, _cell, _exp, _matmul, ferro_contender, harness_overhead, measure
 
 N = 10_000_000
 F32 = 4
@@ -160,18 +160,6 @@ def _softmax(xp: Any, a: Any) -> Any:
 def _softmax_decomposed(xp: Any, a: Any) -> Any:
     from ferro._ops._registry import REGISTRY
     return REGISTRY["softmax"].decomposition(a, -1)
-
-
-def _add(xp: Any, a: Any, b: Any) -> Any:
-    return a + b
-
-
-def _exp(xp: Any, a: Any) -> Any:
-    return xp.exp(a)
-
-
-def _matmul(xp: Any, a: Any, b: Any) -> Any:
-    return a @ b
 
 
 def _raw(name: str) -> Any:

@@ -63,12 +63,10 @@ def fused_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             g = add(g, multiply(buf, c(momentum))) if nesterov else buf
         add(param, multiply(g, c(-lr)), out=param)
 
-    @quiet
-    def fused_adam(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, step: float,
-                   lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
-                   decoupled_weight_decay: bool, amsgrad: bool, maximize: bool) -> None:
-        c = param.dtype.type
-        if decoupled_weight_decay:
+    def moments(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, lr: float, beta1: float, beta2: float,
+                weight_decay: float, decoupled: bool, maximize: bool, c: Any) -> tuple[Any, Any]:
+        """ferro.optim.adam.moments on arrays, op for op: returns the decayed gradient and a scratch array."""
+        if decoupled:
             g = decayed(param, grad, 0, maximize, c)
             if weight_decay:
                 multiply(param, c(1 - lr * weight_decay), out=param)
@@ -77,6 +75,15 @@ def fused_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         t = np.empty_like(param)
         lerp_(exp_avg, g, 1 - beta1, t, c)
         ema_sq_(exp_avg_sq, g, beta2, t, c)
+        return g, t
+
+    @quiet
+    def fused_adam(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, step: float,
+                   lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                   decoupled_weight_decay: bool, amsgrad: bool, maximize: bool) -> None:
+        c = param.dtype.type
+        _, t = moments(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, weight_decay, decoupled_weight_decay,
+                       maximize, c)
         v = exp_avg_sq
         if amsgrad:
             np.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
@@ -136,15 +143,8 @@ def fused_kernels(np: Any) -> dict[str, Callable[..., Any]]:
                     beta2: float, eps: float, weight_decay: float, mu: float, mu_next: float, mu_product: float,
                     decoupled_weight_decay: bool, maximize: bool) -> None:
         c = param.dtype.type
-        if decoupled_weight_decay:
-            g = decayed(param, grad, 0, maximize, c)
-            if weight_decay:
-                multiply(param, c(1 - lr * weight_decay), out=param)
-        else:
-            g = decayed(param, grad, weight_decay, maximize, c)
-        t = np.empty_like(param)
-        lerp_(exp_avg, g, 1 - beta1, t, c)
-        ema_sq_(exp_avg_sq, g, beta2, t, c)
+        g, t = moments(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, weight_decay, decoupled_weight_decay,
+                       maximize, c)
         denom = divide(exp_avg_sq, c(1 - beta2 ** step))
         add(sqrt(denom, out=denom), c(eps), out=denom)
         add_scaled_(param, divide(g, denom, out=t), -lr * (1.0 - mu) / (1.0 - mu_product), c)
