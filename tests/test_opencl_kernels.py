@@ -102,6 +102,25 @@ def test_unary_on_views_and_edge_values(ocl: Any) -> None:
             np.testing.assert_allclose(got.numpy(), ref(a.T), rtol=1e-6, err_msg=name)
 
 
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
+def test_fast_launches_reset_the_size_and_scalar_a_kernel_keeps(ocl: Any, dtype: str) -> None:
+    # The contiguous fast path sets a kernel's element count and scalar operand only when they differ from
+    # what the kernel was last given: interleave sizes and scalars (1 then 1.0 then 2) on the same kernels.
+    k = ocl.kernels(0)
+    rt = ocl.runtime(0)
+    cases = []
+    for n, s in ((1000, 1), (7, 1), (1000, 1), (3000, 2), (7, 2), (1, 0), (1000, 1)):
+        a = (RNG.standard_normal(n) * 4).astype(dtype)
+        b = (RNG.standard_normal(n) * 4).astype(dtype)
+        x, y = rt.from_host(a), rt.from_host(b)
+        cases.append((k["add"](x, y), a + b))
+        cases.append((k["mul"](x, s if dtype != "float32" else float(s)), a * np.asarray(s, dtype)))
+        cases.append((k["mul"](x, s), a * np.asarray(s, dtype)))
+        cases.append((k["neg"](x) if dtype != "bool" else k["logical_not"](x), -a if dtype != "bool" else ~a))
+    for got, want in cases:  # read back only at the end: every launch was queued with the values it needed
+        np.testing.assert_allclose(got.get().astype(np.float64), want.astype(np.float64), rtol=1e-3)
+
 def test_integer_division_and_remainder_follow_python(ocl: Any) -> None:
     a = np.array([7, -7, 7, -7, 0], np.int32)
     b = np.array([2, 2, -2, -2, 3], np.int32)

@@ -11,6 +11,7 @@ only one or two. Nothing here waits for the device.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from string import Template
 from typing import Any
@@ -277,46 +278,82 @@ def elementwise_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
 
 
 def _fast(op: Elementwise) -> Callable[..., Any]:
-    """The kernel function of ``op``: a contiguous array with another of its shape, or with a number on the
-    right, skips every general step once its kernels exist."""
+    """The kernel function of ``op``: a contiguous array at offset 0 with another of its shape, or with a number
+    on the right, skips every general step once its kernels exist.
+
+    It launches the offset-free ``_z`` kernel itself instead of through pyopencl's invoker: OpenCL keeps a
+    kernel's arguments between launches, so only the buffers are set each time, and the element count (and a
+    scalar operand) only when it differs from the value the kernel already holds. Those ``_z`` kernels are
+    launched nowhere else, so the values remembered here are the kernel's own.
+    """
     rt = op.rt
     unary, both, scalar = op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)]
     queue = rt.queue
     allocate = rt.pool.allocate
     group = rt.max_group
+    enqueue = rt.cl._cl.enqueue_nd_range_kernel
+    new = object.__new__
+    held: dict[Any, list[Any]] = {}  # _z kernel -> [element count, scalar] it was last given
 
     def kernel(*args: Any) -> CLArray:
         a = args[0]
-        if type(a) is CLArray and a.contiguous:
+        if type(a) is CLArray and a.contiguous and not a.offset:
             got = None
-            zero = a.offset == 0
             if len(args) == 1:
                 got = unary.get(a.dtype)
-                flat: tuple[Any, ...] = (a.buffer,) if zero else (a.buffer, a.offset)
+                sv = None
             else:
                 b = args[1]
                 tb = type(b)
                 if tb is CLArray:
-                    if b.contiguous and b.shape == a.shape and b.dtype is a.dtype:
+                    if b.contiguous and not b.offset and b.shape == a.shape and b.dtype is a.dtype:
                         got = both.get(a.dtype)
-                        zero = zero and b.offset == 0
-                        flat = (a.buffer, b.buffer) if zero else (a.buffer, a.offset, b.buffer, b.offset)
+                        sv = None
                 elif tb is float or tb is int:  # x * 2.5: the scalar is a by-value argument
                     got = scalar.get(a.dtype)
-                    flat = (a.buffer, b) if zero else (a.buffer, a.offset, b)
+                    sv = b
             if got is not None:
-                out = CLArray(rt, None, a.shape, got[2])
-                n = out.size
-                if n:
-                    out.buffer = allocate(n * got[2].itemsize)
-                    size = ((n + group - 1) // group * group,)
-                    if zero:
-                        got[3](queue, size, None, out.buffer, *flat, n)
+                out = new(CLArray)  # CLArray(rt, None, a.shape, dtype), without __init__: a's layout is the result's
+                out.rt, out.shape, out.strides, out.size, out.contiguous, out.offset, out.dtype = \
+                    rt, a.shape, a.strides, a.size, True, 0, got[2]
+                n = a.size
+                if not n:
+                    out.buffer = None
+                    return out
+                kz = got[3]
+                out.buffer = buf = allocate(n * got[2].itemsize)
+                last = held.get(kz)
+                if last is None:
+                    last = held[kz] = [None, None]
+                if sv is None:
+                    if len(args) == 1:
+                        kz._set_arg_multi((0, buf, 1, a.buffer))
+                        if last[0] != n:
+                            kz._set_arg_buf_multi((2, _pack_q(n)))
+                            last[0] = n
                     else:
-                        got[0](queue, size, None, out.buffer, 0, *flat, n)
+                        kz._set_arg_multi((0, buf, 1, a.buffer, 2, b.buffer))
+                        if last[0] != n:
+                            kz._set_arg_buf_multi((3, _pack_q(n)))
+                            last[0] = n
+                else:
+                    kz._set_arg_multi((0, buf, 1, a.buffer))
+                    if last[0] != n or last[1] != sv or type(last[1]) is not type(sv):
+                        kz._set_arg_buf_multi((2, _scalar_bytes(a.dtype, sv),
+                                               3, _pack_q(n)))
+                        last[0], last[1] = n, sv
+                enqueue(queue, kz, ((n + group - 1) // group * group,), None, None, None, False, False)
                 return out
         return op(*args)
     return kernel
+
+
+_pack_q = struct.Struct("q").pack
+
+
+def _scalar_bytes(dt: Any, value: Any) -> bytes:
+    """A scalar kernel argument for operands of dtype ``dt``, as the kernel reads it (float for float16)."""
+    return np.asarray(value, np.float32 if dt == _HALF else dt).tobytes()
 
 
 # -- copies and casts ---------------------------------------------------------------------------------------
