@@ -44,6 +44,7 @@ from ferro.bench._harness import (  # noqa: F401
     import_times,
     measure,
     numpy_contender,
+    paired_ratio,
     select_contenders,
     torch_contender,
 )

@@ -119,8 +119,9 @@ class Elementwise:
         self.expr_of = expr_of  # operand dtype -> (expression, helpers)
         self.out_of = out_of  # operand dtype -> result dtype
         self.cache: dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]] = {}
-        #: the same entries for the hot patterns, keyed by the one dtype: (array,), (array, array), (array, number)
-        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]]] = {
+        #: for the hot patterns (array,), (array, array), (array, number), by their one dtype: the offset-free
+        #: contiguous kernel, the result dtype and [element count, scalar] that kernel was last given
+        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, list[Any]]]] = {
             (False,): {}, (False, False): {}, (False, True): {}}
 
     def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any, tuple[Any, ...]]:
@@ -147,7 +148,9 @@ class Elementwise:
             self.cache[operands] = got
             hot = self.fast.get(tuple(sc for _, sc in operands))
             if hot is not None and not flag and all(d == operands[0][0] for d, _ in operands):
-                hot[operands[0][0]] = got  # the hot path passes no error flag
+                # the hot path passes no error flag; the list is what its _z kernel holds (see _fast), kept by the
+                # runtime, which hands out one kernel object per program however many tables use it
+                hot[operands[0][0]] = (got[3], out, rt.held.setdefault(got[3], [None, None]))
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -293,7 +296,6 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
     group = rt.max_group
     enqueue = rt.cl._cl.enqueue_nd_range_kernel
     new = object.__new__
-    held: dict[Any, list[Any]] = {}  # _z kernel -> [element count, scalar] it was last given
 
     def kernel(*args: Any) -> CLArray:
         a = args[0]
@@ -315,16 +317,13 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
             if got is not None:
                 out = new(CLArray)  # CLArray(rt, None, a.shape, dtype), without __init__: a's layout is the result's
                 out.rt, out.shape, out.strides, out.size, out.contiguous, out.offset, out.dtype = \
-                    rt, a.shape, a.strides, a.size, True, 0, got[2]
+                    rt, a.shape, a.strides, a.size, True, 0, got[1]
                 n = a.size
                 if not n:
                     out.buffer = None
                     return out
-                kz = got[3]
-                out.buffer = buf = allocate(n * got[2].itemsize)
-                last = held.get(kz)
-                if last is None:
-                    last = held[kz] = [None, None]
+                kz, _, last = got
+                out.buffer = buf = allocate(n * got[1].itemsize)
                 if sv is None:
                     if len(args) == 1:
                         kz._set_arg_multi((0, buf, 1, a.buffer))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cases import IMPORTS, NOT_AT_IMPORT, Case
+from ._cases import IMPORTS, NOT_AT_IMPORT, Case, Target
 
 
 def _nothing() -> None:
@@ -172,6 +172,16 @@ def measure(case: Case, contenders: list[Contender], rounds: int, budget: float,
             time.sleep(pause)
             results[name].seconds.append(_per_call(fn, sync, results[name].loops))
     return results
+
+
+def paired_ratio(target: Target, ours: Result, reference: Result) -> float:
+    """The median over rounds of ``target.ratio`` between two contenders' times *in the same round*.
+
+    :func:`measure` runs every contender once per round, so a pair shares the machine's state of
+    that moment: slow drifts (other tenants, frequency, a driver's worker threads waking or not)
+    cancel in the pair, where the best rounds of each may come from different moments.
+    """
+    return statistics.median(target.ratio(o, r) for o, r in zip(ours.seconds, reference.seconds))
 
 
 def harness_overhead(budget: float) -> float:
