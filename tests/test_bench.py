@@ -231,8 +231,7 @@ def test_benchmarks_run_py_runs_as_a_script() -> None:
 def test_paired_ratio_is_the_median_of_same_round_ratios() -> None:
     from ferro.bench._cases import Target
     from ferro.bench._harness import Result, paired_ratio
-    # The machine is twice as slow in rounds 2 and 3: best rounds from different moments would say 0.5x,
-    # the rounds' own ratios say 1.25x every time.
+    # The machine is twice as slow in rounds 2 and 3: each round's own ratio is still 1.25x.
     ours, ref = Result([5.0, 10.0, 10.0]), Result([4.0, 8.0, 8.0])
     assert paired_ratio(Target("ref", 1.2), ours, ref) == pytest.approx(1.25)
     assert paired_ratio(Target("ref", 0.9, throughput=True), ours, ref) == pytest.approx(0.8)
