@@ -120,7 +120,7 @@ class Elementwise:
         self.out_of = out_of  # operand dtype -> result dtype
         self.cache: dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]] = {}
         #: for the hot patterns (array,), (array, array), (array, number), by their one dtype: the offset-free
-        #: contiguous kernel, the result dtype and [element count, scalar] that kernel was last given
+        #: contiguous kernel, the result dtype and [element count, scalar, global size] it was last given
         self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, list[Any]]]] = {
             (False,): {}, (False, False): {}, (False, True): {}}
 
@@ -150,7 +150,7 @@ class Elementwise:
             if hot is not None and not flag and all(d == operands[0][0] for d, _ in operands):
                 # the hot path passes no error flag; the list is what its _z kernel holds (see _fast), kept by the
                 # runtime, which hands out one kernel object per program however many tables use it
-                hot[operands[0][0]] = (got[3], out, rt.held.setdefault(got[3], [None, None]))
+                hot[operands[0][0]] = (got[3], out, rt.held.setdefault(got[3], [None, None, None]))
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -329,19 +329,18 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
                         kz._set_arg_multi((0, buf, 1, a.buffer))
                         if last[0] != n:
                             kz._set_arg_buf_multi((2, _pack_q(n)))
-                            last[0] = n
+                            last[0], last[2] = n, ((n + group - 1) // group * group,)
                     else:
                         kz._set_arg_multi((0, buf, 1, a.buffer, 2, b.buffer))
                         if last[0] != n:
                             kz._set_arg_buf_multi((3, _pack_q(n)))
-                            last[0] = n
+                            last[0], last[2] = n, ((n + group - 1) // group * group,)
                 else:
                     kz._set_arg_multi((0, buf, 1, a.buffer))
                     if last[0] != n or last[1] != sv or type(last[1]) is not type(sv):
-                        kz._set_arg_buf_multi((2, _scalar_bytes(a.dtype, sv),
-                                               3, _pack_q(n)))
-                        last[0], last[1] = n, sv
-                enqueue(queue, kz, ((n + group - 1) // group * group,), None, None, None, False, False)
+                        kz._set_arg_buf_multi((2, _scalar_bytes(a.dtype, sv), 3, _pack_q(n)))
+                        last[0], last[1], last[2] = n, sv, ((n + group - 1) // group * group,)
+                enqueue(queue, kz, last[2], None, None, None, False, False)
                 return out
         return op(*args)
     return kernel

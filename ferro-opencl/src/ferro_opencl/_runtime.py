@@ -70,7 +70,7 @@ class Runtime:
         #: source key -> built program; kernels by (key, kernel name).
         self.programs: dict[Any, Any] = {}
         self.kernels: dict[Any, Any] = {}
-        #: kernel -> [element count, scalar]: the by-value arguments _elementwise's fast path last set on it
+        #: kernel -> [element count, scalar, global size]: what _elementwise's fast path last launched it with
         self.held: dict[Any, list[Any]] = {}
         #: seconds spent building programs in this process, and how many were built.
         self.build_seconds = 0.0
