@@ -317,6 +317,32 @@ def test_unclaimed_ops_raise_unsupported_with_the_reason(ocl: Any, monkeypatch: 
         ferro.ones(2, device="opencl").to(ferro.bfloat16)
 
 
+def test_linalg_runs_on_the_cpu_backend_when_fallback_says_so(ocl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferro._ops import _dispatch
+    monkeypatch.setenv("FERRO_FALLBACK", "cpu")
+    monkeypatch.setattr(_dispatch, "_warned_fallback", set())  # warned once per op: forget earlier tests' warnings
+    m = RNG.standard_normal((2, 4, 4)).astype(np.float32)
+    a = m @ m.transpose(0, 2, 1) + 4 * np.eye(4, dtype=np.float32)  # a batch of SPD matrices
+    b = RNG.standard_normal((2, 4, 3)).astype(np.float32)
+    x = _t(a).requires_grad_()
+    with pytest.warns(RuntimeWarning, match="'linalg_inv' has no kernel on backend 'opencl'.*FERRO_FALLBACK=cpu"):
+        inv = ferro.linalg.inv(x)
+    assert inv.device == ferro.device("opencl:0")
+    _close(inv.detach(), np.linalg.inv(a), rtol=1e-4, atol=1e-5)
+    inv.sum().backward()  # d sum(inv(a)) = -inv(a)^T 1 inv(a)^T, computed by ferro ops on the device
+    ia = np.linalg.inv(a).transpose(0, 2, 1)
+    _close(x.grad, -ia @ np.ones_like(a) @ ia, rtol=1e-4, atol=1e-5)
+    with pytest.warns(RuntimeWarning):
+        _close(ferro.linalg.solve(_t(a), _t(b)), np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)
+        w, v = ferro.linalg.eigh(_t(a))
+        _close(w, np.linalg.eigvalsh(a), rtol=1e-4, atol=1e-4)
+        _close(v @ ferro.diag_embed(w) @ v.mT, a, rtol=1e-4, atol=1e-4)
+        _close(ferro.linalg.det(_t(a)), np.linalg.det(a), rtol=1e-4)
+        lu, piv = ferro.linalg.lu_factor(_t(a))
+        assert piv.device == lu.device == ferro.device("opencl:0")
+        np.testing.assert_array_equal(piv.numpy(), ferro.linalg.lu_factor(ferro.tensor(a)).pivots.numpy())
+
+
 def test_gradients_flow_on_the_device(ocl: Any) -> None:
     if ferro.float64 not in ocl.dtypes(0):
         pytest.skip("no float64 for finite differences")

@@ -4,7 +4,8 @@ Kernels (the Array API ``linalg`` extension in the generic backend):
 ``linalg_inv``, ``linalg_det``, ``linalg_slogdet``, ``linalg_solve``,
 ``linalg_cholesky``, ``linalg_qr``, ``linalg_eigh``, ``linalg_svd``,
 ``linalg_pinv``, ``linalg_lu_factor``. Gradients are the standard matrix-calculus results, written
-with ferro ops so they work on any backend and twice.
+with ferro ops so they work on any backend and twice. A device without these kernels runs them on
+the CPU backend when ``FERRO_FALLBACK=cpu`` says so (:func:`_kernel`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
+from .._device import device
 from .._dtypes import bool_, complex64, complex128, float32, float64
 from .._tensor import Tensor, _wrap
 from ..autograd._function import Function
-from ..errors import ShapeError
-from ._dispatch import kernel
+from ..errors import ShapeError, UnsupportedOperationError
+from ._dispatch import fallback_enabled, kernel, warn_fallback
 from ._registry import register_composites
 
 __all__ = ["FUNCTIONS"]
@@ -40,10 +42,34 @@ def _square(op: str, a: Tensor) -> None:
         raise DTypeError(f"linalg.{op}: expected a floating or complex dtype, got {a.dtype}")
 
 
+def _kernel(dev: Any, name: str) -> Callable[..., Any]:
+    """Kernel ``name`` of ``dev``. Where the device has none (OpenCL's decompositions) and ``FERRO_FALLBACK=cpu``
+    is set, the CPU backend's, run on host copies of the native arrays with the results copied back, after a
+    warning; otherwise the ``UnsupportedOperationError`` that names the backends that have it. The linalg
+    kernels write nothing in place, so running them on copies is safe; gradients stay on ``dev`` (the
+    backward formulas are ferro ops)."""
+    try:
+        return kernel(dev, name)
+    except UnsupportedOperationError:
+        if dev.type == "cpu" or not fallback_enabled():
+            raise
+    cpu = device("cpu")
+    host_kernel, here, there = kernel(cpu, name), dev.backend, cpu.backend
+
+    def on_the_cpu(*args: Any) -> Any:
+        warn_fallback(name, dev)
+        native = type(args[0])  # the first argument is always an array: the rest of its type are too
+        out = host_kernel(*(there.from_numpy(here.to_numpy(x), 0) if type(x) is native else x for x in args))
+        if isinstance(out, tuple):
+            return tuple(here.from_numpy(there.to_numpy(o), dev.index) for o in out)
+        return here.from_numpy(there.to_numpy(out), dev.index)
+    return on_the_cpu
+
+
 def _call(name: str, a: Tensor, *args: Any, real: tuple[int, ...] = ()) -> Any:
     """Run kernel ``name`` on ``a``; outputs at the positions ``real`` (eigenvalues, singular values) have
     ``a``'s real dtype."""
-    out = kernel(a._device, name)(a._data, *args)
+    out = _kernel(a._device, name)(a._data, *args)
     if isinstance(out, tuple):
         real_dt = _REAL.get(a._dtype, a._dtype)
         return tuple(_wrap(o, real_dt if i in real else a._dtype, a._device) for i, o in enumerate(out))
@@ -126,7 +152,7 @@ def det(a: Tensor) -> Tensor:
 class _Solve(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, b: Tensor) -> Tensor:
-        out = _wrap(kernel(a._device, "linalg_solve")(a._data, b._data), a._dtype, a._device)
+        out = _wrap(_kernel(a._device, "linalg_solve")(a._data, b._data), a._dtype, a._device)
         ctx.save_for_backward(a, out)
         return out
 
@@ -369,7 +395,7 @@ class _LUFactor(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
         from .._dtypes import int32
-        lu, piv = kernel(a._device, "linalg_lu_factor")(a._data)
+        lu, piv = _kernel(a._device, "linalg_lu_factor")(a._data)
         out = _wrap(lu, a._dtype, a._device)
         ctx.save_for_backward(out)
         ctx.pivots = piv = _wrap(piv, int32, a._device)

@@ -8,8 +8,8 @@ in the main namespace (``matmul``, ``matrix_transpose``, ``tensordot``,
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 import ferro
 import ferro.linalg as _fl
@@ -20,23 +20,6 @@ from .._tensor import Tensor
 from ._axes import keep_shape, normalize_axes, one_axis
 from ._dtypes import builtins_bool, check_array, promote
 from ._elementwise import conj, real
-
-
-def _run(kernel: str, fn: Callable[..., Any], *arrays: Tensor, **kw: Any) -> Any:
-    """``fn(*arrays, **kw)``; where the device lacks ``kernel`` (OpenCL's SVD, eigh...) and ``FERRO_FALLBACK=cpu``
-    is set, on the CPU backend, results moved back (ferro.linalg calls such kernels directly, past the
-    registry's fallback)."""
-    dev = arrays[0].device
-    if dev.type == "cpu" or kernel in (dev.backend and dev._kernels):
-        return fn(*arrays, **kw)
-    from .._ops._dispatch import fallback_enabled, warn_fallback
-    if not fallback_enabled():
-        return fn(*arrays, **kw)  # the clear UnsupportedOperationError
-    warn_fallback(kernel, dev)
-    out = fn(*(a.to("cpu") for a in arrays), **kw)
-    if isinstance(out, tuple):
-        return type(out)(*(o.to(dev) for o in out)) if hasattr(out, "_fields") else tuple(o.to(dev) for o in out)
-    return out.to(dev)
 
 
 def matmul(x1: Tensor, x2: Tensor, /) -> Tensor:
@@ -107,7 +90,7 @@ class SVDResult(NamedTuple):
 
 def cholesky(x: Tensor, /, *, upper: builtins_bool = False) -> Tensor:
     """The Cholesky factor of symmetric (Hermitian) positive-definite matrices."""
-    return _run("linalg_cholesky", _fl.cholesky, check_array(x, "cholesky"), upper=upper)
+    return _fl.cholesky(check_array(x, "cholesky"), upper=upper)
 
 
 def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
@@ -122,7 +105,7 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
 
 def det(x: Tensor, /) -> Tensor:
     """The determinant of each square matrix."""
-    return _run("linalg_det", _fl.det, check_array(x, "det"))
+    return _fl.det(check_array(x, "det"))
 
 
 def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
@@ -132,18 +115,18 @@ def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
 
 def eigh(x: Tensor, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices."""
-    w, v = _run("linalg_eigh", _fl.eigh, check_array(x, "eigh"))
+    w, v = _fl.eigh(check_array(x, "eigh"))
     return EighResult(w, v)
 
 
 def eigvalsh(x: Tensor, /) -> Tensor:
     """Eigenvalues (ascending) of symmetric (Hermitian) matrices."""
-    return _run("linalg_eigh", _fl.eigvalsh, check_array(x, "eigvalsh"))
+    return _fl.eigvalsh(check_array(x, "eigvalsh"))
 
 
 def inv(x: Tensor, /) -> Tensor:
     """The inverse of each square matrix."""
-    return _run("linalg_inv", _fl.inv, check_array(x, "inv"))
+    return _fl.inv(check_array(x, "inv"))
 
 
 def matrix_norm(x: Tensor, /, *, keepdims: builtins_bool = False,
@@ -209,7 +192,7 @@ def pinv(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse (singular values below ``rtol`` times the largest count as 0)."""
     check_array(x, "pinv")
     if rtol is None:
-        return _run("linalg_pinv", _fl.pinv, x)
+        return _fl.pinv(x)
     u, s, vh = svd(x, full_matrices=False)
     cut = _rtol(x, rtol, s)
     sinv = ferro.where(ferro.gt(s, cut), 1 / ferro.where(ferro.gt(s, cut), s, ferro.ones_like(s)), ferro.zeros_like(s))
@@ -218,13 +201,13 @@ def pinv(x: Tensor, /, *, rtol: float | Tensor | None = None) -> Tensor:
 
 def qr(x: Tensor, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
     """The QR decomposition of each matrix."""
-    q, r = _run("linalg_qr", _fl.qr, check_array(x, "qr"), mode=mode)
+    q, r = _fl.qr(check_array(x, "qr"), mode=mode)
     return QRResult(q, r)
 
 
 def slogdet(x: Tensor, /) -> SlogdetResult:
     """The sign and the log of the absolute value of each determinant."""
-    s, la = _run("linalg_slogdet", _fl.slogdet, check_array(x, "slogdet"))
+    s, la = _fl.slogdet(check_array(x, "slogdet"))
     return SlogdetResult(s, real(la))
 
 
@@ -236,18 +219,18 @@ def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
         batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
         a = ferro.broadcast_to(a, (*batch, *a.shape[-2:]))
         b = ferro.broadcast_to(b, (*batch, *b.shape[-2:]))
-    return _run("linalg_solve", _fl.solve, a, b)
+    return _fl.solve(a, b)
 
 
 def svd(x: Tensor, /, *, full_matrices: builtins_bool = True) -> SVDResult:
     """The singular value decomposition ``U @ diag(S) @ Vh`` of each matrix."""
-    u, s, vh = _run("linalg_svd", _fl.svd, check_array(x, "svd"), full_matrices=full_matrices)
+    u, s, vh = _fl.svd(check_array(x, "svd"), full_matrices=full_matrices)
     return SVDResult(u, real(s), vh)
 
 
 def svdvals(x: Tensor, /) -> Tensor:
     """The singular values (descending) of each matrix."""
-    return real(_run("linalg_svd", _fl.svdvals, check_array(x, "svdvals")))
+    return real(_fl.svdvals(check_array(x, "svdvals")))
 
 
 def trace(x: Tensor, /, *, offset: int = 0, dtype: DType | None = None) -> Tensor:
