@@ -183,11 +183,6 @@ def solve(a: Tensor, b: Tensor) -> Tensor:
     return x.squeeze(-1) if vector else x
 
 
-def _phi(x: Tensor) -> Tensor:
-    """The lower triangle with the diagonal halved."""
-    return x.tril() - 0.5 * x.diagonal(0, -2, -1).diag_embed()
-
-
 class _Cholesky(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> Tensor:
@@ -197,13 +192,14 @@ class _Cholesky(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
+        # PyTorch's formula, for real and complex alike: with X = tril(L^H g),
+        # dA = L^-H (X + tril(X, -1)^H) / 2 L^-1. For real inputs it is the symmetric
+        # L^-T Phi(L^T g) L^-1 (Phi: the lower triangle, its diagonal halved) symmetrized; for complex
+        # ones it keeps the diagonal's imaginary part, as PyTorch does.
         (low,) = ctx.saved_tensors
-        if low.dtype.is_complex:
-            raise NotImplementedError("linalg.cholesky: the derivative for complex inputs is not implemented "
-                                      "(real inputs are)")
+        x = (low.mH @ g).tril()
         li = inv(low)
-        s = li.mH @ _phi(low.mH @ g) @ li
-        return 0.5 * (s + s.mH)
+        return li.mH @ (0.5 * (x + x.tril(-1).mH)) @ li
 
 
 def cholesky(a: Tensor, *, upper: bool = False) -> Tensor:
