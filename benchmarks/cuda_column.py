@@ -38,9 +38,11 @@ def _contenders() -> dict[str, dict[str, Any]]:
     import torch
 
     import ferro
+    from ferro_cuda._bfloat16 import cupy_bfloat16
     out: dict[str, dict[str, Any]] = {}
+    # CuPy's bfloat16 is ml_dtypes' (CuPy 14+); None where it has none, which makes the cell n/a
     out["cupy"] = {"up": lambda a, dt: cp.asarray(a).astype(dt), "sync": cp.cuda.Device().synchronize,
-                   "dtypes": {"float32": cp.float32, "bfloat16": getattr(cp, "bfloat16", None)},
+                   "dtypes": {"float32": cp.float32, "bfloat16": cupy_bfloat16(cp)},
                    "add": lambda x, y: x + y, "exp": cp.exp, "mm": cp.matmul}
     out["torch"] = {"up": lambda a, dt: torch.from_numpy(a).to("cuda", dt), "sync": torch.cuda.synchronize,
                     "dtypes": {"float32": torch.float32, "bfloat16": torch.bfloat16},
@@ -122,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", help="also write the rows to this file")
     args = p.parse_args(argv)
+    import ferro
+    avail = ferro.backends.get("cuda").availability() if "cuda" in ferro.backends.installed() else None
+    if not avail:
+        print(f"CUDA is unavailable here: {avail.reason if avail is not None else 'ferro-cuda is not installed'}; "
+              "nothing to measure")
+        return 1
     import cupy as cp
     import torch
     rows = run(args.rounds)

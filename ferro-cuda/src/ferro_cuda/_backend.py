@@ -13,6 +13,9 @@ the *current* device. So :meth:`CudaBackend.native_device` stays None and
 every kernel of ``cuda:N`` with ``N > 0`` runs inside ``cupy.cuda.Device(N)``;
 ``cuda:0`` kernels run unwrapped, on the current device, which ferro never
 changes outside those blocks.
+
+bfloat16 is a dtype here where CuPy has it (CuPy 14 with ml_dtypes), and each
+op claims it only where CuPy really runs it (:mod:`._bfloat16`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ferro._dtypes import DType, bfloat16
 from ferro.backends import ArrayAPIBackend, Availability
 
 from ._memory import MemoryTracker, PinnedStager
@@ -29,6 +33,7 @@ from ._runtime import cuda_availability, cuda_version
 
 __all__ = ["CudaBackend"]
 
+_UNKNOWN = object()
 #: DLPack device types whose memory CuPy imports without a copy (kDLCUDA, kDLCUDAManaged).
 _DLPACK_CUDA = (2, 13)
 _DLPACK_CPU = 1
@@ -59,6 +64,8 @@ class CudaBackend(ArrayAPIBackend):
         self._stager: PinnedStager | None = None
         self._tf32: bool | None = None
         self._current = 0
+        self._bf16: Any = _UNKNOWN
+        self._bf16_refused: dict[str, str] | None = None
 
     def check_runtime(self) -> Availability:
         avail = cuda_availability(self.xp)
@@ -66,6 +73,48 @@ class CudaBackend(ArrayAPIBackend):
             self._memory = MemoryTracker(self.xp)
             self._stager = PinnedStager(self.xp)
         return avail
+
+    # -- dtypes -----------------------------------------------------------
+
+    def cupy_bfloat16(self) -> Any:
+        """CuPy's bfloat16 dtype, or None where the installed CuPy has none (asked once)."""
+        if self._bf16 is _UNKNOWN:
+            from ._bfloat16 import cupy_bfloat16
+            self._bf16 = cupy_bfloat16(self.xp)
+        return self._bf16
+
+    def dtypes(self, index: int) -> frozenset[DType]:
+        """CuPy's dtypes; bfloat16 too where CuPy has it."""
+        out = super().dtypes(index)
+        return out | {bfloat16} if self.cupy_bfloat16() is not None else out
+
+    def native_dtype(self, dtype: DType) -> Any:
+        if dtype is bfloat16:
+            native = self.cupy_bfloat16()
+            if native is None:
+                raise TypeError(f"CuPy {self.xp.__version__} has no bfloat16 (it needs CuPy 14 and ml_dtypes)")
+            return native
+        return super().native_dtype(dtype)
+
+    def bfloat16_refusals(self, index: int = 0) -> dict[str, str]:
+        """Op -> why it is refused for bfloat16 here (empty without bfloat16); see :mod:`._bfloat16`."""
+        bf16 = self.cupy_bfloat16()
+        if bf16 is None:
+            return {}
+        if self._bf16_refused is None:
+            from ._bfloat16 import refused_ops
+            self._bf16_refused = refused_ops(self.xp, bf16, self.kernels(index))
+        return self._bf16_refused
+
+    def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
+        """bfloat16 for every op CuPy has no bfloat16 path for."""
+        return {op: frozenset({bfloat16}) for op in self.bfloat16_refusals(index)}
+
+    def supports(self, op: str, dtype: DType, index: int | None = None) -> bool:
+        # Composites that call refused raw kernels (linalg_*) are refused here; core would count the kernel.
+        if dtype is bfloat16 and self.availability() and op in self.bfloat16_refusals(self._index(index)):
+            return False
+        return super().supports(op, dtype, index)
 
     # -- devices ----------------------------------------------------------
 
@@ -141,9 +190,19 @@ class CudaBackend(ArrayAPIBackend):
         from ._device_kernels import device_kernels
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         generic = self._generic_kernels(index)
-        return {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"]),
-                "cummax": cum_extreme_kernel(True, generic["cummax"]),
-                "cummin": cum_extreme_kernel(False, generic["cummin"])}
+        table = {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"]),
+                 "cummax": cum_extreme_kernel(True, generic["cummax"]),
+                 "cummin": cum_extreme_kernel(False, generic["cummin"])}
+        bf16 = self.cupy_bfloat16()
+        if bf16 is not None:
+            from ferro.errors import UnsupportedOperationError
+
+            from ._bfloat16 import bfloat16_kernels
+
+            def refuse(kernel: str, reason: str) -> Exception:
+                return UnsupportedOperationError(kernel, bfloat16, self.name, f"{self.name}:{index}", reason=reason)
+            table.update(bfloat16_kernels(self.xp, bf16, {**generic, **table}, refuse))
+        return table
 
     # -- TF32 -------------------------------------------------------------
 

@@ -1,0 +1,345 @@
+"""bfloat16 on the CUDA backend: claimed op by op, from CuPy's own type tables.
+
+CuPy 14 takes ml_dtypes' ``bfloat16`` (``cupy.dtype(ml_dtypes.bfloat16)``, type
+char ``'E'``), but not everywhere: most ufuncs and reductions have an ``'E'``
+loop, 2-D matmul is cuBLAS ``GemmEx`` with ``CUDA_R_16BF``, while ``where``,
+``round``, argmax, the scans, sorting, ``cupy.linalg`` (cuSOLVER) and
+``cupy.fft`` have none. A loop that is missing does not always fail: CuPy
+picks the next loop the input casts to safely, so ``round`` of bfloat16 runs
+in float32 and returns float32, which ferro would mislabel. So nothing is
+claimed from a guess:
+
+- :data:`REQUIREMENTS` maps each kernel of the CUDA table to what it runs on
+  CuPy: a routine with the input types it is called with (:class:`Loop`,
+  checked with CuPy's own loop resolution on the routine's type table), a
+  host-side check (:class:`Probe`), one of ferro's CUDA C sources
+  (:class:`OwnKernel`: only if instantiated for bfloat16), a fact of CuPy's
+  source that Python cannot reach (:class:`Cited`), or :class:`Refused`.
+  A kernel not in the table is refused.
+- :func:`refused_ops` walks the op registry: an op computing in bfloat16 is
+  refused when one of its kernels is; an op that runs as a composition (every
+  op of ``ferro._ops.fused``: core sends bfloat16 to the decomposition, not to
+  the fused CUDA kernels) when one of the ops or kernels it uses is.
+
+All of it reads type tables and needs no GPU, so CI checks the claims; the
+values themselves are checked on a GPU (``tests/test_cuda_bfloat16.py``).
+:func:`bfloat16_kernels` adds the two kernels that make claims possible:
+``where`` on bfloat16 selects through the arrays' int16 views (selection moves
+bits only), and batched (3-D and up) bfloat16 matmul, which CuPy sends to
+its integer kernel accumulating in bfloat16, computes in float32 through
+cuBLAS and rounds once.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ferro._dtypes import bfloat16
+from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
+
+from ._device_kernels import _SPECIAL
+from .kernels import SOURCES
+
+__all__ = ["cupy_bfloat16", "REQUIREMENTS", "Loop", "Probe", "OwnKernel", "Cited", "Refused", "kernel_refusals",
+           "refused_ops", "bfloat16_kernels"]
+
+#: The first CuPy with bfloat16 (through ml_dtypes).
+MIN_CUPY = 14
+
+
+def cupy_bfloat16(cp: Any) -> Any:
+    """CuPy's bfloat16 dtype, or None where this CuPy has none (older than 14, or no ml_dtypes)."""
+    try:
+        if int(str(cp.__version__).split(".")[0]) < MIN_CUPY:
+            return None
+        import ml_dtypes
+        return cp.dtype(ml_dtypes.bfloat16)
+    except Exception:  # no ml_dtypes, or a CuPy that refuses the dtype: no bfloat16
+        return None
+
+
+def _lookup(path: str) -> Any:
+    """The object at a dotted path (``"cupy._core._routines_math._sum_keep_dtype"``)."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ImportError(path)
+
+
+# -- what a kernel needs from CuPy ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loop:
+    """CuPy routine ``path`` (a ufunc or reduction), called with ``inputs`` (NumPy type chars, ``'E'`` for
+    bfloat16), must resolve to a loop that takes bfloat16 as bfloat16. An exact widening to float32/float64
+    also does when the loop's results are bool or integer (nothing to round), or when the kernel rounds its
+    result back to bfloat16 itself (``rounded``)."""
+
+    path: str
+    inputs: str
+    rounded: bool = False
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """None when the routine runs bfloat16 as said; otherwise why not."""
+        import numpy as np
+        try:
+            ops = _lookup(self.path)._ops
+            types = tuple(bf16 if c == "E" else np.dtype(c) for c in self.inputs)
+            op = ops._guess_routine_from_in_types(types)
+        except Exception as e:  # no such routine, no type table, or CuPy's resolver moved: refuse
+            return f"{self.path}: no type table to check ({type(e).__name__}: {e})"
+        if op is None:
+            return f"{self.path} has no loop for {self.inputs}"
+        loop = "".join(t.char for t in op.in_types) + "->" + "".join(t.char for t in op.out_types)
+        exact_ok = self.rounded or all(t.kind in "biu" for t in op.out_types)
+        for want, got in zip(self.inputs, op.in_types, strict=True):
+            if want == "E" and got != bf16 and not (exact_ok and got.char in "fd"):
+                return f"{self.path} has no bfloat16 loop (bfloat16 would run its {loop} loop)"
+        return None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A host-side check of CuPy: ``test(cupy, bf16)`` returns True without raising."""
+
+    what: str
+    test: Callable[[Any, Any], bool]
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """None when the check passes; otherwise what failed."""
+        try:
+            ok = bool(self.test(cp, bf16))
+        except Exception as e:
+            return f"{self.what}: no ({type(e).__name__}: {e})"
+        return None if ok else f"{self.what}: no"
+
+
+@dataclass(frozen=True)
+class OwnKernel:
+    """One of ferro's CUDA C sources (:mod:`.kernels`): it must be instantiated for bfloat16."""
+
+    source: str
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """None when the source has a bfloat16 instantiation; otherwise that it has none."""
+        dtypes = SOURCES[self.source][1]
+        return None if "bfloat16" in dtypes else f"ferro's {self.source} kernel is built for {', '.join(dtypes)} only"
+
+
+@dataclass(frozen=True)
+class Cited:
+    """Claimed from CuPy's source where Python cannot reach the table (a ``cdef`` reduction); ``why`` says
+    where, and the GPU tests check it."""
+
+    why: str
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """Always None: the claim rests on the cited source."""
+        return None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Never claimed for bfloat16; ``why`` says why."""
+
+    why: str
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """Always the reason."""
+        return self.why
+
+
+Requirement = Loop | Probe | OwnKernel | Cited | Refused
+
+#: CuPy's copy kernel: casts, and every kernel that only moves elements (views, concatenation, indexing,
+#: CuPy's type-generic ``T`` templates), need nothing more of bfloat16 than this loop.
+COPY = Loop("cupy._core.elementwise_copy", "E")
+#: Core's generic sigmoid and angle ask ``xp.isdtype``, which is NumPy's and refuses ml_dtypes' dtypes.
+ISDTYPE = Probe("cupy.isdtype takes bfloat16", lambda cp, bf: cp.isdtype(bf, "complex floating") in (True, False))
+#: 2-D matmul: cupy.dot -> tensordot_core_v11 -> cublasGemmEx with CUDA_R_16BF, float32 compute.
+CUBLAS = Probe("cuBLAS GEMM takes bfloat16 (CuPy's compute-type table and CUDA_R_16BF)",
+               lambda cp, bf: _lookup("cupy._core._routines_linalg.to_compute_type_index")(bf) >= 0
+               and hasattr(cp.cuda.runtime, "CUDA_R_16BF"))
+#: Host NumPy with ml_dtypes' loops, the code ferro-cpu runs for bfloat16 too.
+HOST_AT = Probe("NumPy's ufunc.at takes ml_dtypes' bfloat16 (the host path)",
+                lambda cp, bf: _host_at_works(bf))
+#: CuPy sorts (argsort, unique) through Thrust, dispatched on this dtype table.
+THRUST = Probe("CuPy's Thrust sort takes bfloat16 (cupy.cuda.common._get_dtype_id)",
+               lambda cp, bf: _lookup("cupy.cuda.common._get_dtype_id")(bf) >= 0)
+_CUSOLVER = Refused("cuSOLVER (cupy.linalg) has no bfloat16 routines")
+_CUFFT = Refused("cuFFT (cupy.fft) has no bfloat16 transforms")
+#: CuPy routines with no type table Python can read, not tested with bfloat16 by CuPy itself.
+_UNCHECKED = Refused("no CuPy type table says it takes bfloat16; refused until checked on a GPU")
+
+
+def _host_at_works(bf: Any) -> bool:
+    import numpy as np
+    host = np.zeros(2, dtype=bf)
+    np.maximum.at(host, np.array([0, 0]), np.ones(2, dtype=bf))
+    return bool(host[0] == 1)
+
+
+def _ufunc(path: str, arity: int, *, rounded: bool = False) -> tuple[Requirement, ...]:
+    return (Loop(path, "E" * arity, rounded=rounded),)
+
+
+def _requirements() -> dict[str, tuple[Requirement, ...]]:
+    table: dict[str, tuple[Requirement, ...]] = {}
+    table.update({op: _ufunc(f"cupy.{fn}", 1) for op, fn in UNARY_FUNCS.items()})
+    table.update({op: _ufunc(f"cupy.{fn}", 2) for op, fn in BINARY_FUNCS.items()})
+    # cupy.round is a function: around -> ndarray.round -> this ufunc, with the decimals as an int64
+    table["round"] = (Loop("cupy._core.core._round_ufunc", "Eq"),)
+    # CuPy's special functions compute float16 / bfloat16 in float32; the kernel rounds back (_device_kernels)
+    table.update({op: _ufunc(f"cupyx.scipy.special.{fn}", 1, rounded=True) for op, fn in _SPECIAL.items()})
+    moves = ("cast", "reshape", "view", "permute", "expand", "cat", "stack", "getitem", "setitem", "copy_",
+             "contiguous", "clone", "real", "imag", "where",  # where: this module's int16-view kernel
+             # creation: a fill, float64 values cast (linspace, the host draws), or a diagonal written
+             "empty", "full", "linspace", "eye", "rand", "randn", "randint")
+    table.update({k: (COPY,) for k in moves})
+    stats = "cupy._core._routines_statistics"
+    table.update({
+        "relu": _ufunc("cupy.maximum", 2),
+        "arange": _ufunc("cupy._creation.ranges._arange_ufunc", 2),  # (start, step) -> element
+        "sigmoid": (ISDTYPE, *_ufunc("cupy.exp", 1), *_ufunc("cupy.abs", 1), *_ufunc("cupy.greater_equal", 2),
+                    *_ufunc("cupy.divide", 2), *_ufunc("cupy.add", 2), COPY),
+        "angle": (ISDTYPE, *_ufunc("cupy.isnan", 1), *_ufunc("cupy.less", 2), COPY),
+        "conj": _ufunc("cupy.conj", 1),
+        "sum": _ufunc("cupy._core._routines_math._sum_keep_dtype", 1),  # called with dtype=
+        "prod": _ufunc("cupy._core._routines_math._prod_auto_dtype", 1),
+        "amax": _ufunc(f"{stats}.amax", 1), "amin": _ufunc(f"{stats}.amin", 1),
+        "any": _ufunc("cupy._core._routines_logic.any", 1), "all": _ufunc("cupy._core._routines_logic.all", 1),
+        "mean": (Cited("cupy/_core/_routines_statistics.pyx: _mean_core has a bf16_loop summing in float, and "
+                       "_ndarray_mean keeps bfloat16 as the result dtype"),),
+        "argmax": (Cited("cupy/_core/_routines_statistics.pyx: _argmax has no bfloat16 loop; bfloat16 widens "
+                         "exactly to its 'f->q' loop"),),
+        "argmin": (Cited("cupy/_core/_routines_statistics.pyx: _argmin, as _argmax"),),
+        "nonzero": _ufunc("cupy.not_equal", 2),  # _ndarray_argwhere: not_equal(x, 0), then a type-generic scan
+        "index_put": (COPY, *_ufunc("cupy.add", 2), HOST_AT),
+        "index_reduce": (HOST_AT,),
+        "matmul": (CUBLAS,),
+        "cummax": (OwnKernel("scan"),), "cummin": (OwnKernel("scan"),),
+        "argsort": (THRUST,), "unique": (THRUST,),
+        **{k: (_UNCHECKED,) for k in ("cumsum", "cumprod", "searchsorted", "histc", "bincount")},
+        **{f"linalg_{k}": (_CUSOLVER,) for k in ("inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "svd",
+                                                 "pinv", "lu_factor")},
+        **{k: (_CUFFT,) for k in ("fft_c2c", "fft_r2c", "fft_c2r")},
+    })
+    own = {"softmax": "softmax", "log_softmax": "softmax", "layer_norm": "layer_norm",
+           "cross_entropy": "cross_entropy", **{name: "activations" for name in _activation_names()}}
+    for kernel, source in own.items():
+        table[kernel] = (OwnKernel(source),)
+    return table
+
+
+def _activation_names() -> set[str]:
+    """The activation kernels of the table (``gelu`` covers both rows ``gelu`` and ``gelu_tanh``)."""
+    from .kernels import ACTIVATIONS
+    return {"gelu" if n.startswith("gelu") else n for n in ACTIVATIONS}
+
+
+#: Kernel name -> what it runs on CuPy, for every kernel a registry op (or a composite, directly) calls.
+REQUIREMENTS: dict[str, tuple[Requirement, ...]] = _requirements()
+
+
+def kernel_refusals(cp: Any, bf16: Any, kernel: str) -> list[str]:
+    """Why ``kernel`` cannot take bfloat16 on this CuPy (empty: it can)."""
+    reqs = REQUIREMENTS.get(kernel)
+    if reqs is None:
+        return [f"no record of what kernel '{kernel}' runs on CuPy"]
+    return [why for r in reqs if (why := r.check(cp, bf16)) is not None]
+
+
+def refused_ops(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, str]:
+    """Registry op -> why it is refused for bfloat16, for the ops computing in bfloat16 on a device whose
+    kernel table has ``kernels``."""
+    from ferro._ops._registry import REGISTRY
+    from ferro._ops.fused import FUSED_OPS
+    have = frozenset(kernels)
+    memo: dict[str, list[str]] = {}
+
+    @functools.cache
+    def kernel_why(name: str) -> tuple[str, ...]:
+        return tuple(kernel_refusals(cp, bf16, name))
+
+    def why(name: str) -> list[str]:
+        if name in memo:
+            return memo[name]
+        memo[name] = []  # a use cycle adds nothing
+        op = REGISTRY[name]
+        entry = op.table.get(bfloat16)
+        if entry is None or entry[0] is not bfloat16:
+            return []
+        bound = op.kernels[0] in have and all(k in have for k in op.kernels[1:])
+        out: list[str] = []
+        if bound and name not in FUSED_OPS:
+            for k in op.kernels:
+                out += kernel_why(k)
+        elif op.decomposition is not None:  # runs as its decomposition: what it uses decides
+            for use in op.uses:
+                u = use.partition(":")[0]
+                reasons = why(u) if (u in REGISTRY and u != name) else list(kernel_why(u))
+                out += [f"uses {u}: {r}" for r in reasons]
+        else:
+            out.append("no kernel and no decomposition")
+        memo[name] = out
+        return out
+
+    result = {}
+    for name in REGISTRY:
+        reasons = why(name)
+        if reasons:
+            result[name] = "; ".join(dict.fromkeys(reasons))
+    return result
+
+
+# -- the kernels bfloat16 needs -----------------------------------------------------------------------------
+
+
+def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
+                     unsupported: Callable[[str, str], Exception]) -> dict[str, Callable[..., Any]]:
+    """``where`` and ``matmul`` that take bfloat16 (see the module docstring), and the refused raw kernels
+    (``linalg_*``, which composites call directly) guarded to raise ``unsupported(kernel, reason)`` on a
+    bfloat16 input instead of running CuPy on it."""
+    from ferro._ops._registry import REGISTRY
+    int16, float32 = cp.dtype("int16"), cp.dtype("float32")
+    where_any, matmul_any = generic["where"], generic["matmul"]
+
+    def where(c: Any, x: Any, y: Any) -> Any:
+        if getattr(x, "dtype", None) == bf16 and getattr(y, "dtype", None) == bf16:
+            return cp.where(c, x.view(int16), y.view(int16)).view(bf16)
+        return where_any(c, x, y)
+
+    def matmul(a: Any, b: Any) -> Any:
+        if a.dtype == bf16 and (a.ndim > 2 or b.ndim > 2):
+            return matmul_any(a.astype(float32), b.astype(float32)).astype(bf16)
+        return matmul_any(a, b)
+
+    out: dict[str, Callable[..., Any]] = {"where": where, "matmul": matmul}
+    for name, kernel in generic.items():
+        if name in REGISTRY:
+            continue  # registry ops are refused through Backend.unsupported
+        reasons = kernel_refusals(cp, bf16, name)
+        if reasons and name in REQUIREMENTS:
+            out[name] = _guarded(name, kernel, bf16, unsupported, "; ".join(reasons))
+    return out
+
+
+def _guarded(name: str, kernel: Callable[..., Any], bf16: Any, unsupported: Callable[[str, str], Exception],
+             reason: str) -> Callable[..., Any]:
+    @functools.wraps(kernel)
+    def run(*args: Any) -> Any:
+        if any(getattr(a, "dtype", None) == bf16 for a in args):
+            raise unsupported(name, reason)
+        return kernel(*args)
+    return run
