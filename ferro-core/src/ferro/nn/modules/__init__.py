@@ -38,6 +38,7 @@ from .normalization import (
 from .padding import *  # noqa: F403
 from .pooling import (
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
@@ -61,7 +62,7 @@ __all__ = [
     "Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "Identity", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
-    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm", "GroupNorm",
     "RMSNorm", "LocalResponseNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "Flatten",
     "Unflatten",

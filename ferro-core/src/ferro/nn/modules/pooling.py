@@ -1,9 +1,11 @@
-"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``.
+"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool1d/2d``.
 
 The common settings call the registry ops of ``ferro.nn.functional`` (which a
 backend may fuse). What those ops do not take (``ceil_mode``, ``return_indices``,
 ``count_include_pad=False``, ``divisor_override``, 3-D) runs here on the same
-window unfolding, with PyTorch's output sizes and divisors.
+window unfolding, with PyTorch's output sizes and divisors. Adaptive max pooling
+with indices (and in 1-D) gathers its windows of unequal sizes the same way, each
+padded to the largest by repeating its last element.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..._creation import arange, ones
+from ..._creation import arange, ones, tensor
+from ..._dtypes import int64
+from ..._ops.conv import FUNCTIONS as _CONV
 from ..._ops.conv import _tuple, unfold
 from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool2d"]
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
 class _Geometry:
@@ -63,6 +67,67 @@ def _batched(x: Tensor, n: int, name: str) -> tuple[Tensor, bool]:
     return (x, True) if x.ndim == n + 2 else (x.unsqueeze(0), False)
 
 
+def _positions(spatial: tuple[int, ...], device: Any) -> Tensor:
+    """The flat index of each element of a plane of shape ``spatial``, as (1, 1, *spatial)."""
+    return arange(math.prod(spatial), device=device).reshape(1, 1, *spatial)
+
+
+def _window_max(win: Tensor, where_from: Tensor | None, n: int) -> Any:
+    """The maximum of each window of ``win`` (N, C, *out, *kernel) and, given ``where_from`` (the same windows
+    cut from :func:`_positions`), the flat input index it came from, as a pair.
+
+    The first maximum of a window is taken, as PyTorch does, and the value is gathered at it, so that its
+    gradient goes to that one element (``amax`` would share it between ties).
+    """
+    flat = win.reshape(*win.shape[:2 + n], math.prod(win.shape[2 + n:]))  # not -1: the output may be empty
+    pick = flat.argmax(-1, keepdim=True)
+    out = flat.gather(-1, pick).squeeze(-1)
+    if where_from is None:
+        return out
+    where_from = where_from.reshape(*where_from.shape[:2 + n], flat.shape[-1]).expand(*flat.shape)
+    return out, where_from.gather(-1, pick).squeeze(-1)
+
+
+def _adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
+    """The windows of adaptive pooling of ``x`` (N, C, *spatial) to ``out``: (N, C, *out, *kernel).
+
+    Window ``j`` of a dim of length ``size`` spans ``[floor(j * size / o), ceil((j + 1) * size / o))`` (PyTorch's
+    bounds); ``kernel`` is the longest span, and shorter windows repeat their last element, which changes
+    neither their maximum nor where its first occurrence is.
+    """
+    n = len(out)
+    key: list[Any] = [slice(None), slice(None)]
+    for i, (size, o) in enumerate(zip(x.shape[2:], out)):
+        bounds = [(j * size // o, -(-(j + 1) * size // o)) for j in range(o)]
+        k = max((end - start for start, end in bounds), default=1)
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = o, k
+        rows = [[min(start + t, end - 1) for t in range(k)] for start, end in bounds]
+        key.append(tensor(rows, dtype=int64, device=x.device).reshape(shape))
+    return x[tuple(key)]
+
+
+def adaptive_max_pool(n: int, input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """``F.adaptive_max_pool1d/2d``: max pooling of (N, C, *spatial) or (C, *spatial) to ``output_size``
+    (an int, or one entry per spatial dim where None keeps the input's size); with ``return_indices``
+    also the flat index of each maximum in its input plane (int64), as PyTorch's."""
+    name = f"adaptive_max_pool{n}d"
+    x, batched = _batched(input, n, name)
+    spatial = tuple(x.shape[2:])
+    if 0 in spatial:
+        raise ValueError(f"{name}: expected a non-empty input plane, got input of shape {list(input.shape)}")
+    sizes = tuple(s if o is None else o for o, s in zip(_tuple(output_size, n, "output_size"), spatial))
+    if any(o < 0 for o in sizes):
+        raise ValueError(f"{name}: output_size must not be negative, got {list(sizes)}")
+    if not return_indices and name in _CONV and all(sizes):  # the registry op (which a backend may fuse)
+        return _CONV[name](input, sizes)
+    got = _window_max(_adaptive_windows(x, sizes),
+                      _adaptive_windows(_positions(spatial, x.device), sizes) if return_indices else None, n)
+    if batched:
+        return got
+    return tuple(t.squeeze(0) for t in got) if return_indices else got.squeeze(0)
+
+
 class _MaxPoolNd(Module):
     _n: int
     _fn: Any = None  # the registry op for the plain case, where there is one
@@ -85,14 +150,10 @@ class _MaxPoolNd(Module):
         x, batched = _batched(input, n, type(self).__name__)
         spatial = tuple(x.shape[2:])
         win = g.windows(x, g.pads(spatial), -math.inf)
-        flat = win.reshape(*win.shape[:2 + n], -1)
-        out = flat.amax(-1)
         if not self.return_indices:
+            out = _window_max(win, None, n)
             return out if batched else out.squeeze(0)
-        positions = arange(math.prod(spatial), device=x.device).reshape(1, 1, *spatial)
-        where_from = g.windows(positions, g.pads(spatial), -1).reshape(1, 1, *win.shape[2:2 + n], -1)
-        pick = flat.argmax(-1, keepdim=True)
-        idx = where_from.expand(*flat.shape).gather(-1, pick).squeeze(-1)
+        out, idx = _window_max(win, g.windows(_positions(spatial, x.device), g.pads(spatial), -1), n)
         return (out, idx) if batched else (out.squeeze(0), idx.squeeze(0))
 
     def extra_repr(self) -> str:
@@ -204,15 +265,31 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
-    """Max pooling to a fixed ``output_size`` (int or pair; None keeps that input size)."""
+class _AdaptiveMaxPoolNd(Module):
+    _n: int
 
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        if return_indices:
-            raise NotImplementedError("AdaptiveMaxPool2d: return_indices=True is not implemented in ferro yet")
-        super().__init__(output_size)
-        self.return_indices = return_indices
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
 
-    def forward(self, input: Tensor) -> Tensor:
-        """Window maxima giving ``output_size``."""
-        return F.adaptive_max_pool2d(input, self.output_size)
+    def forward(self, input: Tensor) -> Any:
+        """Window maxima giving ``output_size``; with ``return_indices``, also their flat indices in the input's
+        spatial dims."""
+        return adaptive_max_pool(self._n, input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, L) or (C, L) to a fixed length ``output_size``; ``return_indices=True`` also
+    returns where each maximum came from (indices into L), as PyTorch does."""
+
+    _n = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, H, W) or (C, H, W) to a fixed ``output_size`` (int or pair; None keeps that input
+    size); ``return_indices=True`` also returns where each maximum came from (flat indices into H * W)."""
+
+    _n = 2
