@@ -1,10 +1,16 @@
-"""matmul on ``kernels/matmul.cl``: a tiled, local-memory kernel, batched with NumPy's broadcasting rules.
+"""matmul, batched with NumPy's broadcasting rules, on one of two kernels chosen per device.
 
-Operands are read through their strides, so ``x @ y.T`` copies nothing; a
-1-D operand is a row (left) or a column (right) whose dimension is dropped
-from the result, as in NumPy. The tile size and the block of outputs per
-work-item are compile-time constants
-(``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` overrides them for tuning).
+- CPU devices: ``kernels/matmul_cpu.cl``, a register-blocked micro-kernel
+  with no local memory and no barriers (B packed into column panels first),
+  as a CPU GEMM is written. On PoCL's CPU device it runs several times
+  faster than the tiled kernel and than CLBlast (docs/opencl.md).
+- Other devices (GPUs): ``kernels/matmul.cl``, tiled through local memory.
+
+Operands are read through their strides, so ``x @ y.T`` copies nothing on a
+GPU (on a CPU, packing B reads it through its strides); a 1-D operand is a
+row (left) or a column (right) whose dimension is dropped from the result,
+as in NumPy. ``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` selects the tiled kernel
+on any device, with that tile and block of outputs per work-item (tuning).
 """
 
 from __future__ import annotations
@@ -17,51 +23,45 @@ from typing import Any
 import numpy as np
 
 from ._array import CLArray
-from ._elementwise import layout
+from ._elementwise import copy_into, device_layout
 from ._runtime import Runtime, ctype, read_source
 
 __all__ = ["matmul_kernel"]
 
 _I64 = np.int64
+_LONGS = [_I64] * 6
+
+#: The CPU kernel's block: RM rows x NV vectors of C per work-item, in RM * NV vector registers plus NV for B's
+#: row and one broadcast (15 of AVX2's 16 with 6 x 2); GROUP row blocks per work-group share one panel of B.
+#: 6 x 2 x 8 and 4 x 2 x 16 were the fastest tried on PoCL's CPU device (AMD EPYC, AVX2), ~8x the tiled kernel.
+RM, NV, GROUP = 6, 2, 8
+
+#: compute type -> the device attribute giving its preferred vector width
+_WIDTH_OF = {"float": "float", "double": "double", "int": "int", "uint": "int", "long": "long", "ulong": "long",
+             "short": "short", "ushort": "short", "char": "char", "uchar": "char"}
 
 
-def _tile() -> tuple[int, int, int]:
-    """(tile, rows, columns per work-item): ``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` overrides the default."""
+def _tile() -> tuple[int, int, int] | None:
+    """(tile, rows, columns per work-item) of ``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN``, or None when unset."""
     raw = os.environ.get("FERRO_OPENCL_MATMUL_TILE", "").strip()
-    if raw:
-        ts, rm, rn = (int(v) for v in raw.split(","))
-        if ts % rm or ts % rn:
-            raise ValueError(f"FERRO_OPENCL_MATMUL_TILE={raw!r}: the tile must be a multiple of both block sides")
-        return ts, rm, rn
-    return 64, 8, 8  # the fastest on PoCL's CPU device among those tried (benchmarks/opencl.py)
+    if not raw:
+        return None
+    ts, rm, rn = (int(v) for v in raw.split(","))
+    if ts % rm or ts % rn:
+        raise ValueError(f"FERRO_OPENCL_MATMUL_TILE={raw!r}: the tile must be a multiple of both block sides")
+    return ts, rm, rn
+
+
+def _io(st: str) -> dict[str, str]:
+    """The load / store macros of storage type ``st`` (half goes through vload_half / vstore_half)."""
+    return {"load": "LD_H", "store": "ST_H"} if st == "half" else {"load": "LD", "store": "ST"}
 
 
 def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
     """The ``matmul(x, y)`` kernel of ``rt``'s device."""
-    ts, rm, rn = _tile()
-    types = [None, None, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, _I64, _I64, None]
-
-    local_mem = rt.device.local_mem_size
-
-    built: dict[Any, tuple[Any, int]] = {}
-
-    def kernel_for(dt: Any) -> tuple[Any, int]:
-        got = built.get(dt)
-        if got is None:
-            got = built[dt] = _build(dt)
-        return got
-
-    def _build(dt: Any) -> tuple[Any, int]:
-        st, ct = ctype(dt)
-        tile = ts
-        while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
-            tile //= 2  # two tiles must fit in local memory (double on a GPU with 48 KiB)
-
-        def source() -> str:
-            return Template(read_source("matmul.cl")).substitute(
-                T=st, ACC=ct, TS=tile, RM=rm, RN=rn, load="LD_H" if st == "half" else "LD",
-                store="ST_H" if st == "half" else "ST")
-        return rt.kernel(("matmul", dt.name, tile, rm, rn), "matmul", source, types), tile
+    tile = _tile()
+    cpu = tile is None and bool(rt.device.type & rt.cl.device_type.CPU)
+    launch = _blocked(rt) if cpu else _tiled(rt, tile or (64, 8, 8))
 
     def matmul(x: CLArray, y: CLArray) -> CLArray:
         if x.ndim == 0 or y.ndim == 0:
@@ -80,27 +80,87 @@ def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
         if y.ndim == 1:
             shape = shape[:-1]
         out = rt.empty(shape, x.dtype)
-        nb = int(np.prod(batch, dtype=np.int64))
         if out.size == 0:
             return out
         if k == 0:
-            from ._elementwise import copy_into
             copy_into(out, 0)
             return out
-        bx = xv.view(batch, _batch_strides(xv, batch), 0)
-        by = yv.view(batch, _batch_strides(yv, batch), 0)
-        meta = rt.meta(layout(batch, [bx, bx, by]))
-        kern, tile = kernel_for(x.dtype)
-        gsize = (-(-m // tile) * (tile // rm), -(-n // tile) * (tile // rn), nb)
-        kern(rt.queue, gsize, (tile // rm, tile // rn, 1), out.buffer,
-                            xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1],
-                            yv.buffer, yv.offset, yv.strides[-2], yv.strides[-1], m, n, k, meta)
+        launch(out, xv, yv, batch, m, n, k)
         return out
     return matmul
 
 
-def _batch_strides(a: CLArray, batch: tuple[int, ...]) -> tuple[int, ...]:
-    """``a``'s batch strides aligned to ``batch`` (0 where it broadcasts)."""
-    own = a.shape[:-2]
+def _tiled(rt: Runtime, block: tuple[int, int, int]) -> Callable[..., None]:
+    """The launcher of ``matmul.cl``: TS x TS tiles through local memory, RM x RN outputs per work-item."""
+    ts, rm, rn = block
+    types = [None, None, _I64, _I64, _I64, None, _I64, _I64, _I64, _I64, _I64, _I64, None]
+    local_mem = rt.device.local_mem_size
+    built: dict[Any, tuple[Any, int]] = {}
+
+    def build(dt: Any) -> tuple[Any, int]:
+        st, ct = ctype(dt)
+        tile = ts
+        while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
+            tile //= 2  # two tiles must fit in local memory (double on a GPU with 48 KiB)
+
+        def source() -> str:
+            return Template(read_source("matmul.cl")).substitute(T=st, ACC=ct, TS=tile, RM=rm, RN=rn, **_io(st))
+        return rt.kernel(("matmul", dt.name, tile, rm, rn), "matmul", source, types), tile
+
+    def launch(out: CLArray, xv: CLArray, yv: CLArray, batch: tuple[int, ...], m: int, n: int, k: int) -> None:
+        kern, tile = built.get(xv.dtype) or built.setdefault(xv.dtype, build(xv.dtype))
+        meta, _ = device_layout(rt, batch, [_batched(xv, batch)] * 2 + [_batched(yv, batch)])
+        gsize = (-(-m // tile) * (tile // rm), -(-n // tile) * (tile // rn), out.size // (m * n))
+        kern(rt.queue, gsize, (tile // rm, tile // rn, 1), out.buffer,
+             xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1],
+             yv.buffer, yv.offset, yv.strides[-2], yv.strides[-1], m, n, k, meta)
+    return launch
+
+
+def _blocked(rt: Runtime) -> Callable[..., None]:
+    """The launcher of ``matmul_cpu.cl``: pack B into column panels, then RM x NR register blocks of C."""
+    pack_types = [None, None, *_LONGS, np.int32, None]
+    mm_types = [None, None, _I64, _I64, _I64, None, _I64, _I64, _I64, None]
+    built: dict[Any, tuple[Any, Any, Any, int]] = {}
+
+    def build(dt: Any) -> tuple[Any, Any, Any, int]:
+        st, ct = ctype(dt)
+        vw = getattr(rt.device, f"preferred_vector_width_{_WIDTH_OF[ct]}", 4) or 4
+        vw = max(w for w in (2, 4, 8, 16) if w <= max(vw, 2))
+        vstore = f"vstore_half{vw}_rte" if st == "half" else f"vstore{vw}"
+
+        def source() -> str:
+            return Template(read_source("matmul_cpu.cl")).substitute(T=st, ACC=ct, RM=RM, NV=NV, VW=vw,
+                                                                     vstore=vstore, **_io(st))
+        key = ("matmul_cpu", dt.name, RM, NV, vw)
+        return (rt.kernel(key, "matmul_pack_b", source, pack_types), rt.kernel(key, "matmul_blocked", source, mm_types),
+                np.dtype(np.float32 if st == "half" else dt), NV * vw)
+
+    def launch(out: CLArray, xv: CLArray, yv: CLArray, batch: tuple[int, ...], m: int, n: int, k: int) -> None:
+        pack, kern, pdt, nr = built.get(xv.dtype) or built.setdefault(xv.dtype, build(xv.dtype))
+        if pdt != xv.dtype:  # float16: A in float, as the panels of B
+            xv, xh = rt.empty(xv.shape, pdt), xv
+            copy_into(xv, xh)
+        own = yv.shape[:-2]
+        nbp = -(-n // nr)
+        panels = rt.empty((*own, nbp * k * nr), pdt)
+        own_meta, _ = device_layout(rt, own, [yv.view(own, yv.strides[:-2])])
+        brs, bcs = yv.strides[-2:]
+        k_first = abs(bcs) > abs(brs)  # B's columns are the contiguous ones (a transposed view): walk along k
+        gsize = (k, nbp * nr) if k_first else (nbp * nr, k)
+        pack(rt.queue, (*gsize, panels.size // (nbp * k * nr)), None, panels.buffer, yv.buffer, yv.offset, brs, bcs,
+             k, n, nbp * nr, int(k_first), own_meta)
+        meta, _ = device_layout(rt, batch, [_batched(xv, batch)] * 2 + [_batched(panels, batch, 1)])
+        rows = -(-m // RM)
+        group = min(GROUP, rows)
+        kern(rt.queue, (-(-rows // group) * group, nbp, out.size // (m * n)), (group, 1, 1), out.buffer,
+             xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1], panels.buffer, m, n, k, meta)
+    return launch
+
+
+def _batched(a: CLArray, batch: tuple[int, ...], inner: int = 2) -> CLArray:
+    """``a`` seen over ``batch`` alone (its last ``inner`` dimensions dropped; stride 0 where it broadcasts)."""
+    own = a.shape[:len(a.shape) - inner]
     pad = len(batch) - len(own)
-    return (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(own, a.strides[:-2]))
+    strides = (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(own, a.strides[:len(own)]))
+    return a.view(batch, strides, 0)
