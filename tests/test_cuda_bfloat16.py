@@ -149,6 +149,16 @@ def test_fused_ops_are_judged_by_their_decomposition(fresh: Any) -> None:
     assert {"softmax", "log_softmax", "layer_norm", "gelu", "cross_entropy"}.isdisjoint(why)
 
 
+def test_fused_ops_would_be_refused_if_core_sent_bfloat16_to_the_cuda_kernels(fresh: Any,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferro._ops import fused
+    from ferro_cuda._bfloat16 import refused_ops
+    monkeypatch.setattr(fused, "_DTYPES", fused._DTYPES | {"bfloat16"})
+    why = refused_ops(fresh.xp, BF16, fresh.kernels(0))
+    for op in ("softmax", "layer_norm", "gelu", "cross_entropy"):
+        assert "built for float32, float64 only" in why[op], op
+
+
 def test_bfloat16_kernels_with_numpy_standing_in_for_cupy() -> None:
     """The where / matmul / guard logic of ferro_cuda._bfloat16, run on NumPy arrays of ml_dtypes' bfloat16."""
     from ferro_cuda._bfloat16 import bfloat16_kernels
