@@ -13,17 +13,79 @@ entry says whether to use it: ``None`` (or no entry, for the optimizers
 whose PyTorch signature has no ``fused``) uses it where the parameter's
 device has it, ``True`` requires it, ``False`` never uses it. Without it the
 update runs as ferro in-place ops under ``no_grad``; both give the same values.
+
+Hooks are PyTorch's: per optimizer around :meth:`Optimizer.step`,
+:meth:`~Optimizer.state_dict` and :meth:`~Optimizer.load_state_dict`, and for
+all optimizers around ``step`` (:func:`register_optimizer_step_pre_hook`).
+Each ``register_*`` returns a handle whose ``remove()`` takes the hook back.
 """
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._tensor import Tensor
 from ..autograd._mode import no_grad
+from ..nn.modules.module import RemovableHandle
 
-__all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad"]
+__all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
+
+_global_optimizer_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+
+
+def _add_hook(hooks: OrderedDict[int, Callable[..., Any]], hook: Callable[..., Any],
+              prepend: bool = False) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (before the optimizer's own pre
+    hooks); ``args`` starts with the optimizer, and a returned ``(args, kwargs)`` replaces them."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step`` (after the optimizer's own post
+    hooks)."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
+def _hooked_step(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step`` with the step hooks around it, run once per call: a ``step`` that calls another one (a
+    subclass's ``super().step()``) runs the inner one without them."""
+    @functools.wraps(step)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        self = args[0]
+        if self._in_step or not (_global_optimizer_pre_hooks or self._optimizer_step_pre_hooks
+                                 or self._optimizer_step_post_hooks or _global_optimizer_post_hooks):
+            return step(*args, **kwargs)
+        for hook in [*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), but got "
+                                       f"{result}.")
+                args, kwargs = result
+        self._in_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_step = False
+        for hook in [*self._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()]:
+            hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class _Required:
@@ -76,15 +138,30 @@ class Optimizer:
     Subclasses implement :meth:`_update_group` (each parameter through
     :meth:`_apply`, fused kernel or unfused function), name their fused kernel
     in :attr:`_fused_name`, validate hyperparameters in :meth:`_check_group`,
-    and list in :attr:`_tuple_keys` the hyperparameters that are tuples.
+    and list in :attr:`_tuple_keys` the hyperparameters that are tuples. A subclass
+    that defines its own ``step`` gets the step hooks around it too.
     """
 
     #: Name of the fused per-parameter kernel a backend may supply, or None.
     _fused_name: str | None = None
     #: Hyperparameters that are tuples (a state dict read from a file may give lists).
     _tuple_keys: tuple[str, ...] = ()
+    #: True while a hooked ``step`` runs (its hooks are not run again by a ``step`` it calls).
+    _in_step = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step) and not getattr(step, "hooked", False):
+            cls.step = _hooked_step(step)  # type: ignore[method-assign]
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
         self.defaults = defaults
         self.state: dict[Tensor, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
@@ -218,6 +295,7 @@ class Optimizer:
                 with no_grad():
                     g.zero_()
 
+    @_hooked_step
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns ``closure()``'s loss when given one.
 
@@ -233,6 +311,35 @@ class Optimizer:
             for group in self.param_groups:
                 self._update_group(group)
         return loss
+
+    # -- hooks -------------------------------------------------------------------
+
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before each :meth:`step` (after the global pre hooks); ``args``
+        starts with the optimizer, and a returned ``(args, kwargs)`` replaces what ``step`` gets."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after each :meth:`step` (before the global post hooks)."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` at the start of :meth:`state_dict` (first of all with ``prepend``)."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` at the end of :meth:`state_dict`; it may change the dict in
+        place or return one that replaces it."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` at the start of :meth:`load_state_dict`, with a shallow copy of
+        the given dict; it may change that copy in place or return a dict to load instead."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` at the end of :meth:`load_state_dict`."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def _with_grads(self, group: dict[str, Any], fresh: Callable[[Tensor], dict[str, Any]]
                     ) -> Iterator[tuple[Tensor, Tensor, dict[str, Any]]]:
@@ -260,6 +367,8 @@ class Optimizer:
         its buffers; ``param_groups`` are the groups' hyperparameters with
         ``params`` as lists of indices. The tensors are the live buffers (not copies).
         """
+        for pre_hook in list(self._optimizer_state_dict_pre_hooks.values()):
+            pre_hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -269,7 +378,12 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in list(self._optimizer_state_dict_post_hooks.values()):
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state made by :meth:`state_dict` (of this optimizer, another one, or from a file).
@@ -277,6 +391,12 @@ class Optimizer:
         Buffers are copied (cast to their parameter's dtype and moved to its
         device), so the loaded dict and this optimizer share nothing.
         """
+        if isinstance(state_dict, dict):
+            state_dict = state_dict.copy()  # what the pre hooks may change in place
+        for pre_hook in list(self._optimizer_load_state_dict_pre_hooks.values()):
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         try:
             saved_groups = state_dict["param_groups"]
             saved_state = state_dict["state"]
@@ -311,6 +431,8 @@ class Optimizer:
             self._check_fused(group)
         self.state = state
         self.param_groups = groups
+        for post_hook in list(self._optimizer_load_state_dict_post_hooks.values()):
+            post_hook(self)
 
 
 def _restore(value: Any, p: Tensor, key: str) -> Any:
