@@ -244,3 +244,18 @@ def test_broadcast_shapes_matches_torch() -> None:
         assert tuple(ferro.broadcast_shapes(*shapes)) == tuple(torch.broadcast_shapes(*shapes))
     with pytest.raises(ferro.errors.ShapeError, match=r"\[2\], \[3\]"):
         ferro.broadcast_shapes((2,), (3,))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_floats_accumulate_in_float32(dtype: str) -> None:
+    # Added up in bfloat16, 12,288 values near 1 stop at 512: sums, means, scans and products of 16-bit floats
+    # accumulate in float32 and round once, as PyTorch's do.
+    x = rng.uniform(0.9, 1.1, (4, 3072)).astype(np.float32)
+    t, ref = ferro.tensor(x).to(getattr(ferro, dtype)), torch.tensor(x).to(getattr(torch, dtype))
+    exact = ref.double()  # the 16-bit values, in float64
+    for got, want in ((t.sum(), exact.sum()), (t.sum(1), exact.sum(1)), (t.mean(), exact.mean()),
+                      (t.flatten().cumsum(0)[-1], exact.sum()), (t.var(), exact.var()),
+                      (ferro.linalg.vector_norm(t), torch.linalg.vector_norm(exact)),
+                      (t[0, :60].prod(), exact[0, :60].prod()), (t[0, :60].cumprod(0)[-1], exact[0, :60].prod())):
+        assert got.dtype is t.dtype
+        np.testing.assert_allclose(got.float().numpy(), want.numpy(), rtol=8e-3)  # within a 16-bit rounding

@@ -13,7 +13,7 @@ from typing import Any
 
 from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
-from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce
+from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce, half_dtypes, in_float32
 
 from ._fused import fused_kernels
 from ._pool import MIN_BYTES, BufferPool
@@ -110,14 +110,20 @@ class NumpyBackend(ArrayAPIBackend):
                 return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
+        halves = half_dtypes(nd)  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
+
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
-            return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=nd(dtype)))
+            out = nd(dtype)
+            if out in halves:
+                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
+            return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=out))
 
         @quiet
-        def mean(x: Any, dims: Any, keepdim: bool) -> Any:
+        def mean_(x: Any, dims: Any, keepdim: bool) -> Any:
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+        mean = in_float32(np, halves, mean_)
 
         def arg(f: Any) -> Callable[..., Any]:
             def kernel(x: Any, dim: int, keepdim: bool) -> Any:
@@ -203,12 +209,13 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
-            "amin": reduce(np.min), "prod": reduce(np.prod), "any": reduce(np.any), "all": reduce(np.all),
+            "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
+            "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
-            "argsort": argsort, "cumsum": lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype),
-            "cumprod": lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype),
+            "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
+            "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
         })
