@@ -114,6 +114,20 @@ def test_transposed_and_sliced_views(mm: Any) -> None:
     _check(mm(z.view((2, 20, 6), (120, 1, 20)), z), c.transpose(0, 2, 1) @ c)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
+def test_small_b_read_in_place(mm: Any, dtype: Any) -> None:
+    # The CPU kernel reads a small B with contiguous rows and N a multiple of its block in place (no packing):
+    # batched, broadcast, and from an offset that leaves its vectors unaligned.
+    if dtype is np.float64 and not mm.rt.fp64:
+        pytest.skip("the device has no float64")
+    a, b, c = _mat(2, 3, 13, 9, dtype=dtype), _mat(3, 9, 32, dtype=dtype), _mat(9, 41, dtype=dtype)
+    _check(mm(a, b), a @ b)
+    _check(mm(a, b[1]), a @ b[1])
+    y = mm.rt.from_host(c)
+    _check(mm(a[1, 2], y.view((9, 32), (41, 1), 3)), a[1, 2] @ c[:, 3:35])
+    _check(mm(a[0, 0, :4, :4], y.view((4, 16), (82, 1), 41 + 7)), a[0, 0, :4, :4] @ c[1:9:2, 7:23])
+
+
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.int64, 0), (np.int32, 0)])
 def test_other_dtypes(mm: Any, dtype: Any, tol: float) -> None:
     if dtype is np.float64 and not mm.rt.fp64:

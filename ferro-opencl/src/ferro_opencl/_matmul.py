@@ -35,6 +35,9 @@ _LONGS = [_I64] * 6
 #: row and one broadcast (15 of AVX2's 16 with 6 x 2); GROUP row blocks per work-group share one panel of B.
 #: 6 x 2 x 8 and 4 x 2 x 16 were the fastest tried on PoCL's CPU device (AMD EPYC, AVX2), ~8x the tiled kernel.
 RM, NV, GROUP = 6, 2, 8
+#: B of at most this many elements is read in place when its rows are contiguous and N is a multiple of NR
+#: (a launch fewer); a bigger one is packed (its panels then stream through the caches at unit stride).
+DIRECT_B = 1 << 16
 
 #: compute type -> the device attribute giving its preferred vector width
 _WIDTH_OF = {"float": "float", "double": "double", "int": "int", "uint": "int", "long": "long", "ulong": "long",
@@ -118,9 +121,10 @@ def _tiled(rt: Runtime, block: tuple[int, int, int]) -> Callable[..., None]:
 
 
 def _blocked(rt: Runtime) -> Callable[..., None]:
-    """The launcher of ``matmul_cpu.cl``: pack B into column panels, then RM x NR register blocks of C."""
+    """The launcher of ``matmul_cpu.cl``: B packed into column panels (unless small and in place), then RM x NR
+    register blocks of C."""
     pack_types = [None, None, *_LONGS, np.int32, None]
-    mm_types = [None, None, _I64, _I64, _I64, None, _I64, _I64, _I64, None]
+    mm_types = [None, None, _I64, _I64, _I64, None, *_LONGS, None]
     built: dict[Any, tuple[Any, Any, Any, int]] = {}
 
     def build(dt: Any) -> tuple[Any, Any, Any, int]:
@@ -141,20 +145,28 @@ def _blocked(rt: Runtime) -> Callable[..., None]:
         if pdt != xv.dtype:  # float16: A in float, as the panels of B
             xv, xh = rt.empty(xv.shape, pdt), xv
             copy_into(xv, xh)
-        own = yv.shape[:-2]
-        nbp = -(-n // nr)
-        panels = rt.empty((*own, nbp * k * nr), pdt)
-        own_meta, _ = device_layout(rt, own, [yv.view(own, yv.strides[:-2])])
         brs, bcs = yv.strides[-2:]
-        k_first = abs(bcs) > abs(brs)  # B's columns are the contiguous ones (a transposed view): walk along k
-        gsize = (k, nbp * nr) if k_first else (nbp * nr, k)
-        pack(rt.queue, (*gsize, panels.size // (nbp * k * nr)), None, panels.buffer, yv.buffer, yv.offset, brs, bcs,
-             k, n, nbp * nr, int(k_first), own_meta)
-        meta, _ = device_layout(rt, batch, [_batched(xv, batch)] * 2 + [_batched(panels, batch, 1)])
+        if bcs == 1 and n % nr == 0 and k * n <= DIRECT_B and pdt == yv.dtype:
+            bmat, boff, bld, bpanel, inner = yv, yv.offset, brs, nr, 2
+        else:
+            bmat, boff, bld, bpanel, inner = pack_b(pack, yv, nr, pdt), 0, nr, k * nr, 1
+        meta, _ = device_layout(rt, batch, [_batched(xv, batch)] * 2 + [_batched(bmat, batch, inner)])
         rows = -(-m // RM)
         group = min(GROUP, rows)
-        kern(rt.queue, (-(-rows // group) * group, nbp, out.size // (m * n)), (group, 1, 1), out.buffer,
-             xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1], panels.buffer, m, n, k, meta)
+        kern(rt.queue, (-(-rows // group) * group, -(-n // nr), out.size // (m * n)), (group, 1, 1), out.buffer,
+             xv.buffer, xv.offset, xv.strides[-2], xv.strides[-1], bmat.buffer, boff, bld, bpanel, m, n, k, meta)
+
+    def pack_b(pack: Any, yv: CLArray, nr: int, pdt: Any) -> CLArray:
+        """B's column panels, (*B's batch, panels * K * NR): column j of B is column j % NR of panel j // NR."""
+        own, (k, n), (brs, bcs) = yv.shape[:-2], yv.shape[-2:], yv.strides[-2:]
+        padded = -(-n // nr) * nr
+        panels = rt.empty((*own, padded * k), pdt)
+        own_meta, _ = device_layout(rt, own, [yv.view(own, yv.strides[:-2])])
+        k_first = abs(bcs) > abs(brs)  # B's columns are the contiguous ones (a transposed view): walk along k
+        gsize = (k, padded) if k_first else (padded, k)
+        pack(rt.queue, (*gsize, panels.size // (padded * k)), None, panels.buffer, yv.buffer, yv.offset, brs, bcs,
+             k, n, padded, int(k_first), own_meta)
+        return panels
     return launch
 
 

@@ -15,6 +15,7 @@
 #define VW ${VW}
 #define NR (NV * VW)
 typedef ${ACC}${VW} vec_t;
+typedef ${ACC}${VW} __attribute__((aligned(sizeof(${ACC})))) uvec_t;
 
 /* Bp[b][jb][k][c] = B[b][k][jb * NR + c]; B's batch positions come from mb (operand 0). Work-items run
  * along dimension 0 first: along j when B's rows are contiguous, along k when its columns are. */
@@ -30,19 +31,23 @@ __kernel void matmul_pack_b(__global ${ACC} *Bp, __global const ${T} *B, const l
     Bp[((b * (NP / NR) + j / NR) * K + k) * NR + j % NR] = j < N ? (${ACC})${load}(src, k * brs + j * bcs) : (${ACC})0;
 }
 
-/* Work-item (i, j, b) computes rows [i * RM, i * RM + RM) and columns [j * NR, j * NR + NR) of C[b]. A's and
- * Bp's batch positions come from mb (operands 1 and 2; C is contiguous). */
+/* Work-item (i, j, b) computes rows [i * RM, i * RM + RM) and columns [j * NR, j * NR + NR) of C[b]. Its
+ * panel of B starts at Bp + boff + jb * bpanel, row k bld further on: packed panels (bld = NR, bpanel =
+ * K * NR), or B itself when its rows are contiguous, N is a multiple of NR and it is small (bld = B's row
+ * stride, bpanel = NR), which saves the packing launch. A's and Bp's batch positions come from mb (operands
+ * 1 and 2; C is contiguous). */
 __kernel void matmul_blocked(__global ${T} *C, __global const ${ACC} *A, const long aoff, const long ars,
-                             const long acs, __global const ${ACC} *Bp, const long M, const long N,
-                             const long K, __global const meta_t *mb)
+                             const long acs, __global const ${ACC} *Bp, const long boff, const long bld,
+                             const long bpanel, const long M, const long N, const long K,
+                             __global const meta_t *mb)
 {
     const long ib = get_global_id(0), jb = get_global_id(1), b = get_global_id(2);
     const long row0 = ib * RM, col0 = jb * NR;
     if (row0 >= M)
         return;
     A += aoff + strided_pos(b, mb, 1);
-    /* a vector pointer, not vload: PoCL calls its builtins out of line. Aligned: the offsets are multiples of NR. */
-    const __global vec_t *bp = (const __global vec_t *)(Bp + strided_pos(b, mb, 2) + jb * K * NR);
+    /* a vector pointer, not vload: PoCL calls its builtins out of line (uvec_t: B itself may be unaligned) */
+    const __global ${ACC} *bp = Bp + boff + strided_pos(b, mb, 2) + jb * bpanel;
     C += b * M * N;
     long arow[RM];
     #pragma unroll
@@ -58,7 +63,7 @@ __kernel void matmul_blocked(__global ${T} *C, __global const ${ACC} *A, const l
         vec_t bv[NV];
         #pragma unroll
         for (int v = 0; v < NV; ++v)
-            bv[v] = bp[k * NV + v];
+            bv[v] = *(const __global uvec_t *)(bp + k * bld + v * VW);
         #pragma unroll
         for (int i = 0; i < RM; ++i) {
             const vec_t av = (vec_t)A[arow[i] + k * acs];
