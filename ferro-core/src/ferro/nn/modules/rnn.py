@@ -10,6 +10,9 @@ out (backpropagation through time) so that the weight gradients are one matmul
 each over all steps. Building the same thing from per-step autograd ops would
 slice the sequence once per step, and each slice's backward costs a whole
 sequence of zeros. The cells run the same step math with ordinary autograd.
+
+A :class:`~ferro.nn.utils.rnn.PackedSequence` input runs the same node on its
+packed rows, each step on the sequences still running, as PyTorch does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ...autograd import Function, FunctionCtx
 from ...errors import DTypeError, ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -34,8 +38,9 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 #
 # Each mode's ``step(gi, h, c, w_hh, b_hh, w_hr)`` takes ``gi = x_t @ w_ih.T + b_ih`` (for RNN and LSTM
 # ``b_hh`` may already be folded into ``gi``; then ``b_hh`` is None) and returns ``(h, c, saved)``;
-# ``c`` is None except for LSTM. Backward is split in two: ``prepare(saved, h_prev)`` turns the saved
-# tensors of all steps into per-step coefficients at once (a handful of ops over the whole sequence),
+# ``c`` is None except for LSTM. Backward is split in two: ``prepare(saved, h_prev, join)`` turns the saved
+# tensors of all steps into per-step coefficients at once (a handful of ops over the whole sequence, the
+# steps joined by ``join``: ``ferro.stack``, or ``ferro.cat`` for a packed sequence's steps of varying batch),
 # so that ``back(k, t, dh, dc, w_hh, w_hr)``, run once per step, is a few ops. It returns the gradients
 # of the pre-activations fed by ``gi`` and by ``h @ w_hh.T`` (the same tensor except for GRU), of
 # ``h_prev`` and of ``c_prev``.
@@ -61,8 +66,8 @@ class _RNNMath:
         out = pre.relu() if self.relu else pre.tanh()
         return out, None, (out,)
 
-    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> Tensor:
-        out = ferro.stack([s[0] for s in saved])
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor], join: Any) -> Tensor:
+        out = join([s[0] for s in saved])
         return (out > 0).to(out.dtype) if self.relu else 1 - out * out
 
     def back(self, k: Tensor, t: int, dh: Tensor, dc: Any, w_hh: Tensor,
@@ -91,8 +96,9 @@ class _LSTMMath:
         out = m if w_hr is None else m @ w_hr.mT
         return out, c2, (i, f, g, o, c, tc, m)
 
-    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        i, f, g, o, c_prev, tc = (ferro.stack(col) for col in list(zip(*saved))[:6])
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor],
+                join: Any) -> tuple[Tensor, Tensor, Tensor]:
+        i, f, g, o, c_prev, tc = (join(col) for col in list(zip(*saved))[:6])
         # dc += dm * a;  d(pre) = [dc, dc, dc, dm] * k;  dc_prev = dc * f
         k = ferro.cat([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g), tc * o * (1 - o)], -1)
         return o * (1 - tc * tc), k, f
@@ -122,9 +128,9 @@ class _GRUMath:
         out = n + z * (h - n)
         return out, None, (r, z, n, ghn)
 
-    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor]) -> tuple[Tensor, ...]:
-        r, z, n, ghn = (ferro.stack(col) for col in zip(*saved))
-        hp = ferro.stack(h_prev)
+    def prepare(self, saved: list[tuple[Any, ...]], h_prev: list[Tensor], join: Any) -> tuple[Tensor, ...]:
+        r, z, n, ghn = (join(col) for col in zip(*saved))
+        hp = join(h_prev)
         # dn = dh * a;  d(pre_r, pre_z) = [dn, dh] * rz;  dh_prev = dh * z + d(gh) @ w_hh
         rz = ferro.cat([ghn * r * (1 - r), (hp - n) * z * (1 - z)], -1)
         return (1 - z) * (1 - n * n), rz, r, z
@@ -149,28 +155,76 @@ def _flat(t: Tensor) -> Tensor:
     return t.reshape(-1, t.shape[-1])
 
 
+# A packed sequence (``sizes``, the batch of each step, decreasing) runs step ``t`` on the first
+# ``sizes[t]`` rows of the state. Walked forward in time the state only shrinks: the rows of sequences
+# that have ended leave it, and the full batch is reassembled from them at the end. Walked backward in
+# time it only grows: a sequence's row joins from a source when the walk reaches its last step. The
+# forward direction's forward pass and the reverse direction's backward pass walk forward in time, the
+# other two backward; the forward passes carry states (source: the initial state), the backward passes
+# their gradients (source: the final state's gradient), so all four share the helpers below.
+
+
+def _join(sizes: tuple[int, ...] | None) -> Any:
+    return ferro.stack if sizes is None else ferro.cat
+
+
+def _resize(b: int, states: list[Any], sources: list[Any], left: list[list[Any]]) -> list[Any]:
+    """``states`` (None entries stay None) cut to their first ``b`` rows, the rest appended to ``left``,
+    or grown to ``b`` rows with the next rows of ``sources``."""
+    n = states[0].shape[0]
+    if b < n:
+        left.append([None if s is None else s[b:] for s in states])
+        return [None if s is None else s[:b] for s in states]
+    return [None if s is None else ferro.cat([s, src[n:b]]) for s, src in zip(states, sources)]
+
+
+def _first_rows(sizes: tuple[int, ...] | None, t: int, states: list[Any]) -> list[Any]:
+    """The first ``sizes[t]`` rows of ``states``, those the walk's first step ``t`` runs on (all, unpacked)."""
+    if sizes is None:
+        return states
+    return [None if s is None else s[:sizes[t]] for s in states]
+
+
+def _reassemble(states: list[Any], left: list[list[Any]]) -> list[Any]:
+    """The full batch again: ``states`` followed by the rows that left it, the last to leave first."""
+    if not left:
+        return states
+    return [None if s is None else ferro.cat([s, *(rows[k] for rows in reversed(left))])
+            for k, s in enumerate(states)]
+
+
 def _run_steps(math_: Any, reverse: bool, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,
-               b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None,
-               fold: bool) -> tuple[list[Any], list[Any], list[Any], Tensor, Any]:
-    """Run ``math_`` over the time-major ``x``; returns per-step outputs, previous states, saved tensors, h, c."""
+               b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None, fold: bool,
+               sizes: tuple[int, ...] | None = None) -> tuple[list[Any], list[Any], list[Any], Tensor, Any]:
+    """Run ``math_`` over the time-major ``x`` (or the packed rows of ``sizes``); returns per-step outputs,
+    previous states, saved tensors, h, c."""
     gi_all = x @ w_ih.mT
     if b_ih is not None:
         gi_all = gi_all + (b_ih + b_hh if fold else b_ih)
     b_step = None if fold else b_hh
-    n = x.shape[0]
+    n = x.shape[0] if sizes is None else len(sizes)
+    gi = gi_all if sizes is None else gi_all.split(sizes)
     outs: list[Any] = [None] * n
     h_prev: list[Any] = [None] * n
     saved: list[Any] = [None] * n
-    h, c = h0, c0
-    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+    steps = range(n - 1, -1, -1) if reverse else range(n)
+    h, c = _first_rows(sizes, steps[0], [h0, c0])
+    left: list[list[Any]] = []
+    for t in steps:
+        if sizes is not None and sizes[t] != h.shape[0]:
+            h, c = _resize(sizes[t], [h, c], [h0, c0], left)
         h_prev[t] = h
-        h, c, saved[t] = math_.step(gi_all[t], h, c, w_hh, b_step, w_hr)
+        h, c, saved[t] = math_.step(gi[t], h, c, w_hh, b_step, w_hr)
         outs[t] = h
+    h, c = _reassemble([h, c], left)
     return outs, h_prev, saved, h, c
 
 
 class _Recurrence(Function):
     """One direction of one layer over a time-major sequence ``x`` (T, B, F): outputs ``(out, h_n[, c_n])``.
+
+    With ``sizes`` (a keyword: the batch sizes of a packed sequence), ``x`` is the packed rows (sum(sizes), F),
+    ``out`` is packed the same way and ``h_n``/``c_n`` hold each sequence's state after its own last step.
 
     Backward is backpropagation through time written out. Under ``create_graph`` it instead records the
     same math step by step and differentiates that, so double backward is right, only slower.
@@ -179,12 +233,12 @@ class _Recurrence(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, math_: Any, reverse: bool, x: Tensor, h0: Tensor, c0: Tensor | None,
                 w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None,
-                w_hr: Tensor | None) -> Any:
+                w_hr: Tensor | None, *, sizes: tuple[int, ...] | None = None) -> Any:
         fold = math_.folds_bias and b_ih is not None
-        outs, h_prev, saved, h, c = _run_steps(math_, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fold)
-        ctx.math, ctx.reverse, ctx.steps, ctx.h_prev = math_, reverse, saved, h_prev
+        outs, h_prev, saved, h, c = _run_steps(math_, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fold, sizes)
+        ctx.math, ctx.reverse, ctx.steps, ctx.h_prev, ctx.sizes = math_, reverse, saved, h_prev, sizes
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-        out = ferro.stack(outs)
+        out = _join(sizes)(outs)
         return (out, h, c) if c is not None else (out, h)
 
     @staticmethod
@@ -192,27 +246,38 @@ class _Recurrence(Function):
         if ferro.is_grad_enabled():
             return _recurrence_double_backward(ctx, (d_out, d_hn, d_cn))
         x, h0, c0, w_ih, w_hh, _, _, w_hr = ctx.saved_tensors
-        math_, n, need = ctx.math, x.shape[0], ctx.needs_input_grad
-        dh = d_hn if d_hn is not None else ferro.zeros_like(h0)
-        dc = None if c0 is None else (d_cn if d_cn is not None else ferro.zeros_like(c0))
+        math_, sizes, need = ctx.math, ctx.sizes, ctx.needs_input_grad
+        n, join = len(ctx.steps), _join(sizes)
+        d_hn = d_hn if d_hn is not None else ferro.zeros_like(h0)
+        d_cn = None if c0 is None else (d_cn if d_cn is not None else ferro.zeros_like(c0))
+        if d_out is not None and sizes is not None:
+            d_out = d_out.split(sizes)
         dgi: list[Any] = [None] * n
         dgh: list[Any] = [None] * n
         dh_steps: list[Any] = [None] * n
-        k = math_.prepare(ctx.steps, ctx.h_prev)
-        for t in (range(n) if ctx.reverse else range(n - 1, -1, -1)):
+        k = math_.prepare(ctx.steps, ctx.h_prev, join)
+        if sizes is not None:  # per-step rows, indexed by step as the stacked coefficients are
+            k = tuple(v.split(sizes) for v in k) if isinstance(k, tuple) else k.split(sizes)
+        steps = range(n) if ctx.reverse else range(n - 1, -1, -1)
+        dh, dc = _first_rows(sizes, steps[0], [d_hn, d_cn])
+        left: list[list[Any]] = []
+        for t in steps:
+            if sizes is not None and sizes[t] != dh.shape[0]:
+                dh, dc = _resize(sizes[t], [dh, dc], [d_hn, d_cn], left)
             dh_steps[t] = dh_t = dh if d_out is None else dh + d_out[t]
             dgi[t], dgh[t], dh, dc = math_.back(k, t, dh_t, dc, w_hh, w_hr)
-        dgi_all = ferro.stack(dgi)
+        dh, dc = _reassemble([dh, dc], left)
+        dgi_all = join(dgi)
         flat_gi = _flat(dgi_all)
-        flat_gh = flat_gi if dgh[0] is dgi[0] else _flat(ferro.stack(dgh))
+        flat_gh = flat_gi if dgh[0] is dgi[0] else _flat(join(dgh))
         dx = dgi_all @ w_ih if need[2] else None
         dw_ih = flat_gi.mT @ _flat(x) if need[5] else None
-        dw_hh = flat_gh.mT @ _flat(ferro.stack(ctx.h_prev)) if need[6] else None
+        dw_hh = flat_gh.mT @ _flat(join(ctx.h_prev)) if need[6] else None
         db_ih = flat_gi.sum(0) if need[7] else None
         db_hh = flat_gh.sum(0) if need[8] else None
         dw_hr = None
         if need[9]:  # h_t = m_t @ w_hr.T, m_t the unprojected output saved by the LSTM step
-            dw_hr = _flat(ferro.stack(dh_steps)).mT @ _flat(ferro.stack([s[-1] for s in ctx.steps]))
+            dw_hr = _flat(join(dh_steps)).mT @ _flat(join([s[-1] for s in ctx.steps]))
         return None, None, dx, dh, dc, dw_ih, dw_hh, db_ih, db_hh, dw_hr
 
 
@@ -220,8 +285,8 @@ def _recurrence_double_backward(ctx: FunctionCtx, grads: tuple[Any, ...]) -> tup
     """Gradients of :class:`_Recurrence` as a differentiable graph: the steps re-run under autograd."""
     args = ctx.saved_tensors
     need = ctx.needs_input_grad[2:]
-    outs, _, _, h, c = _run_steps(ctx.math, ctx.reverse, *args, fold=False)
-    results = [ferro.stack(outs), h, c]
+    outs, _, _, h, c = _run_steps(ctx.math, ctx.reverse, *args, fold=False, sizes=ctx.sizes)
+    results = [_join(ctx.sizes)(outs), h, c]
     pairs = [(o, g) for o, g in zip(results, grads) if o is not None and g is not None]
     wrt = [a for a, k in zip(args, need) if k]
     got = iter(ferro.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
@@ -317,10 +382,15 @@ class RNNBase(Module):
         n = self.num_layers * (2 if self.bidirectional else 1)
         return (n, batch, self.proj_size or self.hidden_size), (n, batch, self.hidden_size)
 
-    def _time_major(self, input: Tensor) -> tuple[Tensor, bool]:
+    def _time_major(self, input: Tensor, packed: bool = False) -> tuple[Tensor, bool]:
+        """The input time-major (T, B, F), and whether it was batched; a packed sequence's rows as they are."""
         name = type(self).__name__
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected input to be a ferro Tensor, got {type(input).__name__}")
+            raise TypeError(f"{name}: expected input to be a ferro Tensor or a PackedSequence, "
+                            f"got {type(input).__name__}")
+        if packed and input.ndim != 2:
+            raise ValueError(f"{name}: Expected the data of a packed input to be 2D (rows, input_size), "
+                             f"got {input.ndim}D instead")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
         w = self._parameters[self._slots[0][0]]  # type: ignore[index]
@@ -330,15 +400,19 @@ class RNNBase(Module):
         if input.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                              f"got {input.shape[-1]} (input shape {list(input.shape)})")
+        if packed:
+            return input, True
         batched = input.ndim == 3
         if not batched:
             return input.unsqueeze(1), False
         return (input.transpose(0, 1) if self.batch_first else input), True
 
-    def _initial_states(self, hx: Any, x: Tensor, batched: bool) -> list[tuple[Tensor, Tensor | None]]:
-        """One ``(h0, c0)`` per (layer, direction); ``c0`` is None except for LSTM."""
+    def _initial_states(self, hx: Any, x: Tensor, batch: int, batched: bool,
+                        order: Tensor | None = None) -> list[tuple[Tensor, Tensor | None]]:
+        """One ``(h0, c0)`` per (layer, direction); ``c0`` is None except for LSTM. ``order`` (a packed
+        sequence's ``sorted_indices``) takes the given states' batch into the sorted order."""
         name, lstm = type(self).__name__, self.mode == "LSTM"
-        h_shape, c_shape = self._state_shapes(x.shape[1])
+        h_shape, c_shape = self._state_shapes(batch)
         if hx is None:
             return [(ferro.zeros(h_shape[1:], dtype=x.dtype, device=x.device),
                      ferro.zeros(c_shape[1:], dtype=x.dtype, device=x.device) if lstm else None)
@@ -359,13 +433,19 @@ class RNNBase(Module):
                 raise ShapeError(f"{name}: expected {label} of shape {want}, got {list(s.shape)}")
         if not batched:
             states = tuple(s.unsqueeze(1) for s in states)
+        if order is not None:
+            states = tuple(s.index_select(1, order) for s in states)
         hs = states[0].unbind(0)
         cs = states[1].unbind(0) if lstm else (None,) * len(hs)
         return list(zip(hs, cs))
 
-    def _run(self, input: Tensor, hx: Any) -> tuple[Tensor, Tensor, Tensor | None]:
-        x, batched = self._time_major(input)
-        init = self._initial_states(hx, x, batched)
+    def _run(self, input: Tensor | PackedSequence, hx: Any) -> tuple[Any, Tensor, Tensor | None]:
+        packed = input if isinstance(input, PackedSequence) else None
+        x, batched = self._time_major(input if packed is None else packed.data, packed is not None)
+        # a packed sequence: its batch sizes (host ints; the packed layout is sorted by decreasing length)
+        sizes = None if packed is None else tuple(int(b) for b in packed.batch_sizes.tolist())
+        init = self._initial_states(hx, x, x.shape[1] if sizes is None else sizes[0], batched,
+                                    None if packed is None else packed.sorted_indices)
         math_, params, directions = _MATH[self.mode], self._parameters, 2 if self.bidirectional else 1
         apply = _Recurrence.apply
         hs: list[Tensor] = []
@@ -375,7 +455,7 @@ class RNNBase(Module):
             for d in range(directions):
                 k = layer * directions + d
                 weights = [None if nm is None else params[nm] for nm in self._slots[k]]
-                res = apply(math_, d == 1, x, init[k][0], init[k][1], *weights)
+                res = apply(math_, d == 1, x, init[k][0], init[k][1], *weights, sizes=sizes)
                 outs.append(res[0])
                 hs.append(res[1])
                 if len(res) == 3:
@@ -385,6 +465,12 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         h_n = ferro.stack(hs)
         c_n = ferro.stack(cs) if cs else None
+        if packed is not None:
+            order = packed.unsorted_indices  # the final states back in the caller's batch order
+            if order is not None:
+                h_n = h_n.index_select(1, order)
+                c_n = c_n.index_select(1, order) if c_n is not None else None
+            return packed._replace(data=x), h_n, c_n
         if not batched:
             return x.squeeze(1), h_n.squeeze(1), (c_n.squeeze(1) if c_n is not None else None)
         return (x.transpose(0, 1) if self.batch_first else x), h_n, c_n
@@ -427,8 +513,10 @@ class RNN(RNNBase):
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
                          num_layers, bias, batch_first, dropout, bidirectional, 0, device, dtype)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, or unbatched (L, H_in)."""
+    def forward(self, input: Tensor | PackedSequence,
+                hx: Tensor | None = None) -> tuple[Tensor | PackedSequence, Tensor]:
+        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, unbatched (L, H_in), or a
+        :class:`~ferro.nn.utils.rnn.PackedSequence` (then ``output`` is one, packed the same way)."""
         out, h, _ = self._run(input, hx)
         return out, h
 
@@ -451,9 +539,10 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device, dtype)
 
-    def forward(self, input: Tensor,
-                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, or unbatched (L, H_in)."""
+    def forward(self, input: Tensor | PackedSequence,
+                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
+        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, unbatched (L, H_in), or a
+        :class:`~ferro.nn.utils.rnn.PackedSequence` (then ``output`` is one, packed the same way)."""
         out, h, c = self._run(input, hx)
         return out, (h, c)  # type: ignore[return-value]
 
@@ -474,8 +563,10 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          0, device, dtype)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, or unbatched (L, H_in)."""
+    def forward(self, input: Tensor | PackedSequence,
+                hx: Tensor | None = None) -> tuple[Tensor | PackedSequence, Tensor]:
+        """``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``, unbatched (L, H_in), or a
+        :class:`~ferro.nn.utils.rnn.PackedSequence` (then ``output`` is one, packed the same way)."""
         out, h, _ = self._run(input, hx)
         return out, h
 
