@@ -1,9 +1,10 @@
 """matmul, batched with NumPy's broadcasting rules, on one of two kernels chosen per device.
 
 - CPU devices: ``kernels/matmul_cpu.cl``, a register-blocked micro-kernel
-  with no local memory and no barriers (B packed into column panels first),
-  as a CPU GEMM is written. On PoCL's CPU device it runs several times
-  faster than the tiled kernel and than CLBlast (docs/opencl.md).
+  with no local memory and no barriers (B packed into column panels first
+  unless it is small and row-contiguous), as a CPU GEMM is written. On
+  PoCL's CPU device it runs several times faster than the tiled kernel and
+  than CLBlast (docs/opencl.md).
 - Other devices (GPUs): ``kernels/matmul.cl``, tiled through local memory.
 
 Operands are read through their strides, so ``x @ y.T`` copies nothing on a

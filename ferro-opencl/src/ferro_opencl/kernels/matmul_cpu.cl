@@ -2,9 +2,9 @@
  *
  * A CPU GEMM micro-kernel in OpenCL C: no local memory and no barriers (PoCL runs a work-group as a loop
  * over its work-items on one thread, so local memory is only an extra copy), the operands stay in the
- * CPU caches. pack_b first copies B into column panels of NR = NV * VW columns, Bp[b][jb][k][0..NR)
+ * CPU caches. matmul_pack_b first copies B into column panels of NR = NV * VW columns, Bp[b][jb][k][0..NR)
  * (zero past N), in the compute type: whatever B's strides (a transposed view) or storage (half), the
- * micro-kernel then reads NV contiguous vectors per k. Each work-item computes an RM x NR block of C in
+ * micro-kernel then reads NV contiguous vectors per k (a small B with contiguous rows is read in place). Each work-item computes an RM x NR block of C in
  * RM * NV vector accumulators (registers, with the loops unrolled), broadcasting one element of A per row
  * and k; A is read in place through its strides (rows past M re-read row M - 1 and are not stored), in the
  * compute type (_matmul.py converts a half A to float first: vload_half is a call in PoCL's inner loop).
