@@ -15,6 +15,8 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
+
 
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without ferro's and pytest's own variables, plus ``env``."""
@@ -37,3 +39,16 @@ def run_json(code: str, env: dict[str, str] | None = None) -> Any:
     """Run ``code``, which prints one JSON document as its last line, and decode it."""
     out = run_python(code, env).stdout.strip().splitlines()
     return json.loads(out[-1])
+
+
+@pytest.fixture(scope="session")
+def ocl() -> Any:
+    """ferro's OpenCL backend; the test is skipped, with the reason, where it is not installed or has no device."""
+    import ferro
+    if "opencl" not in ferro.backends.installed():
+        pytest.skip("ferro-opencl is not installed")
+    b = ferro.backends.get("opencl")
+    if not b.availability():
+        pytest.skip(f"no OpenCL device here: {b.availability().reason}")
+    return b
+

@@ -24,12 +24,7 @@ TOL = {"float32": {"rtol": 2e-5, "atol": 2e-6}, "float64": {"rtol": 1e-11, "atol
 
 
 @pytest.fixture(scope="module")
-def dev() -> Any:
-    if "opencl" not in ferro.backends.installed():
-        pytest.skip("ferro-opencl is not installed")
-    b = ferro.backends.get("opencl")
-    if not b.availability():
-        pytest.skip(f"no OpenCL device here: {b.availability().reason}")
+def dev(ocl: Any) -> Any:
     d = ferro.tensor([0.0], device="opencl")._device
     assert d._kernels is not None
     return d

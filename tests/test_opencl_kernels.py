@@ -18,16 +18,6 @@ import pytest
 import ferro
 
 
-@pytest.fixture(scope="module")
-def ocl() -> Any:
-    if "opencl" not in ferro.backends.installed():
-        pytest.skip("ferro-opencl is not installed")
-    b = ferro.backends.get("opencl")
-    if not b.availability():
-        pytest.skip(f"no OpenCL device here: {b.availability().reason}")
-    return b
-
-
 def _t(a: np.ndarray) -> ferro.Tensor:
     return ferro.tensor(a, device="opencl")
 

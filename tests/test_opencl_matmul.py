@@ -22,16 +22,6 @@ import ferro
 RNG = np.random.default_rng(7)
 
 
-@pytest.fixture(scope="module")
-def ocl() -> Any:
-    if "opencl" not in ferro.backends.installed():
-        pytest.skip("ferro-opencl is not installed")
-    b = ferro.backends.get("opencl")
-    if not b.availability():
-        pytest.skip(f"no OpenCL device here: {b.availability().reason}")
-    return b
-
-
 #: kernel name -> FERRO_OPENCL_MATMUL_TILE (None: the device's own choice)
 KERNELS = {"device": None, "tiled64": "64,8,8", "tiled16": "16,4,2"}
 
