@@ -29,7 +29,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..autograd._mode import no_grad
-from ..nn.modules.module import RemovableHandle
+from ..nn.modules.module import RemovableHandle, new_args
 
 __all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -69,12 +69,7 @@ def _hooked_step(step: Callable[..., Any]) -> Callable[..., Any]:
                                  or self._optimizer_step_post_hooks or _global_optimizer_post_hooks):
             return step(*args, **kwargs)
         for hook in [*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
-            result = hook(self, args, kwargs)
-            if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), but got "
-                                       f"{result}.")
-                args, kwargs = result
+            args, kwargs = new_args(hook(self, args, kwargs), args, kwargs, str(step))
         self._in_step = True
         try:
             out = step(*args, **kwargs)

@@ -46,6 +46,16 @@ class RemovableHandle:
         self.remove()
 
 
+def new_args(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             what: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The ``(args, kwargs)`` a pre-hook that takes both returned: ``result``, or the old ones for None."""
+    if result is None:
+        return args, kwargs
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(f"{what} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+    return result
+
+
 class _IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
@@ -129,12 +139,7 @@ class Module:
     def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
-                res = hook(self, args, kwargs)
-                if res is not None:
-                    if not (isinstance(res, tuple) and len(res) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                                           f"but got {res}.")
-                    args, kwargs = res
+                args, kwargs = new_args(hook(self, args, kwargs), args, kwargs, "forward pre-hook")
             else:
                 res = hook(self, args)
                 if res is not None:
