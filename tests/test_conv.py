@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 rng = np.random.default_rng(0)
 X2, X1, X3 = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((2, 4, 9)), rng.standard_normal((1, 2, 4, 5, 4))
+XT = np.maximum(np.round(X2), 0)
 A: dict[str, np.ndarray] = {
     "w2": rng.standard_normal((6, 2, 3, 2)), "b2": rng.standard_normal(6), "w1": rng.standard_normal((6, 4, 3)),
     "ws": rng.standard_normal((3, 4, 4, 3)), "w3": rng.standard_normal((3, 2, 2, 3, 2)),
@@ -40,6 +41,11 @@ CASES: dict[str, Callable[[Any, Callable[[np.ndarray], Any]], Any]] = {
     "avg_pool1d": lambda f, t: f.avg_pool1d(t(X1), 3, stride=2),
     "adaptive_avg_pool2d": lambda f, t: f.adaptive_avg_pool2d(t(X2), (3, 4)),
     "adaptive_max_pool2d": lambda f, t: f.adaptive_max_pool2d(t(X2), (2, 5)),
+    # ties (ReLU's zeros, equal integers): the whole gradient goes to the first maximum of a window, as in torch
+    "max_pool2d ties": lambda f, t: f.max_pool2d(t(XT), 2),
+    "max_pool2d ties overlapping": lambda f, t: f.max_pool2d(t(XT), 3, stride=1, padding=1),
+    "max_pool1d ties": lambda f, t: f.max_pool1d(t(XT[:, :, 0]), 2),
+    "adaptive_max_pool2d ties": lambda f, t: f.adaptive_max_pool2d(t(XT), (3, 4)),
     "interpolate nearest": lambda f, t: f.interpolate(t(X2), size=(10, 4), mode="nearest"),
     "interpolate bilinear": lambda f, t: f.interpolate(t(X2), scale_factor=2, mode="bilinear", align_corners=False),
     "interpolate bilinear corners": lambda f, t: f.interpolate(t(X2), size=(5, 9), mode="bilinear",

@@ -18,7 +18,7 @@ from .._tensor import Tensor
 from ..errors import ShapeError
 from ._registry import register_composites
 
-__all__ = ["FUNCTIONS", "unfold"]
+__all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows"]
 
 
 def _F() -> Any:
@@ -177,9 +177,46 @@ def _pool(n: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
                          f"{list(kernel)}")
     x = F.nn.functional.pad(x, [v for i in reversed(range(n)) for v in (pad[i], pad[i])], value=fill)
     win = unfold(x, kernel, stride, dilation)
-    dims = tuple(range(2 + n, 2 + 2 * n))
-    y = win.amax(dims) if reduce == "max" else win.mean(dims)
+    y = window_max(win, None, n) if reduce == "max" else win.mean(tuple(range(2 + n, 2 + 2 * n)))
     return y if batched else y.squeeze(0)
+
+
+def window_max(win: Tensor, where_from: Tensor | None, n: int) -> Any:
+    """The maximum of each window of ``win`` (N, C, *out, *kernel) and, given ``where_from`` (the same windows
+    cut from the inputs' flat positions), the flat input index it came from, as a pair.
+
+    The first maximum of a window is taken, as PyTorch does, so that its gradient goes to that one element
+    (``amax`` would share it between ties). It is selected by a mask, elementwise ops whose backward is
+    elementwise too (a gather's would scatter): the other places hold -0.0, which adds nothing to any value.
+    """
+    F = _F()
+    k = math.prod(win.shape[2 + n:])
+    flat = win.reshape(*win.shape[:2 + n], k)  # not -1: the output may be empty
+    first = F.arange(k, device=win.device) == flat.argmax(-1, keepdim=True)
+    out = F.where(first, flat, -0.0).sum(-1)
+    if where_from is None:
+        return out
+    return out, F.where(first, where_from.reshape(*where_from.shape[:2 + n], k), 0).sum(-1)
+
+
+def adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
+    """The windows of adaptive pooling of ``x`` (N, C, *spatial) to ``out``: (N, C, *out, *kernel).
+
+    Window ``j`` of a dim of length ``size`` spans ``[floor(j * size / o), ceil((j + 1) * size / o))`` (PyTorch's
+    bounds); ``kernel`` is the longest span, and shorter windows repeat their last element, which changes
+    neither their maximum nor where its first occurrence is.
+    """
+    F = _F()
+    n = len(out)
+    key: list[Any] = [slice(None), slice(None)]
+    for i, (size, o) in enumerate(zip(x.shape[2:], out)):
+        bounds = [(j * size // o, -(-(j + 1) * size // o)) for j in range(o)]
+        k = max((end - start for start, end in bounds), default=1)
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = o, k
+        rows = [[min(start + t, end - 1) for t in range(k)] for start, end in bounds]
+        key.append(F.tensor(rows, dtype=F.int64, device=x.device).reshape(shape))
+    return x[tuple(key)]
 
 
 def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
@@ -202,7 +239,7 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     return _pool(2, x, kernel_size, stride, padding, 1, 0.0, "mean")
 
 
-def _adaptive(x: Tensor, output_size: Any, reduce: str) -> Tensor:
+def _adaptive_mean(x: Tensor, output_size: Any) -> Tensor:
     F = _F()
     out = _tuple(output_size, 2, "output_size")
     h, w = x.shape[-2], x.shape[-1]
@@ -213,20 +250,23 @@ def _adaptive(x: Tensor, output_size: Any, reduce: str) -> Tensor:
         cols = []
         for j in range(out[1]):
             c0, c1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
-            cell = x[..., r0:r1, c0:c1]
-            cols.append(cell.amax((-2, -1)) if reduce == "max" else cell.mean((-2, -1)))
+            cols.append(x[..., r0:r1, c0:c1].mean((-2, -1)))
         rows.append(F.stack(cols, -1))
     return F.stack(rows, -2)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
-    return _adaptive(x, output_size, "mean")
+    return _adaptive_mean(x, output_size)
 
 
 def adaptive_max_pool2d(x: Tensor, output_size: Any) -> Tensor:
-    """Max pooling to a fixed output size, with PyTorch's window bounds."""
-    return _adaptive(x, output_size, "max")
+    """Max pooling to a fixed output size, with PyTorch's window bounds (0 keeps the input's size)."""
+    out = _tuple(output_size, 2, "output_size")
+    batched = x.ndim == 4
+    x = x if batched else x.unsqueeze(0)
+    y = window_max(adaptive_windows(x, (out[0] or x.shape[-2], out[1] or x.shape[-1])), None, 2)
+    return y if batched else y.squeeze(0)
 
 
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
@@ -281,10 +321,11 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("conv3d", conv3d, ("getitem", "matmul")),
     ("conv_transpose1d", conv_transpose1d, ("getitem", "matmul", "index_put")),
     ("conv_transpose2d", conv_transpose2d, ("getitem", "matmul", "index_put")),
-    ("max_pool1d", max_pool1d, ("getitem", "amax")), ("max_pool2d", max_pool2d, ("getitem", "amax")),
+    ("max_pool1d", max_pool1d, ("getitem", "argmax", "eq", "where", "sum")),
+    ("max_pool2d", max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
     ("avg_pool1d", avg_pool1d, ("getitem", "mean")), ("avg_pool2d", avg_pool2d, ("getitem", "mean")),
     ("adaptive_avg_pool2d", adaptive_avg_pool2d, ("getitem", "mean")),
-    ("adaptive_max_pool2d", adaptive_max_pool2d, ("getitem", "amax")),
+    ("adaptive_max_pool2d", adaptive_max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
     ("interpolate", interpolate, ("getitem", "mul", "add")),
 ]
 

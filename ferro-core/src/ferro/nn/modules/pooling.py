@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..._creation import arange, ones, tensor
-from ..._dtypes import int64
+from ..._creation import arange, ones
 from ..._ops.conv import FUNCTIONS as _CONV
-from ..._ops.conv import _tuple, unfold
+from ..._ops.conv import _tuple, adaptive_windows, unfold, window_max
 from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
@@ -72,41 +71,6 @@ def _positions(spatial: tuple[int, ...], device: Any) -> Tensor:
     return arange(math.prod(spatial), device=device).reshape(1, 1, *spatial)
 
 
-def _window_max(win: Tensor, where_from: Tensor | None, n: int) -> Any:
-    """The maximum of each window of ``win`` (N, C, *out, *kernel) and, given ``where_from`` (the same windows
-    cut from :func:`_positions`), the flat input index it came from, as a pair.
-
-    The first maximum of a window is taken, as PyTorch does, and the value is gathered at it, so that its
-    gradient goes to that one element (``amax`` would share it between ties).
-    """
-    flat = win.reshape(*win.shape[:2 + n], math.prod(win.shape[2 + n:]))  # not -1: the output may be empty
-    pick = flat.argmax(-1, keepdim=True)
-    out = flat.gather(-1, pick).squeeze(-1)
-    if where_from is None:
-        return out
-    where_from = where_from.reshape(*where_from.shape[:2 + n], flat.shape[-1]).expand(*flat.shape)
-    return out, where_from.gather(-1, pick).squeeze(-1)
-
-
-def _adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
-    """The windows of adaptive pooling of ``x`` (N, C, *spatial) to ``out``: (N, C, *out, *kernel).
-
-    Window ``j`` of a dim of length ``size`` spans ``[floor(j * size / o), ceil((j + 1) * size / o))`` (PyTorch's
-    bounds); ``kernel`` is the longest span, and shorter windows repeat their last element, which changes
-    neither their maximum nor where its first occurrence is.
-    """
-    n = len(out)
-    key: list[Any] = [slice(None), slice(None)]
-    for i, (size, o) in enumerate(zip(x.shape[2:], out)):
-        bounds = [(j * size // o, -(-(j + 1) * size // o)) for j in range(o)]
-        k = max((end - start for start, end in bounds), default=1)
-        shape = [1] * (2 * n)
-        shape[i], shape[n + i] = o, k
-        rows = [[min(start + t, end - 1) for t in range(k)] for start, end in bounds]
-        key.append(tensor(rows, dtype=int64, device=x.device).reshape(shape))
-    return x[tuple(key)]
-
-
 def adaptive_max_pool(n: int, input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """``F.adaptive_max_pool1d/2d``: max pooling of (N, C, *spatial) or (C, *spatial) to ``output_size``
     (an int, or one entry per spatial dim where None keeps the input's size); with ``return_indices``
@@ -121,8 +85,8 @@ def adaptive_max_pool(n: int, input: Tensor, output_size: Any, return_indices: b
         raise ValueError(f"{name}: output_size must not be negative, got {list(sizes)}")
     if not return_indices and name in _CONV and all(sizes):  # the registry op (which a backend may fuse)
         return _CONV[name](input, sizes)
-    got = _window_max(_adaptive_windows(x, sizes),
-                      _adaptive_windows(_positions(spatial, x.device), sizes) if return_indices else None, n)
+    got = window_max(adaptive_windows(x, sizes),
+                      adaptive_windows(_positions(spatial, x.device), sizes) if return_indices else None, n)
     if batched:
         return got
     return tuple(t.squeeze(0) for t in got) if return_indices else got.squeeze(0)
@@ -151,9 +115,9 @@ class _MaxPoolNd(Module):
         spatial = tuple(x.shape[2:])
         win = g.windows(x, g.pads(spatial), -math.inf)
         if not self.return_indices:
-            out = _window_max(win, None, n)
+            out = window_max(win, None, n)
             return out if batched else out.squeeze(0)
-        out, idx = _window_max(win, g.windows(_positions(spatial, x.device), g.pads(spatial), -1), n)
+        out, idx = window_max(win, g.windows(_positions(spatial, x.device), g.pads(spatial), -1), n)
         return (out, idx) if batched else (out.squeeze(0), idx.squeeze(0))
 
     def extra_repr(self) -> str:
