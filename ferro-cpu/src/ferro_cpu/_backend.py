@@ -15,6 +15,7 @@ from ferro._dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce, half_dtypes, in_float32
 
+from ._conv import conv_kernels
 from ._fused import fused_kernels
 from ._pool import MIN_BYTES, BufferPool
 
@@ -207,6 +208,7 @@ class NumpyBackend(ArrayAPIBackend):
             return x.copy() if x.dtype.kind in "iub" else rint(x)
         table.update(_special_kernels(pool, quiet))
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
+        table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),

@@ -16,7 +16,8 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..errors import ShapeError
-from ._registry import register_composites
+from ._registry import REGISTRY, register_composites
+from .fused import fusable
 
 __all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows"]
 
@@ -331,3 +332,5 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 FUNCTIONS = register_composites("nn", _ROWS)
+for _name in ("conv2d", "max_pool2d"):  # a backend's fused kernels run first where the device has them
+    REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

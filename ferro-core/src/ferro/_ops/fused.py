@@ -196,6 +196,116 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
                                decomposition)
 
 
+# -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
+#    backward(grad, x, w, has_bias, stride, padding, dilation, groups, needs) -> (gx|None, gw|None, gb|None) --
+# -- max_pool2d: forward(x, kernel, stride, padding, dilation) -> (y, first argmax within the window, row-major);
+#    backward(grad, x, argmax, kernel, stride, padding, dilation) -> gx ---------------------------------------
+# Geometry is pairs of ints with symmetric padding; anything else (unbatched input, an asymmetric 'same'
+# padding, a shape the decomposition rejects) runs the decomposition. Only float32/float64: the window
+# sums of float16 are the decomposition's.
+
+_WINDOW_DTYPES = frozenset({"float32", "float64"})
+
+
+def _pair(v: Any) -> tuple[int, int] | None:
+    """(a, b) from an int or a sequence of two ints; None for anything else."""
+    t = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else ()
+    return t if len(t) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in t) else None
+
+
+def _out_size(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], padding: tuple[int, int],
+              dilation: tuple[int, int]) -> bool:
+    """Whether the sliding-window geometry is valid with at least one output per dimension."""
+    return (min(*stride, *dilation) > 0 and min(padding) >= 0
+            and all((x.shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] >= 0
+                    for i in range(2)))
+
+
+class _Conv2d(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x, weight, bias)
+        ctx.rule = (kernels, geometry, decomposition)
+        return _native_wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data, *geometry),
+                            x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, geometry, decomposition = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
+            return (*grads, None, None, None)
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3])
+        return (*(None if a is None else _native_wrap(a, x._device) for a in got), None, None, None)
+
+
+def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+            args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("weight", "bias", "stride", "padding", "dilation", "groups")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4:
+        return None
+    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
+    stride, dilation = _pair(bound.get("stride", 1)), _pair(bound.get("dilation", 1))
+    padding = bound.get("padding", 0)
+    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
+            or stride is None or dilation is None or 0 in x.shape or 0 in weight.shape):
+        return None
+    kernel = tuple(weight.shape[2:])
+    if padding == "valid":
+        padding = (0, 0)
+    elif padding == "same":
+        if stride != (1, 1) or any(d * (k - 1) % 2 for d, k in zip(dilation, kernel)):
+            return None  # a strided 'same' raises; an odd total padding is asymmetric
+        padding = tuple(d * (k - 1) // 2 for d, k in zip(dilation, kernel))
+    padding = None if isinstance(padding, str) else _pair(padding)
+    c_out = weight.shape[0]
+    if (padding is None or x.shape[1] != weight.shape[1] * groups or c_out % groups
+            or not _out_size(x, kernel, stride, padding, dilation)):
+        return None
+    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
+           for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
+        return None
+    return _Conv2d.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+
+
+class _MaxPool2d(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, geometry: tuple[Any, ...],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        y, argmax = kernels[0](x._data, *geometry)
+        ctx.save_for_backward(x)
+        ctx.rule = (kernels, geometry, decomposition, argmax)
+        return _native_wrap(y, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (x,) = ctx.saved_tensors
+        kernels, geometry, decomposition, argmax = ctx.rule
+        if _mode._state.enabled:
+            return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
+        return _native_wrap(kernels[1](g._data, x._data, argmax, *geometry), x._device), None, None, None
+
+
+def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("kernel_size", "stride", "padding", "dilation")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4:
+        return None
+    kernel = _pair(bound.get("kernel_size"))
+    stride = bound.get("stride")
+    stride = kernel if stride is None or stride == [] else _pair(stride)
+    padding, dilation = _pair(bound.get("padding", 0)), _pair(bound.get("dilation", 1))
+    if kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1 or 0 in x.shape:
+        return None
+    if any(2 * p > k for p, k in zip(padding, kernel)) or not _out_size(x, kernel, stride, padding, dilation):
+        return None  # the decomposition raises
+    return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
+
+
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
                 "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
 
@@ -206,6 +316,8 @@ FUSED_OPS: dict[str, tuple[str, str, Callable[..., Tensor | None]]] = {
     "log_softmax": ("log_softmax", "log_softmax_backward", _softmax),
     "layer_norm": ("layer_norm_forward", "layer_norm_backward", _layer_norm),
     "cross_entropy": ("cross_entropy_forward", "cross_entropy_backward", _cross_entropy),
+    "conv2d": ("conv2d_forward", "conv2d_backward", _conv2d),
+    "max_pool2d": ("max_pool2d_forward", "max_pool2d_backward", _max_pool2d),
 }
 
 

@@ -1,0 +1,149 @@
+"""Fused conv2d and max_pool2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
+
+The input is padded into a channels-last buffer (N, H, W, C) and its windows
+are a strided view of it (the strides ``sliding_window_view`` gives), not a gather: the
+convolution is one matmul of those windows (copied once, in rows of
+``kh * kw * C``, channels innermost, which NumPy copies fast) with the weight per
+group, and every backward that lands on the input is ``kh * kw`` strided
+slice-adds into a padded buffer (the windows' positions of kernel element
+``(i, j)`` are one strided slice), never ``np.add.at``. Channels-last keeps
+the innermost loop of every strided NumPy op long (C elements), where NCHW
+would make it a few elements of a small image row. Max pooling keeps, for
+each window, the position of its first maximum in window order (PyTorch's rule:
+tied maxima give the whole gradient to the first one; a NaN wins and spreads).
+Only float32 and float64 come here (``ferro/_ops/fused.py`` checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["conv_kernels"]
+
+Pair = tuple[int, int]
+
+
+def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
+    """The fused conv2d / max_pool2d kernels over NumPy ``np``."""
+    def padded(x: Any, padding: Pair, value: float) -> Any:
+        """``x`` (N, C, H, W) padded with ``value``, as a new channels-last (N, H', W', C) array."""
+        n, c, h, w = x.shape
+        ph, pw = padding
+        out = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
+        if ph or pw:
+            out.fill(value)
+        out[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
+        return out
+
+    def unpadded(gp: Any, padding: Pair, shape: tuple[int, ...]) -> Any:
+        """The (N, C, H, W) interior of a channels-last padded buffer, contiguous."""
+        ph, pw = padding
+        return np.ascontiguousarray(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
+
+    def out_size(size: tuple[int, ...], kernel: Pair, stride: Pair, dilation: Pair) -> Pair:
+        return tuple((size[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2))
+
+    def taps(kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Iterator[tuple[int, int, tuple[slice, ...]]]:
+        """For each kernel element (i, j), the strided (rows, cols) of a padded (N, H', W', C) buffer its
+        output positions read."""
+        for i in range(kernel[0]):
+            rows = slice(i * dilation[0], i * dilation[0] + stride[0] * (out[0] - 1) + 1, stride[0])
+            for j in range(kernel[1]):
+                cols = slice(j * dilation[1], j * dilation[1] + stride[1] * (out[1] - 1) + 1, stride[1])
+                yield i, j, (slice(None), rows, cols)
+
+    def columns(xp: Any, kernel: Pair, stride: Pair, dilation: Pair) -> Any:
+        """(N, OH, OW, kh, kw, C): the windows of the channels-last padded input ``xp`` (contiguous), a view."""
+        n, h, w, c = xp.strides
+        shape = (xp.shape[0], *out_size(xp.shape[1:3], kernel, stride, dilation), *kernel, xp.shape[3])
+        # sliding_window_view's strides, built directly: its argument checks cost more than the copy they feed
+        strides = (n, h * stride[0], w * stride[1], h * dilation[0], w * dilation[1], c)
+        return np.ndarray(shape, xp.dtype, buffer=xp, strides=strides)
+
+    def groups_of(weight: Any, groups: int, c: int) -> Iterator[tuple[slice, slice, Any]]:
+        """Per group: its input channels, output channels and weight as (O/g, kh * kw * C/g), channels last."""
+        og, cg = weight.shape[0] // groups, c // groups
+        for g in range(groups):
+            w = weight[g * og:(g + 1) * og]
+            yield slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og), w.transpose(0, 2, 3, 1).reshape(og, -1)
+
+    def rows_of(col: Any, cs: slice, whole: bool) -> Any:
+        return (col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
+
+    def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
+                       groups: int) -> Any:
+        col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
+        y = np.empty((*col.shape[:3], weight.shape[0]), dtype=x.dtype)  # (N, OH, OW, O)
+        y2 = y.reshape(-1, weight.shape[0])
+        for cs, os, w in groups_of(weight, groups, x.shape[1]):
+            np.matmul(rows_of(col, cs, groups == 1), w.T, out=y2[:, os] if groups > 1 else y2)
+        if bias is not None:
+            y += bias
+        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+
+    def conv2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
+                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        kernel = weight.shape[2:]
+        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
+        gx = gw = gb = None
+        full = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
+        if needs[0] and stride == (1, 1) and min(full) >= 0:
+            # stride 1: the input's gradient is the full convolution of grad with the flipped, transposed weight
+            og, cg = weight.shape[0] // groups, x.shape[1] // groups
+            flipped = weight.reshape(groups, og, cg, *kernel).transpose(0, 2, 1, 3, 4)
+            flipped = flipped.reshape(groups * cg, og, *kernel)[:, :, ::-1, ::-1]
+            gx = conv2d_forward(grad, flipped, None, stride, full, dilation, groups)
+        elif needs[0]:
+            gp = np.zeros((x.shape[0], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1], x.shape[1]),
+                          dtype=x.dtype)
+            out = grad.shape[2:]
+            for cs, os, w in groups_of(weight, groups, x.shape[1]):
+                # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
+                cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
+                for i, j, key in taps(kernel, stride, dilation, out):
+                    gp[(*key, cs)] += cols[:, :, :, i, j]
+            gx = unpadded(gp, padding, x.shape)
+        if needs[1]:
+            col = columns(padded(x, padding, 0), kernel, stride, dilation)
+            gw = np.empty_like(weight)
+            for cs, os, w in groups_of(weight, groups, x.shape[1]):
+                part = (g2[:, os].T @ rows_of(col, cs, groups == 1)).reshape(w.shape[0], *kernel, -1)
+                gw[os] = part.transpose(0, 3, 1, 2)
+        if has_bias and needs[2]:
+            gb = g2.sum(0)
+        return gx, gw, gb
+
+    def max_pool2d_forward(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
+        xp = padded(x, padding, -np.inf)
+        out = out_size(xp.shape[1:3], kernel, stride, dilation)
+        # the windows' elements, one contiguous (N, OH, OW, C) plane per kernel element, in window order
+        stack = np.empty((kernel[0] * kernel[1], xp.shape[0], *out, xp.shape[3]), dtype=x.dtype)
+        for i, j, key in taps(kernel, stride, dilation, out):
+            stack[i * kernel[1] + j] = xp[key]
+        best = stack.max(0)  # a NaN wins
+        # the first element equal to the maximum (a NaN maximum: the first NaN); found from the last one down
+        careful = bool(np.isnan(best).any())
+        where = np.zeros(best.shape, dtype=np.int64)
+        for t in range(len(stack) - 1, -1, -1):
+            hit = stack[t] == best
+            if careful:
+                hit |= np.isnan(stack[t])
+            np.putmask(where, hit, t)
+        # the value is that element itself: of 0.0 and -0.0, max may return either
+        best = np.take_along_axis(stack, where[None], 0)[0]
+        # the argmax stays channels-last: only max_pool2d_backward reads it
+        return np.ascontiguousarray(best.transpose(0, 3, 1, 2)), where
+
+    def max_pool2d_backward(grad: Any, x: Any, argmax: Any, kernel: Pair, stride: Pair, padding: Pair,
+                            dilation: Pair) -> Any:
+        gp = np.zeros((x.shape[0], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1], x.shape[1]),
+                      dtype=grad.dtype)
+        gl = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
+        zero = grad.dtype.type(0)
+        for i, j, key in taps(kernel, stride, dilation, argmax.shape[1:3]):
+            gp[key] += np.where(argmax == i * kernel[1] + j, gl, zero)
+        return unpadded(gp, padding, x.shape)
+
+    return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
+            "max_pool2d_forward": max_pool2d_forward, "max_pool2d_backward": max_pool2d_backward}

@@ -1,0 +1,235 @@
+"""ferro-cpu's fused conv2d and max_pool2d kernels (ferro_cpu/_conv.py) against torch and the decomposition.
+
+Each test counts the calls of the CPU device's table entries, so a silent fall
+back to the decomposition fails it (and a fused call where the decomposition
+should run fails the fall-back tests); values and gradients are compared with
+torch's and with those of the decomposition (``conv.FUNCTIONS[...].__wrapped__``),
+and second derivatives (``create_graph=True``) by ``gradgradcheck``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+from ferro._ops import conv
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+RNG = np.random.default_rng(0)
+DTYPES = ("float32", "float64")
+TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11}}
+NAMES = ("conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward")
+DECOMPOSITION = {name: conv.FUNCTIONS[name].__wrapped__ for name in ("conv2d", "max_pool2d")}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """Counts of the fused kernels' calls on the cpu device during the test."""
+    dev = ferro.tensor([0.0])._device
+    counts = dict.fromkeys(NAMES, 0)
+
+    def counting(name: str, k: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any, **kw: Any) -> Any:
+            counts[name] += 1
+            return k(*a, **kw)
+        return run
+    for n in NAMES:
+        monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))
+    yield counts
+
+
+def _leaves(arrays: list[np.ndarray | None]) -> tuple[list[Any], list[Any]]:
+    ours = [None if a is None else ferro.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [None if a is None else torch.tensor(a, requires_grad=True) for a in arrays]
+    return ours, theirs
+
+
+def _close(got: Any, expected: Any, dtype: str) -> None:
+    exp = expected.detach().numpy() if hasattr(expected, "detach") else expected.numpy()
+    g = got.detach().numpy()
+    assert g.dtype == np.dtype(dtype) and g.shape == exp.shape, (g.dtype, g.shape, exp.shape)
+    np.testing.assert_allclose(g, exp, **TOL[dtype])
+
+
+def _forward_backward(fn: Callable[..., Any], tfn: Callable[..., Any], arrays: list[np.ndarray | None],
+                      dtype: str) -> None:
+    """fn on ferro and tfn on torch: same values, and the same gradients of every input for a random output
+    gradient."""
+    ours, theirs = _leaves(arrays)
+    y, ty = fn(*ours), tfn(*theirs)
+    _close(y, ty, dtype)
+    g = RNG.standard_normal(tuple(y.shape)).astype(dtype)
+    y.backward(ferro.tensor(g))
+    ty.backward(torch.tensor(g))
+    for a, ta in zip(ours, theirs):
+        if a is not None:
+            _close(a.grad, ta.grad, dtype)
+
+
+CONV_CASES = {  # x shape, weight shape, bias, kwargs
+    "plain": ((3, 4, 7, 6), (5, 4, 3, 3), True, {}),
+    "stride pad": ((2, 3, 8, 9), (4, 3, 3, 2), True, {"stride": 2, "padding": (1, 2)}),
+    "dilation": ((2, 2, 9, 8), (3, 2, 3, 3), False, {"padding": 2, "dilation": (2, 1)}),
+    "stride dilation large pad": ((2, 2, 6, 6), (2, 2, 2, 2), True, {"stride": (1, 2), "padding": 3,
+                                                                     "dilation": 2}),
+    "groups": ((2, 6, 5, 5), (9, 2, 3, 3), True, {"padding": 1, "groups": 3}),
+    "depthwise strided": ((2, 4, 7, 7), (4, 1, 3, 3), False, {"stride": (2, 3), "groups": 4}),
+    "same odd": ((2, 3, 6, 5), (4, 3, 3, 5), True, {"padding": "same"}),
+    "valid": ((1, 3, 5, 5), (2, 3, 5, 1), True, {"padding": "valid"}),
+    "1x1": ((4, 8, 3, 3), (2, 8, 1, 1), True, {}),
+    "padding over the kernel": ((2, 3, 4, 4), (2, 3, 1, 2), True, {"padding": (1, 2)}),  # col2im at stride 1
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_runs_fused(calls: dict[str, int], case: str, dtype: str) -> None:
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    arrays = [RNG.standard_normal(xs).astype(dtype), RNG.standard_normal(ws).astype(dtype),
+              RNG.standard_normal(ws[0]).astype(dtype) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw),
+                      arrays, dtype)
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+
+
+POOL_CASES = {  # x shape, positional args
+    "2x2": ((3, 4, 8, 8), (2,)),
+    "odd size": ((2, 3, 7, 9), ((3, 2), (2, 1), 1)),
+    "overlapping padded dilated": ((2, 2, 9, 8), (3, 1, 1, 2)),
+    "stride 3": ((1, 2, 10, 7), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ties", [False, True], ids=["random", "ties"])
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool2d_runs_fused(calls: dict[str, int], case: str, ties: bool, dtype: str) -> None:
+    shape, args = POOL_CASES[case]
+    x = RNG.standard_normal(shape)
+    x = np.maximum(np.round(x), 0) if ties else x  # many equal maxima: the first in window order takes the grad
+    _forward_backward(lambda t: F.max_pool2d(t, *args), lambda t: TF.max_pool2d(t, *args), [x.astype(dtype)],
+                      dtype)
+    assert (calls["max_pool2d_forward"], calls["max_pool2d_backward"]) == (1, 1)
+
+
+def test_max_pool2d_nan_and_signed_zero_as_decomposition(calls: dict[str, int]) -> None:
+    """NaN spreads to its window's maximum and takes the gradient (the first NaN, as the decomposition); 0.0
+    and -0.0 tie (the first one is the value, as in torch, and takes the gradient)."""
+    x = RNG.standard_normal((2, 3, 6, 6))
+    x[0, 0, 1, 1] = x[0, 0, 1, 2] = x[1, 2, 4, 5] = np.nan
+    x[0, 1, :2, :2] = [[-0.0, 0.0], [0.0, -0.0]]
+    x[0, 1, 2:4, :2] = [[0.0, -0.0], [-1.0, -0.0]]
+    leaves = [ferro.tensor(x, requires_grad=True) for _ in range(2)]
+    got, want = F.max_pool2d(leaves[0], 2, 2), DECOMPOSITION["max_pool2d"](leaves[1], 2, 2)
+    assert calls["max_pool2d_forward"] == 1
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    # the sign of a zero maximum is torch's (the decomposition's sum of -0.0 gives 0.0)
+    np.testing.assert_array_equal(np.signbit(got.detach().numpy()), np.signbit(TF.max_pool2d(torch.tensor(x), 2)))
+    g = ferro.tensor(RNG.standard_normal(tuple(got.shape)))
+    got.backward(g)
+    want.backward(g)
+    np.testing.assert_array_equal(leaves[0].grad.numpy(), leaves[1].grad.numpy())
+    assert calls["max_pool2d_backward"] == 1
+
+
+def test_modules_run_fused(calls: dict[str, int]) -> None:
+    """nn.Conv2d and nn.MaxPool2d (the demo CNN's layers) go through the fused kernels."""
+    ferro.manual_seed(0)
+    model = ferro.nn.Sequential(ferro.nn.Conv2d(1, 4, 3, padding=1), ferro.nn.ReLU(), ferro.nn.MaxPool2d(2),
+                                ferro.nn.Conv2d(4, 6, 3, padding=1))
+    model(ferro.randn(5, 1, 8, 8)).sum().backward()
+    assert calls == {"conv2d_forward": 2, "conv2d_backward": 2, "max_pool2d_forward": 1, "max_pool2d_backward": 1}
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+
+
+def test_weight_only_and_input_only_gradients(calls: dict[str, int]) -> None:
+    x, w, b = (RNG.standard_normal(s) for s in ((2, 3, 5, 5), (4, 3, 3, 3), (4,)))
+    for needs in ((True, False, False), (False, True, False), (False, False, True)):
+        ours = [ferro.tensor(a, requires_grad=r) for a, r in zip((x, w, b), needs)]
+        theirs = [torch.tensor(a, requires_grad=r) for a, r in zip((x, w, b), needs)]
+        F.conv2d(*ours, padding=1).square().sum().backward()
+        TF.conv2d(*theirs, padding=1).square().sum().backward()
+        for a, ta, r in zip(ours, theirs, needs):
+            assert (a.grad is not None) == r
+            if r:
+                _close(a.grad, ta.grad, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (3, 3)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "max_pool2d"])
+def test_create_graph_second_derivatives_exact(calls: dict[str, int], op: str) -> None:
+    """With create_graph=True the backward runs through the decomposition: second derivatives are those of the
+    decomposition (to float64 rounding: the plain backward through y runs the fused kernel) and pass
+    gradgradcheck."""
+    x = RNG.standard_normal((2, 4, 6, 5))
+    w = RNG.standard_normal((6, 2, 3, 2))
+    b = RNG.standard_normal(6)
+
+    def run(fn: Callable[..., Any]) -> list[np.ndarray]:
+        leaves = [ferro.tensor(a, requires_grad=True) for a in ((x, w, b) if op == "conv2d" else (x,))]
+        args = (leaves[1], leaves[2], (2, 1), 1, (1, 2), 2) if op == "conv2d" else ((3, 2), (2, 1), 1)
+        y = fn(leaves[0], *args)
+        before = calls[f"{op}_backward"]
+        first = ferro.autograd.grad([(y * y).sum()], leaves, create_graph=True)
+        # the recorded backward ran the decomposition; the next one goes through y's node again, plainly
+        assert calls[f"{op}_backward"] == before
+        total = sum(((g * g * g).sum() for g in first), ferro.tensor(0.0, dtype=ferro.float64))
+        return [g.numpy() for g in ferro.autograd.grad([total], leaves)]
+
+    fused = run(getattr(F, op))
+    assert calls[f"{op}_forward"] == 1
+    for got, want in zip(fused, run(DECOMPOSITION[op])):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    leaves = [ferro.tensor(a[:1, :2, :4, :4] if a.ndim == 4 and a is x else a, requires_grad=True)
+              for a in ((x, w[:, :1], b) if op == "conv2d" else (x,))]
+    if op == "conv2d":
+        assert ferro.autograd.gradgradcheck(lambda t, ww, bb: F.conv2d(t, ww, bb, 1, 1, 1, 2), leaves)
+    else:
+        assert ferro.autograd.gradgradcheck(lambda t: F.max_pool2d(t, 2, 1, 1), leaves)
+
+
+FALLBACKS = {  # op name, call, torch call: each must run the decomposition
+    "conv2d unbatched": ("conv2d", lambda f, t: f.conv2d(t((3, 6, 5)), t((4, 3, 3, 3)), padding=1)),
+    "conv2d same even kernel": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5)), t((4, 3, 2, 3)), padding="same")),
+    "conv2d float16": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5), "float16"), t((4, 3, 3, 3), "float16"))),
+    "max_pool2d unbatched": ("max_pool2d", lambda f, t: f.max_pool2d(t((3, 6, 5)), 2)),
+    "max_pool2d float16": ("max_pool2d", lambda f, t: f.max_pool2d(t((2, 3, 6, 5), "float16"), 2)),
+}
+
+
+@pytest.mark.parametrize("case", FALLBACKS)
+def test_odd_cases_fall_back(calls: dict[str, int], case: str) -> None:
+    op, call = FALLBACKS[case]
+    seed = iter(range(100))
+
+    def array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        return np.random.default_rng(next(seed)).standard_normal(shape).astype(dtype)
+
+    got = call(F, lambda s, d="float64": ferro.tensor(array(s, d), requires_grad=d != "float16"))
+    seed = iter(range(100))
+    want = call(TF, lambda s, d="float64": torch.tensor(array(s, "float32" if d == "float16" else d)))
+    assert calls[f"{op}_forward"] == 0
+    tol = {"rtol": 2e-2, "atol": 2e-2} if got.dtype == ferro.float16 else TOL["float64"]
+    np.testing.assert_allclose(got.detach().numpy().astype(np.float64), want.numpy().astype(np.float64), **tol)
+    if got.requires_grad:
+        got.sum().backward()
+    assert calls[f"{op}_backward"] == 0
+
+
+def test_invalid_arguments_raise_as_the_decomposition(calls: dict[str, int]) -> None:
+    """Shapes the rule does not take go to the decomposition, which raises its errors."""
+    x = ferro.randn(2, 3, 4, 4)
+    with pytest.raises(ferro.errors.ShapeError):
+        F.conv2d(x, ferro.randn(4, 2, 3, 3))
+    with pytest.raises(ferro.errors.ShapeError):
+        F.conv2d(x, ferro.randn(4, 3, 5, 5))
+    with pytest.raises(ValueError, match="half of the kernel"):
+        F.max_pool2d(x, 2, padding=2)
+    assert calls["conv2d_forward"] == calls["max_pool2d_forward"] == 0
