@@ -114,13 +114,25 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             gb = g2.sum(0)
         return gx, gw, gb
 
+    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
+        """(kh, kw, N, OH, OW, C): a strided view of the contiguous NCHW ``xp``, kernel element first."""
+        sn, sc, sh, sw = xp.strides
+        return np.ndarray((*kernel, xp.shape[0], *out, xp.shape[1]), xp.dtype, buffer=xp,
+                          strides=(sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1], sc))
+
     def max_pool2d_forward(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
-        xp = padded(x, padding, -np.inf)
-        out = out_size(xp.shape[1:3], kernel, stride, dilation)
-        # the windows' elements, one contiguous (N, OH, OW, C) plane per kernel element, in window order
-        stack = np.empty((kernel[0] * kernel[1], xp.shape[0], *out, xp.shape[3]), dtype=x.dtype)
-        for i, j, key in taps(kernel, stride, dilation, out):
-            stack[i * kernel[1] + j] = xp[key]
+        n, c, h, w = x.shape
+        ph, pw = padding
+        if ph or pw:
+            xp = np.full((n, c, h + 2 * ph, w + 2 * pw), -np.inf, dtype=x.dtype)
+            xp[:, :, ph:ph + h, pw:pw + w] = x
+        else:
+            xp = np.ascontiguousarray(x)
+        out = out_size(xp.shape[2:], kernel, stride, dilation)
+        # the windows' elements, one contiguous (N, OH, OW, C) plane per kernel element in window order
+        stack = np.empty((*kernel, n, *out, c), dtype=x.dtype)
+        stack[...] = window_planes(xp, kernel, stride, dilation, out)
+        stack = stack.reshape(kernel[0] * kernel[1], n, *out, c)
         best = stack.max(0)  # a NaN wins
         # the first element equal to the maximum (a NaN maximum: the first NaN); found from the last one down
         careful = bool(np.isnan(best).any())
@@ -130,8 +142,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             if careful:
                 hit |= np.isnan(stack[t])
             np.putmask(where, hit, t)
-        # the value is that element itself: of 0.0 and -0.0, max may return either
-        best = np.take_along_axis(stack, where[None], 0)[0]
+        # (of a 0.0 and a -0.0 maximum max may return either: equal values; a gather of the first costs more)
         # the argmax stays channels-last: only max_pool2d_backward reads it
         return np.ascontiguousarray(best.transpose(0, 3, 1, 2)), where
 

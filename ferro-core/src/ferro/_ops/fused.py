@@ -202,7 +202,7 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
 #    backward(grad, x, argmax, kernel, stride, padding, dilation) -> gx ---------------------------------------
 # Geometry is pairs of ints with symmetric padding; anything else (unbatched input, an asymmetric 'same'
 # padding, a shape the decomposition rejects) runs the decomposition. Only float32/float64: the window
-# sums of float16 are the decomposition's.
+# sums of float16 are the decomposition's. The kernels compute in x's dtype: outputs are wrapped as that.
 
 _WINDOW_DTYPES = frozenset({"float32", "float64"})
 
@@ -227,8 +227,8 @@ class _Conv2d(Function):
                 decomposition: Callable[..., Tensor]) -> Tensor:
         ctx.save_for_backward(x, weight, bias)
         ctx.rule = (kernels, geometry, decomposition)
-        return _native_wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data, *geometry),
-                            x._device)
+        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data, *geometry), x._dtype,
+                     x._device)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
@@ -238,7 +238,7 @@ class _Conv2d(Function):
             grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
             return (*grads, None, None, None)
         got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3])
-        return (*(None if a is None else _native_wrap(a, x._device) for a in got), None, None, None)
+        return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -278,7 +278,7 @@ class _MaxPool2d(Function):
         y, argmax = kernels[0](x._data, *geometry)
         ctx.save_for_backward(x)
         ctx.rule = (kernels, geometry, decomposition, argmax)
-        return _native_wrap(y, x._device)
+        return _wrap(y, x._dtype, x._device)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
@@ -286,7 +286,7 @@ class _MaxPool2d(Function):
         kernels, geometry, decomposition, argmax = ctx.rule
         if _mode._state.enabled:
             return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
-        return _native_wrap(kernels[1](g._data, x._data, argmax, *geometry), x._device), None, None, None
+        return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device), None, None, None
 
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
