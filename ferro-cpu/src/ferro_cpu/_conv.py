@@ -1,16 +1,18 @@
 """Fused conv2d and max_pool2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
 
 The input is padded into a channels-last buffer (N, H, W, C) and its windows
-are a strided view of it (the strides ``sliding_window_view`` gives), not a gather: the
-convolution is one matmul of those windows (copied once, in rows of
-``kh * kw * C``, channels innermost, which NumPy copies fast) with the weight per
-group, and every backward that lands on the input is ``kh * kw`` strided
-slice-adds into a padded buffer (the windows' positions of kernel element
-``(i, j)`` are one strided slice), never ``np.add.at``. Channels-last keeps
-the innermost loop of every strided NumPy op long (C elements), where NCHW
-would make it a few elements of a small image row. Max pooling keeps, for
-each window, the position of its first maximum in window order (PyTorch's rule:
-tied maxima give the whole gradient to the first one; a NaN wins and spreads).
+are a strided view of it (the strides ``sliding_window_view`` gives), not a
+gather: the convolution is one matmul of those windows (copied once, in rows
+of ``kh * kw * C``, channels innermost, which NumPy copies fast) with the
+weight per group. The input's gradient is, at stride 1, the full convolution
+of the gradient with the flipped weight (the same kernel); otherwise
+``kh * kw`` strided slice-adds into a padded buffer (the windows' positions
+of kernel element ``(i, j)`` are one strided slice), never ``np.add.at``.
+Channels-last keeps the innermost loop of every strided NumPy op long (C
+elements), where NCHW would make it a few elements of a small image row. Max
+pooling keeps, for each window, the position of its first maximum in window
+order (PyTorch's rule: tied maxima give the whole gradient to the first one;
+a NaN wins and spreads, its first one taking the gradient).
 Only float32 and float64 come here (``ferro/_ops/fused.py`` checks).
 """
 

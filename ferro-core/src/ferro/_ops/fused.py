@@ -213,7 +213,7 @@ def _pair(v: Any) -> tuple[int, int] | None:
     return t if len(t) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in t) else None
 
 
-def _out_size(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], padding: tuple[int, int],
+def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], padding: tuple[int, int],
               dilation: tuple[int, int]) -> bool:
     """Whether the sliding-window geometry is valid with at least one output per dimension."""
     return (min(*stride, *dilation) > 0 and min(padding) >= 0
@@ -263,7 +263,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     padding = None if isinstance(padding, str) else _pair(padding)
     c_out = weight.shape[0]
     if (padding is None or x.shape[1] != weight.shape[1] * groups or c_out % groups
-            or not _out_size(x, kernel, stride, padding, dilation)):
+            or not _has_output(x, kernel, stride, padding, dilation)):
         return None
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
@@ -301,7 +301,7 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     padding, dilation = _pair(bound.get("padding", 0)), _pair(bound.get("dilation", 1))
     if kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1 or 0 in x.shape:
         return None
-    if any(2 * p > k for p, k in zip(padding, kernel)) or not _out_size(x, kernel, stride, padding, dilation):
+    if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
         return None  # the decomposition raises
     return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
 
