@@ -52,3 +52,17 @@ def ocl() -> Any:
         pytest.skip(f"no OpenCL device here: {b.availability().reason}")
     return b
 
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, dev: Any, names: Any) -> dict[str, int]:
+    """Wrap the kernels ``names`` of device ``dev``'s table to count their calls (for the test's duration)."""
+    counts = dict.fromkeys(names, 0)
+
+    def counting(name: str, k: Any) -> Any:
+        def run(*a: Any, **kw: Any) -> Any:
+            counts[name] += 1
+            return k(*a, **kw)
+        return run
+    for n in names:
+        monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))
+    return counts
+

@@ -19,6 +19,8 @@ import ferro
 import ferro.nn.functional as F
 from ferro._ops import conv
 
+from conftest import count_calls
+
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
@@ -32,17 +34,7 @@ DECOMPOSITION = {name: conv.FUNCTIONS[name].__wrapped__ for name in ("conv2d", "
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Counts of the fused kernels' calls on the cpu device during the test."""
-    dev = ferro.tensor([0.0])._device
-    counts = dict.fromkeys(NAMES, 0)
-
-    def counting(name: str, k: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*a: Any, **kw: Any) -> Any:
-            counts[name] += 1
-            return k(*a, **kw)
-        return run
-    for n in NAMES:
-        monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))
-    yield counts
+    yield count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
 
 
 def _leaves(arrays: list[np.ndarray | None]) -> tuple[list[Any], list[Any]]:

@@ -17,6 +17,7 @@ from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_red
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
+from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 
 __all__ = ["NumpyBackend"]
@@ -209,6 +210,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(_special_kernels(pool, quiet))
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),

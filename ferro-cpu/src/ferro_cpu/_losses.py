@@ -1,0 +1,66 @@
+"""Fused cross_entropy on NumPy: ``cross_entropy_forward`` / ``cross_entropy_backward`` (``docs/cuda.md``).
+
+Core's ``ferro._ops.fused`` runs ``cross_entropy`` with class-index targets
+through these two kernels instead of its decomposition (log_softmax, a
+gather, the weights, the reduction: a dozen ops each way). A row is one
+sample's scores over the classes: ``x`` of (C), (N, C) or (N, C, d...) is
+read as (rows, C) with the classes last. float16 computes in float32 and
+rounds once. A target outside ``[0, C)`` that is not ``ignore_index`` raises
+``IndexError`` here, as PyTorch's CPU kernel does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["loss_kernels"]
+
+
+def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
+    """``cross_entropy_forward`` and ``cross_entropy_backward`` over NumPy ``np``."""
+
+    def rows(x: Any) -> Any:
+        """``x`` as (rows, classes), computed in float32 at least."""
+        r = x.reshape(1, -1) if x.ndim == 1 else x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+        return r.astype(np.float32) if r.dtype == np.float16 else r
+
+    def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
+        """(the target class of each row, 0 where ignored; whether the row counts)."""
+        t = target.reshape(-1)
+        valid = t != ignore_index
+        cls = np.where(valid, t, 0)
+        bad = (cls < 0) | (cls >= classes)
+        if bad.any():
+            raise IndexError(f"cross_entropy: target {int(cls[bad][0])} is out of bounds for {classes} classes")
+        return cls, valid
+
+    @np.errstate(all="ignore")  # -inf scores give nan losses, as in PyTorch, without NumPy's warnings
+    def cross_entropy_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100) -> tuple[Any, Any, Any]:
+        xr = rows(x)
+        cls, valid = picked(target, ignore_index, xr.shape[1])
+        m = xr.max(1)
+        m = np.where(np.isfinite(m), m, 0)
+        lse = m + np.log(np.exp(xr - m[:, None]).sum(1))
+        w = (weight.astype(xr.dtype)[cls] if weight is not None else np.ones(len(cls), xr.dtype)) * valid
+        loss = (lse - xr[np.arange(len(cls)), cls]) * w
+        return loss, lse, w
+
+    @np.errstate(all="ignore")
+    def cross_entropy_backward(grad_rows: Any, x: Any, target: Any, weight: Any, lse: Any,
+                               ignore_index: int = -100) -> Any:
+        xr = rows(x)
+        cls, valid = picked(target, ignore_index, xr.shape[1])
+        scale = np.broadcast_to(grad_rows.astype(xr.dtype), valid.shape) * valid
+        if weight is not None:
+            scale = scale * weight.astype(xr.dtype)[cls]
+        dx = np.exp(xr - lse[:, None])  # softmax
+        dx[np.arange(len(cls)), cls] -= 1
+        dx *= scale[:, None]
+        if x.ndim == 1:
+            dx = dx[0]
+        elif x.ndim > 2:
+            dx = np.moveaxis(dx.reshape(x.shape[0], *x.shape[2:], x.shape[1]), -1, 1)
+        return np.ascontiguousarray(dx, dtype=x.dtype)
+
+    return {"cross_entropy_forward": cross_entropy_forward, "cross_entropy_backward": cross_entropy_backward}

@@ -1,0 +1,77 @@
+"""ferro-cpu's fused cross_entropy kernels (ferro_cpu/_losses.py) against torch, counting that they run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+
+from conftest import count_calls
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+RNG = np.random.default_rng(0)
+NAMES = ("cross_entropy_forward", "cross_entropy_backward")
+# (input shape, target shape): one sample, a batch, and a batch of 3x2 maps (classes in dim 1)
+SHAPES = [((5,), ()), ((8, 5), (8,)), ((4, 5, 3, 2), (4, 3, 2))]
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    yield count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shapes", SHAPES, ids=["one", "batch", "maps"])
+def test_matches_torch_and_runs_the_kernels(calls: dict[str, int], shapes: Any, weighted: bool,
+                                           reduction: str) -> None:
+    xs, ts = shapes
+    x, target, w = RNG.standard_normal(xs), RNG.integers(0, 5, ts), RNG.random(5)
+    if ts:
+        target.reshape(-1)[0] = -100  # an ignored sample
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.cross_entropy(fx, ferro.tensor(target), ferro.tensor(w) if weighted else None, reduction=reduction)
+    ref = TF.cross_entropy(tx, torch.tensor(target), torch.tensor(w) if weighted else None, reduction=reduction)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    g = RNG.standard_normal(tuple(ref.shape))
+    got.backward(ferro.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_low_precision_inputs_keep_their_dtype(calls: dict[str, int], dtype: str) -> None:
+    x, target = RNG.standard_normal((16, 7)).astype(dtype), RNG.integers(0, 7, 16)
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x.astype(np.float32), requires_grad=True)
+    got = F.cross_entropy(fx, ferro.tensor(target))
+    ref = TF.cross_entropy(tx, torch.tensor(target))
+    got.backward()
+    ref.backward()
+    assert got.dtype is getattr(ferro, dtype) and fx.grad.dtype is getattr(ferro, dtype)
+    tol = 2e-3 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(got.detach().float().numpy(), ref.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    assert calls["cross_entropy_forward"] == 1
+
+
+def test_a_target_out_of_range_raises_and_second_derivatives_use_the_decomposition(calls: dict[str, int]) -> None:
+    x = ferro.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    with pytest.raises(IndexError, match="target 4 is out of bounds for 4 classes"):
+        F.cross_entropy(x, ferro.tensor([0, 4, 1]))
+    loss = F.cross_entropy(x, ferro.tensor([0, 3, 1]))
+    (gx,) = ferro.autograd.grad(loss, x, create_graph=True)
+    (ggx,) = ferro.autograd.grad(gx.sum(), x)  # through the decomposition: exact higher derivatives
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    (tg,) = torch.autograd.grad(TF.cross_entropy(tx, torch.tensor([0, 3, 1])), tx, create_graph=True)
+    (tgg,) = torch.autograd.grad(tg.sum(), tx)
+    np.testing.assert_allclose(gx.detach().numpy(), tg.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ggx.numpy(), tgg.numpy(), rtol=1e-10, atol=1e-12)
+    assert calls == {"cross_entropy_forward": 2, "cross_entropy_backward": 0}  # the refused call counts too
