@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_nn_rnn import LAYERS, check_grads, close, leaf, pair, weighted
+from test_nn_rnn import LAYERS, backward_and_check, close, leaf, pair, weighted
 
 import ferro
 from ferro import nn
@@ -196,10 +196,7 @@ def test_layer_on_packed_input_matches_torch(kind: str, bidirectional: bool, wit
     for k, (f, t) in enumerate(zip(f_outs[1:], t_outs[1:])):
         assert list(f.shape) == list(t.shape)
         close(f, t, f"final state {k}")
-    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, f_inputs, t_inputs)
+    backward_and_check(rng, fm, tm, f_outs, t_outs, f_inputs, t_inputs)
 
 
 @pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
@@ -225,10 +222,7 @@ def test_projected_lstm_on_packed_input_matches_torch() -> None:
     f_outs[0], t_outs[0] = f_outs[0].data, t_outs[0].data
     for k, (f, t) in enumerate(zip(f_outs, t_outs)):
         close(f, t, f"output {k}")
-    weights = [np.random.default_rng(7).standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, [fx], [tx])
+    backward_and_check(np.random.default_rng(7), fm, tm, f_outs, t_outs, [fx], [tx])
 
 
 def test_float32_packed_gru_matches_torch() -> None:

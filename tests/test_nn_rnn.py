@@ -63,6 +63,15 @@ def check_grads(fm: Any, tm: Any, f_inputs: list[Any], t_inputs: list[Any]) -> N
         close(p.grad, tparams[name].grad, f"grad of {name}")
 
 
+def backward_and_check(rng: Any, fm: Any, tm: Any, f_outs: list[Any], t_outs: list[Any], f_inputs: list[Any],
+                       t_inputs: list[Any]) -> None:
+    """Backward through both libraries' outputs with the same random weights, then compare every gradient."""
+    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
+    weighted(f_outs, weights, ferro).backward()
+    weighted(t_outs, weights, torch).backward()
+    check_grads(fm, tm, f_inputs, t_inputs)
+
+
 # -- parameters -----------------------------------------------------------------------------
 
 
@@ -121,10 +130,7 @@ def test_layer_matches_torch(kind: str, layers: int, bidirectional: bool, batch_
     for k, (f, t) in enumerate(zip(f_outs, t_outs)):
         assert list(f.shape) == list(t.shape)
         close(f, t, f"output {k}")
-    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, f_inputs, t_inputs)
+    backward_and_check(rng, fm, tm, f_outs, t_outs, f_inputs, t_inputs)
 
 
 @pytest.mark.parametrize(("kind", "with_state"), list(itertools.product(["RNN", "LSTM", "GRU"], [False, True])))
@@ -145,10 +151,7 @@ def test_unbatched_input_matches_torch(kind: str, with_state: bool, batch_first:
     for f, t in zip(f_outs, t_outs):
         assert list(f.shape) == list(t.shape)
         close(f, t, "output")
-    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, f_inputs, t_inputs)
+    backward_and_check(rng, fm, tm, f_outs, t_outs, f_inputs, t_inputs)
 
 
 @pytest.mark.parametrize(("kind", "kwargs"), [
@@ -163,10 +166,7 @@ def test_projection_and_no_bias_match_torch(kind: str, kwargs: dict[str, Any]) -
     for f, t in zip(f_outs, t_outs):
         assert list(f.shape) == list(t.shape)
         close(f, t, "output")
-    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, [fx], [tx])
+    backward_and_check(rng, fm, tm, f_outs, t_outs, [fx], [tx])
 
 
 def test_only_the_final_state_used_still_gives_every_gradient() -> None:
@@ -234,10 +234,7 @@ def test_cell_matches_torch(kind: str, bias: bool, batched: bool, with_state: bo
     for f, t in zip(f_outs, t_outs):
         assert list(f.shape) == list(t.shape)
         close(f, t, "output")
-    weights = [rng.standard_normal(tuple(t.shape)) for t in t_outs]
-    weighted(f_outs, weights, ferro).backward()
-    weighted(t_outs, weights, torch).backward()
-    check_grads(fm, tm, f_inputs, t_inputs)
+    backward_and_check(rng, fm, tm, f_outs, t_outs, f_inputs, t_inputs)
 
 
 @pytest.mark.parametrize("kind", list(CELLS))
