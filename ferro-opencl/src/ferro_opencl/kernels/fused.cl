@@ -10,33 +10,24 @@
 
 /* The group's sum / max of v, seen by every work-item. The first barrier lets a previous call's readers of
  * s[0] finish before s is overwritten. The local size is a power of two. */
-inline ${ACC} group_sum(${ACC} v, __local ${ACC} *s)
-{
-    const int lid = get_local_id(0), ls = get_local_size(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = ls / 2; k > 0; k >>= 1) {
-        if (lid < k) s[lid] += s[lid + k];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return s[0];
-}
-
 inline ${ACC} nanmax(${ACC} a, ${ACC} b) { return (isnan(a) || isnan(b)) ? a + b : fmax(a, b); }
+inline ${ACC} plus(${ACC} a, ${ACC} b) { return a + b; }
 
-inline ${ACC} group_max(${ACC} v, __local ${ACC} *s)
-{
-    const int lid = get_local_id(0), ls = get_local_size(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = ls / 2; k > 0; k >>= 1) {
-        if (lid < k) s[lid] = nanmax(s[lid], s[lid + k]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return s[0];
+#define GROUP_REDUCE(name, combine)                                  \
+inline ${ACC} name(${ACC} v, __local ${ACC} *s)                      \
+{                                                                    \
+    const int lid = get_local_id(0), ls = get_local_size(0);         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                    \
+    s[lid] = v;                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                    \
+    for (int k = ls / 2; k > 0; k >>= 1) {                           \
+        if (lid < k) s[lid] = combine(s[lid], s[lid + k]);           \
+        barrier(CLK_LOCAL_MEM_FENCE);                                \
+    }                                                                \
+    return s[0];                                                     \
 }
+GROUP_REDUCE(group_sum, plus)
+GROUP_REDUCE(group_max, nanmax)
 
 /* The row's max and sum(exp(x - max)): softmax's and logsumexp's two passes. */
 inline void row_max_sumexp(__global const ${T} *x, const long base, const long cols, __local ${ACC} *s,
