@@ -175,7 +175,7 @@ def _softmax(xp: Any, a: Any) -> Any:
 
 
 def _softmax_decomposed(xp: Any, a: Any) -> Any:
-    from ferro._ops._registry import REGISTRY
+    from ferro._core.records import REGISTRY
     return REGISTRY["softmax"].decomposition(a, -1)
 
 

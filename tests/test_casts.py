@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._dtypes import all_dtypes
+from ferro._core.dtypes import all_dtypes
 
 torch = pytest.importorskip("torch")
 # Values every dtype can hold (negative ones are left out for uint8, whose wrap-around PyTorch leaves undefined).

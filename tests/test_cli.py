@@ -54,7 +54,7 @@ def test_ops_matrix_agrees_with_supports() -> None:
     assert "add" in matrix and "float32" in matrix["add"]["cpu"]
     assert "float32" not in matrix["bitwise_and"]["cpu"]
     for op, row in matrix.items():
-        for d in ferro._dtypes.all_dtypes:
+        for d in ferro._core.dtypes.all_dtypes:
             assert (d.name in row["cpu"]) == cpu.supports(op, d), (op, d)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._ops._registry import REGISTRY
+from ferro._core.records import REGISTRY
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
 from ferro.errors import UnsupportedOperationError
 from ferro.testing import assert_close

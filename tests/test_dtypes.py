@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._dtypes import all_dtypes, result_type
+from ferro._core.dtypes import all_dtypes, result_type
 from ferro.testing import assert_close
 
 torch = pytest.importorskip("torch")

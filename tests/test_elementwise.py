@@ -366,7 +366,7 @@ def test_non_tensor_arguments() -> None:
 def test_results_hold_data_of_their_declared_dtype(dtype: str) -> None:
     """``t.numpy().dtype`` is the tensor's dtype for every op, scalar operand and dtype (NumPy's
     kernels would widen float16 / bfloat16 in SciPy's functions, and integers in ``rint``)."""
-    from ferro._host import numpy_dtype
+    from ferro._core.host import numpy_dtype
     d = _fdt(dtype)
     x = ferro.ones(2, 3, dtype=d)
     results: list[tuple[str, ferro.Tensor]] = []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._dtypes import can_cast
+from ferro._core.dtypes import can_cast
 from ferro._ops import REGISTRY
 from ferro._ops.elementwise import BINARY, DECOMPOSITIONS, UNARY
 from ferro.testing import assert_close

@@ -308,7 +308,7 @@ def test_unclaimed_ops_raise_unsupported_with_the_reason(ocl: Any, monkeypatch: 
 
 
 def test_linalg_runs_on_the_cpu_backend_when_fallback_says_so(ocl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ferro._ops import _dispatch
+    from ferro.dispatch import _dispatch
     monkeypatch.setenv("FERRO_FALLBACK", "cpu")
     monkeypatch.setattr(_dispatch, "_warned_fallback", set())  # warned once per op: forget earlier tests' warnings
     m = RNG.standard_normal((2, 4, 4)).astype(np.float32)

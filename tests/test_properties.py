@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ferro
-from ferro._dtypes import all_dtypes
+from ferro._core.dtypes import all_dtypes
 
 torch = pytest.importorskip("torch")
 # ``device`` is ferro.testing's fixture: one run per installed backend; it does not change between examples.

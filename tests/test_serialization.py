@@ -70,12 +70,12 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-@pytest.mark.parametrize("dtype", ferro._dtypes.all_dtypes, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", ferro._core.dtypes.all_dtypes, ids=lambda d: d.name)
 def test_every_dtype_round_trips_on_its_device(device: ferro.device, dtype: ferro.DType) -> None:
     if dtype not in device.backend.dtypes(device.index):
         pytest.skip(f"{device} has no {dtype}")
     for shape in [(3, 4), (), (0, 5)]:
-        arr = _sample(dtype, shape) if shape != (0, 5) else np.zeros(shape, ferro._host.numpy_dtype(dtype))
+        arr = _sample(dtype, shape) if shape != (0, 5) else np.zeros(shape, ferro._core.host.numpy_dtype(dtype))
         t = ferro.tensor(arr, dtype=dtype, device=device)
         out = _roundtrip(t)
         assert out.device is device and out.dtype is dtype and tuple(out.shape) == shape
@@ -159,7 +159,7 @@ def test_objects_that_would_need_pickle_are_refused() -> None:
 
 
 def test_files_written_by_ferro_load_in_safetensors_and_torch(tmp_path: pathlib.Path) -> None:
-    arrays = {d.name: _sample(d) for d in ferro._dtypes.all_dtypes if d not in (ferro.bfloat16, ferro.complex128)}
+    arrays = {d.name: _sample(d) for d in ferro._core.dtypes.all_dtypes if d not in (ferro.bfloat16, ferro.complex128)}
     ferro.save({"params": {k: ferro.tensor(v) for k, v in arrays.items()}}, tmp_path / "a.safetensors")
     loaded = stnp.load_file(tmp_path / "a.safetensors")
     assert set(loaded) == {f"params.{k}" for k in arrays}

@@ -14,6 +14,27 @@ entry points and loaded on first use.
 from __future__ import annotations
 
 from . import _ops, autograd, backends, cuda, data, errors, fft, linalg, nn, optim, random, utils
+from ._core.device import device
+from ._core.dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    can_cast,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    uint8,
+)
+from ._core.dtypes import set_default_dtype as _set_default_dtype
+from ._core.tensor import Size, Tensor, install_methods
 from ._creation import (
     arange,
     as_tensor,
@@ -37,26 +58,6 @@ from ._creation import (
     zeros,
     zeros_like,
 )
-from ._device import device
-from ._dtypes import (
-    DType,
-    bfloat16,
-    bool_,
-    can_cast,
-    complex64,
-    complex128,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    int8,
-    int16,
-    int32,
-    int64,
-    promote_types,
-    uint8,
-)
-from ._dtypes import set_default_dtype as _set_default_dtype
 from ._ops import FUNCTIONS as _FUNCTIONS
 from ._ops.conversion import METHOD_FUNCTIONS as _CONVERSIONS
 from ._ops.elementwise import where
@@ -88,7 +89,6 @@ from ._ops.shape import (
     view,
 )
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from ._tensor import Size, Tensor, install_methods
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import set_backend, use_backend
 from .errors import BackendUnavailableError, UnsupportedOperationError
@@ -121,7 +121,7 @@ for _name, _fn in _RANDOM_FILLS.items():
 def set_default_dtype(dtype: DType) -> None:
     """Set the dtype of floating tensors made from Python floats (float32 by default)."""
     _set_default_dtype(dtype)
-    from ._ops._registry import refresh_default_dtype
+    from ._core.records import refresh_default_dtype
     refresh_default_dtype()
     from .backends._registry import bound_devices
     for dev in bound_devices():  # dtype tables depend on it: resolve them again

@@ -6,10 +6,10 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from . import _host
-from ._device import device as _device_cls
-from ._dtypes import DType, bool_, get_default_dtype, int64
-from ._tensor import Tensor, _wrap
+from ._core import host as _host
+from ._core.device import device as _device_cls
+from ._core.dtypes import DType, bool_, get_default_dtype, int64
+from ._core.tensor import Tensor, _wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn", "randint",
@@ -38,7 +38,7 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
     k = dev._kernels.get(kind)  # type: ignore[union-attr]
     if k is not None:
         return _wrap(k(*args), dtype, dev)
-    from ._ops._dispatch import fallback_enabled, warn_fallback
+    from .dispatch._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)
         cpu = _device("cpu")

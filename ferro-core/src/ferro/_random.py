@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._device import device
-    from ._tensor import Tensor
+    from ._core.device import device
+    from ._core.tensor import Tensor
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator", "using"]
 
@@ -41,7 +41,7 @@ def seed_new_device(dev: device, backend: Any) -> None:
 
 
 def _resolve(dev: Any) -> device:
-    from ._device import device as device_cls
+    from ._core.device import device as device_cls
     d = device_cls(dev if dev is not None else "cpu")
     d.backend  # noqa: B018
     return d
@@ -70,7 +70,7 @@ class Generator:
     """
 
     def __init__(self, device: Any = "cpu") -> None:
-        from ._device import device as device_cls
+        from ._core.device import device as device_cls
         self.device = device_cls(device)
         self._seed = 0
         self._state = self._fresh_state(0)

@@ -15,7 +15,7 @@ __all__ = ["main", "info_report", "ops_matrix"]
 def info_report() -> dict[str, Any]:
     """Versions, plugins, each backend's availability and devices, broken plugins."""
     import ferro
-    from ferro._dtypes import all_dtypes
+    from ferro._core.dtypes import all_dtypes
     from ferro.backends import _registry
     backends: dict[str, Any] = {}
     for name, b in sorted(_registry.backends().items()):
@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_info(rep)
         return 0
     if args.command == "ops":
-        from ferro._dtypes import by_name
+        from ferro._core.dtypes import by_name
         if args.dtype and args.dtype not in by_name:
             parser.error(f"unknown dtype {args.dtype!r}")
         dtype = by_name[args.dtype].name if args.dtype else None

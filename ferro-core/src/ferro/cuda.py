@@ -65,7 +65,7 @@ def _index(device: Any) -> int:
     if isinstance(device, int):
         i = device
     else:
-        from ._device import device as device_cls
+        from ._core.device import device as device_cls
         d = device_cls(device)
         if d.type != _NAME:
             raise ValueError(f"expected a cuda device, got {d}")
@@ -133,7 +133,7 @@ class Stream:
     @property
     def device(self) -> Any:
         """The ferro device the stream belongs to."""
-        from ._device import device
+        from ._core.device import device
         return device(_NAME, self.device_index)
 
     def synchronize(self) -> None:

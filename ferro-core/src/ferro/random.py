@@ -30,7 +30,7 @@ __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_stat
 
 
 def _devices(devices: Iterable[Any] | None) -> list[Any]:
-    from ._device import device
+    from ._core.device import device
     from .backends._registry import bound_devices
     if devices is None:
         out = bound_devices()
@@ -58,7 +58,7 @@ def set_all_rng_states(states: dict[str, Any]) -> None:
     A device whose backend is not installed or cannot run here (a checkpoint written on a GPU machine,
     loaded on a laptop) is skipped with a warning naming it and the reason; the others are restored.
     """
-    from ._device import device
+    from ._core.device import device
     from .errors import BackendNotFoundError, BackendUnavailableError
     if not isinstance(states, dict) or not isinstance(states.get("devices"), dict):
         raise TypeError("set_all_rng_states() expects the dict returned by get_all_rng_states(), "

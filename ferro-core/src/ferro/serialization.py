@@ -32,11 +32,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._dtypes import by_name
+from ._core.dtypes import by_name
 from .errors import SerializationError
 
 if TYPE_CHECKING:
-    from ._tensor import Tensor
+    from ._core.tensor import Tensor
 
 __all__ = ["save", "load"]
 
@@ -64,9 +64,9 @@ class _Encoder:
         self.keep: list[Any] = []  # keeps those ids valid while encoding
 
     def encode(self, obj: Any, path: tuple[str, ...]) -> Any:
-        from ._device import device
-        from ._dtypes import DType
-        from ._tensor import Tensor
+        from ._core.device import device
+        from ._core.dtypes import DType
+        from ._core.tensor import Tensor
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
@@ -293,7 +293,7 @@ class _Decoder:
         self.made: dict[tuple[str, str], Tensor] = {}
 
     def device_for(self, saved: str) -> Any:
-        from ._device import device
+        from ._core.device import device
         loc = self.map_location
         if isinstance(loc, dict):
             loc = loc.get(saved, saved)
@@ -313,8 +313,8 @@ class _Decoder:
             return t
         import numpy as np
 
+        from ._core.host import numpy_dtype
         from ._creation import from_numpy
-        from ._host import numpy_dtype
         e = self.header.get(name)
         if name == "__metadata__" or not isinstance(e, dict):
             raise _fail(f"ferro's metadata refers to tensor {name!r}, which is not in the file")
@@ -385,7 +385,7 @@ def _dtype(name: str) -> Any:
 
 
 def _dev(name: str) -> Any:
-    from ._device import device
+    from ._core.device import device
     if not isinstance(name, str):
         raise TypeError("a device name must be a string")
     return device(name)

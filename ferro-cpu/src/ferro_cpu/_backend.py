@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ferro._dtypes import DType, all_dtypes, bfloat16
+from ferro._core.dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce, half_dtypes, in_float32
 

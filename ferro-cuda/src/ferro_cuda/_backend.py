@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ferro._dtypes import DType, bfloat16
+from ferro._core.dtypes import DType, bfloat16
 from ferro.backends import ArrayAPIBackend, Availability
 
 from ._memory import MemoryTracker, PinnedStager

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferro._dtypes import bfloat16
+from ferro._core.dtypes import bfloat16
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
 
 from ._device_kernels import _SPECIAL
@@ -263,8 +263,8 @@ def kernel_refusals(cp: Any, bf16: Any, kernel: str) -> list[str]:
 def refused_ops(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, str]:
     """Registry op -> why it is refused for bfloat16, for the ops computing in bfloat16 on a device whose
     kernel table has ``kernels``."""
+    from ferro._core.records import REGISTRY
     from ferro._ops import fused
-    from ferro._ops._registry import REGISTRY
     have = frozenset(kernels)
     # core sends bfloat16 to the fused kernels only if its list of their dtypes has it (today it does not)
     composed = frozenset() if "bfloat16" in getattr(fused, "_DTYPES", ()) else frozenset(fused.FUSED_OPS)
@@ -313,7 +313,7 @@ def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
     """``where`` and ``matmul`` that take bfloat16 (see the module docstring), and the refused raw kernels
     (``linalg_*``, which composites call directly) guarded to raise ``unsupported(kernel, reason)`` on a
     bfloat16 input instead of running CuPy on it."""
-    from ferro._ops._registry import REGISTRY
+    from ferro._core.records import REGISTRY
     int16, float32 = cp.dtype("int16"), cp.dtype("float32")
     where_any, matmul_any = generic["where"], generic["matmul"]
 

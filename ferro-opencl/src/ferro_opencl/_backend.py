@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ferro._dtypes import DType, all_dtypes, bfloat16, float16, float64
+from ferro._core.dtypes import DType, all_dtypes, bfloat16, float16, float64
 from ferro.backends import ArrayAPIBackend, Availability, Backend
 
 from ._devices import default_index, find_devices

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ferro._dtypes import DType
+from ferro._core.dtypes import DType
 
 from ._creation import creation_kernels
 from ._elementwise import elementwise_kernels

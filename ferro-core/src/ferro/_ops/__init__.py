@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._core.records import REGISTRY, OpDef, get, register
 from . import (  # noqa: F401  (each module registers its ops)
     complex,
     composite,
@@ -25,7 +26,6 @@ from . import (  # noqa: F401  (each module registers its ops)
     shape,
     sorting,
 )
-from ._registry import REGISTRY, OpDef, get, register
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
-from .._tensor import Tensor
+from .._core.dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
+from .._core.records import DTYPE_RULES, OpDef, register, register_composites
+from .._core.tensor import Tensor
+from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
 from ..errors import DTypeError, ShapeError
-from ._dispatch import finish, kernel_for, run_elsewhere
-from ._registry import DTYPE_RULES, OpDef, register, register_composites
 from .elementwise import build_unary, where
 
 __all__ = ["FUNCTIONS", "METHODS", "real", "imag", "conj", "angle", "sgn", "complex", "polar"]

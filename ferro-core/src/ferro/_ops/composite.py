@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor
 from ..errors import DTypeError, ShapeError
-from ._registry import OpDef, register
 from .fused import FUSED_OPS, dispatch
 
 __all__ = ["COMPOSITES", "FUNCTIONS", "ACTIVATIONS"]
@@ -84,7 +84,7 @@ def _gelu(x: Tensor, approximate: str = "none") -> Tensor:
 def _nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     if not x._dtype.is_floating_point:
         return x.clone()
-    from .._host import np, numpy_dtype
+    from .._core.host import np, numpy_dtype
     if x._dtype.name == "bfloat16":  # bfloat16's own range (NumPy's finfo does not know ml_dtypes)
         import ml_dtypes
         info = ml_dtypes.finfo(ml_dtypes.bfloat16)

@@ -14,9 +14,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._tensor import Tensor
+from .._core.records import REGISTRY, register_composites
+from .._core.tensor import Tensor
 from ..errors import ShapeError
-from ._registry import REGISTRY, register_composites
 from .fused import fusable
 
 __all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows"]

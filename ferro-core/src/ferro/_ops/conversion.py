@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._device import device as _device_cls
-from .._dtypes import (
+from .._core.device import device as _device_cls
+from .._core.dtypes import (
     DType,
     bfloat16,
     bool_,
@@ -16,9 +16,9 @@ from .._dtypes import (
     int32,
     int64,
 )
-from .._tensor import Tensor
-from ._dispatch import finish, kernel
-from ._registry import OpDef, register
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor
+from ..dispatch._dispatch import finish, kernel
 
 __all__ = ["to", "cast", "to_device"]
 
@@ -37,7 +37,7 @@ def cast(x: Tensor, dtype: DType) -> Tensor:
         return x
     dev = x._device
     if dtype not in dev._dtypes:
-        from ._dispatch import _unsupported
+        from ..dispatch._dispatch import _unsupported
         raise _unsupported(_CAST, dtype, dev, f"the device does not support {dtype}")
     data = kernel(dev, "cast")(x._data, dtype)
     return finish(_CAST, data, dtype, dev, (x,))
@@ -50,7 +50,7 @@ def to_device(x: Tensor, dev: _device_cls) -> Tensor:
         return x
     dst_backend = dev.backend  # binds; raises BackendUnavailableError with the reason
     if x._dtype not in dev._dtypes:
-        from ._dispatch import _unsupported
+        from ..dispatch._dispatch import _unsupported
         raise _unsupported(_TO_DEVICE, x._dtype, dev, f"the device does not support {x._dtype}")
     host = src.backend.to_numpy(x._data)
     data = dst_backend.from_numpy(host, dev.index)

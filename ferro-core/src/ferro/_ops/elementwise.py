@@ -15,14 +15,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import bfloat16, bool_, result_type
-from .._tensor import Tensor, _wrap
-from .._tensor import _new as _new_object
-from ..autograd._mode import _state
-from ..autograd._node import OUT
+from .._core.dtypes import bfloat16, bool_, result_type
+from .._core.grad_mode import _state
+from .._core.node import OUT
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor, _wrap
+from .._core.tensor import _new as _new_object
+from ..dispatch._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
 from ..errors import DTypeError
-from ._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
-from ._registry import OpDef, register
 
 __all__ = ["UNARY", "BINARY", "build_unary", "build_binary", "where"]
 

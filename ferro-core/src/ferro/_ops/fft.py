@@ -28,11 +28,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dtypes import DType, bfloat16, complex64, complex128, float16, float32, float64, get_default_dtype
-from .._tensor import Tensor, _wrap_dim
+from .._core.dtypes import DType, bfloat16, complex64, complex128, float16, float32, float64, get_default_dtype
+from .._core.records import DTYPE_RULES, OpDef, register, register_composites
+from .._core.tensor import Tensor, _wrap_dim
+from ..dispatch._dispatch import _unsupported, finish, kernel_for, run_elsewhere
 from ..errors import DTypeError, ShapeError, UnsupportedOperationError
-from ._dispatch import _unsupported, finish, kernel_for, run_elsewhere
-from ._registry import DTYPE_RULES, OpDef, register, register_composites
 from .complex import conj, real
 from .movement import narrow, roll
 from .shape import cat
@@ -233,7 +233,7 @@ def _public(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         except UnsupportedOperationError as e:
             if e.op == name or not isinstance(input, Tensor):
                 raise
-            from ._registry import get
+            from .._core.records import get
             raise _unsupported(get(name), input._dtype, input._device, f"needs '{e.op}': {e.reason}") from None
     return wrapper
 

@@ -19,8 +19,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor, _wrap
-from ..autograd import _mode
+from .._core import grad_mode as _mode
+from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
 
 __all__ = ["dispatch", "fusable", "FUSED_OPS"]
@@ -31,7 +31,7 @@ _DTYPES = frozenset({"float16", "float32", "float64"})
 
 def _native_wrap(data: Any, dev: Any) -> Tensor:
     """A tensor around a kernel's output, of the dtype the array itself has (kernels may compute wider)."""
-    from .._host import from_numpy_dtype, np
+    from .._core.host import from_numpy_dtype, np
     return _wrap(data, from_numpy_dtype(np().dtype(str(data.dtype))), dev)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import bool_
-from .._tensor import Tensor, _wrap
-from ..autograd._mode import _state
+from .._core.dtypes import bool_
+from .._core.grad_mode import _state
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor, _wrap
 from ..autograd._views import after_inplace, check_inplace
+from ..dispatch._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
 from ..errors import DeviceMismatchError, ShapeError
-from ._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
-from ._registry import OpDef, register
 
 __all__ = ["getitem", "setitem", "index_put"]
 
@@ -35,8 +35,8 @@ def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
             out.append(k)
             basic = False
         elif isinstance(k, (list, tuple)):
+            from .._core.dtypes import int64
             from .._creation import tensor
-            from .._dtypes import int64
             t = tensor(k, device=x._device)
             out.append(t if t.numel() else t.to(int64))  # x[[]]: an empty int64 index, not float32
             basic = False

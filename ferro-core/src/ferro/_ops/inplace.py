@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import can_cast
-from .._tensor import Tensor, _wrap
-from ..autograd._mode import _state
+from .._core.dtypes import can_cast
+from .._core.grad_mode import _state
+from .._core.records import REGISTRY
+from .._core.tensor import Tensor, _wrap
 from ..autograd._views import after_inplace, check_inplace
 from ..errors import DTypeError, ShapeError
-from ._registry import REGISTRY
 
 __all__ = ["make_inplace", "copy_", "fill_", "zero_"]
 

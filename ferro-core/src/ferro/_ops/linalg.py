@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import result_type
-from .._tensor import Tensor
+from .._core.dtypes import result_type
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor
+from ..dispatch._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
-from ._dispatch import check_devices, finish, kernel_for, run_elsewhere
-from ._registry import OpDef, register
 from .elementwise import _c
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot"]

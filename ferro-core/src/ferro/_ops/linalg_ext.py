@@ -15,13 +15,13 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
-from .._device import device
-from .._dtypes import bool_, complex64, complex128, float32, float64
-from .._tensor import Tensor, _wrap
+from .._core.device import device
+from .._core.dtypes import bool_, complex64, complex128, float32, float64
+from .._core.records import register_composites
+from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
+from ..dispatch._dispatch import fallback_enabled, kernel, warn_fallback
 from ..errors import ShapeError, UnsupportedOperationError
-from ._dispatch import fallback_enabled, kernel, warn_fallback
-from ._registry import register_composites
 
 __all__ = ["FUNCTIONS"]
 
@@ -120,7 +120,7 @@ def slogdet(a: Tensor) -> SlogdetResult:
 
 
 def _real_dtype(a: Tensor) -> Any:
-    from .._dtypes import complex64, float32, float64
+    from .._core.dtypes import complex64, float32, float64
     return float32 if a.dtype is complex64 else float64
 
 
@@ -390,7 +390,7 @@ def pinv(a: Tensor) -> Tensor:
 class _LUFactor(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor) -> tuple[Tensor, Tensor]:
-        from .._dtypes import int32
+        from .._core.dtypes import int32
         lu, piv = _kernel(a._device, "linalg_lu_factor")(a._data)
         out = _wrap(lu, a._dtype, a._device)
         ctx.save_for_backward(out)

@@ -11,9 +11,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._tensor import Tensor, _wrap_dim
+from .._core.records import register_composites
+from .._core.tensor import Tensor, _wrap_dim
 from ..errors import ShapeError
-from ._registry import register_composites
 from .shape import cat, permute, reshape
 
 __all__ = ["FUNCTIONS", "METHODS"]

@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._tensor import Tensor
+from .._core.records import REGISTRY, register_composites
+from .._core.tensor import Tensor
 from ..errors import DTypeError, ShapeError
-from ._registry import REGISTRY, register_composites
 from .fused import fusable
 
 __all__ = ["FUNCTIONS"]

@@ -7,9 +7,9 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._tensor import Tensor
+from .._core.records import register_composites
+from .._core.tensor import Tensor
 from ..errors import ShapeError
-from ._registry import register_composites
 
 __all__ = ["FUNCTIONS"]
 

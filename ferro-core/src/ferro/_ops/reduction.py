@@ -6,12 +6,12 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dtypes import DType, int64
-from .._tensor import Tensor, _wrap, _wrap_dim
-from ..autograd._node import OUT
+from .._core.dtypes import DType, int64
+from .._core.node import OUT
+from .._core.records import OpDef, register
+from .._core.tensor import Tensor, _wrap, _wrap_dim
+from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
-from ._dispatch import finish, kernel_for, run_elsewhere
-from ._registry import OpDef, register
 
 __all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
 

@@ -7,10 +7,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._core.records import register_composites
+from .._core.tensor import Tensor
 from .._random import Generator
-from .._tensor import Tensor
 from ..errors import ShapeError
-from ._registry import register_composites
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 

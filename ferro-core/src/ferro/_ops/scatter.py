@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._tensor import Tensor, _wrap_dim
+from .._core.records import OpDef, register, register_composites
+from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
+from ..dispatch._dispatch import kernel
 from ..errors import DTypeError, ShapeError
-from ._dispatch import kernel
-from ._registry import OpDef, register, register_composites
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -100,7 +100,7 @@ class _IndexReduce(Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, key: tuple[Any, ...], src: Tensor, how: str, include_self: bool) -> Tensor:
-        from .._tensor import _wrap
+        from .._core.tensor import _wrap
         dev = x._device
         data = kernel(dev, "clone")(x._data)
         native = tuple(k._data if isinstance(k, Tensor) else k for k in key)
@@ -214,9 +214,9 @@ _NONZERO = register(OpDef("nonzero", "indexing", "Indices of the nonzero element
 
 def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
-    from .._dtypes import int64
-    from .._tensor import _wrap
-    from ._dispatch import kernel_for, run_elsewhere
+    from .._core.dtypes import int64
+    from .._core.tensor import _wrap
+    from ..dispatch._dispatch import kernel_for, run_elsewhere
     k = kernel_for(_NONZERO, x._device, x._dtype)
     if k is None:
         return run_elsewhere(_NONZERO, x._device, x._dtype, (x,), {"as_tuple": as_tuple})

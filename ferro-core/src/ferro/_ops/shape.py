@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dtypes import result_type
-from .._tensor import Size, Tensor, _wrap_dim
+from .._core.dtypes import result_type
+from .._core.records import OpDef, register
+from .._core.tensor import Size, Tensor, _wrap_dim
+from ..dispatch._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
-from ._dispatch import check_devices, finish, kernel_for, run_elsewhere
-from ._registry import OpDef, register
 
 __all__ = ["reshape", "view", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten",
            "cat", "stack", "contiguous", "clone", "sum_to", "expand_as", "t"]

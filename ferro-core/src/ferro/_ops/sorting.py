@@ -13,11 +13,11 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dtypes import bool_, int64
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._core.dtypes import bool_, int64
+from .._core.records import OpDef, register, register_composites
+from .._core.tensor import Tensor, _wrap, _wrap_dim
+from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
-from ._dispatch import finish, kernel, kernel_for, run_elsewhere
-from ._registry import OpDef, register, register_composites
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -324,7 +324,7 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     if x.numel() and int(x.amin().item()) < 0:
         raise ValueError("bincount: values must be non-negative")
     data = kernel(x._device, "bincount")(x._data, None if weights is None else weights._data, minlength)
-    from .._dtypes import float64
+    from .._core.dtypes import float64
     dtype = int64 if weights is None else (weights.dtype if weights.dtype.is_floating_point else float64)
     return _wrap(data, dtype, x._device)
 

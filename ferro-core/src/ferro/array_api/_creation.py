@@ -8,9 +8,9 @@ from typing import Any
 
 import ferro
 
-from .. import _dtypes as _d
-from .._dtypes import DType
-from .._tensor import Tensor
+from .._core import dtypes as _d
+from .._core.dtypes import DType
+from .._core.tensor import Tensor
 from ._dtypes import builtins_bool, check_array, result_type
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",

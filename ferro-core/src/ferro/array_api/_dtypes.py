@@ -19,10 +19,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _dtypes as _d
+from .._core import dtypes as _d
+from .._core.dtypes import DType
+from .._core.tensor import Tensor
 from .._creation import full
-from .._dtypes import DType
-from .._tensor import Tensor
 
 builtins_bool = bool
 

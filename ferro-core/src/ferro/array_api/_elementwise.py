@@ -15,7 +15,7 @@ from typing import Any
 
 import ferro
 
-from .._tensor import Tensor
+from .._core.tensor import Tensor
 from ._dtypes import check_array, iinfo, promote, scalar_array
 
 #: standard name -> (ferro op, doc)

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import ferro.fft as _ff
 
-from .._dtypes import DType
-from .._tensor import Tensor
+from .._core.dtypes import DType
+from .._core.tensor import Tensor
 from ._dtypes import check_array
 
 Norm = Literal["backward", "ortho", "forward"]

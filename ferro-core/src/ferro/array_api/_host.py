@@ -7,8 +7,8 @@ array's device; the result keeps the device and dtype.
 
 from __future__ import annotations
 
-from .._host import np
-from .._tensor import Tensor
+from .._core.host import np
+from .._core.tensor import Tensor
 
 
 def host_binary(name: str, x1: Tensor, x2: Tensor) -> Tensor:

@@ -6,8 +6,8 @@ from typing import Any
 
 import ferro
 
-from .. import _dtypes as _d
-from .._dtypes import DType
+from .._core import dtypes as _d
+from .._core.dtypes import DType
 from ._dtypes import _KINDS, DTYPES
 
 _NAMES = {d: ("bool" if d is _d.bool_ else d.name) for d in DTYPES}

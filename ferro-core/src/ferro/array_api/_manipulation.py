@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import ferro
 
+from .._core.tensor import Tensor
 from .._ops.shape import broadcast_shapes as _broadcast_shapes
-from .._tensor import Tensor
 from ._axes import normalize_axes, one_axis
 from ._dtypes import builtins_bool, check_array, result_type
 

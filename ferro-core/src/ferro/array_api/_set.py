@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import ferro
 
-from .. import _dtypes as _d
-from .._tensor import Tensor
+from .._core import dtypes as _d
+from .._core.tensor import Tensor
 from ._dtypes import check_array
 
 

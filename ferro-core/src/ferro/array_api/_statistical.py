@@ -12,9 +12,9 @@ from typing import Any
 
 import ferro
 
-from .. import _dtypes as _d
-from .._dtypes import DType
-from .._tensor import Tensor
+from .._core import dtypes as _d
+from .._core.dtypes import DType
+from .._core.tensor import Tensor
 from ._axes import keep_shape, normalize_axes, one_axis
 from ._dtypes import builtins_bool, check_array
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .._core.node import Node
 from ._engine import run_backward
 from ._function import Function, FunctionCtx
 from ._gradcheck import gradcheck, gradgradcheck
-from ._mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from ._node import Node
 
 if TYPE_CHECKING:
-    from .._tensor import Tensor
+    from .._core.tensor import Tensor
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node"]

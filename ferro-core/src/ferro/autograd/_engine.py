@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _mode
-from ._node import Node
+from .._core import grad_mode as _mode
+from .._core.node import Node
 from ._views import VIEW_OPS, refresh
 
 if TYPE_CHECKING:
-    from .._tensor import Tensor
+    from .._core.tensor import Tensor
 
 __all__ = ["run_backward"]
 
@@ -75,7 +75,7 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
     another leaf's gradient, a read-only broadcast view), so in-place changes to it stay local."""
     if create_graph:
         return g.clone()
-    from .._tensor import _wrap
+    from .._core.tensor import _wrap
     return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _mode
-from ._node import Node
+from .._core import grad_mode as _mode
+from .._core.node import Node
 from ._views import VIEW_OPS, refresh
 
 __all__ = ["Function", "FunctionCtx"]
@@ -37,7 +37,7 @@ class _FunctionNode(Node):
         ctx = self.ctx
         for t, v in zip(ctx.saved_tensors, ctx._versions):
             if t is not None and t._vc[0] != v:
-                from ._node import _raise_modified
+                from .._core.node import _raise_modified
                 _raise_modified(self, t._dtype, t._data, t._vc[0], v)
         name = self.fn_cls.__name__
         grads = self.fn_cls.backward(ctx, *(_unpack(grad, self.layout) if self.layout else (grad,)))
@@ -124,7 +124,7 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when an input requires grad, record backward in the graph."""
-        from .._tensor import Tensor
+        from .._core.tensor import Tensor
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         prev = _mode._state.enabled
@@ -157,7 +157,7 @@ class Function:
             return out
         # Several outputs: each gets a small node feeding the Function's node with the flat gradient
         # of all outputs, so that backward runs once with one gradient per output.
-        from .._dtypes import result_type
+        from .._core.dtypes import result_type
         dtype = result_type([outs[i]._dtype for i in diff], [], []) if diff else None
         slots: list[Any] = [None] * len(outs)
         start = 0

@@ -131,7 +131,7 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float =
 def _cat(a: Any, b: Any) -> Any:
     from .._ops.shape import cat
     if a.dtype is not b.dtype:  # real and complex inputs' gradients: one complex vector
-        from .._dtypes import promote_types
+        from .._core.dtypes import promote_types
         dt = promote_types(a.dtype, b.dtype)
         a, b = a.to(dt), b.to(dt)
     return cat([a, b])

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _mode
-from ._node import Node
+from .._core import grad_mode as _mode
+from .._core.node import Node
 
 if TYPE_CHECKING:
-    from .._tensor import Tensor
+    from .._core.tensor import Tensor
 
 __all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import DType, all_dtypes, bfloat16, float16
+from .._core.dtypes import DType, all_dtypes, bfloat16, float16
 from ._array_api_indexing import make_indexing_kernels
 from ._base import Availability, Backend
 from ._lu import lu_factor

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .._dtypes import DType, all_dtypes, complex64, complex128, float32, float64
+from .._core.dtypes import DType, all_dtypes, complex64, complex128, float32, float64
 
 __all__ = ["Backend", "Availability"]
 
@@ -146,7 +146,7 @@ class Backend:
         """
         if not self.availability():
             return False
-        from .._ops._registry import get
+        from .._core.records import get
         table = self._device(index)._ops
         opdef = get(op)
         entry = table.get(op)
@@ -155,7 +155,7 @@ class Backend:
         if opdef.decomposition is None or dtype not in opdef.table or dtype not in self.dtypes(self._index(index)):
             return False
         compute = opdef.table[dtype][0]
-        from .._ops._registry import REGISTRY
+        from .._core.records import REGISTRY
         dev = self._device(index)
         # ``uses`` names registry ops, or raw kernels (such as index_reduce) the decomposition calls; a name
         # ending in ":real" is used at the real dtype of a complex input (the sqrt of |x|^2 in a norm).
@@ -169,8 +169,8 @@ class Backend:
 
     def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
         """Op name to the names of the input dtypes it supports on device ``index``."""
-        from .._dtypes import all_dtypes as dts
-        from .._ops._registry import REGISTRY
+        from .._core.dtypes import all_dtypes as dts
+        from .._core.records import REGISTRY
         if not self.availability():
             return {}
         return {op: [d.name for d in dts if self.supports(op, d, index)] for op in sorted(REGISTRY)}
@@ -179,7 +179,7 @@ class Backend:
         return self.default_device_index() if index is None else index
 
     def _device(self, index: int | None) -> Any:
-        from .._device import device
+        from .._core.device import device
         dev = device(self.name, self._index(index))
         dev.backend  # binds it  # noqa: B018
         return dev

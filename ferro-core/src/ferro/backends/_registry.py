@@ -21,7 +21,7 @@ from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
 if TYPE_CHECKING:
     import pluggy
 
-    from .._device import device
+    from .._core.device import device
     from ._base import Backend
 
 __all__ = ["load", "backends", "broken", "register_plugin", "bind_device", "reset", "FerroPluginWarning"]
@@ -224,7 +224,7 @@ def bind_device(dev: device) -> None:
         if not 0 <= dev.index < count:
             raise ShapeError(f"device '{dev}' does not exist: backend '{backend.name}' has {count} device(s)"
                              + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
-        from .._ops._registry import bind_tables
+        from .._core.records import bind_tables
         kernels = dict(backend.kernels(dev.index))
         if backend.name not in _state.overrides:  # the hook runs once per backend, not per device
             _state.overrides[backend.name] = _overrides(backend)
@@ -240,13 +240,13 @@ def bind_device(dev: device) -> None:
 
 def bound_devices() -> list[device]:
     """Devices already in use in this process."""
-    from .._device import device
+    from .._core.device import device
     return [d for d in device._interned.values() if d._backend is not None]
 
 
 def reset() -> None:
     """Forget every plugin and binding (for tests of discovery)."""
-    from .._device import device
+    from .._core.device import device
     with _state.lock:
         new = _State()
         _state.__dict__.update(new.__dict__)

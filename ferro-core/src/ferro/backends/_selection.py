@@ -7,7 +7,7 @@ import contextvars
 import os
 from collections.abc import Iterator
 
-from .._device import device
+from .._core.device import device
 from ..errors import BackendUnavailableError
 from . import _registry
 

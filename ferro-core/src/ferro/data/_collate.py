@@ -33,10 +33,10 @@ def default_collate(batch: Sequence[Any]) -> Any:
     NumPy arrays and scalars become tensors, Python floats float64 tensors, ints (and bools) int64
     (bool) tensors; strings and bytes stay a list; dicts, named tuples and sequences are collated field
     by field (a tuple sample gives a list of batches)."""
+    from .._core.dtypes import float64
+    from .._core.tensor import Tensor
     from .._creation import as_tensor, tensor
-    from .._dtypes import float64
     from .._ops.shape import stack
-    from .._tensor import Tensor
     elem = batch[0]
     np = _numpy()
     if isinstance(elem, Tensor):

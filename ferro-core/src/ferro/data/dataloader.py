@@ -28,8 +28,8 @@ def _tensor_rows(dataset: Any, indices: list[int]) -> list[Any] | None:
         dataset = dataset.dataset
     if type(dataset) is not TensorDataset:
         return None
+    from .._core.dtypes import int64
     from .._creation import tensor
-    from .._dtypes import int64
     index: dict[Any, Any] = {}
     out = []
     for t in dataset.tensors:

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from .._core.tensor import Tensor
     from .._random import Generator
-    from .._tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
            "StackDataset", "random_split"]

@@ -109,8 +109,8 @@ class WeightedRandomSampler(Sampler[int]):
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Generator | None = None) -> None:
+        from .._core.dtypes import float64
         from .._creation import as_tensor
-        from .._dtypes import float64
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):

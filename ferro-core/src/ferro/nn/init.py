@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
+from .._core.tensor import Tensor
 from .._random import Generator
-from .._tensor import Tensor
 from ..autograd import no_grad
 
 __all__ = [

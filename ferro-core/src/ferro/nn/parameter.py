@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor import Tensor
+from .._core.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.tensor import Tensor
 from .._creation import zeros_like
-from .._tensor import Tensor
 from .optimizer import Optimizer, check, decayed_grad
 
 __all__ = ["Adam", "AdamW", "check_adam_family"]

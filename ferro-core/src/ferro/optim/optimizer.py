@@ -27,8 +27,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .._tensor import Tensor
-from ..autograd._mode import no_grad
+from .._core.grad_mode import no_grad
+from .._core.tensor import Tensor
 from ..nn.modules.module import RemovableHandle, new_args
 
 __all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad", "register_optimizer_step_pre_hook",
@@ -299,7 +299,7 @@ class Optimizer:
         """
         loss = None
         if closure is not None:
-            from ..autograd._mode import enable_grad
+            from .._core.grad_mode import enable_grad
             with enable_grad():
                 loss = closure()
         with no_grad():

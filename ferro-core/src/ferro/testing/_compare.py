@@ -28,7 +28,7 @@ def _host(x: Any) -> tuple[Any, str]:
     """``x`` as a NumPy array, and the name of its dtype (a ferro tensor keeps its own, e.g. bfloat16)."""
     import numpy as np
 
-    from .._tensor import Tensor  # the public ferro.Tensor
+    from .._core.tensor import Tensor  # the public ferro.Tensor
     if isinstance(x, Tensor):
         return np.asarray(x.detach().numpy()), x.dtype.name
     a = np.asarray(x)

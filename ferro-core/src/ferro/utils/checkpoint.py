@@ -37,7 +37,7 @@ __all__ = ["checkpoint", "checkpoint_sequential"]
 
 
 def _devices(args: Sequence[Any]) -> list[Any]:
-    from .._tensor import Tensor
+    from .._core.tensor import Tensor
     return list(dict.fromkeys(["cpu", *(str(a._device) for a in args if isinstance(a, Tensor))]))
 
 
@@ -47,7 +47,7 @@ class _Checkpoint(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, fn: Callable[..., Any], preserve: bool, kwargs: dict[str, Any],  # type: ignore[override]
                 _anchor: Any, *args: Any) -> Any:
-        from .._tensor import Tensor
+        from .._core.tensor import Tensor
         ctx.fn, ctx.kwargs, ctx.preserve = fn, kwargs, preserve
         ctx.devices = _devices(args)
         ctx.rng = _rng.get_all_rng_states(ctx.devices) if preserve else None

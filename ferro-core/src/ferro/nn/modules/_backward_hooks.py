@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..._core.tensor import Tensor
 from ..._creation import zeros_like
-from ..._tensor import Tensor
 from ...autograd import Function, FunctionCtx
 
 if TYPE_CHECKING:

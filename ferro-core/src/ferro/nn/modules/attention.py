@@ -7,7 +7,7 @@ from typing import Any
 
 import ferro
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 from ...errors import DTypeError, ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling
 from .. import init

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 

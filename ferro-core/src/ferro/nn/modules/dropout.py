@@ -3,8 +3,8 @@ in eval mode."""
 
 from __future__ import annotations
 
+from ..._core.tensor import Tensor
 from ..._creation import rand
-from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 

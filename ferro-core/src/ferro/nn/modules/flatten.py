@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 from .module import Module
 
 __all__ = ["Flatten", "Unflatten"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..._core.tensor import Tensor
 from ..._creation import empty
-from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .. import init
 from ..parameter import Parameter

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 

@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from ..._dtypes import DType
-from ..._tensor import Tensor
+from ..._core.dtypes import DType
+from ..._core.tensor import Tensor
 from ...autograd import is_grad_enabled, no_grad
 from ..parameter import Buffer, Parameter
 from ._backward_hooks import wrap_inputs, wrap_outputs
@@ -538,7 +538,7 @@ class Module:
         return self._cast_floats("bfloat16")
 
     def _cast_floats(self, name: str) -> Module:
-        from ..._dtypes import by_name
+        from ..._core.dtypes import by_name
         dtype = by_name[name]
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 

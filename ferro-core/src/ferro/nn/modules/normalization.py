@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..._core.dtypes import int64
+from ..._core.tensor import Tensor
 from ..._creation import empty, ones, tensor, zeros
-from ..._dtypes import int64
-from ..._tensor import Tensor
 from ...autograd import no_grad
 from ...errors import ShapeError
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..._core.tensor import Tensor
 from ..._creation import arange, ones
 from ..._ops.conv import FUNCTIONS as _CONV
 from ..._ops.conv import _tuple, adaptive_windows, unfold, window_max
-from ..._tensor import Tensor
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import ferro
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 from ...autograd import Function, FunctionCtx
 from ...errors import DTypeError, ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._core.tensor import Tensor
 from ..._creation import empty
-from ..._tensor import Tensor
 from ...autograd import no_grad
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .. import init

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..._core.tensor import Tensor
 from ..._creation import tensor as _tensor
-from ..._tensor import Tensor
 from ...autograd import no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]

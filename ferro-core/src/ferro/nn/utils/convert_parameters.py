@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..._tensor import Tensor
+from ..._core.tensor import Tensor
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 import ferro
 
-from ..._dtypes import bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8
-from ..._tensor import Tensor
+from ..._core.dtypes import bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8
+from ..._core.tensor import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]

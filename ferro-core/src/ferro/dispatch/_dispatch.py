@@ -14,13 +14,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import DType
-from .._tensor import Tensor, _wrap
-from ..autograd import _mode
-from ..autograd._node import OUT, Node
+from .._core import grad_mode as _mode
+from .._core.dtypes import DType
+from .._core.node import OUT, Node
+from .._core.records import OpDef
+from .._core.tensor import Tensor, _wrap
 from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
-from ._registry import OpDef
 
 __all__ = ["record", "resolve", "check_devices", "shape_error", "kernel"]
 

@@ -13,13 +13,14 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import _dtypes
-from ._device import device as _device_cls
-from ._dtypes import DType
-from .autograd import _mode, _node
+from . import dtypes as _dtypes
+from . import grad_mode as _mode
+from . import node as _node
+from .device import device as _device_cls
+from .dtypes import DType
 
 if TYPE_CHECKING:
-    from .autograd._node import Node
+    from .node import Node
 
 __all__ = ["Tensor", "Size"]
 
@@ -104,7 +105,7 @@ class Tensor:
 
     def __new__(cls, data: Any = None, *, dtype: DType | None = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-        from ._creation import tensor
+        from .._creation import tensor
         if data is None:
             data = []
         t = tensor(data, dtype=dtype or _dtypes.get_default_dtype(), device=device)
@@ -197,23 +198,23 @@ class Tensor:
     @property
     def real(self) -> Tensor:
         """The real part: a view for complex tensors (writes go into this one), the tensor itself otherwise."""
-        from ._ops.complex import real
+        from .._ops.complex import real
         return real(self)
 
     @real.setter
     def real(self, value: Any) -> None:
-        from ._ops.complex import real
+        from .._ops.complex import real
         _assign(real(self), value)
 
     @property
     def imag(self) -> Tensor:
         """The imaginary part of a complex tensor, as a view (writes go into this one)."""
-        from ._ops.complex import imag
+        from .._ops.complex import imag
         return imag(self)
 
     @imag.setter
     def imag(self, value: Any) -> None:
-        from ._ops.complex import imag
+        from .._ops.complex import imag
         _assign(imag(self), value)
 
     @property
@@ -313,7 +314,7 @@ class Tensor:
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-        from .autograd import backward
+        from ..autograd import backward
         backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
@@ -395,7 +396,7 @@ class Tensor:
         """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"ferro.array_api implements the standard's 2024.12 version, not {api_version!r}")
-        from . import array_api
+        from .. import array_api
         return array_api
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
@@ -439,7 +440,7 @@ class Tensor:
         raise TypeError("ferro tensors are not pickled; save them with ferro.save (safetensors)")
 
     def __repr__(self) -> str:
-        from ._format import format_tensor
+        from .format import format_tensor
         return format_tensor(self)
 
     def __format__(self, spec: str) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ._dtypes import bool_, get_default_complex_dtype, get_default_dtype, int64
+from .dtypes import bool_, get_default_complex_dtype, get_default_dtype, int64
 
 if TYPE_CHECKING:
-    from ._tensor import Tensor
+    from .tensor import Tensor
 
 __all__ = ["format_tensor"]
 

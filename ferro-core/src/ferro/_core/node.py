@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._tensor import Tensor
+    from .tensor import Tensor
 
 __all__ = ["Node", "OUT"]
 
@@ -32,7 +32,7 @@ class _Out:
 #: Put this in an op's saved tuple to save its output.
 OUT = _Out()
 
-_Tensor: Any = None  # set by ferro._tensor, to build tensors without an import cycle
+_Tensor: Any = None  # set by ferro._core.tensor, to build tensors without an import cycle
 
 
 class Node:

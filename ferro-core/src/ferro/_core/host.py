@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._dtypes import DType, bfloat16, bool_, by_name, get_default_complex_dtype, get_default_dtype, int64
+from .dtypes import DType, bfloat16, bool_, by_name, get_default_complex_dtype, get_default_dtype, int64
 
 __all__ = ["np", "numpy_dtype", "from_numpy_dtype", "infer"]
 

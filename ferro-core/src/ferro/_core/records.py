@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._dtypes import DType, all_dtypes, bool_, get_default_dtype
+from .dtypes import DType, all_dtypes, bool_, get_default_dtype
 
 __all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES"]
 
@@ -79,17 +79,17 @@ def _floating(d: DType) -> tuple[DType, DType] | None:
 
 
 def _accumulate(d: DType) -> tuple[DType, DType] | None:
-    from .._dtypes import int64
+    from .dtypes import int64
     return (int64, int64) if d.kind in "bui" else (d, d)
 
 
 def _index(d: DType) -> tuple[DType, DType] | None:
-    from .._dtypes import int64
+    from .dtypes import int64
     return None if d.is_complex else (d, int64)
 
 
 def _magnitude(d: DType) -> tuple[DType, DType] | None:
-    from .._dtypes import complex64, float32, float64
+    from .dtypes import complex64, float32, float64
     return (d, {complex64: float32}.get(d, float64)) if d.is_complex else (d, d)
 
 
