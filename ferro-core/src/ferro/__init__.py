@@ -13,146 +13,32 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import _ops, autograd, backends, cuda, data, errors, fft, linalg, nn, optim, random, utils
-from ._core.device import device
-from ._core.dtypes import (
-    DType,
-    bfloat16,
-    bool_,
-    can_cast,
-    complex64,
-    complex128,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    int8,
-    int16,
-    int32,
-    int64,
-    promote_types,
-    uint8,
-)
-from ._core.dtypes import set_default_dtype as _set_default_dtype
-from ._core.tensor import Size, Tensor, install_methods
-from ._creation import (
-    arange,
-    as_tensor,
-    empty,
-    empty_like,
-    eye,
-    from_dlpack,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    tensor,
-    zeros,
-    zeros_like,
-)
-from ._ops import FUNCTIONS as _FUNCTIONS
-from ._ops.conversion import METHOD_FUNCTIONS as _CONVERSIONS
-from ._ops.elementwise import where
-from ._ops.indexing import getitem as _getitem
-from ._ops.indexing import index_put
-from ._ops.indexing import setitem as _setitem
-from ._ops.inplace import copy_ as _copy_
-from ._ops.inplace import fill_ as _fill_
-from ._ops.inplace import make_inplace as _make_inplace
-from ._ops.inplace import zero_ as _zero_
-from ._ops.linalg import bmm, dot, matmul, mm, mv
-from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum
-from ._ops.sampling import INPLACE_METHODS as _RANDOM_FILLS
-from ._ops.shape import (
-    broadcast_to,
-    cat,
-    clone,
-    concat,
-    contiguous,
-    expand,
-    flatten,
-    permute,
-    reshape,
-    squeeze,
-    stack,
-    t,
-    transpose,
-    unsqueeze,
-    view,
-)
-from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .backends import set_backend, use_backend
-from .errors import BackendUnavailableError, UnsupportedOperationError
-from .serialization import load, save
+from . import cuda, data, nn, optim, random, utils
+from ._api import *  # noqa: F403 - the namespace of tensors and functions
+from ._api import __all__ as _api_all
+from ._api import bool as bool
+from ._api import cdouble as cdouble
+from ._api import cfloat as cfloat
+from ._api import double as double
+from ._api import float as float
+from ._api import half as half
+from ._api import int as int
+from ._api import long as long
+from ._api import set_default_dtype as set_default_dtype
+from ._api import short as short
+from ._core.tensor import Tensor as _Tensor
 
 __version__ = "0.1.0"
 
-bool = bool_
-half, float, double = float16, float32, float64
-short, int, long = int16, int32, int64
-cfloat, cdouble = complex64, complex128
 
-_g = globals()
-for _name, _fn in _FUNCTIONS.items():
-    _g.setdefault(_name, _fn)
-del _g
-
-install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE)
-for _name, _fn in _CONVERSIONS.items():
-    setattr(Tensor, _name, _fn)
-Tensor.__getitem__ = _getitem
-Tensor.__setitem__ = _setitem
-Tensor.copy_ = _copy_
-Tensor.fill_ = _fill_
-Tensor.zero_ = _zero_
-for _name, _fn in _RANDOM_FILLS.items():
-    setattr(Tensor, _name, _fn)
+def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object:
+    """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
+    if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+        raise ValueError(f"ferro.array_api implements the standard's 2024.12 version, not {api_version!r}")
+    from . import array_api
+    return array_api
 
 
-def set_default_dtype(dtype: DType) -> None:
-    """Set the dtype of floating tensors made from Python floats (float32 by default)."""
-    _set_default_dtype(dtype)
-    from ._core.records import refresh_default_dtype
-    refresh_default_dtype()
-    from .backends._registry import bound_devices
-    for dev in bound_devices():  # dtype tables depend on it: resolve them again
-        dev._backend = None
-        dev.backend  # noqa: B018
+_Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-
-def is_tensor(obj: object) -> bool:
-    """Whether ``obj`` is a ferro Tensor."""
-    return isinstance(obj, Tensor)
-
-
-def numel(x: Tensor) -> int:
-    """The number of elements of ``x``."""
-    return x.numel()
-
-
-__all__ = [
-    "Tensor", "Size", "DType", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones",
-    "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand",
-    "randn", "randint", "rand_like", "randn_like", "randint_like", "manual_seed", "seed", "initial_seed",
-    "get_rng_state", "set_rng_state", "Generator", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
-    "bfloat16",
-    "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
-    "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "linalg", "nn", "optim", "data", "utils", "fft",
-    "cuda", "random",
-    "save", "load", "where", "matmul", "mm", "bmm", "mv", "dot",
-    "sum", "mean",
-    "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
-    "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
-    "index_put", "is_tensor", "numel", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS),
-]
+__all__ = [*_api_all, "cuda", "data", "nn", "optim", "random", "utils"]

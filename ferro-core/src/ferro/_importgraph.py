@@ -13,7 +13,19 @@ import ast
 import sys
 from pathlib import Path
 
-__all__ = ["import_graph", "cycles"]
+__all__ = ["LAYERS", "import_graph", "cycles", "upward"]
+
+#: ferro-core's layers, bottom first: a module may import its own layer and those below, never above.
+#: Modules not listed (nn, optim, data, array_api, testing, bench, cli, demo, the ``ferro`` package) are
+#: the faces, on top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ferro._core", "ferro.errors", "ferro._importgraph"),  # dtypes, devices, tensor data, nodes, op records
+    ("ferro.backends",),  # the contract, hook specification, discovery, the generic Array API backend
+    ("ferro.autograd",),  # the engine, Function, gradcheck
+    ("ferro.dispatch",),  # from a call to a kernel, and the layers around it
+    ("ferro._ops", "ferro._creation", "ferro._random"),  # the op families and creation
+    ("ferro._api", "ferro.fft", "ferro.linalg", "ferro.random", "ferro.cuda", "ferro.serialization"),  # the namespace
+)
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -66,11 +78,14 @@ def import_graph(package_dir: str | Path) -> dict[str, dict[str, list[int]]]:
                     t = t.rsplit(".", 1)[0]
                 # importing a.b.c runs the packages a.b and a first: each is an edge too, but the
                 # root package, which is always being imported already when its modules are
-                while t in files and t != mod and "." in t:
-                    edges.setdefault(t, []).append(node.lineno)
+                if t not in files or t == mod:
+                    continue
+                edges.setdefault(t, []).append(node.lineno)
+                while "." in t:
                     t = t.rsplit(".", 1)[0]
-                    if mod == t or mod.startswith(t + "."):
+                    if "." not in t or mod == t or mod.startswith(t + "."):
                         break
+                    edges.setdefault(t, []).append(node.lineno)
         graph[mod] = edges
     return graph
 
@@ -113,8 +128,22 @@ def cycles(graph: dict[str, dict[str, list[int]]]) -> list[list[str]]:
     return out
 
 
+def layer(module: str) -> int:
+    """The index of ``module``'s layer in :data:`LAYERS` (``len(LAYERS)`` for the faces)."""
+    for i, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return len(LAYERS)
+
+
+def upward(graph: dict[str, dict[str, list[int]]]) -> list[tuple[str, str, int]]:
+    """``(importer, imported, line)`` for every import of a higher layer than the importer's."""
+    return [(m, t, lines[0]) for m, edges in sorted(graph.items()) for t, lines in sorted(edges.items())
+            if layer(t) > layer(m)]
+
+
 def main() -> int:
-    """Print the cycles of ferro's import graph; exit 1 when there is one."""
+    """Print the cycles and upward imports of ferro's import graph; exit 1 when there is one."""
     graph = import_graph(Path(__file__).parent)
     found = cycles(graph)
     for comp in found:
@@ -124,7 +153,9 @@ def main() -> int:
             for t, lines in sorted(graph[m].items()):
                 if t in members:
                     print(f"  {m} -> {t}  (line {', '.join(map(str, lines))})")
-    return 1 if found else 0
+    for m, t, line in upward(graph):
+        print(f"upward import: {m} (layer {layer(m)}) -> {t} (layer {layer(t)}), line {line}")
+    return 1 if found or upward(graph) else 0
 
 
 if __name__ == "__main__":

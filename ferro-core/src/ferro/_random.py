@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._core.device import device
-    from ._core.tensor import Tensor
+from ._core.device import device as device_cls
+from ._core.dtypes import uint8
+from ._core.host import np
+from ._core.tensor import Tensor, from_host
+from .backends import _registry
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator", "using"]
-
-_seed: list[int | None] = [None]
 
 
 def manual_seed(seed: int) -> None:
     """Seed the generators of every device, now and of devices first used later."""
-    seed = int(seed)
-    _seed[0] = seed
-    from .backends._registry import bound_devices
-    for dev in bound_devices():
-        dev._backend.manual_seed(seed, dev.index)
+    _registry.seed_all(int(seed))
 
 
 def seed() -> int:
@@ -32,16 +28,10 @@ def seed() -> int:
 
 def initial_seed() -> int:
     """The last seed given to :func:`manual_seed` (0 when never called)."""
-    return _seed[0] or 0
+    return _registry.last_seed() or 0
 
 
-def seed_new_device(dev: device, backend: Any) -> None:
-    """Called when a device is first bound: apply the last manual seed to it."""
-    backend.manual_seed(_seed[0] or 0, dev.index)
-
-
-def _resolve(dev: Any) -> device:
-    from ._core.device import device as device_cls
+def _resolve(dev: Any) -> device_cls:
     d = device_cls(dev if dev is not None else "cpu")
     d.backend  # noqa: B018
     return d
@@ -49,17 +39,19 @@ def _resolve(dev: Any) -> device:
 
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
-    from ._creation import tensor
     d = _resolve(device)
-    import numpy as np
-    raw = d._backend.get_rng_state(d.index)
-    return tensor(np.frombuffer(raw, dtype=np.uint8).copy(), device="cpu")
+    return _bytes_tensor(d._backend.get_rng_state(d.index))
 
 
 def set_rng_state(state: Tensor, device: Any = None) -> None:
     """Restore a state from :func:`get_rng_state` on ``device`` (default ``cpu``)."""
     d = _resolve(device)
     d._backend.set_rng_state(bytes(state.numpy().astype("uint8").tobytes()), d.index)
+
+
+def _bytes_tensor(raw: bytes) -> Tensor:
+    """A generator state as a uint8 tensor on the CPU."""
+    return from_host(np().frombuffer(raw, dtype=np().uint8).copy(), uint8, device_cls("cpu"))
 
 
 class Generator:
@@ -70,7 +62,6 @@ class Generator:
     """
 
     def __init__(self, device: Any = "cpu") -> None:
-        from ._core.device import device as device_cls
         self.device = device_cls(device)
         self._seed = 0
         self._state = self._fresh_state(0)
@@ -102,10 +93,7 @@ class Generator:
 
     def get_state(self) -> Tensor:
         """The stream's state as a uint8 CPU tensor."""
-        import numpy as np
-
-        from ._creation import tensor
-        return tensor(np.frombuffer(self._state, dtype=np.uint8).copy(), device="cpu")
+        return _bytes_tensor(self._state)
 
     def set_state(self, state: Tensor) -> Generator:
         """Restore a state from :meth:`get_state`; returns self."""

@@ -22,8 +22,8 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from . import _random
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .backends import _registry
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator",
            "get_all_rng_states", "set_all_rng_states", "fork_rng"]
@@ -49,7 +49,7 @@ def get_all_rng_states(devices: Iterable[Any] | None = None) -> dict[str, Any]:
     states = {}
     for d in _devices(devices):
         states[str(d)] = bytes(d.backend.get_rng_state(d.index))
-    return {"seed": _random._seed[0], "devices": states}
+    return {"seed": _registry.last_seed(), "devices": states}
 
 
 def set_all_rng_states(states: dict[str, Any]) -> None:
@@ -64,7 +64,7 @@ def set_all_rng_states(states: dict[str, Any]) -> None:
         raise TypeError("set_all_rng_states() expects the dict returned by get_all_rng_states(), "
                         f"got {type(states).__name__}")
     s = states.get("seed")
-    _random._seed[0] = None if s is None else int(s)
+    _registry.set_last_seed(None if s is None else int(s))
     for name, raw in states["devices"].items():
         if not isinstance(raw, (bytes, bytearray)):
             raise TypeError(f"the RNG state of device {name!r} must be bytes, got {type(raw).__name__}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import provided
+
 __all__ = ["device"]
 
 
@@ -30,8 +32,7 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
         if isinstance(spec, device):
             return spec
         if spec is None:
-            from ..backends import current_device
-            return current_device()
+            return provided.current_device()
         if not isinstance(spec, str):
             raise TypeError(f"device() expects a string like 'cpu' or 'cuda:1', got {spec!r}")
         typ, _, idx = spec.strip().partition(":")
@@ -69,6 +70,5 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
     def backend(self) -> Any:
         """The loaded backend that owns this device (loads it on first use)."""
         if self._backend is None:
-            from ..backends import _registry
-            _registry.bind_device(self)
+            provided.bind_device(self)
         return self._backend

@@ -209,6 +209,26 @@ def refresh_default_dtype() -> None:
         op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
 
 
+class _Ops:
+    """Every registered op's public function, looked up by name when called: ``ops.cat([a, b])``.
+
+    How a layer below the ops (autograd) or one op family calls an op of another without importing the
+    module that defines it: the record, not the module, is the op's single home.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        op = REGISTRY.get(name)
+        if op is None or op.fn is None:
+            raise AttributeError(f"no op named '{name}' with a public function in the registry")
+        return op.fn
+
+
+#: Ops by name (see :class:`_Ops`).
+ops = _Ops()
+
+
 def get(name: str) -> OpDef:
     """The definition of op ``name``."""
     try:

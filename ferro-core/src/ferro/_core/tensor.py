@@ -13,11 +13,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import dtypes as _dtypes
 from . import grad_mode as _mode
 from . import node as _node
 from .device import device as _device_cls
 from .dtypes import DType
+from .host import numpy_dtype
 
 if TYPE_CHECKING:
     from .node import Node
@@ -103,18 +103,6 @@ class Tensor:
     _base: Tensor | None
     _hooks: list[Callable[[Tensor], Tensor | None]] | None
 
-    def __new__(cls, data: Any = None, *, dtype: DType | None = None, device: Any = None,
-                requires_grad: bool = False) -> Tensor:
-        from .._creation import tensor
-        if data is None:
-            data = []
-        t = tensor(data, dtype=dtype or _dtypes.get_default_dtype(), device=device)
-        if cls is not Tensor:
-            t = t._as_subclass(cls)
-        if requires_grad:
-            t.requires_grad_(True)
-        return t
-
     def __getattr__(self, name: str) -> Any:
         # Rarely used slots stay unassigned on the hot path: they read as None,
         # and the version counter is made on first need.
@@ -194,28 +182,6 @@ class Tensor:
     def is_complex(self) -> bool:
         """Whether the dtype is complex."""
         return self._dtype.is_complex
-
-    @property
-    def real(self) -> Tensor:
-        """The real part: a view for complex tensors (writes go into this one), the tensor itself otherwise."""
-        from .._ops.complex import real
-        return real(self)
-
-    @real.setter
-    def real(self, value: Any) -> None:
-        from .._ops.complex import real
-        _assign(real(self), value)
-
-    @property
-    def imag(self) -> Tensor:
-        """The imaginary part of a complex tensor, as a view (writes go into this one)."""
-        from .._ops.complex import imag
-        return imag(self)
-
-    @imag.setter
-    def imag(self, value: Any) -> None:
-        from .._ops.complex import imag
-        _assign(imag(self), value)
 
     @property
     def is_leaf(self) -> bool:
@@ -311,12 +277,6 @@ class Tensor:
 
     # -- autograd ----------------------------------------------------------
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-        from ..autograd import backward
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
-
     def detach(self) -> Tensor:
         """A tensor sharing this one's storage, cut off from the graph."""
         t = _wrap(self._data, self._dtype, self._device)
@@ -391,13 +351,6 @@ class Tensor:
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._device.backend.dlpack_device(self._data)
-
-    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
-        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
-            raise ValueError(f"ferro.array_api implements the standard's 2024.12 version, not {api_version!r}")
-        from .. import array_api
-        return array_api
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
         """This array on ``device`` (the array API standard's spelling of ``.to(device)``)."""
@@ -474,6 +427,19 @@ def _assign(part: Tensor, value: Any) -> None:
         part.copy_(value)
     else:
         part.fill_(value)
+
+
+def full(shape: tuple[int, ...], value: Any, dtype: DType, device: _device_cls) -> Tensor:
+    """A new tensor of ``shape`` filled with ``value``, by the device's ``full`` primitive (no grad, no fallback):
+    how the layers below the ops (autograd) make seed and zero gradients."""
+    device.backend  # binds the device on first use  # noqa: B018
+    return _wrap(device._kernels["full"](tuple(shape), value, dtype), dtype, device)  # type: ignore[index]
+
+
+def from_host(array: Any, dtype: DType, device: _device_cls) -> Tensor:
+    """A new tensor of ``dtype`` on ``device`` holding a NumPy array's values (the host-transfer primitive)."""
+    a = array.astype(numpy_dtype(dtype), copy=False)
+    return _wrap(device.backend.from_numpy(a, device.index), dtype, device)
 
 
 def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:

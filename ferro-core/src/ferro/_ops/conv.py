@@ -14,17 +14,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.records import REGISTRY, register_composites
+from .._core.dtypes import int64
+from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
+from .._creation import arange, tensor, zeros
 from ..errors import ShapeError
 from .fused import fusable
 
 __all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows"]
-
-
-def _F() -> Any:
-    import ferro
-    return ferro
 
 
 def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
@@ -36,7 +33,6 @@ def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
 
 def unfold(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
     """Windows of ``x`` (N, C, *spatial): shape (N, C, *out_spatial, *kernel). ``x`` is already padded."""
-    F = _F()
     n = len(kernel)
     spatial = x.shape[2:]
     out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
@@ -50,15 +46,15 @@ def unfold(x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Se
         shape_o[i] = out[i]
         shape_k = [1] * (2 * n)
         shape_k[n + i] = kernel[i]
-        o = F.arange(out[i], device=x.device).reshape(shape_o) * stride[i]
-        k = F.arange(kernel[i], device=x.device).reshape(shape_k) * dilation[i]
+        o = arange(out[i], device=x.device).reshape(shape_o) * stride[i]
+        k = arange(kernel[i], device=x.device).reshape(shape_k) * dilation[i]
         key.append(o + k)
     return x[tuple(key)]
 
 
 def _padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], stride: Sequence[int],
              n: int) -> list[int]:
-    """``F.pad`` sizes (last dimension first) for a padding spec: int, tuple, 'valid' or 'same'."""
+    """``ops.pad`` sizes (last dimension first) for a padding spec: int, tuple, 'valid' or 'same'."""
     if padding == "valid":
         return [0] * (2 * n)
     if padding == "same":
@@ -75,7 +71,6 @@ def _padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], strid
 
 def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
             groups: int) -> Tensor:
-    F = _F()
     batched = x.ndim == n + 2
     if not batched:
         if x.ndim != n + 1:
@@ -88,7 +83,7 @@ def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
     if c_out % groups:
         raise ShapeError(f"conv{n}d: {c_out} output channels are not divisible by groups={groups}")
     stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
-    x = F.nn.functional.pad(x, _padding(padding, kernel, dilation, stride, n))
+    x = ops.pad(x, _padding(padding, kernel, dilation, stride, n))
     win = unfold(x, kernel, stride, dilation)  # (N, C, *out, *kernel)
     out_shape = win.shape[2:2 + n]
     nb = x.shape[0]
@@ -123,7 +118,6 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
 
 def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
                       output_padding: Any, groups: int, dilation: Any) -> Tensor:
-    F = _F()
     batched = x.ndim == n + 2
     if not batched:
         x = x.unsqueeze(0)
@@ -136,13 +130,13 @@ def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, st
     # Stuff stride - 1 zeros between input elements.
     if any(s > 1 for s in stride):
         spatial = [(d - 1) * s + 1 for d, s in zip(x.shape[2:], stride)]
-        stuffed = F.zeros(x.shape[0], c_in, *spatial, dtype=x.dtype, device=x.device)
+        stuffed = zeros(x.shape[0], c_in, *spatial, dtype=x.dtype, device=x.device)
         x = stuffed.index_put((Ellipsis, *(slice(None, None, s) for s in stride)), x)
     pads: list[int] = []
     for i in reversed(range(n)):
         edge = dilation[i] * (kernel[i] - 1) - padding[i]
         pads += [edge, edge + output_padding[i]]
-    x = F.nn.functional.pad(x, pads)
+    x = ops.pad(x, pads)
     # weight (C_in, C_out/g, *k) -> (C_out, C_in/g, *k), flipped in space
     c_out_g = weight.shape[1]
     w = weight.reshape(groups, c_in // groups, c_out_g, *kernel).transpose(1, 2)
@@ -165,7 +159,6 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
 
 def _pool(n: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, fill: float,
           reduce: str) -> Tensor:
-    F = _F()
     batched = x.ndim == n + 2
     if not batched:
         x = x.unsqueeze(0)
@@ -176,7 +169,7 @@ def _pool(n: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     if any(2 * p > k for p, k in zip(pad, kernel)):
         raise ValueError(f"pad should be at most half of the kernel size, got padding {list(pad)} and kernel "
                          f"{list(kernel)}")
-    x = F.nn.functional.pad(x, [v for i in reversed(range(n)) for v in (pad[i], pad[i])], value=fill)
+    x = ops.pad(x, [v for i in reversed(range(n)) for v in (pad[i], pad[i])], value=fill)
     win = unfold(x, kernel, stride, dilation)
     y = window_max(win, None, n) if reduce == "max" else win.mean(tuple(range(2 + n, 2 + 2 * n)))
     return y if batched else y.squeeze(0)
@@ -190,14 +183,13 @@ def window_max(win: Tensor, where_from: Tensor | None, n: int) -> Any:
     (``amax`` would share it between ties). It is selected by a mask, elementwise ops whose backward is
     elementwise too (a gather's would scatter): the other places hold -0.0, which adds nothing to any value.
     """
-    F = _F()
     k = math.prod(win.shape[2 + n:])
     flat = win.reshape(*win.shape[:2 + n], k)  # not -1: the output may be empty
-    first = F.arange(k, device=win.device) == flat.argmax(-1, keepdim=True)
-    out = F.where(first, flat, -0.0).sum(-1)
+    first = arange(k, device=win.device) == flat.argmax(-1, keepdim=True)
+    out = ops.where(first, flat, -0.0).sum(-1)
     if where_from is None:
         return out
-    return out, F.where(first, where_from.reshape(*where_from.shape[:2 + n], k), 0).sum(-1)
+    return out, ops.where(first, where_from.reshape(*where_from.shape[:2 + n], k), 0).sum(-1)
 
 
 def adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
@@ -207,7 +199,6 @@ def adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
     bounds); ``kernel`` is the longest span, and shorter windows repeat their last element, which changes
     neither their maximum nor where its first occurrence is.
     """
-    F = _F()
     n = len(out)
     key: list[Any] = [slice(None), slice(None)]
     for i, (size, o) in enumerate(zip(x.shape[2:], out)):
@@ -216,7 +207,7 @@ def adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
         shape = [1] * (2 * n)
         shape[i], shape[n + i] = o, k
         rows = [[min(start + t, end - 1) for t in range(k)] for start, end in bounds]
-        key.append(F.tensor(rows, dtype=F.int64, device=x.device).reshape(shape))
+        key.append(tensor(rows, dtype=int64, device=x.device).reshape(shape))
     return x[tuple(key)]
 
 
@@ -241,7 +232,6 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
 
 
 def _adaptive_mean(x: Tensor, output_size: Any) -> Tensor:
-    F = _F()
     out = _tuple(output_size, 2, "output_size")
     h, w = x.shape[-2], x.shape[-1]
     out = (out[0] or h, out[1] or w)
@@ -252,8 +242,8 @@ def _adaptive_mean(x: Tensor, output_size: Any) -> Tensor:
         for j in range(out[1]):
             c0, c1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
             cols.append(x[..., r0:r1, c0:c1].mean((-2, -1)))
-        rows.append(F.stack(cols, -1))
-    return F.stack(rows, -2)
+        rows.append(ops.stack(cols, -1))
+    return ops.stack(rows, -2)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
@@ -273,7 +263,6 @@ def adaptive_max_pool2d(x: Tensor, output_size: Any) -> Tensor:
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None) -> Tensor:
     """Resize the spatial dims of (N, C, ...): ``nearest`` (any dims) or ``bilinear`` (2-D)."""
-    F = _F()
     n = x.ndim - 2
     in_size = x.shape[2:]
     if size is not None:
@@ -291,7 +280,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
             idx = [min(math.floor(o * scales[d]), in_size[d] - 1) for o in range(out[d])]
             shape = [1] * n
             shape[d] = out[d]
-            key.append(F.tensor(idx, device=x.device).reshape(shape))
+            key.append(tensor(idx, device=x.device).reshape(shape))
         return x[tuple(key)]
     if mode != "bilinear" or n != 2:
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {n}-D inputs (nearest, bilinear)")
@@ -305,8 +294,8 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
         lo = [min(math.floor(s), i - 1) for s in src]
         hi = [min(v + 1, i - 1) for v in lo]
         frac = [s - v for s, v in zip(src, lo)]
-        return (F.tensor(lo, device=x.device), F.tensor(hi, device=x.device),
-                F.tensor(frac, dtype=x.dtype, device=x.device))
+        return (tensor(lo, device=x.device), tensor(hi, device=x.device),
+                tensor(frac, dtype=x.dtype, device=x.device))
 
     scale_h = (in_size[0] / out_h) if size is not None else scales[0]
     scale_w = (in_size[1] / out_w) if size is not None else scales[1]

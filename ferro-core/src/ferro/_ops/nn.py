@@ -12,17 +12,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.records import REGISTRY, register_composites
+from .._core.dtypes import bool_
+from .._core.grad_mode import no_grad
+from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
+from .._creation import arange, ones, rand
 from ..errors import DTypeError, ShapeError
 from .fused import fusable
 
 __all__ = ["FUNCTIONS"]
-
-
-def _F() -> Any:
-    import ferro
-    return ferro
 
 
 # -- layers ----------------------------------------------------------------------
@@ -51,7 +49,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
         return x
     if p == 1.0:
         return x * 0
-    keep = _F().rand(*x.shape, dtype=x.dtype, device=x.device) >= p
+    keep = rand(*x.shape, dtype=x.dtype, device=x.device) >= p
     return x * keep / (1.0 - p)
 
 
@@ -61,7 +59,7 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
         return x
     batched = x.ndim == 4
     shape = (x.shape[0], x.shape[1], 1, 1) if batched else (x.shape[0], 1, 1)
-    keep = _F().rand(*shape, dtype=x.dtype, device=x.device) >= p
+    keep = rand(*shape, dtype=x.dtype, device=x.device) >= p
     return x * keep / (1.0 - p)
 
 
@@ -71,7 +69,7 @@ def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tens
         raise DTypeError(f"embedding: expected integer indices, got {x.dtype}")
     out = weight[x]
     if padding_idx is not None and weight.requires_grad:
-        out = _F().where((x == padding_idx).unsqueeze(-1), out.detach(), out)
+        out = ops.where((x == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
 
 
@@ -80,7 +78,7 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
     if x.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: expected an integer tensor, got {x.dtype}")
     n = int(x.amax().item()) + 1 if num_classes < 0 else num_classes
-    classes = _F().arange(n, device=x.device)
+    classes = arange(n, device=x.device)
     return (x.unsqueeze(-1) == classes).long()
 
 
@@ -131,7 +129,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         var = ((x - mu) ** 2).mean(dims, keepdim=True)
         if running_mean is not None and running_var is not None:
             n = x.numel() // x.shape[1]
-            with _F().no_grad():
+            with no_grad():
                 running_mean.mul_(1 - momentum).add_(mu.reshape(-1).detach() * momentum)
                 running_var.mul_(1 - momentum).add_(var.reshape(-1).detach() * (momentum * n / max(n - 1, 1)))
     else:
@@ -168,8 +166,8 @@ def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float =
     """Normalize by the sum of squares of ``size`` neighboring channels."""
     sq = (x * x).unsqueeze(1)
     pads = [0, 0] * (x.ndim - 2) + [size // 2, (size - 1) // 2]
-    sq = _F().nn.functional.pad(sq, pads)
-    windows = _F().stack([sq.narrow(2, i, x.shape[1]) for i in range(size)]).sum(0).squeeze(1)
+    sq = ops.pad(sq, pads)
+    windows = ops.stack([sq.narrow(2, i, x.shape[1]) for i in range(size)]).sum(0).squeeze(1)
     return x / (windows * (alpha / size) + k) ** beta
 
 
@@ -185,7 +183,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
-    return _F().norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
+    return ops.norm(x1 - x2 + eps, p, dim=-1, keepdim=keepdim)
 
 
 # -- losses --------------------------------------------------------------------------
@@ -204,13 +202,12 @@ def _reduce(loss: Tensor, reduction: str, weight_sum: Tensor | None = None) -> T
 def nll_loss(x: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of class indices ``target`` given log-probabilities ``x`` (N, C, ...)."""
-    F = _F()
     if target.dtype.kind not in "iu":
         raise DTypeError(f"nll_loss: expected integer class indices, got {target.dtype}")
     logp = x.movedim(1, -1) if x.ndim > 1 else x.unsqueeze(0)
     tgt = target if x.ndim > 1 else target.reshape(1)
     valid = tgt != ignore_index
-    safe = F.where(valid, tgt, 0)
+    safe = ops.where(valid, tgt, 0)
     picked = logp.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
     w = valid.to(x.dtype) if weight is None else weight[safe] * valid
     loss = -picked * w
@@ -234,7 +231,7 @@ def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None, ignor
     if not label_smoothing:
         if reduction == "mean":
             valid = (target != ignore_index).to(x.dtype)
-            denom = valid.sum() if weight is None else (weight[_F().where(target != ignore_index, target, 0)] *
+            denom = valid.sum() if weight is None else (weight[ops.where(target != ignore_index, target, 0)] *
                                                         valid).sum()
             return nll.sum() / denom
         return _reduce(nll, reduction)
@@ -243,7 +240,7 @@ def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None, ignor
     smooth = -(logp if wvec is None else logp * wvec).sum(1 if x.ndim > 1 else 0) / c * valid
     loss = nll * (1 - label_smoothing) + smooth * label_smoothing
     if reduction == "mean":
-        denom = valid.sum() if weight is None else (weight[_F().where(target != ignore_index, target, 0)] *
+        denom = valid.sum() if weight is None else (weight[ops.where(target != ignore_index, target, 0)] *
                                                     valid).sum()
         return loss.sum() / denom
     return _reduce(loss, reduction)
@@ -264,13 +261,13 @@ def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: flo
     d = (x - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
-    return _reduce(_F().where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+    return _reduce(ops.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
 
 
 def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
     d = (x - target).abs()
-    return _reduce(_F().where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+    return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
 
 def binary_cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -283,9 +280,8 @@ def binary_cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None
 def binary_cross_entropy_with_logits(x: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE of logits, computed stably: ``max(x, 0) - x * t + log(1 + exp(-|x|))`` (with ``pos_weight``)."""
-    F = _F()
-    log_sig_neg = F.nn.functional.logsigmoid(-x)  # log(1 - sigmoid(x))
-    log_sig = F.nn.functional.logsigmoid(x)
+    log_sig_neg = ops.logsigmoid(-x)  # log(1 - sigmoid(x))
+    log_sig = ops.logsigmoid(x)
     pw = 1 if pos_weight is None else pos_weight
     loss = -(pw * target * log_sig + (1 - target) * log_sig_neg)
     return _reduce(loss if weight is None else loss * weight, reduction)
@@ -293,11 +289,10 @@ def binary_cross_entropy_with_logits(x: Tensor, target: Tensor, weight: Tensor |
 
 def kl_div(x: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL divergence with ``x`` in log space; ``reduction='batchmean'`` divides by the batch size."""
-    F = _F()
     if log_target:
         loss = target.exp() * (target - x)
     else:
-        loss = F.xlogy(target, target) - target * x
+        loss = ops.xlogy(target, target) - target * x
     if reduction == "batchmean":
         return loss.sum() / x.shape[0]
     return _reduce(loss, reduction)
@@ -307,7 +302,7 @@ def cosine_embedding_loss(x1: Tensor, x2: Tensor, target: Tensor, margin: float 
                           reduction: str = "mean") -> Tensor:
     """``1 - cos`` for similar pairs (target 1), ``max(0, cos - margin)`` for dissimilar ones (-1)."""
     cos = cosine_similarity(x1, x2, dim=-1, eps=1e-12)
-    loss = _F().where(target > 0, 1 - cos, (cos - margin).clamp_min(0.0))
+    loss = ops.where(target > 0, 1 - cos, (cos - margin).clamp_min(0.0))
     return _reduce(loss, reduction)
 
 
@@ -324,15 +319,14 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Ten
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None) -> Tensor:
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dimensions."""
-    F = _F()
     s = (1.0 / math.sqrt(q.shape[-1])) if scale is None else scale
     scores = (q @ k.mT) * s
     if is_causal:
         L, S = q.shape[-2], k.shape[-2]
-        causal = F.ones(L, S, dtype=F.bool_, device=q.device).tril()
+        causal = ones(L, S, dtype=bool_, device=q.device).tril()
         scores = scores.masked_fill(~causal, -math.inf)
     if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype is F.bool_ else scores + attn_mask
+        scores = scores.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype is bool_ else scores + attn_mask
     attn = scores.softmax(-1)
     if dropout_p:
         attn = dropout(attn, dropout_p)

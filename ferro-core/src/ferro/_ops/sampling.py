@@ -7,44 +7,41 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._core.records import register_composites
+from .._core.device import device as _device_cls
+from .._core.dtypes import float32, float64
+from .._core.grad_mode import no_grad
+from .._core.records import ops, register_composites
 from .._core.tensor import Tensor
+from .._creation import rand, randn
 from .._random import Generator
 from ..errors import ShapeError
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 
 
-def _F() -> Any:
-    import ferro
-    return ferro
-
-
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
-    F = _F()
-    u = F.rand(*p.shape, dtype=p.dtype, device=p.device, generator=generator)
+    u = rand(*p.shape, dtype=p.dtype, device=p.device, generator=generator)
     return (u < p).to(p.dtype)
 
 
 def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Tensor:
     """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
-    F = _F()
     p = probs if probs.ndim == 2 else probs.unsqueeze(0)
     n = p.shape[-1]
     if not replacement and num_samples > n:
         raise ShapeError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")
     if bool((p < 0).any()) or not bool((p.sum(-1) > 0).all()):
         raise ValueError("multinomial: probabilities must be non-negative with a positive sum in every row")
-    p = p.detach().to(F.float64)
+    p = p.detach().to(float64)
     if replacement:
         cdf = (p / p.sum(-1, keepdim=True)).cumsum(-1)
-        u = F.rand(p.shape[0], num_samples, dtype=F.float64, device=p.device, generator=generator)
-        out = F.searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n - 1)
+        u = rand(p.shape[0], num_samples, dtype=float64, device=p.device, generator=generator)
+        out = ops.searchsorted(cdf.contiguous(), u.contiguous(), right=True).clamp(max=n - 1)
     else:  # Gumbel top-k: sampling without replacement in proportion to p
-        u = F.rand(*p.shape, dtype=F.float64, device=p.device, generator=generator)
-        keys = F.where(p > 0, p.log() - (-(u.clamp_min(1e-300)).log()).log(), -math.inf)
+        u = rand(*p.shape, dtype=float64, device=p.device, generator=generator)
+        keys = ops.where(p > 0, p.log() - (-(u.clamp_min(1e-300)).log()).log(), -math.inf)
         out = keys.topk(num_samples, -1).indices
     return out if probs.ndim == 2 else out.squeeze(0)
 
@@ -52,23 +49,21 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
            dtype: Any = None, device: Any = None) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
-    F = _F()
     ref = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     if ref is not None:
         shape = (mean * 0 + std * 0).shape  # the broadcast shape of mean and std
-        z = F.randn(*shape, dtype=ref.dtype, device=ref.device, generator=generator)
+        z = randn(*shape, dtype=ref.dtype, device=ref.device, generator=generator)
     else:
-        z = F.randn(*(size or ()), dtype=dtype, device=device, generator=generator)
+        z = randn(*(size or ()), dtype=dtype, device=device, generator=generator)
     return z * std + mean
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of ``0 .. n - 1``."""
-    F = _F()
-    dev = F.device(device)
+    dev = _device_cls(device)
     dev.backend  # binds it  # noqa: B018
     # float64 keys where the device has them (fewer ties), else float32 (an OpenCL device without fp64)
-    keys = F.rand(n, dtype=F.float64 if F.float64 in dev._dtypes else F.float32, device=dev, generator=generator)
+    keys = rand(n, dtype=float64 if float64 in dev._dtypes else float32, device=dev, generator=generator)
     out = keys.argsort()
     return out if dtype is None else out.to(dtype)
 
@@ -77,7 +72,7 @@ def _fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def method(self: Tensor, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         from .inplace import _check_leaf, copy_
         _check_leaf(self, name)
-        with _F().no_grad():
+        with no_grad():
             copy_(self, draw(self, *args, generator=generator, **kwargs))
         return self
     method.__name__ = method.__qualname__ = name
@@ -86,15 +81,15 @@ def _fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 
 def _uniform(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None) -> Tensor:
-    return _F().rand(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * (b - a) + a
+    return rand(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * (b - a) + a
 
 
 def _normal(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
-    return _F().randn(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * std + mean
+    return randn(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * std + mean
 
 
 def _bern(x: Tensor, p: float = 0.5, *, generator: Generator | None = None) -> Tensor:
-    u = _F().rand(*x.shape, dtype=_F().float32 if not x.dtype.is_floating_point else x.dtype, device=x.device,
+    u = rand(*x.shape, dtype=float32 if not x.dtype.is_floating_point else x.dtype, device=x.device,
                   generator=generator)
     return (u < p).to(x.dtype)
 

@@ -6,8 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import ferro
-
+from .. import _api as ferro
 from .._core import dtypes as _d
 from .._core.dtypes import DType
 from .._core.tensor import Tensor

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import ferro
-
+from .. import _api as ferro
 from .._core.tensor import Tensor
 from ._dtypes import check_array, iinfo, promote, scalar_array
 

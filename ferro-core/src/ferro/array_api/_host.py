@@ -7,12 +7,12 @@ array's device; the result keeps the device and dtype.
 
 from __future__ import annotations
 
+from .._api import tensor
 from .._core.host import np
 from .._core.tensor import Tensor
 
 
 def host_binary(name: str, x1: Tensor, x2: Tensor) -> Tensor:
     """NumPy's ``name`` of two arrays of one dtype and device, returned on that device."""
-    import ferro
     a, b = x1.detach().numpy(), x2.detach().numpy()
-    return ferro.tensor(getattr(np(), name)(a, b), dtype=x1.dtype, device=x1.device)
+    return tensor(getattr(np(), name)(a, b), dtype=x1.dtype, device=x1.device)

@@ -11,9 +11,9 @@ import types
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-import ferro
 import ferro.linalg as _fl
 
+from .. import _api as ferro
 from .._core import dtypes as _d
 from .._core.dtypes import DType
 from .._core.tensor import Tensor

@@ -5,8 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-import ferro
-
+from .. import _api as ferro
 from .._core.tensor import Tensor
 from .._ops.shape import broadcast_shapes as _broadcast_shapes
 from ._axes import normalize_axes, one_axis

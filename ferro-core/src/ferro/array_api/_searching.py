@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import ferro
-
+from .. import _api as ferro
 from .._core import dtypes as _d
 from .._core.tensor import Tensor
 from ._axes import keep_shape, normalize_axes, one_axis

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import ferro
-
+from .. import _api as ferro
 from .._core import dtypes as _d
 from .._core.tensor import Tensor
 from ._dtypes import check_array

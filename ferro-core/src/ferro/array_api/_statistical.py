@@ -10,8 +10,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-import ferro
-
+from .. import _api as ferro
 from .._core import dtypes as _d
 from .._core.dtypes import DType
 from .._core.tensor import Tensor

@@ -9,76 +9,11 @@ tensor([ 3., 12.], grad_fn=<MulBackward0>)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
 from .._core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._core.node import Node
-from ._engine import run_backward
+from ._entry import backward, grad
 from ._function import Function, FunctionCtx
 from ._gradcheck import gradcheck, gradgradcheck
 
-if TYPE_CHECKING:
-    from .._core.tensor import Tensor
-
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node"]
-
-
-def _as_list(x: Any) -> list[Any]:
-    if x is None:
-        return []
-    if isinstance(x, (list, tuple)):
-        return list(x)
-    return [x]
-
-
-def _default_grads(outputs: list[Tensor], grads: list[Any]) -> list[Tensor]:
-    from .._creation import ones_like
-    out = []
-    for i, t in enumerate(outputs):
-        g = grads[i] if i < len(grads) else None
-        if g is None:
-            if t.numel() != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; output {i} has shape "
-                                   f"{list(t.shape)}: pass gradient=")
-            g = ones_like(t)
-        elif g.shape != t.shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and output[{i}] "
-                               f"has a shape of {list(t.shape)}.")
-        out.append(g)
-    return out
-
-
-def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: Any = None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
-    outs = _as_list(tensors)
-    grads = _default_grads(outs, _as_list(grad_tensors))
-    if inputs is not None:
-        ins = _as_list(inputs)
-        got = run_backward(outs, grads, retain_graph=bool(create_graph if retain_graph is None else retain_graph),
-                           create_graph=create_graph, inputs=ins)
-        for t, g in zip(ins, got or []):
-            if g is not None:
-                t._grad = g if t._grad is None else t._grad + g
-        return
-    run_backward(outs, grads, retain_graph=bool(create_graph if retain_graph is None else retain_graph),
-                 create_graph=create_graph)
-
-
-def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor], grad_outputs: Any = None,
-         retain_graph: bool | None = None, create_graph: bool = False,
-         allow_unused: bool | None = None) -> tuple[Tensor | None, ...]:
-    """Gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated."""
-    outs = _as_list(outputs)
-    ins = _as_list(inputs)
-    if not ins:
-        raise RuntimeError("grad requires non-empty inputs: pass the tensors to differentiate with respect to")
-    for i, t in enumerate(ins):
-        if not t._rg:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
-    grads = _default_grads(outs, _as_list(grad_outputs))
-    got = run_backward(outs, grads, retain_graph=bool(create_graph if retain_graph is None else retain_graph),
-                       create_graph=create_graph, inputs=ins, allow_unused=bool(allow_unused))
-    return tuple(got or ())

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.node import Node
+from .._core.tensor import Tensor, _wrap
 from ._views import VIEW_OPS, refresh
-
-if TYPE_CHECKING:
-    from .._core.tensor import Tensor
 
 __all__ = ["run_backward"]
 
@@ -33,13 +31,14 @@ def _topo_counts(roots: list[Node]) -> dict[Node, int]:
 
 def _fit(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
     """Sum a broadcast gradient back to ``shape`` and cast it to the input's dtype."""
-    if g._data.shape != shape:
-        from .._ops.shape import sum_to
-        g = sum_to(g, shape)
+    gs = g._data.shape
+    if gs != shape:  # sum over the dimensions broadcasting added
+        lead = len(gs) - len(shape)
+        dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        g = (g.sum(dims, keepdim=True) if dims else g).reshape(shape)
     if g._dtype is not dtype:
         if g._dtype.is_complex and not dtype.is_complex:  # a real input's gradient is the real part (PyTorch)
-            from .._ops.complex import real
-            g = real(g)
+            g = g.real
         g = g.to(dtype)
     return g
 
@@ -75,7 +74,6 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
     another leaf's gradient, a read-only broadcast view), so in-place changes to it stay local."""
     if create_graph:
         return g.clone()
-    from .._core.tensor import _wrap
     return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .._core import grad_mode as _mode
-from .._core.node import Node
+from .._core.dtypes import result_type
+from .._core.node import Node, _raise_modified
+from .._core.records import ops
+from .._core.tensor import Tensor, full
 from ._views import VIEW_OPS, refresh
 
 __all__ = ["Function", "FunctionCtx"]
@@ -37,7 +40,6 @@ class _FunctionNode(Node):
         ctx = self.ctx
         for t, v in zip(ctx.saved_tensors, ctx._versions):
             if t is not None and t._vc[0] != v:
-                from .._core.node import _raise_modified
                 _raise_modified(self, t._dtype, t._data, t._vc[0], v)
         name = self.fn_cls.__name__
         grads = self.fn_cls.backward(ctx, *(_unpack(grad, self.layout) if self.layout else (grad,)))
@@ -75,16 +77,14 @@ def _sums_to(gshape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 def _pack(g: Any, index: int, layout: tuple[Any, ...]) -> Any:
     """The gradient of output ``index`` of a multi-output Function placed in the flat gradient of all
     its outputs (zeros elsewhere); the engine adds these up as for any other gradient."""
-    from .._creation import zeros
-    from .._ops.shape import cat
     total, dtype, slots = layout
     start, n = slots[index][0], slots[index][1]
     parts = [g.reshape(-1).to(dtype)]
     if start:
-        parts.insert(0, zeros(start, dtype=dtype, device=g._device))
+        parts.insert(0, full((start,), 0, dtype, g._device))
     if total - start - n:
-        parts.append(zeros(total - start - n, dtype=dtype, device=g._device))
-    return cat(parts) if len(parts) > 1 else parts[0]
+        parts.append(full((total - start - n,), 0, dtype, g._device))
+    return ops.cat(parts) if len(parts) > 1 else parts[0]
 
 
 def _unpack(flat: Any, layout: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -124,7 +124,6 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when an input requires grad, record backward in the graph."""
-        from .._core.tensor import Tensor
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         prev = _mode._state.enabled
@@ -157,7 +156,6 @@ class Function:
             return out
         # Several outputs: each gets a small node feeding the Function's node with the flat gradient
         # of all outputs, so that backward runs once with one gradient per output.
-        from .._core.dtypes import result_type
         dtype = result_type([outs[i]._dtype for i in diff], [], []) if diff else None
         slots: list[Any] = [None] * len(outs)
         start = 0

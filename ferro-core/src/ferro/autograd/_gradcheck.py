@@ -14,6 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._core.dtypes import promote_types
+from .._core.records import ops
+from .._core.tensor import from_host
+from ._entry import grad
+
 __all__ = ["gradcheck", "gradgradcheck"]
 
 
@@ -40,7 +45,6 @@ def _numerical(fn: Callable[..., Any], inputs: list[Any], i: int, eps: float, ou
     """d(sum(Re(conj(out_grad) * fn(inputs)))) / d inputs[i], by central differences on the host."""
     import numpy as np
 
-    from .._creation import tensor
     x = inputs[i]
     base = _host(x)
     flat = base.reshape(-1)
@@ -53,8 +57,7 @@ def _numerical(fn: Callable[..., Any], inputs: list[Any], i: int, eps: float, ou
                 pert = flat.copy()
                 pert[j] += sign * eps * step
                 args = list(inputs)
-                args[i] = tensor(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
-                                 requires_grad=x.requires_grad)
+                args[i] = from_host(pert.reshape(base.shape), x.dtype, x.device).requires_grad_(x.requires_grad)
                 vals.append(_loss(fn(*args), out_grad))
             grad[j] += step * (vals[0] - vals[1]) / (2 * eps)
     return grad.reshape(base.shape)
@@ -71,8 +74,6 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
     """
     import numpy as np
 
-    from .._creation import tensor
-    from . import grad as autograd_grad
     inputs = list(inputs)
     diff = [i for i, x in enumerate(inputs) if getattr(x, "requires_grad", False)]
     if not diff:
@@ -81,8 +82,8 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-
     rng = np.random.default_rng(seed)
     out_grad = _random_like(out, rng)
     if out.requires_grad:
-        analytic = autograd_grad(out, [inputs[i] for i in diff],
-                                 grad_outputs=tensor(out_grad, dtype=out.dtype, device=out.device),
+        analytic = grad(out, [inputs[i] for i in diff],
+                                 grad_outputs=from_host(out_grad, out.dtype, out.device),
                                  allow_unused=True)
     else:  # the output does not depend on the inputs (e.g. the gradient of a linear function)
         analytic = (None,) * len(diff)
@@ -108,16 +109,14 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float =
     """Check second derivatives: gradcheck of the function ``inputs -> grad(fn(inputs) . v, inputs)``."""
     import numpy as np
 
-    from .._creation import tensor
-    from . import grad as autograd_grad
     inputs = list(inputs)
     diff = [i for i, x in enumerate(inputs) if getattr(x, "requires_grad", False)]
     out = fn(*inputs)
-    v = tensor(_random_like(out, np.random.default_rng(seed + 1)), dtype=out.dtype, device=out.device)
+    v = from_host(_random_like(out, np.random.default_rng(seed + 1)), out.dtype, out.device)
 
     def first(*args: Any) -> Any:
         o = fn(*args)
-        gs = autograd_grad(o, [args[i] for i in diff], grad_outputs=v, create_graph=True, allow_unused=True)
+        gs = grad(o, [args[i] for i in diff], grad_outputs=v, create_graph=True, allow_unused=True)
         total = None
         for g in gs:
             if g is not None:
@@ -129,9 +128,7 @@ def gradgradcheck(fn: Callable[..., Any], inputs: Sequence[Any], *, eps: float =
 
 
 def _cat(a: Any, b: Any) -> Any:
-    from .._ops.shape import cat
     if a.dtype is not b.dtype:  # real and complex inputs' gradients: one complex vector
-        from .._core.dtypes import promote_types
         dt = promote_types(a.dtype, b.dtype)
         a, b = a.to(dt), b.to(dt)
-    return cat([a, b])
+    return ops.cat([a, b])

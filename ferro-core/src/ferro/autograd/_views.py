@@ -13,13 +13,11 @@ before they are used in an op (:func:`refresh`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.node import Node
-
-if TYPE_CHECKING:
-    from .._core.tensor import Tensor
+from .._core.tensor import Tensor, full
 
 __all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
 
@@ -84,11 +82,10 @@ def check_inplace(x: Tensor, name: str) -> None:
 
 def _region_mask(g: Tensor, chain: tuple[Any, ...]) -> Tensor:
     """Ones of ``g``'s shape, zero where the view ``chain`` reads (what the in-place write replaced)."""
-    from .._creation import ones
     prev = _mode._state.enabled
     _mode._state.enabled = False
     try:
-        mask = ones(g.shape, dtype=g.dtype, device=g.device)
+        mask = full(g._data.shape, 1, g._dtype, g._device)
         if g._dtype.is_complex:  # 1 in both components: a write through x.real replaces only the real ones
             mask = mask * (1 + 1j)
         region = _replay(mask, chain)

@@ -233,9 +233,29 @@ def bind_device(dev: device) -> None:
         dev._ops = bind_tables(kernels, dtypes, backend.unsupported(dev.index))
         dev._kernels = kernels
         dev._dtypes = dtypes
-        from .. import _random
-        _random.seed_new_device(dev, backend)
+        backend.manual_seed(_seed[0] or 0, dev.index)  # the last manual seed applies to devices bound later
         dev._backend = backend
+
+
+#: The last seed given to ``ferro.manual_seed`` (None: never called); kept across :func:`reset`.
+_seed: list[int | None] = [None]
+
+
+def seed_all(seed: int) -> None:
+    """Seed the generators of every bound device, and of devices bound later."""
+    _seed[0] = seed
+    for dev in bound_devices():
+        dev._backend.manual_seed(seed, dev.index)
+
+
+def last_seed() -> int | None:
+    """The last seed given to :func:`seed_all` (None when never called)."""
+    return _seed[0]
+
+
+def set_last_seed(seed: int | None) -> None:
+    """Set what :func:`last_seed` returns without seeding anything (restoring a saved RNG state)."""
+    _seed[0] = seed
 
 
 def bound_devices() -> list[device]:

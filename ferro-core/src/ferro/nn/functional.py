@@ -15,6 +15,7 @@ from .._ops.conv import FUNCTIONS as _CONV
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from ._pooling import adaptive_max_pool
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]
@@ -46,8 +47,6 @@ globals().update(_CONV)
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling of (N, C, L) or (C, L) to length ``output_size``; ``return_indices=True`` also returns
     where each maximum came from (int64 indices into L)."""
-    from .modules.pooling import adaptive_max_pool  # written on the windows that pooling.py cuts
-
     return adaptive_max_pool(1, input, output_size, return_indices)
 
 
@@ -55,8 +54,6 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with
     PyTorch's window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat
     indices into H * W). Without indices it is the registry op ``adaptive_max_pool2d``."""
-    from .modules.pooling import adaptive_max_pool
-
     return adaptive_max_pool(2, input, output_size, return_indices)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ferro
-
+from ... import _api as ferro
 from ..._core.tensor import Tensor
 from ...errors import DTypeError, ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling

@@ -21,8 +21,7 @@ import math
 import warnings
 from typing import Any
 
-import ferro
-
+from ... import _api as ferro
 from ..._core.tensor import Tensor
 from ...autograd import Function, FunctionCtx
 from ...errors import DTypeError, ShapeError

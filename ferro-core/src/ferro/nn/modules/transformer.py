@@ -13,8 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import ferro
-
+from ... import _api as ferro
 from ..._core.tensor import Tensor
 from ...errors import ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-import ferro
-
+from ... import _api as ferro
 from ..._core.dtypes import bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8
 from ..._core.tensor import Tensor
 
