@@ -1,0 +1,117 @@
+"""The type stub: checked in up to date, and read by mypy and pyright as the real objects behave.
+
+Tensor's methods and most ``ferro.*`` functions are attached at import, so
+type checkers see them only through the stub that ``python -m ferro._stubgen``
+writes. These tests regenerate it and compare, then run both checkers on a
+snippet and compare each revealed type with the type of the object the
+snippet's expression really gives at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import ferro
+
+SRC = Path(ferro.__file__).resolve().parent.parent  # the ferro being tested, wherever it is installed
+
+#: expression -> the type a checker must reveal (module names stripped: mypy says ferro.Tensor, pyright Tensor).
+EXPECTED = {
+    "ferro.ones(2).exp()": "Tensor",
+    "a + b": "Tensor",
+    "2 * a": "Tensor",
+    "a @ w": "Tensor",
+    "a == b": "Tensor",
+    "-a": "Tensor",
+    "a.sum(dim=0)": "Tensor",
+    "ferro.nn.functional.relu(a)": "Tensor",
+    "a[0]": "Tensor",
+    "a.T": "Tensor",
+    "w.mT": "Tensor",
+    "ferro.zeros(3).to('cpu')": "Tensor",
+    "a.add_(1)": "Tensor",
+    "a.clamp_(min=0.0)": "Tensor",
+    "ferro.linalg.inv(w)": "Tensor",
+    "ferro.fft.fft(a)": "Tensor",
+    "ferro.sort(a).values": "Tensor",
+    "a.shape": "Size",
+    "a.dtype": "DType",
+    "ferro.float32": "DType",
+    "a.grad": "Tensor | None",
+    "a.requires_grad": "bool",
+}
+#: A name the stub must not invent: the checkers must report it.
+MISSING = "ferro.no_such_function"
+
+SNIPPET = "import ferro\n\na = ferro.ones(2)\nb = ferro.ones(2)\nw = ferro.eye(2)\n" + "".join(
+    f"reveal_type({expr})\n" for expr in EXPECTED) + f"{MISSING}(a)\n"
+FIRST_LINE = 6  # the line of the first reveal_type
+
+
+def _short(type_text: str) -> str:
+    """``ferro.Tensor | None`` -> ``Tensor | None``; ``builtins.bool`` -> ``bool``."""
+    return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", type_text)
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_stub_is_up_to_date():
+    r = _run(["-m", "ferro._stubgen", "--check"], SRC)
+    assert r.returncode == 0, f"{r.stdout[-6000:]}{r.stderr[-3000:]}\nregenerate with: python -m ferro._stubgen"
+
+
+def test_snippet_runs_and_expected_types_are_true():
+    """The expected types are what the expressions really give (so the checkers are held to the truth)."""
+    scope: dict[str, object] = {"ferro": ferro}
+    exec(SNIPPET.split("reveal_type")[0], scope)
+    for expr, expected in EXPECTED.items():
+        value = eval(expr, scope)
+        names = {type(value).__name__, *(c.__name__ for c in type(value).__mro__)}
+        assert expected.split(" | ")[0] in names or (expected.endswith("None") and value is None), (expr, value)
+    with pytest.raises(AttributeError):
+        eval(MISSING, scope)
+
+
+def test_mypy_reveals_tensor(tmp_path):
+    (tmp_path / "snippet.py").write_text(SNIPPET)
+    r = _run(["-m", "mypy", "--config-file=", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
+              "--show-error-codes", "--no-error-summary", "snippet.py"], tmp_path)
+    assert "No module named mypy" not in r.stderr, "mypy is missing: pip install -r tests/requirements.txt"
+    revealed: dict[int, str] = {}
+    errors = []
+    for line in r.stdout.splitlines():
+        m = re.match(r'snippet\.py:(\d+): note: Revealed type is "(.*)"', line)
+        if m:
+            revealed[int(m[1])] = _short(m[2])
+        elif ": error:" in line:
+            errors.append(line)
+    got = {expr: revealed.get(FIRST_LINE + i) for i, expr in enumerate(EXPECTED)}
+    assert got == EXPECTED, r.stdout + r.stderr
+    assert len(errors) == 1 and '"no_such_function"' in errors[0], r.stdout + r.stderr
+
+
+def test_pyright_reveals_tensor(tmp_path):
+    (tmp_path / "snippet.py").write_text(SNIPPET)
+    config = {"include": ["snippet.py"], "extraPaths": [str(SRC)], "pythonVersion": "3.11"}
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
+    r = _run(["-m", "pyright", "--outputjson", "--pythonpath", sys.executable, "-p", str(tmp_path)], tmp_path)
+    assert "No module named pyright" not in r.stderr, "pyright is missing: pip install -r tests/requirements.txt"
+    try:
+        diagnostics = json.loads(r.stdout)["generalDiagnostics"]
+    except (ValueError, KeyError):
+        pytest.fail(f"pyright gave no report:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    revealed = {d["range"]["start"]["line"] + 1: _short(re.search(r'is "(.*)"$', d["message"])[1])
+                for d in diagnostics if d["severity"] == "information" and d["message"].startswith("Type of")}
+    errors = [d["message"] for d in diagnostics if d["severity"] == "error"]
+    got = {expr: revealed.get(FIRST_LINE + i) for i, expr in enumerate(EXPECTED)}
+    assert got == EXPECTED, textwrap.shorten(r.stdout, 6000)
+    assert len(errors) == 1 and '"no_such_function"' in errors[0], errors
