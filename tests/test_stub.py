@@ -46,6 +46,9 @@ EXPECTED = {
     "ferro.float32": "DType",
     "a.grad": "Tensor | None",
     "a.requires_grad": "bool",
+    "ferro.nn.ReLU(inplace=True)": "ReLU",
+    "ferro.nn.ZeroPad2d(1)": "ZeroPad2d",
+    "ferro.nn.Sequential(ferro.nn.Linear(2, 3), ferro.nn.GELU())": "Sequential",
 }
 #: A name the stub must not invent: the checkers must report it.
 MISSING = "ferro.no_such_function"

@@ -8,10 +8,10 @@ from typing import Any, NamedTuple
 
 from ferro._device import device as device
 from ferro._dtypes import DType as DType
+from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
 from ferro.autograd import set_grad_enabled as set_grad_enabled
-from ferro.autograd._node import Node as _Node
 from ferro.errors import BackendUnavailableError as BackendUnavailableError
 from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.random import Generator as Generator
@@ -304,18 +304,6 @@ __all__ = [
 ]
 
 
-class Size(builtins.tuple[Any, ...]):
-    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
-    def __add__(self, other: Any) -> Size: ...
-    def __getitem__(self, index: Any) -> Any: ...
-    def __mul__(self, n: Any) -> Size: ...
-    def __radd__(self, other: Any) -> Size: ...
-    def __repr__(self) -> builtins.str: ...
-    def __rmul__(self, n: Any) -> Size: ...
-    def numel(self) -> builtins.int:
-        """The number of elements a tensor of this shape holds."""
-
-
 class Tensor:
     """A multi-dimensional array with autograd, living on one backend's device."""
     @property
@@ -459,6 +447,23 @@ class Tensor:
         """x / y (true division)."""
     def __xor__(self, y: Any) -> Tensor:
         """Bitwise xor."""
+    def _as_subclass(self, cls: builtins.type) -> Any: ...
+    _base: Tensor | None
+    _data: Any
+    _device: device
+    _dtype: DType
+    _grad: Tensor | None
+    _hooks: builtins.list[collections.abc.Callable[[Tensor], Tensor | None]] | None
+    _retains: Any
+    _rg: builtins.bool
+    _vc: builtins.list[builtins.int]
+    @property
+    def _version(self) -> builtins.int:
+        """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
+    _view: Any
+    @staticmethod
+    def _wrap(data: Any, dtype: DType, device: device) -> Tensor:
+        """Assemble a tensor from a native array; the one place tensors are built."""
     def abs(self) -> Tensor:
         """Absolute value (the modulus for complex)."""
     def abs_(self) -> Tensor:
@@ -1184,7 +1189,10 @@ class Tensor:
     def tile(self, dims: collections.abc.Sequence[builtins.int]) -> Tensor:
         """``repeat`` with missing leading sizes taken as 1."""
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """``x`` on another device and/or with another dtype: ``to("cpu")``, ``to(ferro.float64)``,"""
+        """
+        ``x`` on another device and/or with another dtype: ``to("cpu")``, ``to(ferro.float64)``, ``to(device,
+        dtype)``, ``to(other_tensor)``. Returns ``x`` itself when nothing changes.
+        """
     def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
         """This array on ``device`` (the array API standard's spelling of ``.to(device)``)."""
     def tolist(self) -> Any:
@@ -1228,7 +1236,10 @@ class Tensor:
         return_counts: builtins.bool = False,
         dim: builtins.int | None = None,
     ) -> Any:
-        """The distinct elements (sorted), optionally with the inverse indices and the counts; with ``dim``, the"""
+        """
+        The distinct elements (sorted), optionally with the inverse indices and the counts; with ``dim``, the
+        distinct slices along ``dim`` in lexicographic order.
+        """
     def unique_consecutive(
         self,
         return_inverse: builtins.bool = False,
@@ -1258,6 +1269,18 @@ class Tensor:
         """x * log(y), 0 where x == 0."""
     def zero_(self) -> Tensor:
         """Fill ``x`` with zeros in place; returns ``x``."""
+
+
+class Size(builtins.tuple[Any, ...]):
+    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
+    def __add__(self, other: Any) -> Size: ...
+    def __getitem__(self, index: Any) -> Any: ...
+    def __mul__(self, n: Any) -> Size: ...
+    def __radd__(self, other: Any) -> Size: ...
+    def __repr__(self) -> builtins.str: ...
+    def __rmul__(self, n: Any) -> Size: ...
+    def numel(self) -> builtins.int:
+        """The number of elements a tensor of this shape holds."""
 
 
 class _ValuesIndices(NamedTuple):
@@ -1363,7 +1386,10 @@ def bmm(x: Tensor, y: Tensor) -> Tensor:
 bool: DType
 bool_: DType
 def broadcast_shapes(*shapes: Any) -> Size:
-    """The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them"""
+    """
+    The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them if they
+    do not).
+    """
 def broadcast_to(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def bucketize(x: Tensor, boundaries: Tensor, *, right: builtins.bool = False) -> Tensor:
@@ -1965,7 +1991,10 @@ def unique(
     return_counts: builtins.bool = False,
     dim: builtins.int | None = None,
 ) -> Any:
-    """The distinct elements (sorted), optionally with the inverse indices and the counts; with ``dim``, the"""
+    """
+    The distinct elements (sorted), optionally with the inverse indices and the counts; with ``dim``, the distinct
+    slices along ``dim`` in lexicographic order.
+    """
 def unique_consecutive(
     x: Tensor,
     return_inverse: builtins.bool = False,

@@ -101,7 +101,7 @@ class _Renderer:
         if name and module and getattr(sys.modules.get(module), name, None) is obj:
             if module.split(".")[0] == "ferro":
                 alias = "_" + name.lstrip("_")
-                self.imports.add(f"from {module} import {name} as {alias}")
+                self.imports.add(f"from {_public_home(obj)} import {name} as {alias}")
                 return alias
             self.imports.add(f"import {module}")
             return f"{module}.{name}"
@@ -207,9 +207,9 @@ def _type_checking_imports(module: types.ModuleType | None) -> dict[str, Any]:
 
 
 def _doc(obj: Any, indent: int) -> str:
-    """The first line of ``obj``'s docstring as a stub docstring, or nothing."""
+    """The first paragraph of ``obj``'s docstring as a stub docstring, or nothing."""
     doc = obj.__doc__ if isinstance(obj.__doc__, str) else ""  # its own, not one inherited from object
-    line = inspect.cleandoc(doc).split("\n")[0].strip()
+    line = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())  # the first paragraph
     if not line:
         return ""
     line = line.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
@@ -357,9 +357,18 @@ def _base_method(cls: type, name: str) -> Any:
 
 
 def _members(cls: type) -> list[str]:
-    """The public names and operators that ferro's classes in ``cls``'s bases define (attached at import too)."""
-    ours = set().union(*(vars(k) for k in cls.__mro__ if k.__module__.split(".")[0] == "ferro"))
-    return sorted(n for n in ours - _SKIP_MEMBERS if not n.startswith("_") or (n.startswith("__") and n.endswith("__")))
+    """The names ``cls`` itself holds or annotates (Tensor: also those attached at import).
+
+    Private ones too, unless a base declares them: core's own modules use them (``_data``, ``_dtype``...),
+    and the stub replaces the source for every reader.
+    """
+    names = (set(vars(cls)) | set(vars(cls).get("__annotations__", {}))) - _SKIP_MEMBERS
+    return sorted(n for n in names if not n.startswith(f"_{cls.__name__}__")
+                  and not (n.startswith("_") and not n.endswith("__") and _in_bases(cls, n)))
+
+
+def _in_bases(cls: type, name: str) -> bool:
+    return any(name in vars(b) or name in vars(b).get("__annotations__", {}) for b in cls.__mro__[1:])
 
 
 def _property(r: _Renderer, name: str, prop: property) -> str:
@@ -382,11 +391,13 @@ def _class(r: _Renderer, cls: type) -> str:
         f"{r.ref(b)}[{r.ref(Any)}, ...]" if b is tuple else r.ref(b) for b in bases)
     out = f"class {cls.__name__}({base_text}):\n" if base_text else f"class {cls.__name__}:\n"
     out += _doc(cls, 4)
-    hints = getattr(cls, "__annotations__", {})
+    hints = vars(cls).get("__annotations__", {})
     module_scope = vars(sys.modules[cls.__module__])
     for name in _members(cls):
-        attr = inspect.getattr_static(cls, name)
-        if name == "__new__":
+        attr = inspect.getattr_static(cls, name, None)
+        if name in hints and not callable(attr) and not isinstance(attr, property):
+            out += f"    {name}: {r.annotation(hints[name], module_scope)}\n"
+        elif name == "__new__":
             out += _function(r, name, getattr(attr, "__func__", attr), 4, "cls")
         elif isinstance(attr, property):
             out += _property(r, name, attr)
@@ -398,19 +409,21 @@ def _class(r: _Renderer, cls: type) -> str:
             # in-place methods take what their out-of-place method takes
             like = _base_method(cls, name) if name.startswith("__i") or _forwards_everything(attr) else None
             out += _function(r, name, attr, 4, "self", like=like)
-        elif name in hints:
-            out += f"    {name}: {r.annotation(hints[name], module_scope)}\n"
         elif isinstance(attr, _SIMPLE_DEFAULTS):
             out += f"    {name}: {r.ref(type(attr))}\n"
+        elif isinstance(attr, types.MemberDescriptorType):  # a slot without an annotation
+            out += f"    {name}: {r.ref(Any)}\n"
     return out
 
 
 # -- the namespace ------------------------------------------------------------------
 
 
-#: The public modules whose functions are attached at import (``globals().update``, table lookups), so
-#: that their source shows none: each gets a generated stub beside it.
-NAMESPACES = ("ferro", "ferro.fft", "ferro.linalg", "ferro.nn.functional")
+#: The modules whose functions or classes are made at import (``globals().update``, table lookups,
+#: ``type()``), so that their source shows none, and ``ferro.nn.modules``, whose ``__all__`` is built in a
+#: way mypy does not follow: each gets a generated stub beside it.
+NAMESPACES = ("ferro", "ferro.fft", "ferro.linalg", "ferro.nn.functional", "ferro.nn.modules",
+              "ferro.nn.modules.activation", "ferro.nn.modules.padding")
 
 
 def _public_names(module: types.ModuleType) -> list[str]:
@@ -428,12 +441,13 @@ def _is_named_tuple(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
 
 
-def _public_home(obj: Any, submodules: list[types.ModuleType]) -> str:
-    """The public module a class is best imported from: its own if public, else a public submodule holding it."""
+def _public_home(obj: Any) -> str:
+    """The module a class is best imported from: its own if public, else a public submodule of ferro holding it."""
     if not any(part.startswith("_") for part in obj.__module__.split(".")):
         return obj.__module__
-    for mod in submodules:
-        if getattr(mod, obj.__name__, None) is obj:
+    for name in sorted(ferro.__all__):
+        mod = getattr(ferro, name)
+        if isinstance(mod, types.ModuleType) and getattr(mod, obj.__name__, None) is obj:
             return mod.__name__
     return obj.__module__
 
@@ -448,13 +462,23 @@ def _imports(lines: set[str]) -> str:
             merged.setdefault(module, []).append(name)
         else:
             plain.add(line)
-    plain.update(f"from {m} import {', '.join(sorted(set(ns), key=lambda n: (not n[0].isupper(), n)))}"
-                 for m, ns in merged.items())
+    plain.update(f"from {m} import {', '.join(sorted(set(ns), key=_member_key))}" for m, ns in merged.items())
     std = sorted(line for line in plain if line.startswith("import ")) + sorted(
         line for line in plain if line.startswith(("from typing ", "from collections")))
-    first = sorted((line for line in plain if line.startswith("from ferro")), key=lambda s: s.split(" import "))
+    first = sorted((line for line in plain if line.startswith("from ferro")), key=_from_key)
     local = sorted(line for line in plain if line.startswith("from . "))
     return "".join("".join(f"{line}\n" for line in group) + "\n" for group in (std, first, local) if group)
+
+
+def _member_key(name: str) -> tuple[int, str, str]:
+    """isort's order of imported names: constants, then classes, then the rest, each case-insensitively."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name.lower(), name
+
+
+def _from_key(line: str) -> tuple[str, tuple[int, str, str]]:
+    module, member = line[5:].split(" import ")
+    return module.lower(), _member_key(member.split(" as ")[0])
 
 
 def _stub_path(module: str) -> Path:
@@ -465,11 +489,25 @@ def _stub_path(module: str) -> Path:
     return origin.with_suffix(".pyi")
 
 
-def _module_stub(module: types.ModuleType, declared: dict[str, type]) -> str:
-    """The stub of one namespace; ``declared`` are the classes whose full declaration it holds."""
+def _declared_classes(module: types.ModuleType, values: dict[str, Any]) -> dict[str, type]:
+    """The classes a namespace's stub declares in full: those its module defines (ferro: Tensor's module),
+    with their bases from the same module, bases first."""
+    home = ferro.Tensor.__module__ if module is ferro else module.__name__
+    out: dict[str, type] = {}
+    for name, value in values.items():
+        if isinstance(value, type) and value.__module__ == home and not _is_named_tuple(value):
+            out[name] = value
+            for base in value.__mro__[1:]:
+                if base.__module__ == home:
+                    out.setdefault(base.__name__, base)
+    return dict(sorted(out.items(), key=lambda kv: (len(kv[1].__mro__), kv[0])))
+
+
+def _module_stub(module: types.ModuleType) -> str:
+    """The stub of one namespace."""
     values = {n: getattr(module, n) for n in _public_names(module)}
-    submodules = [v for n, v in sorted(vars(ferro).items()) if isinstance(v, types.ModuleType) and n in ferro.__all__]
-    namespace = {id(v): n for n, v in values.items() if isinstance(v, type)}
+    declared = _declared_classes(module, values)
+    namespace = {id(v): n for n, v in {**values, **declared}.items() if isinstance(v, type)}
     imports = {}
     if module is not ferro:  # ferro's public classes, imported from ferro
         for n, v in vars(ferro).items():
@@ -477,16 +515,17 @@ def _module_stub(module: types.ModuleType, declared: dict[str, type]) -> str:
                 namespace[id(v)], imports[id(v)] = n, f"from ferro import {n}"
     r = _Renderer(namespace, imports)
     lines: set[str] = set()
-    classes, body = [], []
+    classes = [_class(r, cls) for cls in declared.values()]
+    body = []
     for name, value in values.items():
         if isinstance(value, types.ModuleType):
             lines.add(f"from . import {name} as {name}")
         elif name in declared:
-            classes.append(_class(r, declared[name]))
+            continue
         elif _is_named_tuple(value) and value.__module__.split(".")[0] == "ferro":
             classes.append(r.named_tuple(value, name))
         elif isinstance(value, type):
-            lines.add(f"from {_public_home(value, submodules)} import {value.__name__} as {name}")
+            lines.add(f"from {_public_home(value)} import {value.__name__} as {name}")
         elif isinstance(value, ferro.DType):
             body.append(f"{name}: {r.ref(ferro.DType)}\n")
         elif callable(value):
@@ -501,18 +540,27 @@ def _module_stub(module: types.ModuleType, declared: dict[str, type]) -> str:
             + "".join(f"{c}\n\n" for c in classes) + "".join(body))
 
 
+def _tensor_module_stub() -> str:
+    """The stub of the module that defines Tensor: the classes ``ferro/__init__.pyi`` declares, re-exported,
+    and the module's own functions (core's modules import them)."""
+    module = sys.modules[ferro.Tensor.__module__]
+    declared = sorted(n for n, v in vars(ferro).items()
+                      if n in ferro.__all__ and isinstance(v, type) and v.__module__ == module.__name__)
+    namespace = {id(getattr(ferro, n)): n for n in declared}
+    r = _Renderer(namespace, {})
+    functions = [_function(r, n, v) for n, v in sorted(vars(module).items())
+                 if isinstance(v, types.FunctionType) and v.__module__ == module.__name__]
+    r.imports.add("from typing import Any")
+    lines = r.imports | {f"from ferro import {n} as {n}" for n in declared}
+    return (HEADER + f'"""Type stub of ``{module.__name__}``: the classes declared in ``ferro/__init__.pyi``."""\n\n'
+            + _imports(lines) + "".join(functions)
+            + "def __getattr__(name: str) -> Any: ...  # the module's other names\n")
+
+
 def generate() -> dict[Path, str]:
     """The stub files' paths and texts."""
-    home = ferro.Tensor.__module__
-    declared = {n: v for n, v in vars(ferro).items()
-                if n in ferro.__all__ and isinstance(v, type) and v.__module__ == home}
-    files = {_stub_path(name): _module_stub(importlib.import_module(name), declared if name == "ferro" else {})
-             for name in NAMESPACES}
-    exported = "".join(f"from ferro import {n} as {n}\n" for n in sorted(declared))
-    files[_stub_path(home)] = (
-        HEADER + f'"""Type stub of ``{home}``: the classes declared in ``ferro/__init__.pyi``."""\n\n'
-        + "from typing import Any\n\n" + exported + "\n"
-        + "def __getattr__(name: str) -> Any: ...  # the module's other names, for core's own imports\n")
+    files = {_stub_path(name): _module_stub(importlib.import_module(name)) for name in NAMESPACES}
+    files[_stub_path(ferro.Tensor.__module__)] = _tensor_module_stub()
     return files
 
 

@@ -91,7 +91,10 @@ def lstsq(a: Tensor, b: Tensor) -> Any:
 def lu(a: Tensor, *, pivot: builtins.bool = True) -> LUResult:
     """``P, L, U`` with ``a = P @ L @ U`` (``L`` unit lower, ``U`` upper), for singular matrices too."""
 def lu_factor(a: Tensor, *, pivot: builtins.bool = True) -> LUFactorResult:
-    """``LU, pivots`` of LAPACK's ``getrf``: ``LU`` packs the unit-lower ``L`` and ``U``; ``pivots`` (int32,"""
+    """
+    ``LU, pivots`` of LAPACK's ``getrf``: ``LU`` packs the unit-lower ``L`` and ``U``; ``pivots`` (int32, 1-based)
+    the row swaps. Raises for a singular matrix, as PyTorch does (use :func:`lu` then).
+    """
 def matrix_norm(
     x: Tensor,
     ord: Any = 'fro',
@@ -108,7 +111,10 @@ def slogdet(a: Tensor) -> SlogdetResult:
 def solve(a: Tensor, b: Tensor) -> Tensor:
     """``x`` with ``a @ x == b`` (``b`` a vector or a matrix of right-hand sides)."""
 def svd(a: Tensor, full_matrices: builtins.bool = True) -> SVDResult:
-    """``U, S, Vh`` with ``a = U @ diag(S) @ Vh``, differentiable (U and Vh only with ``full_matrices=False``"""
+    """
+    ``U, S, Vh`` with ``a = U @ diag(S) @ Vh``, differentiable (U and Vh only with ``full_matrices=False`` or a
+    square input: otherwise their extra columns are not unique).
+    """
 def svdvals(a: Tensor) -> Tensor:
     """Singular values (descending), differentiable."""
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:

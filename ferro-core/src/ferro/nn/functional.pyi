@@ -76,9 +76,16 @@ __all__ = [
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
-    """Max pooling of (N, C, L) or (C, L) to length ``output_size``; ``return_indices=True`` also returns"""
+    """
+    Max pooling of (N, C, L) or (C, L) to length ``output_size``; ``return_indices=True`` also returns where each
+    maximum came from (int64 indices into L).
+    """
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
-    """Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with"""
+    """
+    Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with PyTorch's
+    window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat indices into H *
+    W). Without indices it is the registry op ``adaptive_max_pool2d``.
+    """
 def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
     """Mean over sliding windows of (N, C, L), zero padding counted."""
 def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
