@@ -10,6 +10,7 @@ snippet's expression really gives at run time.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -64,7 +65,8 @@ def _short(type_text: str) -> str:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "MYPYPATH": str(SRC)}  # mypy reads the ferro imported here, not another installed one
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_stub_is_up_to_date():

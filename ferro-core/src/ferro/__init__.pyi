@@ -1574,7 +1574,7 @@ def is_grad_enabled() -> builtins.bool:
     """Whether ops on tensors that require grad record the graph in this thread."""
 def is_neg(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily negated tensors."""
-def is_tensor(obj: builtins.object) -> Any:
+def is_tensor(obj: builtins.object) -> builtins.bool:
     """Whether ``obj`` is a ferro Tensor."""
 def isclose(x: Any, *args: Any, **kwargs: Any) -> Tensor:
     """|x - y| <= atol + rtol * |y|, elementwise."""
@@ -1716,7 +1716,7 @@ def normal(
     device: Any = None,
 ) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
-def numel(x: Tensor) -> Any:
+def numel(x: Tensor) -> builtins.int:
     """The number of elements of ``x``."""
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""

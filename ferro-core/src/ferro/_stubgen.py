@@ -136,7 +136,8 @@ class _Renderer:
     def resolve(self, dotted: str, scope: dict[str, Any]) -> Any:
         """The object a dotted name in an annotation stands for, or ``Any`` where it cannot be found."""
         head, *rest = dotted.split(".")
-        if head in scope:
+        # ferro's namespace names dtypes bool, int, float...: in an annotation, those words mean the builtins
+        if head in scope and not (isinstance(scope[head], ferro.DType) and hasattr(builtins, head)):
             obj = scope[head]
         elif hasattr(builtins, head):
             obj = getattr(builtins, head)
