@@ -1,23 +1,27 @@
-"""Generate ferro's type stub from the live objects: ``python -m ferro._stubgen [--check]``.
+"""Generate ferro's type stubs from the live objects: ``python -m ferro._stubgen [--check]``.
 
 Tensor's methods and most ``ferro.*`` functions are attached at import from
 the op registry, so no type checker or IDE can read them in the source. This
-module imports ferro, looks at the public objects only (``ferro.Tensor``,
-``ferro.<name>``, the op records) and writes:
+module imports ferro, looks at the objects (``ferro.Tensor``, ``ferro.<name>``,
+the op records), never at private module paths written down here, and writes:
 
 - ``ferro/__init__.pyi``: the ``ferro`` namespace (functions with their
   signatures, dtypes, submodules, classes) and the declaration of ``Tensor``
-  (every public method, property and operator) and of the other classes
-  defined beside it;
-- a short stub for the module that defines ``Tensor`` (found from
+  (every method, property and operator, with its private attributes, which
+  core's own modules use) and of the other classes defined beside it;
+- a stub for the module that defines ``Tensor`` (found from
   ``Tensor.__module__``), re-exporting those declarations, so that the
   sources of ``ferro.nn``, ``ferro.optim``... which import Tensor from there
-  name the same class.
+  name the same class;
+- a stub for each other module of :data:`NAMESPACES`, whose functions or
+  classes are made at import too (``ferro.linalg``, ``ferro.fft``,
+  ``ferro.nn.functional``, the activation and padding layers).
 
 Signatures and annotations are the real functions' (``inspect.signature``);
 a result annotated ``Any`` whose op record says it always returns a tensor is
 declared ``-> Tensor``. The output is sorted, so ``--check`` (run by
-``tests/test_stub.py``) can compare it with the checked-in files.
+``tests/test_stub.py``) can compare it with the checked-in files; a stub left
+behind where a module moved away is reported, and removed when writing.
 """
 
 from __future__ import annotations
@@ -566,7 +570,7 @@ def generate() -> dict[Path, str]:
 
 
 def _stale(files: dict[Path, str]) -> list[Path]:
-    """Generated stubs left where a module moved away from."""
+    """Generated stubs (they start with HEADER) that ``files`` no longer holds."""
     root = _stub_path("ferro").parent
     return sorted(p for p in root.rglob("*.pyi") if p not in files and p.read_text().startswith(HEADER))
 
@@ -579,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     files = generate()
     stale = _stale(files)
     if args.check:
-        problems = [f"{p}: generated stub of a module that no longer exists\n" for p in stale]
+        problems = [f"{p}: a generated stub that is no longer generated (its module moved?)\n" for p in stale]
         for path, text in sorted(files.items()):
             old = path.read_text() if path.exists() else ""
             if old != text:
