@@ -599,17 +599,17 @@ class Tensor:
         """In-place :func:`ferro.ceil`; returns self."""
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
         """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
-    def clamp(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
         """Limit values to [min, max]."""
-    def clamp_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
         """In-place :func:`ferro.clamp`; returns self."""
-    def clamp_max(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp_max(self, max: Any) -> Tensor:
         """min(x, max)."""
-    def clamp_max_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp_max_(self, max: Any) -> Tensor:
         """In-place :func:`ferro.clamp_max`; returns self."""
-    def clamp_min(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp_min(self, min: Any) -> Tensor:
         """max(x, min)."""
-    def clamp_min_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def clamp_min_(self, min: Any) -> Tensor:
         """In-place :func:`ferro.clamp_min`; returns self."""
     def clone(self) -> Tensor:
         """A copy of ``x`` with its own storage, differentiable."""
@@ -728,9 +728,9 @@ class Tensor:
         """floor(x / y)."""
     def floor_divide_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.floor_divide`; returns self."""
-    def fmod(self, *args: Any, **kwargs: Any) -> Tensor:
+    def fmod(self, y: Any) -> Tensor:
         """Remainder with the sign of x (C's fmod)."""
-    def fmod_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def fmod_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.fmod`; returns self."""
     def frac(self) -> Tensor:
         """The fractional part x - trunc(x)."""
@@ -799,7 +799,13 @@ class Tensor:
         """True for tensors not made by a recorded op (user-made, or not requiring grad)."""
     def is_neg(self) -> builtins.bool:
         """False: ferro has no lazily negated tensors."""
-    def isclose(self, *args: Any, **kwargs: Any) -> Tensor:
+    def isclose(
+        self,
+        y: Any,
+        rtol: builtins.float = 1e-05,
+        atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False,
+    ) -> Tensor:
         """|x - y| <= atol + rtol * |y|, elementwise."""
     def isfinite(self) -> Tensor:
         """Whether each element is finite."""
@@ -818,9 +824,9 @@ class Tensor:
         """x <= y."""
     def le_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.le`; returns self."""
-    def lerp(self, *args: Any, **kwargs: Any) -> Tensor:
+    def lerp(self, end: Any, weight: Any) -> Tensor:
         """start + weight * (end - start)."""
-    def lerp_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
         """In-place :func:`ferro.lerp`; returns self."""
     def lgamma(self) -> Tensor:
         """log |Gamma(x)|."""
@@ -842,7 +848,7 @@ class Tensor:
         """In-place :func:`ferro.log2`; returns self."""
     def log_(self) -> Tensor:
         """In-place :func:`ferro.log`; returns self."""
-    def log_softmax(self, *args: Any, **kwargs: Any) -> Tensor:
+    def log_softmax(self, dim: builtins.int = -1) -> Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
         """log(exp(x) + exp(y))."""
@@ -866,7 +872,7 @@ class Tensor:
         """Logical xor."""
     def logical_xor_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logical_xor`; returns self."""
-    def logsumexp(self, *args: Any, **kwargs: Any) -> Tensor:
+    def logsumexp(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) over dim, stably."""
     def long(self) -> Tensor:
         """``self.to(ferro.int64)``."""
@@ -944,9 +950,19 @@ class Tensor:
         """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
     def mv(self, v: Tensor) -> Tensor:
         """Matrix-vector product."""
-    def nan_to_num(self, *args: Any, **kwargs: Any) -> Tensor:
+    def nan_to_num(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: builtins.float | None = None,
+        neginf: builtins.float | None = None,
+    ) -> Tensor:
         """Replace nan, +inf and -inf by finite numbers."""
-    def nan_to_num_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def nan_to_num_(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: builtins.float | None = None,
+        neginf: builtins.float | None = None,
+    ) -> Tensor:
         """In-place :func:`ferro.nan_to_num`; returns self."""
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
@@ -1116,7 +1132,7 @@ class Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
-    def softmax(self, *args: Any, **kwargs: Any) -> Tensor:
+    def softmax(self, dim: builtins.int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) over dim."""
     def sort(
         self,
@@ -1211,9 +1227,9 @@ class Tensor:
         """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
-    def true_divide(self, *args: Any, **kwargs: Any) -> Tensor:
+    def true_divide(self, y: Any) -> Tensor:
         """x / y (alias of div)."""
-    def true_divide_(self, *args: Any, **kwargs: Any) -> Tensor:
+    def true_divide_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.true_divide`; returns self."""
     def trunc(self) -> Tensor:
         """Round toward zero."""
@@ -1265,7 +1281,7 @@ class Tensor:
         """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
     def where(self, x: Any, y: Any) -> Tensor:
         """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
-    def xlogy(self, *args: Any, **kwargs: Any) -> Tensor:
+    def xlogy(self, y: Any) -> Tensor:
         """x * log(y), 0 where x == 0."""
     def zero_(self) -> Tensor:
         """Fill ``x`` with zeros in place; returns ``x``."""
@@ -1404,11 +1420,11 @@ def ceil(x: Tensor) -> Tensor:
 cfloat: DType
 def chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
-def clamp(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit values to [min, max]."""
-def clamp_max(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def clamp_max(x: Any, max: Any) -> Tensor:
     """min(x, max)."""
-def clamp_min(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def clamp_min(x: Any, min: Any) -> Tensor:
     """max(x, min)."""
 def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
@@ -1504,7 +1520,7 @@ def floor(x: Tensor) -> Tensor:
     """Round down."""
 def floor_divide(x: Any, y: Any) -> Tensor:
     """floor(x / y)."""
-def fmod(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def fmod(x: Any, y: Any) -> Tensor:
     """Remainder with the sign of x (C's fmod)."""
 def frac(x: Tensor) -> Tensor:
     """The fractional part x - trunc(x)."""
@@ -1576,7 +1592,13 @@ def is_neg(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily negated tensors."""
 def is_tensor(obj: builtins.object) -> builtins.bool:
     """Whether ``obj`` is a ferro Tensor."""
-def isclose(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def isclose(
+    x: Tensor,
+    y: Any,
+    rtol: builtins.float = 1e-05,
+    atol: builtins.float = 1e-08,
+    equal_nan: builtins.bool = False,
+) -> Tensor:
     """|x - y| <= atol + rtol * |y|, elementwise."""
 def isfinite(x: Tensor) -> Tensor:
     """Whether each element is finite."""
@@ -1590,7 +1612,7 @@ def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builti
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
 def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
-def lerp(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def lerp(start: Any, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start)."""
 def lgamma(x: Tensor) -> Tensor:
     """log |Gamma(x)|."""
@@ -1614,7 +1636,7 @@ def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate near 0."""
 def log2(x: Tensor) -> Tensor:
     """Base-2 logarithm."""
-def log_softmax(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
@@ -1628,7 +1650,7 @@ def logical_or(x: Any, y: Any) -> Tensor:
     """Logical or."""
 def logical_xor(x: Any, y: Any) -> Tensor:
     """Logical xor."""
-def logsumexp(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def logsumexp(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, stably."""
 long: DType
 def lt(x: Any, y: Any) -> Tensor:
@@ -1689,7 +1711,12 @@ def multinomial(
     """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
 def mv(x: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
-def nan_to_num(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def nan_to_num(
+    x: Tensor,
+    nan: builtins.float = 0.0,
+    posinf: builtins.float | None = None,
+    neginf: builtins.float | None = None,
+) -> Tensor:
     """Replace nan, +inf and -inf by finite numbers."""
 def narrow(x: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
     """A view of ``length`` elements of ``dim`` from ``start``."""
@@ -1883,7 +1910,7 @@ def sin(x: Tensor) -> Tensor:
     """Sine."""
 def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
-def softmax(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def sort(
     x: Tensor,
@@ -1975,7 +2002,7 @@ def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
 def triu(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
-def true_divide(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def true_divide(x: Any, y: Any) -> Tensor:
     """x / y (alias of div)."""
 def trunc(x: Tensor) -> Tensor:
     """Round toward zero."""
@@ -2025,7 +2052,7 @@ def view_as_real(x: Tensor) -> Tensor:
     """A complex tensor as a real one with a last dimension of 2 (real, imaginary); a copy in ferro."""
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
-def xlogy(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0."""
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""

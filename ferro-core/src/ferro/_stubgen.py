@@ -233,10 +233,28 @@ def _default(value: Any) -> str:
     return "..."
 
 
+def _op_record(fn: Any) -> Any:
+    """The op record whose public function is ``fn`` (else the one named like it: operator wrappers), or None."""
+    records = _op_records()
+    by_fn = next((op for op in records.values() if op.fn is fn), None)
+    return by_fn or records.get(getattr(fn, "__name__", ""))
+
+
 def _op_result(fn: Any) -> str | None:
     """``Tensor`` when the op record of ``fn`` says its result is always a tensor."""
-    op = _op_records().get(getattr(fn, "__name__", ""))
+    op = _op_record(fn)
     return "Tensor" if op is not None and op.kind in _TENSOR_KINDS else None
+
+
+def _parameters_of(fn: Any) -> Any:
+    """The function whose parameters ``fn`` takes: its op's decomposition when ``fn`` forwards
+    ``*args, **kwargs`` to it (the composite ops), else ``fn`` itself."""
+    if _forwards_everything(fn):
+        op = _op_record(fn)
+        decomposition = getattr(op, "decomposition", None)
+        if decomposition is not None and not _forwards_everything(decomposition):
+            return decomposition
+    return fn
 
 
 def _scope(fn: Any) -> dict[str, Any]:
@@ -259,11 +277,9 @@ def _params(r: _Renderer, sig: inspect.Signature, scope: dict[str, Any], first: 
         text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
         if p.kind is p.VAR_POSITIONAL:
             star_done = True
-        ann = r.annotation(p.annotation, scope)
-        if ann:
-            text += f": {ann}"
+        text += f": {r.annotation(p.annotation, scope) or r.ref(Any)}"  # unannotated: say Any outright
         if p.default is not _EMPTY:
-            text += f" = {_default(p.default)}" if ann else f"={_default(p.default)}"
+            text += f" = {_default(p.default)}"
         parts.append(text)
         nxt = params[i + 1] if i + 1 < len(params) else None
         if p.kind is p.POSITIONAL_ONLY and (nxt is None or nxt.kind is not p.POSITIONAL_ONLY):
@@ -310,7 +326,7 @@ def _signature(fn: Any) -> inspect.Signature | None:
 
 def _function(r: _Renderer, name: str, fn: Any, indent: int = 0, first: str | None = None,
               decorators: tuple[str, ...] = (), like: Any = None) -> str:
-    """A ``def`` for ``fn`` (one per overload); ``like`` lends its parameters to a ``*args, **kwargs`` wrapper."""
+    """A ``def`` for ``fn`` (one per overload); ``like`` lends its parameters (an in-place method's base)."""
     overloads = typing.get_overloads(fn) if isinstance(fn, types.FunctionType) else []
     if overloads:
         r.imports.add("from typing import overload")
@@ -320,7 +336,7 @@ def _function(r: _Renderer, name: str, fn: Any, indent: int = 0, first: str | No
         r.imports.add("from typing import Any")
         params = [x for x in (first, "*args: Any", "**kwargs: Any") if x]
         return _def(name, params, "Any", indent, decorators, "")
-    source = like if like is not None else fn
+    source = _parameters_of(like if like is not None else fn)
     param_sig = _signature(source) or sig
     params = _params(r, param_sig, _scope(source), first)
     return _def(name, params, _returns(r, fn, sig, name), indent, decorators, _doc(fn, indent + 4))
@@ -354,8 +370,7 @@ def _base_method(cls: type, name: str) -> Any:
         base = name[:-1]
     else:
         return None
-    fn = getattr(cls, base, None)
-    return fn if fn is not None and not _forwards_everything(fn) else None
+    return getattr(cls, base, None)
 
 
 # -- classes ----------------------------------------------------------------------

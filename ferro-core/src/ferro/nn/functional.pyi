@@ -118,7 +118,7 @@ def binary_cross_entropy_with_logits(
     pos_weight: Tensor | None = None,
 ) -> Tensor:
     """BCE of logits, computed stably: ``max(x, 0) - x * t + log(1 + exp(-|x|))`` (with ``pos_weight``)."""
-def celu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def celu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
 def conv1d(
     x: Tensor,
@@ -205,13 +205,13 @@ def dropout2d(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
-def elu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def elu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x) - 1)."""
 def embedding(x: Tensor, weight: Tensor, padding_idx: builtins.int | None = None) -> Tensor:
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
-def gelu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def gelu(x: Tensor, approximate: builtins.str = 'none') -> Tensor:
     """x * Phi(x); approximate='tanh' for the tanh form."""
-def glu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def glu(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """a * sigmoid(b) for the two halves a, b along dim."""
 def group_norm(
     x: Tensor,
@@ -221,11 +221,11 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize groups of channels of each sample."""
-def hardsigmoid(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def hardsigmoid(x: Any) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1)."""
-def hardswish(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def hardswish(x: Any) -> Tensor:
     """x * hardsigmoid(x)."""
-def hardtanh(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def hardtanh(x: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Tensor:
     """Clamp to [min_val, max_val]."""
 def huber_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', delta: builtins.float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
@@ -260,7 +260,7 @@ def layer_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize over the last ``len(normalized_shape)`` dimensions."""
-def leaky_relu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Tensor:
     """x if x > 0 else negative_slope * x."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias``; ``weight`` is (out_features, in_features)."""
@@ -272,9 +272,9 @@ def local_response_norm(
     k: builtins.float = 1.0,
 ) -> Tensor:
     """Normalize by the sum of squares of ``size`` neighboring channels."""
-def log_softmax(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """x - logsumexp(x) over dim."""
-def logsigmoid(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def logsigmoid(x: Any) -> Tensor:
     """log(sigmoid(x)), stably."""
 def margin_ranking_loss(
     x1: Tensor,
@@ -288,7 +288,7 @@ def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     """Maximum over sliding windows of (N, C, L)."""
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
     """Maximum over sliding windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
-def mish(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def mish(x: Any) -> Tensor:
     """x * tanh(softplus(x))."""
 def mse_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
     """Mean squared error."""
@@ -319,7 +319,7 @@ def pairwise_distance(
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
-def relu6(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def relu6(x: Any) -> Tensor:
     """min(max(x, 0), 6)."""
 def rms_norm(
     x: Tensor,
@@ -338,23 +338,23 @@ def scaled_dot_product_attention(
     scale: builtins.float | None = None,
 ) -> Tensor:
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dimensions."""
-def selu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def selu(x: Any) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants."""
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
-def silu(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def silu(x: Any) -> Tensor:
     """x * sigmoid(x)."""
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', beta: builtins.float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
-def softmax(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
-def softplus(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def softplus(x: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear past threshold."""
-def softsign(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def softsign(x: Any) -> Tensor:
     """x / (1 + |x|)."""
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent."""
-def tanhshrink(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def tanhshrink(x: Any) -> Tensor:
     """x - tanh(x)."""
-def threshold(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+def threshold(x: Any, threshold: Any, value: Any) -> Tensor:
     """x if x > threshold else value."""
