@@ -49,6 +49,9 @@ EXPECTED = {
     "ferro.float32": "DType",
     "a.grad": "Tensor | None",
     "a.requires_grad": "bool",
+    "a.device": "device",
+    "ferro.array_api.exp(a)": "Tensor",
+    "ferro.array_api.sum(w, axis=0)": "Tensor",
     "ferro.nn.ReLU(inplace=True)": "ReLU",
     "ferro.nn.ZeroPad2d(1)": "ZeroPad2d",
     "ferro.nn.Sequential(ferro.nn.Linear(2, 3), ferro.nn.GELU())": "Sequential",
@@ -56,9 +59,9 @@ EXPECTED = {
 #: Statements the checkers must report as errors: a name the stub must not invent, a keyword the op lacks.
 WRONG = ["ferro.no_such_function(a)", "a.clamp(minimum=0.0)", "ferro.nn.functional.gelu(a, approx='tanh')"]
 
-SNIPPET = "import ferro\n\na = ferro.ones(2)\nb = ferro.ones(2)\nw = ferro.eye(2)\n" + "".join(
+SNIPPET = "import ferro\nimport ferro.array_api\na = ferro.ones(2)\nb = ferro.ones(2)\nw = ferro.eye(2)\n" + "".join(
     f"reveal_type({expr})\n" for expr in EXPECTED) + "".join(f"{stmt}\n" for stmt in WRONG)
-FIRST_LINE = 6  # the line of the first reveal_type
+FIRST_LINE = SNIPPET.splitlines().index(f"reveal_type({next(iter(EXPECTED))})") + 1  # numbered from 1
 WRONG_LINES = set(range(FIRST_LINE + len(EXPECTED), FIRST_LINE + len(EXPECTED) + len(WRONG)))
 
 

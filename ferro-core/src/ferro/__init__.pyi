@@ -6,6 +6,17 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
+from ferro import autograd as autograd
+from ferro import backends as backends
+from ferro import cuda as cuda
+from ferro import data as data
+from ferro import errors as errors
+from ferro import fft as fft
+from ferro import linalg as linalg
+from ferro import nn as nn
+from ferro import optim as optim
+from ferro import random as random
+from ferro import utils as utils
 from ferro._device import device as device
 from ferro._dtypes import DType as DType
 from ferro.autograd import Node as _Node
@@ -15,18 +26,6 @@ from ferro.autograd import set_grad_enabled as set_grad_enabled
 from ferro.errors import BackendUnavailableError as BackendUnavailableError
 from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.random import Generator as Generator
-
-from . import autograd as autograd
-from . import backends as backends
-from . import cuda as cuda
-from . import data as data
-from . import errors as errors
-from . import fft as fft
-from . import linalg as linalg
-from . import nn as nn
-from . import optim as optim
-from . import random as random
-from . import utils as utils
 
 __all__ = [
     'BackendUnavailableError',

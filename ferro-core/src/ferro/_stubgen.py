@@ -127,6 +127,8 @@ class _Renderer:
         """Render an annotation (a string under ``from __future__ import annotations``, or an object)."""
         if ann is _EMPTY:
             return ""
+        if isinstance(ann, typing.ForwardRef):  # typing.NamedTuple's fields under postponed annotations
+            ann = ann.__forward_arg__
         if not isinstance(ann, str):
             if isinstance(ann, type) or ann is None:
                 return self.ref(ann)
@@ -346,9 +348,13 @@ def _def(name: str, params: list[str], ret: str, indent: int, decorators: tuple[
     """A ``def`` line (one parameter a line when it is too long), its docstring or ``...`` as the body."""
     pad = " " * indent
     tail = (f" -> {ret}:" if ret else ":") + ("  # type: ignore[override]" if name in _OVERRIDES else "")
+    if not indent and name.startswith("__") and name.endswith("__"):
+        tail += "  # noqa: N807"  # a module-level dunder function is the standard's spelling
     head = f"{pad}def {name}({', '.join(params)}){tail}"
     if len(head) + (0 if doc else 4) > _WIDTH:
-        head = f"{pad}def {name}(\n" + "".join(f"{pad}    {p},\n" for p in params) + f"{pad}){tail}"
+        lines = (f"{pad}    {p}," for p in params)
+        head = f"{pad}def {name}(\n" + "".join(
+            f"{line}  # noqa: E501\n" if len(line) > _WIDTH else f"{line}\n" for line in lines) + f"{pad}){tail}"
     body = f"\n{doc}" if doc else " ...\n"
     return "".join(f"{pad}{d}\n" for d in decorators) + head + body
 
@@ -442,7 +448,7 @@ def _class(r: _Renderer, cls: type) -> str:
 #: The modules whose functions or classes are made at import (``globals().update``, table lookups,
 #: ``type()``), so that their source shows none, and ``ferro.nn.modules``, whose ``__all__`` is built in a
 #: way mypy does not follow: each gets a generated stub beside it.
-NAMESPACES = ("ferro", "ferro.fft", "ferro.linalg", "ferro.nn.functional", "ferro.nn.modules",
+NAMESPACES = ("ferro", "ferro.array_api", "ferro.fft", "ferro.linalg", "ferro.nn.functional", "ferro.nn.modules",
               "ferro.nn.modules.activation", "ferro.nn.modules.padding")
 
 
@@ -538,8 +544,12 @@ def _module_stub(module: types.ModuleType) -> str:
     classes = [_class(r, cls) for cls in declared.values()]
     body = []
     for name, value in values.items():
-        if isinstance(value, types.ModuleType):
-            lines.add(f"from . import {name} as {name}")
+        if isinstance(value, types.ModuleType) and value.__name__ not in sys.modules:  # made at import: no file
+            r.imports.add("import types")
+            body.append(f"{name}: types.ModuleType\n")
+        elif isinstance(value, types.ModuleType):
+            parent, _, base = value.__name__.rpartition(".")
+            lines.add(f"from {parent} import {base} as {name}")
         elif name in declared:
             continue
         elif _is_named_tuple(value) and value.__module__.split(".")[0] == "ferro":
