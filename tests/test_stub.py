@@ -9,6 +9,7 @@ snippet's expression really gives at run time.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import ferro
+import ferro.array_api
 
 SRC = Path(ferro.__file__).resolve().parent.parent  # the ferro being tested, wherever it is installed
 
@@ -78,6 +80,34 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_stub_is_up_to_date():
     r = _run(["-m", "ferro._stubgen", "--check"], SRC)
     assert r.returncode == 0, f"{r.stdout[-6000:]}{r.stderr[-3000:]}\nregenerate with: python -m ferro._stubgen"
+
+
+def _declared(body: list[ast.stmt]) -> set[str]:
+    """The names a stub's module or class body declares."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.asname == a.name)
+    return names
+
+
+def test_stub_declares_every_public_name():
+    """Every public Tensor attribute, operator and ``ferro`` name is in the stub, whatever its kind."""
+    tree = ast.parse((SRC / "ferro" / "__init__.pyi").read_text())
+    tensor = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
+    operators = {n for n in vars(ferro.Tensor) if n.startswith("__") and n.endswith("__")} - {
+        "__getattr__", "__slots__", "__weakref__", "__module__", "__doc__", "__annotations__"}
+    public = {n for n in dir(ferro.Tensor) if not n.startswith("_")}
+    assert public | operators <= _declared(tensor.body), sorted((public | operators) - _declared(tensor.body))
+    assert set(ferro.__all__) <= _declared(tree.body), sorted(set(ferro.__all__) - _declared(tree.body))
+    for module in (ferro.linalg, ferro.fft, ferro.nn.functional, ferro.array_api):
+        path = Path(module.__file__).with_suffix(".pyi")
+        names = _declared(ast.parse(path.read_text()).body)
+        assert set(module.__all__) <= names, (module.__name__, sorted(set(module.__all__) - names))
 
 
 def test_snippet_runs_and_expected_types_are_true():
