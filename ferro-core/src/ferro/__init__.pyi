@@ -17,8 +17,8 @@ from ferro import nn as nn
 from ferro import optim as optim
 from ferro import random as random
 from ferro import utils as utils
-from ferro._device import device as device
-from ferro._dtypes import DType as DType
+from ferro._core.device import device as device
+from ferro._core.dtypes import DType as DType
 from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
@@ -318,7 +318,7 @@ class Tensor:
     def __and__(self, y: Any) -> Tensor:
         """Bitwise and (logical for bool)."""
     def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> Any: ...
-    def __array_namespace__(self, *, api_version: builtins.str | None = None) -> Any:
+    def __array_namespace__(self, *, api_version: builtins.str | None = None) -> builtins.object:
         """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
     __array_priority__: builtins.int
     def __bool__(self) -> builtins.bool: ...
@@ -401,7 +401,8 @@ class Tensor:
         dtype: DType | None = None,
         device: Any = None,
         requires_grad: builtins.bool = False,
-    ) -> Tensor: ...
+    ) -> Tensor:
+        """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``, as ``torch.Tensor``."""
     def __or__(self, y: Any) -> Tensor:
         """Bitwise or."""
     def __pos__(self) -> Tensor:
@@ -761,7 +762,7 @@ class Tensor:
         """In-place :func:`ferro.hypot`; returns self."""
     @property
     def imag(self) -> Tensor:
-        """The imaginary part of a complex tensor, as a view (writes go into this one)."""
+        """The imaginary part of a complex tensor, as a view."""
     @imag.setter
     def imag(self, value: Any) -> None: ...
     def index_add(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
@@ -1010,7 +1011,7 @@ class Tensor:
         """``x`` flattened to one dimension."""
     @property
     def real(self) -> Tensor:
-        """The real part: a view for complex tensors (writes go into this one), the tensor itself otherwise."""
+        """The real part: a view for complex tensors, the tensor itself otherwise."""
     @real.setter
     def real(self, value: Any) -> None: ...
     def reciprocal(self) -> Tensor:

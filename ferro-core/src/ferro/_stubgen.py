@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import ferro
-from ferro import _ops
+from ferro._core.records import REGISTRY
 
 __all__ = ["generate", "main"]
 
@@ -66,7 +66,7 @@ _WIDTH = 120  # the line length of the repository's ruff configuration
 
 def _op_records() -> dict[str, Any]:
     """Op name -> op record (the one place that knows where the records live)."""
-    return _ops.REGISTRY
+    return REGISTRY
 
 
 class _Renderer:
