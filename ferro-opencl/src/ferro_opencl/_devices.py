@@ -1,7 +1,10 @@
 """Finding OpenCL devices and the default one, with a reason when there are none.
 
-Every platform's devices, in pyopencl's order, are numbered ``opencl:0``,
-``opencl:1``, ... The default device is ``FERRO_OPENCL_DEVICE=N`` when set,
+Every platform's devices that can build a program, in pyopencl's order, are
+numbered ``opencl:0``, ``opencl:1``, ... A device whose compiler fails on a
+one-line kernel (PoCL 3.0 from PyPI, whose LLVM 14 does not know CPUs newer
+than it, e.g. AMD's family 26) is left out, and the reason is reported when it
+leaves no device at all. The default device is ``FERRO_OPENCL_DEVICE=N`` when set,
 else the one ``PYOPENCL_CTX`` names (pyopencl's own ``"platform:device"``
 spelling, each part an index or a piece of the name), else ``opencl:0``.
 """
@@ -9,6 +12,7 @@ spelling, each part an index or a piece of the name), else ``opencl:0``.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +21,10 @@ from ferro.backends import Availability
 __all__ = ["INSTALL_HINT", "import_pyopencl", "find_devices", "default_index"]
 
 INSTALL_HINT = "pip install 'ferro-opencl[pocl]'"
+#: What to do when PyPI's PoCL cannot compile for this CPU (its LLVM predates the CPU).
+NEWER_POCL_HINT = ("install a newer PoCL, whose LLVM knows this CPU: on Debian or Ubuntu "
+                   "`apt-get install pocl-opencl-icd` (ferro finds it beside PyPI's)")
+_PROBE = "__kernel void ferro_probe(__global float *a) { a[get_global_id(0)] += 1.0f; }"
 
 
 def import_pyopencl() -> Any:
@@ -48,16 +56,40 @@ def find_devices() -> tuple[list[Any], Availability]:
         return [], Availability(False, f"no OpenCL platform found; {INSTALL_HINT} for PoCL's CPU driver")
     devices: list[Any] = []
     failures: list[str] = []
+    cannot_build: list[str] = []
     for p in platforms:
         try:
-            devices.extend(p.get_devices())
+            found = p.get_devices()
         except Exception as e:  # a platform without devices raises DEVICE_NOT_FOUND
             failures.append(f"{p.name.strip()}: {type(e).__name__}: {e}")
+            continue
+        for d in found:
+            why = _cannot_build(cl, d)
+            if why is None:
+                devices.append(d)
+            else:
+                cannot_build.append(f"{d.name.strip()} ({p.name.strip()} {p.version.strip()}): {why}")
+    if not devices and cannot_build:
+        return [], Availability(False, "no OpenCL device can compile a kernel here: " + "; ".join(cannot_build)
+                                + f"; {NEWER_POCL_HINT}")
     if not devices:
         names = ", ".join(repr(p.name.strip()) for p in platforms)
         detail = f" ({'; '.join(failures)})" if failures else ""
         return [], Availability(False, f"the OpenCL platforms {names} have no device{detail}")
     return devices, Availability(True)
+
+
+def _cannot_build(cl: Any, device: Any) -> str | None:
+    """None when ``device`` builds a one-line kernel, else the compiler's complaint (its last useful line)."""
+    try:
+        ctx = cl.Context([device])
+        with warnings.catch_warnings():  # pyopencl warns about any compiler output; the result is what counts
+            warnings.simplefilter("ignore")
+            cl.Program(ctx, _PROBE).build()
+    except Exception as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip().startswith("error")]
+        return lines[-1] if lines else f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
 
 
 def default_index(devices: Callable[[], list[Any]]) -> int:
