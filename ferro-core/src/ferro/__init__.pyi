@@ -19,6 +19,7 @@ from ferro import random as random
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
+from ferro._core.records import _Ops as _Ops
 from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
@@ -210,6 +211,7 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
+    'ops',
     'optim',
     'outer',
     'pad',
@@ -1755,6 +1757,7 @@ def ones_like(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """Ones with ``x``'s shape, dtype and device."""
+ops: _Ops
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
 def pad(

@@ -32,6 +32,7 @@ from ._core.dtypes import (
     uint8,
 )
 from ._core.dtypes import set_default_dtype as _set_default_dtype
+from ._core.records import ops
 from ._core.tensor import Size, Tensor, _assign, install_methods
 from ._creation import (
     arange,
@@ -89,6 +90,7 @@ from ._ops.shape import (
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import set_backend, use_backend
+from .dispatch._dispatch import public_function
 from .errors import BackendUnavailableError, UnsupportedOperationError
 from .serialization import load, save
 
@@ -99,7 +101,8 @@ cfloat, cdouble = complex64, complex128
 
 
 
-provided.install(current_device=backends.current_device, bind_device=backends._registry.bind_device)
+provided.install(current_device=backends.current_device, bind_device=backends._registry.bind_device,
+                 load_plugins=backends._registry.load, public_function=public_function)
 
 
 def _tensor_new(cls: type[Tensor], data: Any = None, *, dtype: DType | None = None, device: Any = None,
@@ -177,7 +180,7 @@ __all__ = [
     "bfloat16",
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
-    "use_backend", "autograd", "backends", "errors", "linalg", "fft",
+    "use_backend", "autograd", "backends", "errors", "linalg", "fft", "ops",
     "save", "load", "where", "matmul", "mm", "bmm", "mv", "dot",
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",

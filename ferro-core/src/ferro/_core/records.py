@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
 
 __all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES"]
@@ -134,15 +135,17 @@ class OpDef:
         "kernels",
         "kind",
         "name",
+        "plugin",
         "saves",
         "table",
+        "tests",
         "uses",
     )
 
     def __init__(self, name: str, kind: str, doc: str = "", *, dtype_rule: str = "same",
                  saves: tuple[Any, ...] = (), grads: tuple[Callable[..., Any] | None, ...] | None = None,
                  decomposition: Callable[..., Any] | None = None, uses: tuple[str, ...] = (),
-                 kernels: tuple[str, ...] = ()) -> None:
+                 kernels: tuple[str, ...] = (), tests: Any = None) -> None:
         self.name = name
         self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
         self.doc = doc
@@ -155,8 +158,12 @@ class OpDef:
         self.kernels = kernels
         #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.
         self.table: dict[DType, tuple[DType, DType]] = {}
-        #: the public function, filled in by the module that builds it.
+        #: the public function, filled in by the module that builds it (for a plugin's op, by dispatch).
         self.fn: Callable[..., Any] | None = None
+        #: the op's test data for the conformance suite (a ``ferro.testing.OpInfo``), or None.
+        self.tests = tests
+        #: the plugin that contributed the op ("" for ferro's own).
+        self.plugin = ""
 
     @property
     def differentiable(self) -> bool:
@@ -220,9 +227,18 @@ class _Ops:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         op = REGISTRY.get(name)
-        if op is None or op.fn is None:
-            raise AttributeError(f"no op named '{name}' with a public function in the registry")
+        if op is None and not name.startswith("__"):  # perhaps a plugin's op: plugins load on first need
+            provided.load_plugins()
+            op = REGISTRY.get(name)
+        if op is None:
+            raise AttributeError(f"no op named '{name}' in the registry (ferro's own ops and those plugins add "
+                                 "through the ferro_register_ops hook)")
+        if op.fn is None:
+            op.fn = provided.public_function(op)
         return op.fn
+
+    def __dir__(self) -> list[str]:
+        return sorted(REGISTRY)
 
 
 #: Ops by name (see :class:`_Ops`).

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.records import OpDef
 from ._array_api import ArrayAPIBackend
 from ._base import Availability, Backend
 from ._registry import FerroPluginWarning, register_plugin
 from ._selection import current_backend, current_device, set_backend, use_backend
 
 __all__ = [
-    "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning",
+    "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning", "OpDef",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
     "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from .._core.records import OpDef
     from ._base import Backend
 
 __all__ = ["hookspec", "hookimpl", "PLUGIN_API_VERSION", "FerroHookSpec"]
@@ -78,6 +79,21 @@ class FerroHookSpec:
         Precedence, for each op name: a kernel from this hook beats the
         backend's own; among several plugins, the first in pluggy's call order
         wins (the last registered, unless ``tryfirst`` / ``trylast`` say otherwise).
+        """
+
+    @hookspec
+    def ferro_register_ops(self) -> list[OpDef] | None:
+        """Return new ops, one record each (:class:`~ferro.backends.OpDef`), or None.
+
+        Called once per plugin when ferro first needs a backend, before any device resolves its
+        kernel tables, so that every backend's kernels by the new names (the backend's own, and
+        those any plugin adds through :meth:`ferro_register_kernels`) are bound like those of
+        ferro's own ops. An op with no kernel on a device runs its record's ``decomposition``.
+        Gradients come from the record's backward formulas (``saves`` and ``grads``), and the
+        conformance suite tests every op whose record carries ``tests`` (a
+        ``ferro.testing.OpInfo``) on every backend. Users call the op as ``ferro.ops.<name>``.
+        A name that ferro or another plugin already registered, or anything but an ``OpDef``,
+        makes this plugin broken, and none of its ops is added. Adding an op walks through it.
         """
 
     # ------------------------------------------------------------------ #

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ def _disabled_names() -> set[str]:
 
 
 def _mark_broken(name: str, error: str) -> None:
+    for op_name in [n for n, op in REGISTRY.items() if op.plugin == name]:
+        del REGISTRY[op_name]
     pm = _state.pm
     if pm is not None and pm.get_plugin(name) is not None:
         pm.unregister(name=name)
@@ -124,6 +127,9 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
         register_fn = _impl_of("ferro_register_backends", plugin)
         if register_fn is not None:
             _add_backends(name, dist, register_fn)
+        ops_fn = _impl_of("ferro_register_ops", plugin)
+        if ops_fn is not None and name not in _state.broken:
+            _add_ops(name, ops_fn)
         return name not in _state.broken
 
 
@@ -144,6 +150,28 @@ def _add_backends(name: str, dist: str, register_fn: Callable[..., Any]) -> None
     for b in result:
         b.plugin = name
         _state.backends[b.name] = b
+
+
+def _add_ops(name: str, ops_fn: Callable[..., Any]) -> None:
+    """Register the op records a plugin contributes: all of them, or none and the plugin is broken."""
+    try:
+        result = list(ops_fn() or [])
+    except Exception as e:
+        _mark_broken(name, f"ferro_register_ops() raised {type(e).__name__}: {e}")
+        return
+    for op in result:
+        if not isinstance(op, OpDef):
+            _mark_broken(name, f"ferro_register_ops() returned {op!r}, not a ferro.backends.OpDef")
+            return
+        held = REGISTRY.get(op.name)
+        if held is not None and held.plugin != name:  # (its own ops, from an earlier load, it may replace)
+            owner = f"plugin '{held.plugin}'" if held.plugin else "ferro"
+            _mark_broken(name, f"ferro_register_ops(): op '{op.name}' is already registered by {owner}")
+            return
+    for op in result:
+        REGISTRY.pop(op.name, None)
+        op.plugin = name
+        register(op)
 
 
 def load() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core import grad_mode as _mode
-from .._core.dtypes import DType
+from .._core.dtypes import DType, result_type
 from .._core.node import OUT, Node
 from .._core.records import OpDef
 from .._core.tensor import Tensor, _wrap
@@ -228,6 +228,42 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
     if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
         record(r, op, inputs, saved, attrs, fns)
     return r
+
+
+def call(op: OpDef, *args: Any, **attrs: Any) -> Tensor:
+    """Run ``op`` on ``args``: the device's kernel for it, else its decomposition (or the opt-in fallback).
+
+    The generic path of an op defined by its record alone (a plugin's op): tensors among ``args`` must
+    share a device; their promoted dtype picks the row of the op's dtype table; the kernel receives
+    the native arrays (cast to the compute dtype) and Python values in their places, and ``attrs`` as
+    keywords; the result is recorded for autograd with the record's backward formulas.
+    """
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if not tensors:
+        raise TypeError(f"{op.name}(): expected at least one Tensor argument, got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    dev = check_devices(op.name, tensors)
+    dims = [t._dtype for t in tensors if t._data.ndim]
+    dtype = result_type(dims, [t._dtype for t in tensors if not t._data.ndim],
+                        [a for a in args if not isinstance(a, Tensor)])
+    k = kernel_for(op, dev, dtype)
+    if k is None:
+        return run_elsewhere(op, dev, dtype, args, attrs)
+    compute, out = dev._ops[op.name][1][dtype]
+    cast = dev._kernels["cast"]
+    natives = [(a._data if a._dtype is compute else cast(a._data, compute)) if isinstance(a, Tensor) else a
+               for a in args]
+    saved = tuple(OUT if s is OUT else args[s] for s in op.saves)
+    return finish(op, k(*natives, **attrs), out, dev, args, saved, attrs or None)
+
+
+def public_function(op: OpDef) -> Callable[..., Tensor]:
+    """The public function of ``op`` by :func:`call` (what ``ferro.ops.<name>`` is for a plugin's op)."""
+    def fn(*args: Any, **attrs: Any) -> Tensor:
+        return call(op, *args, **attrs)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = op.doc
+    return fn
 
 
 def scalar_tensor(value: Any, dtype: DType, dev: Any) -> Tensor:

@@ -13,12 +13,15 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._ops import REGISTRY
+from ferro._core.records import REGISTRY
 from ferro.autograd import gradcheck, gradgradcheck
 from ferro.testing import assert_close, default_tolerance
 from ferro.testing._opinfo import NOT_SAMPLED, OP_DB, OpInfo, samples
 
-PAIRS = [(info, d) for info in OP_DB for d in info.dtypes]
+ferro.backends.installed()  # loads the plugins: the ops they add (ferro_register_ops) carry their own test data
+#: ferro's op database, and the test data of every op record that carries some (plugins' ops).
+DB: list[OpInfo] = OP_DB + [op.tests for op in REGISTRY.values() if op.tests is not None]
+PAIRS = [(info, d) for info in DB for d in info.dtypes]
 LOOSE = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
 
 
@@ -73,7 +76,7 @@ def test_forward(device: Any, info: OpInfo, dtype: str) -> None:
             raise AssertionError(f"{info.name} on {device} at {dtype}, {sample.note}: {e}") from None
 
 
-GRAD = [i for i in OP_DB if i.grad]
+GRAD = [i for i in DB if i.grad]
 
 
 def _grad_inputs(device: Any, info: OpInfo) -> tuple[list[Any], dict[str, Any]]:
@@ -91,7 +94,7 @@ def test_gradcheck(device: Any, info: OpInfo) -> None:
     assert gradcheck(lambda *xs: info(ferro, *xs, **kwargs), inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
-GRADGRAD = [i for i in OP_DB if i.gradgrad]
+GRADGRAD = [i for i in DB if i.gradgrad]
 
 
 @pytest.mark.parametrize("info", GRADGRAD, ids=[i.name for i in GRADGRAD])
@@ -101,6 +104,6 @@ def test_gradgradcheck(device: Any, info: OpInfo) -> None:
 
 
 def test_every_registry_op_is_in_the_database() -> None:
-    covered = {i.name for i in OP_DB} | set(NOT_SAMPLED)
+    covered = {i.name for i in DB} | set(NOT_SAMPLED)
     missing = sorted(set(REGISTRY) - covered)
     assert not missing, f"ops without an OpInfo entry (add one, or a reason in NOT_SAMPLED): {missing}"
