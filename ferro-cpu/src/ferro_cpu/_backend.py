@@ -44,6 +44,7 @@ class NumpyBackend(ArrayAPIBackend):
     name = "cpu"
     description = "NumPy on the host CPU"
     module_name = "numpy"
+    optional_groups = frozenset({"special", "complex", "linalg", "fft"})
 
     def __init__(self) -> None:
         super().__init__()

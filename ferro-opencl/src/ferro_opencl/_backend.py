@@ -28,6 +28,8 @@ class OpenCLBackend(Backend):
 
     name = "opencl"
     description = "pyopencl on OpenCL devices"
+    complete = True
+    optional_groups = frozenset({"special"})
 
     def __init__(self) -> None:
         self._devices: list[Any] = []

@@ -6,7 +6,8 @@ native arrays. Kernels know nothing of autograd, promotion or broadcasting
 errors: the op registry checks arguments and promotes dtypes first, so a
 kernel receives inputs already cast to the op's compute dtype (Python
 scalars stay scalars) and returns a native array of the declared result
-dtype. ``docs/plugins.md`` lists each primitive kernel's parameters.
+dtype. :mod:`ferro.backends.contract` lists every kernel name with its typed
+signature (``docs/plugins.md`` shows it as a table).
 
 Every method not implemented here raises :class:`NotImplementedError` naming
 the backend and the method, so a new backend can be grown one piece at a time.
@@ -48,6 +49,11 @@ class Backend:
     description: str = ""
     #: The distribution that provides it (filled in by the plugin manager).
     plugin: str = ""
+    #: Whether its kernel tables have every required primitive of :mod:`ferro.backends.contract`
+    #: (then every op runs, by its kernel or its decomposition); the contract tests hold it to that.
+    complete: bool = False
+    #: The optional primitive groups of the contract its tables have whole (``"linalg"``, ``"fft"``...).
+    optional_groups: frozenset[str] = frozenset()
 
     # -- availability and devices ------------------------------------------
 
@@ -78,7 +84,11 @@ class Backend:
     # -- kernels ----------------------------------------------------------
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
-        """The kernel table of device ``index``: op name to kernel.
+        """The kernel table of device ``index``: kernel name to kernel.
+
+        Every name must be one of :mod:`ferro.backends.contract` (checked when
+        the table is handed over: an unknown name or a value that is not
+        callable makes the plugin broken).
 
         Called once per device, when the device is first used; the result is
         merged with plugin overrides and then frozen for the hot path.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
+from .contract import validate_table
 
 if TYPE_CHECKING:
     import pluggy
@@ -254,6 +255,10 @@ def bind_device(dev: device) -> None:
                              + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
         from .._core.records import bind_tables
         kernels = dict(backend.kernels(dev.index))
+        problems = validate_table(kernels)
+        if problems:  # the backend's own table breaks the contract: its plugin is broken, not a later op
+            _mark_broken(backend.plugin, f"backend '{backend.name}': kernels() {'; '.join(problems)}")
+            raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: {problems[0]}")
         if backend.name not in _state.overrides:  # the hook runs once per backend, not per device
             _state.overrides[backend.name] = _overrides(backend)
         kernels.update(_state.overrides[backend.name])
