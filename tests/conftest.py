@@ -64,5 +64,8 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, dev: Any, names: Any) -> dict[s
         return run
     for n in names:
         monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))
+    # ops resolve their kernels once, at binding: resolve them again from the wrapped table
+    from ferro._core.records import bind_tables
+    monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
     return counts
 

@@ -244,6 +244,8 @@ SKIPPED: dict[str, str] = {
     "histc": "counts: piecewise constant, zero gradient almost everywhere (PyTorch has no derivative)",
     "mode": "the most frequent value: only meaningful with ties, where it is not differentiable",
     "bernoulli": "samples 0 / 1: no gradient (PyTorch has none)",
+    **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim.py compares it with torch"
+       for n in ("sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam")},
 }
 
 GRADGRAD_KINDS = ("unary", "binary", "ternary")

@@ -17,7 +17,7 @@ import ferro
 from ferro._ops import REGISTRY
 from ferro.backends import contract
 
-from conftest import run_json
+from conftest import count_calls, run_json
 
 
 def _tables() -> dict[str, tuple[Any, dict[str, Any]]]:
@@ -127,3 +127,106 @@ def test_the_markdown_table_lists_every_kernel() -> None:
     text = contract.markdown()
     for k in contract.KERNELS:
         assert f"`{k}`" in text, k
+
+
+# -- one kernel route, one resolver ------------------------------------------------------------------------------
+
+
+def test_explain_names_the_kernel_the_decomposition_or_the_reason() -> None:
+    explain = ferro.backends.explain
+    r = explain("add", ferro.int64, "cpu")
+    assert (r.route, r.kernels, r.provider, r.compute) == ("kernel", ("add",), "cpu", ferro.int64)
+    r = explain("softmax", "float32", "strict")  # strict has no fused softmax: the decomposition, each part resolved
+    assert r.route == "decomposition" and [p.op for p in r.parts] == ["amax", "exp", "sum", "div"]
+    assert all(p.route == "kernel" and p.provider == "strict" for p in r.parts)
+    r = explain("cross_entropy", "float32", "cpu")  # a fused kernel pair: an ordinary kernel of the op
+    assert (r.route, r.kernels) == ("kernel", ("cross_entropy_forward", "cross_entropy_backward"))
+    r = explain("conv2d", "float16", "cpu")  # the window kernels take float32/float64 only
+    assert r.route == "decomposition" and "do not take float16" in r.notes[0]
+    r = explain("gelu", "float32", "strict")
+    assert r.route == "unsupported" and "uses erf" in r.reason and not r.supported
+    assert "unsupported: its decomposition uses erf" in str(r)
+    assert explain("exp", "bool", "cpu").compute == ferro.float32  # integers and bool compute in the default float
+    with pytest.raises(KeyError, match="no op named 'frobnicate'"):
+        explain("frobnicate", "float32", "cpu")
+    with pytest.raises(ValueError, match="unknown dtype 'float99'"):
+        explain("add", "float99", "cpu")
+
+
+def test_fused_kernels_are_reported_and_run_by_the_one_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu = ferro.backends.get("cpu")
+    assert cpu.supports("cross_entropy", ferro.float32) and cpu.supports("adam_step", ferro.float64)
+    assert "bfloat16" in cpu.capabilities()["adam_step"]  # fused_adam takes every floating dtype on cpu
+    dev = ferro.device("cpu")
+    assert dev._ops["conv2d"][0] == (dev._kernels["conv2d_forward"], dev._kernels["conv2d_backward"])
+    assert dev._ops["adam_step"][0] is dev._kernels["fused_adam"]
+    calls = count_calls(monkeypatch, dev, ["conv2d_forward", "conv2d_backward", "fused_sgd"])
+    x = ferro.randn(2, 3, 6, 6, requires_grad=True)
+    w = ferro.randn(4, 3, 3, 3, requires_grad=True)
+    ferro.nn.functional.conv2d(x, w, padding=1).sum().backward()
+    assert calls["conv2d_forward"] == 1 and calls["conv2d_backward"] == 1
+    ferro.nn.functional.conv2d(x.to(ferro.float16), w.to(ferro.float16))  # explain: the decomposition
+    assert calls["conv2d_forward"] == 1
+    p = ferro.ones(3, requires_grad=True)
+    p.grad = ferro.ones(3)
+    ferro.optim.SGD([p], lr=0.5).step()
+    assert calls["fused_sgd"] == 1 and p.tolist() == [0.5, 0.5, 0.5]
+
+
+def test_explain_reports_plugin_overrides_the_fallback_and_refused_dtypes() -> None:
+    got = run_json("""
+        import json, warnings, ferro
+        from ferro.backends import ArrayAPIBackend, register_plugin, hookimpl, PLUGIN_API_VERSION
+        warnings.simplefilter('ignore')
+
+        class Thin(ArrayAPIBackend):
+            name = 'thin'
+            module_name = 'numpy'
+            def kernels(self, index):
+                table = super().kernels(index)
+                del table['linalg_inv']
+                return table
+            def unsupported(self, index):
+                return {'sqrt': frozenset({ferro.float64})}
+
+        class Plugin:
+            @hookimpl
+            def ferro_plugin_api_version(self):
+                return PLUGIN_API_VERSION
+            @hookimpl
+            def ferro_register_backends(self):
+                return [Thin()]
+        register_plugin(Plugin(), 'thinplugin')
+        out = {}
+        for op, dt in (('exp', 'float32'), ('linalg.inv', 'float32'), ('sqrt', 'float64'), ('sqrt', 'float32')):
+            r = ferro.backends.explain(op, dt, 'thin')
+            out[f'{op}.{dt}'] = [r.route, r.provider, r.reason]
+        out['supports'] = [ferro.backends.get('thin').supports('sqrt', ferro.float64),
+                           ferro.backends.get('thin').supports('linalg.inv', ferro.float32)]
+        print(json.dumps(out))
+    """, env={"FERRO_TESTPLUGINS_OVERRIDE": "1", "FERRO_FALLBACK": "cpu"})
+    assert got["exp.float32"][0] == "kernel"
+    assert got["linalg.inv.float32"][0] == "fallback"  # FERRO_FALLBACK=cpu: it runs, on the CPU backend
+    assert got["sqrt.float64"][0] == "fallback"
+    assert got["sqrt.float32"][:2] == ["kernel", "thin"]
+    assert got["supports"] == [False, False]  # supports() counts the device itself only
+    cpu = run_json("""
+        import json, warnings, ferro
+        warnings.simplefilter('ignore')
+        r = ferro.backends.explain('exp', 'float32', 'cpu')
+        print(json.dumps([r.route, r.provider, (ferro.ones(2).exp()).tolist()]))
+    """, env={"FERRO_TESTPLUGINS_OVERRIDE": "1"})
+    assert cpu[:2] == ["override", "testgood"]
+
+
+def test_ferro_ops_explains() -> None:
+    import contextlib
+    import io
+
+    from ferro.cli import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["ops", "--explain", "log_softmax", "--dtype", "float64", "--backend", "cpu,strict"]) == 0
+    text = buf.getvalue()
+    assert "log_softmax [float64] on cpu: decomposition into" in text
+    assert "log_softmax [float64] on strict:0: decomposition into" in text

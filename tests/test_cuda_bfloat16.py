@@ -152,17 +152,23 @@ def test_fused_ops_are_judged_by_their_decomposition(fresh: Any) -> None:
     for op in FUSED_OPS:
         used = [u.partition(":")[0] for u in REGISTRY[op].uses]
         assert (op in why) == any(u in why for u in used), (op, used)
+        assert ferro.bfloat16 not in REGISTRY[op].kernel_dtypes, op  # core binds no fused kernel for bfloat16
     assert {"softmax", "log_softmax", "layer_norm", "gelu", "cross_entropy"}.isdisjoint(why)
 
 
-def test_fused_ops_would_be_refused_if_core_sent_bfloat16_to_the_cuda_kernels(fresh: Any,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fused_kernels_refusing_bfloat16_leave_their_ops_to_the_decomposition(fresh: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were core to bind the fused kernels for bfloat16, the resolver would find that ferro's CUDA C kernels
+    refuse it: the op is listed in ``unsupported`` (so its kernels are not bound) and runs its decomposition."""
     from ferro._ops import fused
-    from ferro_cuda._bfloat16 import refused_ops
-    monkeypatch.setattr(fused, "_DTYPES", fused._DTYPES | {"bfloat16"})
+    from ferro_cuda._bfloat16 import refused_ops, resolutions
+    for op in fused.KERNELS:
+        monkeypatch.setattr(REGISTRY[op], "kernel_dtypes", REGISTRY[op].kernel_dtypes | {ferro.bfloat16})
     why = refused_ops(fresh.xp, BF16, fresh.kernels(0))
+    got = resolutions(fresh.xp, BF16, fresh.kernels(0))
     for op in ("softmax", "layer_norm", "gelu", "cross_entropy"):
         assert "built for float32, float64 only" in why[op], op
+        assert got[op].route == "decomposition" and got[op].refused, op
 
 
 def test_bfloat16_kernels_with_numpy_standing_in_for_cupy() -> None:

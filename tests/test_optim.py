@@ -164,15 +164,17 @@ def test_fused_equals_unfused_bitwise(case: tuple[str, dict], dtype: str) -> Non
 
 
 def test_the_fused_path_is_taken_on_cpu_by_default() -> None:
-    fused = ferro.ones(1)._device._kernels["fused_adam"]
+    dev = ferro.ones(1)._device
+    fused, table = dev._ops["adam_step"]  # the op's kernel, bound as every op's is
+    assert fused is dev._kernels["fused_adam"]
+    assert ferro.backends.get("cpu").supports("adam_step", ferro.float32)
     seen = []
 
     def spy(*args: object) -> None:
         seen.append(len(args))
         fused(*args)
     p = ferro.ones(3, requires_grad=True)
-    dev = p._device
-    dev._kernels["fused_adam"] = spy
+    dev._ops["adam_step"] = (spy, table)
     try:
         opt = fo.Adam([p])
         p.grad = ferro.ones(3)
@@ -181,7 +183,7 @@ def test_the_fused_path_is_taken_on_cpu_by_default() -> None:
         fo.Adam([p], fused=False).step()
         assert seen == [14], "fused=False never calls the kernel"
     finally:
-        dev._kernels["fused_adam"] = fused
+        dev._ops["adam_step"] = (fused, table)
 
 
 def test_fused_true_needs_the_kernel_and_excludes_foreach() -> None:

@@ -18,6 +18,8 @@ import ferro
 import ferro.optim as fo
 import ferro.optim.optimizer as fopt_module
 
+from conftest import count_calls
+
 torch = pytest.importorskip("torch")
 topt_module = pytest.importorskip("torch.optim.optimizer")
 
@@ -141,45 +143,34 @@ OPTIMIZERS = [
 @pytest.mark.parametrize("fused", [None, False], ids=["fused", "unfused"])
 @pytest.mark.parametrize(("name", "kw", "fused_arg", "kernel"), OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
 def test_hooks_run_once_per_step_on_every_optimizer(name: str, kw: dict, fused_arg: bool, kernel: str,
-                                                    fused: bool | None) -> None:
+                                                    fused: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     fps = _params(ferro)
-    dev = fps[0]._device
-    real = dev._kernels[kernel]
-    kernel_calls: list[int] = []
+    kernel_calls = count_calls(monkeypatch, fps[0]._device, [kernel])
+    if fused is None or fused_arg:
+        fopt = getattr(fo, name)(fps, **kw, **({} if fused is None else {"fused": fused}))
+    else:
+        fopt = getattr(fo, name)([{"params": fps, "fused": fused}], **kw)
+    tps = _params(torch)
+    topt = getattr(torch.optim, name)(tps, **kw)
+    counts = {"pre": 0, "post": 0, "global_pre": 0, "global_post": 0}
 
-    def spy(*args: Any) -> None:
-        kernel_calls.append(1)
-        real(*args)
+    def count(key: str) -> Callable[..., None]:
+        def hook(*_: Any) -> None:
+            counts[key] += 1
+        return hook
 
-    dev._kernels[kernel] = spy
-    try:
-        if fused is None or fused_arg:
-            fopt = getattr(fo, name)(fps, **kw, **({} if fused is None else {"fused": fused}))
-        else:
-            fopt = getattr(fo, name)([{"params": fps, "fused": fused}], **kw)
-        tps = _params(torch)
-        topt = getattr(torch.optim, name)(tps, **kw)
-        counts = {"pre": 0, "post": 0, "global_pre": 0, "global_post": 0}
-
-        def count(key: str) -> Callable[..., None]:
-            def hook(*_: Any) -> None:
-                counts[key] += 1
-            return hook
-
-        handles = [fopt.register_step_pre_hook(count("pre")), fopt.register_step_post_hook(count("post")),
-                   fopt_module.register_optimizer_step_pre_hook(count("global_pre")),
-                   fopt_module.register_optimizer_step_post_hook(count("global_post"))]
-        with _removed_after(*handles):
-            for step in range(3):
-                _grads(ferro, fps, step)
-                _grads(torch, tps, step)
-                fopt.step()
-                topt.step()
-                fopt.zero_grad()
-                assert counts == dict.fromkeys(counts, step + 1)
-    finally:
-        dev._kernels[kernel] = real
-    assert len(kernel_calls) == (3 * len(fps) if fused is None else 0)
+    handles = [fopt.register_step_pre_hook(count("pre")), fopt.register_step_post_hook(count("post")),
+               fopt_module.register_optimizer_step_pre_hook(count("global_pre")),
+               fopt_module.register_optimizer_step_post_hook(count("global_post"))]
+    with _removed_after(*handles):
+        for step in range(3):
+            _grads(ferro, fps, step)
+            _grads(torch, tps, step)
+            fopt.step()
+            topt.step()
+            fopt.zero_grad()
+            assert counts == dict.fromkeys(counts, step + 1)
+    assert kernel_calls[kernel] == (3 * len(fps) if fused is None else 0)
     for fp, tp in zip(fps, tps, strict=True):  # the hooks leave the update alone (torch's NAdam keeps a float32)
         np.testing.assert_allclose(fp.detach().numpy(), tp.detach().numpy(), rtol=1e-7, atol=1e-9)
         assert fp.grad is None

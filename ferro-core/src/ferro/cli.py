@@ -110,6 +110,19 @@ def _print_ops(matrix: dict[str, dict[str, list[str]]], fmt: str) -> None:
         print(op.ljust(w) + "".join(row[b].ljust(widths[b]) for b in backends))
 
 
+def _explain(op: str, dtype: str, backends: str | None) -> int:
+    """``ferro ops --explain OP``: the resolver's answer for OP at ``dtype`` on each backend's default device."""
+    import ferro
+    names = backends.split(",") if backends else ferro.backends.installed()
+    try:
+        for name in names:
+            print(ferro.backends.explain(op, dtype, name))
+    except (KeyError, ValueError) as e:
+        print(f"ferro ops: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from ferro.demo import run
     from ferro.errors import BackendUnavailableError
@@ -132,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ops.add_argument("--backend", help="comma-separated backends (default: all installed)")
     p_ops.add_argument("--dtype", help="only this dtype, e.g. float64")
     p_ops.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p_ops.add_argument("--explain", metavar="OP", help="why OP runs as it does (kernel, plugin override, "
+                       "decomposition, fallback) at --dtype (default float32) on each --backend")
     p_demo = sub.add_parser("demo", help="train a CNN on scikit-learn's digits on a backend, save and reload it")
     p_demo.add_argument("--backend", help="backend or device, e.g. cpu, opencl, cuda:0 (default: the selected one)")
     p_demo.add_argument("--epochs", type=int, default=12)
@@ -161,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dtype and args.dtype not in by_name:
             parser.error(f"unknown dtype {args.dtype!r}")
         dtype = by_name[args.dtype].name if args.dtype else None
+        if args.explain:
+            return _explain(args.explain, dtype or "float32", args.backend)
         try:
             matrix = ops_matrix(args.backend.split(",") if args.backend else None, dtype)
         except Exception as e:

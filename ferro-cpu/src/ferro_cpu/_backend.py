@@ -12,8 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ferro._core.dtypes import DType, all_dtypes, bfloat16
-from ferro.backends import ArrayAPIBackend
-from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce, half_dtypes, in_float32
+from ferro.backends import (
+    BINARY_FUNCS,
+    UNARY_FUNCS,
+    ArrayAPIBackend,
+    half_dtypes,
+    host_index_reduce,
+    in_float32,
+)
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
@@ -173,7 +179,7 @@ class NumpyBackend(ArrayAPIBackend):
                 x[key] = value
 
         def index_reduce(x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
-            _host_index_reduce(np, x, key, value, how, include_self)
+            host_index_reduce(np, x, key, value, how, include_self)
 
         def nonzero(x: Any) -> Any:
             return np.argwhere(x)

@@ -67,6 +67,7 @@ class CudaBackend(ArrayAPIBackend):
         self._current = 0
         self._bf16: Any = _UNKNOWN
         self._bf16_refused: dict[str, str] | None = None
+        self._bf16_check: Callable[[str, DType], str | None] | None = None
 
     def check_runtime(self) -> Availability:
         avail = cuda_availability(self.xp)
@@ -108,14 +109,18 @@ class CudaBackend(ArrayAPIBackend):
         return self._bf16_refused
 
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
-        """bfloat16 for every op CuPy has no bfloat16 path for."""
+        """bfloat16 for every op CuPy has no bfloat16 path for (and every op whose fused kernels it refuses)."""
         return {op: frozenset({bfloat16}) for op in self.bfloat16_refusals(index)}
 
-    def supports(self, op: str, dtype: DType, index: int | None = None) -> bool:
-        # Composites that call refused raw kernels (linalg_*) are refused here; core would count the kernel.
-        if dtype is bfloat16 and self.availability() and op in self.bfloat16_refusals(self._index(index)):
-            return False
-        return super().supports(op, dtype, index)
+    def refuses(self, kernel: str, dtype: DType, index: int) -> str | None:
+        """Why ``kernel`` cannot take bfloat16 on this CuPy (see :mod:`._bfloat16`); other dtypes: None."""
+        bf16 = self.cupy_bfloat16() if dtype is bfloat16 else None
+        if bf16 is None:
+            return None
+        if self._bf16_check is None:
+            from ._bfloat16 import kernel_check
+            self._bf16_check = kernel_check(self.xp, bf16)
+        return self._bf16_check(kernel, dtype)
 
     # -- devices ----------------------------------------------------------
 

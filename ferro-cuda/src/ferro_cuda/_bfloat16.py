@@ -16,10 +16,12 @@ claimed from a guess:
   (:class:`OwnKernel`: only if instantiated for bfloat16), a fact of CuPy's
   source that Python cannot reach (:class:`Cited`), or :class:`Refused`.
   A kernel not in the table is refused.
-- :func:`refused_ops` walks the op registry: an op computing in bfloat16 is
-  refused when one of its kernels is; an op that runs as a composition (every
-  op of ``ferro._ops.fused``: core sends bfloat16 to the decomposition, not to
-  the fused CUDA kernels) when one of the ops or kernels it uses is.
+- :func:`refused_ops` asks core's resolver (``ferro.backends.explain``'s
+  reasoning, over this table's kernel names with :func:`kernel_refusals` as
+  the per-kernel check) how each op computing in bfloat16 would run: an op is
+  refused when the resolver finds no way, and an op with fused kernels that
+  refuse bfloat16 (or that core does not bind for bfloat16) runs its
+  decomposition, judged by what that uses.
 
 All of it reads type tables and needs no GPU, so CI checks the claims; the
 values themselves are checked on a GPU (``tests/test_cuda_bfloat16.py``).
@@ -38,8 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ferro._core.dtypes import bfloat16
-from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS
+from ferro._core.dtypes import DType, bfloat16
+from ferro.backends import BINARY_FUNCS, UNARY_FUNCS
 
 from ._device_kernels import _SPECIAL
 from .kernels import SOURCES
@@ -234,9 +236,17 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
         **{f"linalg_{k}": (_CUSOLVER,) for k in ("inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "svd",
                                                  "pinv", "lu_factor")},
         **{k: (_CUFFT,) for k in ("fft_c2c", "fft_r2c", "fft_c2r")},
+        # the optimizer kernels run their CUDA C source for float32/float64 and CuPy ufuncs otherwise (_fused)
+        "fused_adam": (*(r for f, n in (("multiply", 2), ("add", 2), ("subtract", 2), ("divide", 2), ("sqrt", 1),
+                                        ("maximum", 2), ("negative", 1)) for r in _ufunc(f"cupy.{f}", n)), COPY),
+        "fused_sgd": (*(r for f, n in (("multiply", 2), ("add", 2), ("negative", 1)) for r in _ufunc(f"cupy.{f}", n)),
+                      COPY),
     })
     own = {"softmax": "softmax", "log_softmax": "softmax", "layer_norm": "layer_norm",
            "cross_entropy": "cross_entropy", **{name: "activations" for name in _activation_names()}}
+    # each fused op's pair (ferro._ops.fused) and the one-call forwards run the same CUDA C source
+    own.update({f"{k}_backward": s for k, s in own.items()})
+    own.update({f"{k}_forward": s for k, s in own.items() if k in ("layer_norm", "cross_entropy")})
     for kernel, source in own.items():
         table[kernel] = (OwnKernel(source),)
     return table
@@ -260,49 +270,35 @@ def kernel_refusals(cp: Any, bf16: Any, kernel: str) -> list[str]:
     return [why for r in reqs if (why := r.check(cp, bf16)) is not None]
 
 
-def refused_ops(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, str]:
-    """Registry op -> why it is refused for bfloat16, for the ops computing in bfloat16 on a device whose
-    kernel table has ``kernels``."""
-    from ferro._core.records import REGISTRY
-    from ferro._ops import fused
-    have = frozenset(kernels)
-    # core sends bfloat16 to the fused kernels only if its list of their dtypes has it (today it does not)
-    composed = frozenset() if "bfloat16" in getattr(fused, "_DTYPES", ()) else frozenset(fused.FUSED_OPS)
-    memo: dict[str, list[str]] = {}
-
+def kernel_check(cp: Any, bf16: Any) -> Callable[[str, DType], str | None]:
+    """``check(kernel, dtype)`` -> why the kernel cannot take ``dtype`` (only bfloat16 is ever refused), or None."""
     @functools.cache
-    def kernel_why(name: str) -> tuple[str, ...]:
-        return tuple(kernel_refusals(cp, bf16, name))
+    def check(kernel: str, dtype: DType) -> str | None:
+        if dtype is not bfloat16:
+            return None
+        reasons = kernel_refusals(cp, bf16, kernel)
+        return "; ".join(dict.fromkeys(reasons)) if reasons else None
+    return check
 
-    def why(name: str) -> list[str]:
-        if name in memo:
-            return memo[name]
-        memo[name] = []  # a use cycle adds nothing
-        op = REGISTRY[name]
-        entry = op.table.get(bfloat16)
-        if entry is None or entry[0] is not bfloat16:
-            return []
-        bound = op.kernels[0] in have and all(k in have for k in op.kernels[1:])
-        out: list[str] = []
-        if bound and name not in composed:
-            for k in op.kernels:
-                out += kernel_why(k)
-        elif op.decomposition is not None:  # runs as its decomposition: what it uses decides
-            for use in op.uses:
-                u = use.partition(":")[0]
-                reasons = why(u) if (u in REGISTRY and u != name) else list(kernel_why(u))
-                out += [f"uses {u}: {r}" for r in reasons]
-        else:
-            out.append("no kernel and no decomposition")
-        memo[name] = out
-        return out
 
-    result = {}
-    for name in REGISTRY:
-        reasons = why(name)
-        if reasons:
-            result[name] = "; ".join(dict.fromkeys(reasons))
-    return result
+def resolutions(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, Any]:
+    """Registry op -> core's resolution (``ferro.backends.Resolution``) of it at bfloat16 on a device whose
+    kernel table has ``kernels``, for the ops computing in bfloat16."""
+    from ferro.backends import explain_table
+    table = explain_table(kernels, bfloat16, refuses=kernel_check(cp, bf16), device="cuda")
+    return {name: r for name, r in table.items() if r.compute is bfloat16}
+
+
+def refused_ops(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, str]:
+    """Registry op -> why bfloat16 is refused for it: the ops the resolver finds no way to run, and the ops
+    whose own (fused) kernels refuse it while their decomposition runs (so that core does not bind them)."""
+    out = {}
+    for name, r in resolutions(cp, bf16, kernels).items():
+        if not r.supported:
+            out[name] = r.reason
+        elif r.refused:
+            out[name] = "its kernels are not used (the decomposition runs): " + "; ".join(r.notes)
+    return out
 
 
 # -- the kernels bfloat16 needs -----------------------------------------------------------------------------
@@ -313,7 +309,8 @@ def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
     """``where`` and ``matmul`` that take bfloat16 (see the module docstring), and the refused raw kernels
     (``linalg_*``, which composites call directly) guarded to raise ``unsupported(kernel, reason)`` on a
     bfloat16 input instead of running CuPy on it."""
-    from ferro._core.records import REGISTRY
+    from ferro.backends import op_names
+    ops = op_names()
     int16, float32 = cp.dtype("int16"), cp.dtype("float32")
     where_any, matmul_any = generic["where"], generic["matmul"]
 
@@ -329,7 +326,7 @@ def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
 
     out: dict[str, Callable[..., Any]] = {"where": where, "matmul": matmul}
     for name, kernel in generic.items():
-        if name in REGISTRY:
+        if name in ops:
             continue  # registry ops are refused through Backend.unsupported
         reasons = kernel_refusals(cp, bf16, name)
         if reasons and name in REQUIREMENTS:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ferro._core.dtypes import DType, all_dtypes, bfloat16, float16, float64
-from ferro.backends import ArrayAPIBackend, Availability, Backend
+from ferro.backends import ArrayAPIBackend, Availability, Backend, host_kernels
 
 from ._devices import default_index, find_devices
 
@@ -103,8 +103,7 @@ class OpenCLBackend(Backend):
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         from ._table import kernel_table
-        # core's host kernels call only self.to_numpy / self.from_numpy, which this backend has
-        host = ArrayAPIBackend._host_kernels(self, index)  # type: ignore[arg-type]
+        host = host_kernels(self, index)  # NumPy on the host through this backend's to_numpy / from_numpy
         table = kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
         from ._fused import fused_kernels  # softmax, layer_norm, cross_entropy in one launch (ferro._ops.fused)
         table.update(fused_kernels(self.runtime(index)))

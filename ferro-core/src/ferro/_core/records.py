@@ -14,13 +14,13 @@ the kernel and the dtypes it accepts there. The hot path is then
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
 
-__all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES"]
+__all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES", "bind_tables", "kernel_table"]
 
 
 # -- dtype rules: input dtype (already promoted) -> (compute dtype, result dtype), or None
@@ -124,6 +124,14 @@ class OpDef:
     ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops (named
     in ``uses``), used where a backend has no kernel; ``kernels`` names the kernels the op calls
     (by default just its own name).
+
+    An op whose kernels are an optional fast path of its decomposition (a
+    fused kernel: ``softmax``, ``conv2d``, ``adam_step``...) sets
+    ``optional_kernels``: where the kernels are missing, refuse the dtype, or
+    (through ``rule``, which maps the op's arguments onto its kernels and
+    returns None for arguments they do not take) refuse the arguments, the
+    decomposition runs. ``kernel_dtypes`` limits the input dtypes the kernels
+    are bound for (None: every dtype of the op).
     """
 
     __slots__ = (
@@ -132,10 +140,13 @@ class OpDef:
         "dtype_rule",
         "fn",
         "grads",
+        "kernel_dtypes",
         "kernels",
         "kind",
         "name",
+        "optional_kernels",
         "plugin",
+        "rule",
         "saves",
         "table",
         "tests",
@@ -145,7 +156,8 @@ class OpDef:
     def __init__(self, name: str, kind: str, doc: str = "", *, dtype_rule: str = "same",
                  saves: tuple[Any, ...] = (), grads: tuple[Callable[..., Any] | None, ...] | None = None,
                  decomposition: Callable[..., Any] | None = None, uses: tuple[str, ...] = (),
-                 kernels: tuple[str, ...] = (), tests: Any = None) -> None:
+                 kernels: tuple[str, ...] = (), tests: Any = None, optional_kernels: bool = False,
+                 kernel_dtypes: frozenset[DType] | None = None, rule: Callable[..., Any] | None = None) -> None:
         self.name = name
         self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
         self.doc = doc
@@ -156,6 +168,10 @@ class OpDef:
         #: the ops (or raw kernels) the decomposition calls, so capability queries can tell whether it runs.
         self.uses = uses
         self.kernels = kernels
+        self.optional_kernels = optional_kernels or rule is not None
+        self.kernel_dtypes = kernel_dtypes
+        #: maps the op's arguments onto its fused kernels (see ``fused``); None for an ordinary op.
+        self.rule = rule
         #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.
         self.table: dict[DType, tuple[DType, DType]] = {}
         #: the public function, filled in by the module that builds it (for a plugin's op, by dispatch).
@@ -253,20 +269,35 @@ def get(name: str) -> OpDef:
         raise KeyError(f"no op named '{name}' in the registry") from None
 
 
+def kernel_table(op: OpDef, kernels: Mapping[str, Any], dtypes: frozenset[DType],
+                 refused: frozenset[DType]) -> dict[DType, tuple[DType, DType]] | None:
+    """The input dtypes ``op``'s kernels run on a device (with their compute and result dtypes), or None
+    where the device's table lacks one of its kernels.
+
+    Kept: the dtypes whose compute and result dtypes the device supports, that
+    the backend does not refuse for the op, and that the kernels take
+    (``kernel_dtypes``). :func:`bind_tables` and the resolver both ask this.
+    """
+    if any(n not in kernels for n in op.kernels):
+        return None
+    only = op.kernel_dtypes
+    return {d: cr for d, cr in op.table.items() if d in dtypes and cr[0] in dtypes and cr[1] in dtypes
+            and cr[0] not in refused and (only is None or d in only)}
+
+
 def bind_tables(kernels: dict[str, Callable[..., Any]], dtypes: frozenset[DType],
                 unsupported: dict[str, frozenset[DType]]) -> dict[str, tuple[Any, dict[DType, tuple[DType, DType]]]]:
     """Resolve, for one device, every registered op to ``(kernel, dtype table)``.
 
-    The dtype table keeps the input dtypes whose compute and result dtypes the
-    device supports and the backend does not refuse for that op. Ops without
-    a kernel are left out: the slow path tries the decomposition or fallback.
+    One route for every kernel: an op with a ``rule`` (fused kernels) gets the
+    tuple of its kernels, any other op its first kernel. Ops without a kernel
+    are left out: the slow path tries the decomposition or fallback.
     """
     out: dict[str, tuple[Any, dict[DType, tuple[DType, DType]]]] = {}
     for name, op in REGISTRY.items():
-        k = kernels.get(op.kernels[0])
-        if k is None or any(n not in kernels for n in op.kernels[1:]):
+        table = kernel_table(op, kernels, dtypes, unsupported.get(name, frozenset()))
+        if table is None:
             continue
-        refused = unsupported.get(name, frozenset())
-        out[name] = (k, {d: cr for d, cr in op.table.items()
-                         if d in dtypes and cr[0] in dtypes and cr[1] in dtypes and cr[0] not in refused})
+        k = tuple(kernels[n] for n in op.kernels) if op.rule is not None else kernels[op.kernels[0]]
+        out[name] = (k, table)
     return out

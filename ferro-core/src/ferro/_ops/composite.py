@@ -1,7 +1,8 @@
 """Ops written in other ops: one table row each, no kernel needed.
 
-A backend may still supply a fused kernel by the op's name; the registry then
-reports it in capability queries. Each row: name, dtype rule, the ops the
+Some have fused kernels (``fused.KERNELS``: activations, softmax, log_softmax),
+bound and reported like every kernel, run instead of the decomposition where
+the device has them. Each row: name, dtype rule, the ops the
 decomposition uses (for capability queries), the decomposition, its doc.
 Gradients flow through the ops used, so double backward works as for them.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor
 from ..errors import DTypeError, ShapeError
-from .fused import FUSED_OPS, dispatch
+from . import fused
 
 __all__ = ["COMPOSITES", "FUNCTIONS", "ACTIVATIONS"]
 
@@ -171,7 +172,7 @@ ACTIVATIONS: list[tuple[str, tuple[str, ...], Callable[..., Tensor], str]] = [
 
 
 def _build(op: OpDef) -> Callable[..., Tensor]:
-    name, decompose = op.name, op.decomposition
+    name, decompose, has_kernels = op.name, op.decomposition, op.rule is not None
     assert decompose is not None
 
     def fn(x: Any, *args: Any, **kwargs: Any) -> Tensor:
@@ -180,8 +181,8 @@ def _build(op: OpDef) -> Callable[..., Tensor]:
             raise TypeError(f"{name}(): expected a Tensor, got {type(x).__name__}")
         if ref._dtype not in op.table:
             raise DTypeError(f"{name}: not defined for dtype {ref._dtype}; it takes {op.dtype_words}")
-        if name in FUSED_OPS:  # a backend's fused kernels, where the device has them
-            out = dispatch(name, decompose, x, args, kwargs)
+        if has_kernels:  # fused kernels, where the device has them for this dtype
+            out = fused.run(op, decompose, x, args, kwargs)
             if out is not None:
                 return out
         return decompose(x, *args, **kwargs)
@@ -195,7 +196,8 @@ def _register() -> dict[str, Callable[..., Tensor]]:
     fns: dict[str, Callable[..., Tensor]] = {}
     rows = [*COMPOSITES, *((n, "floating", uses, f, doc) for n, uses, f, doc in ACTIVATIONS)]
     for name, rule, uses, decomposition, doc in rows:
-        op = register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition, uses=uses))
+        op = fused.attach(register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition,
+                                         uses=uses)))
         op.fn = fns[name] = _build(op)
     return fns
 

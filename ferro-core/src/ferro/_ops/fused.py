@@ -1,9 +1,14 @@
-"""A backend's fused kernels for composite ops: they run instead of the decomposition where present.
+"""Fused kernels of composite ops: ordinary kernels of ordinary registry ops, run instead of the decomposition.
 
 A composite op (``gelu``, ``softmax``, ``layer_norm``, ``cross_entropy``...)
-is written in other ops, so every backend runs it. A backend may also put a
-kernel by the op's name, with its backward ``<name>_backward``, in its table
-(the CUDA backend does); :func:`dispatch` then runs those instead: the
+is written in other ops, so every backend runs it. Its record also names a
+forward and a backward kernel (:data:`KERNELS`: ``softmax`` and
+``softmax_backward``, ``conv2d_forward`` and ``conv2d_backward``...), the
+dtypes they take, and a rule mapping the op's arguments onto them
+(:func:`attach`). They are bound like every kernel (``bind_tables``), so
+``device._ops[op]`` holds them where the backend has both, and the
+capability queries and ``ferro.backends.explain`` report them. :func:`run`
+then runs them instead of the decomposition: the
 forward kernel once, and on ``backward()`` the backward kernel once. When the
 backward pass is itself recorded (``create_graph=True``), the gradient is
 taken through the decomposition instead, so second and higher derivatives
@@ -20,13 +25,15 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core import grad_mode as _mode
+from .._core.dtypes import float16, float32, float64
+from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
 
-__all__ = ["dispatch", "fusable", "FUSED_OPS"]
+__all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
 
 #: Input dtypes the fused kernels take (others run the decomposition).
-_DTYPES = frozenset({"float16", "float32", "float64"})
+_DTYPES = frozenset({float16, float32, float64})
 
 
 def _native_wrap(data: Any, dev: Any) -> Tensor:
@@ -204,7 +211,7 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
 # padding, a shape the decomposition rejects) runs the decomposition. Only float32/float64: the window
 # sums of float16 are the decomposition's. The kernels compute in x's dtype: outputs are wrapped as that.
 
-_WINDOW_DTYPES = frozenset({"float32", "float64"})
+_WINDOW = frozenset({float32, float64})
 
 
 def _pair(v: Any) -> tuple[int, int] | None:
@@ -245,7 +252,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
             args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     names = ("weight", "bias", "stride", "padding", "dilation", "groups")
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4:
+    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
         return None
     weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
     stride, dilation = _pair(bound.get("stride", 1)), _pair(bound.get("dilation", 1))
@@ -293,7 +300,7 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     names = ("kernel_size", "stride", "padding", "dilation")
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4:
+    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
         return None
     kernel = _pair(bound.get("kernel_size"))
     stride = bound.get("stride")
@@ -309,39 +316,55 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
                 "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
 
-#: op name -> (forward kernel, backward kernel, rule).
-FUSED_OPS: dict[str, tuple[str, str, Callable[..., Tensor | None]]] = {
-    **{n: (n, f"{n}_backward", _elementwise) for n in _ACTIVATIONS},
-    "softmax": ("softmax", "softmax_backward", _softmax),
-    "log_softmax": ("log_softmax", "log_softmax_backward", _softmax),
-    "layer_norm": ("layer_norm_forward", "layer_norm_backward", _layer_norm),
-    "cross_entropy": ("cross_entropy_forward", "cross_entropy_backward", _cross_entropy),
-    "conv2d": ("conv2d_forward", "conv2d_backward", _conv2d),
-    "max_pool2d": ("max_pool2d_forward", "max_pool2d_backward", _max_pool2d),
+#: op name -> (its kernels: forward, backward; the rule; the input dtypes the kernels take).
+KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozenset[Any]]] = {
+    **{n: ((n, f"{n}_backward"), _elementwise, _DTYPES) for n in _ACTIVATIONS},
+    "softmax": (("softmax", "softmax_backward"), _softmax, _DTYPES),
+    "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
+    "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
+    "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
+    "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
+    "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
 }
 
+#: op name -> (forward kernel, backward kernel, rule): the same facts as :data:`KERNELS`, for listings.
+FUSED_OPS: dict[str, tuple[str, str, Callable[..., Tensor | None]]] = {
+    name: (*kernels, rule) for name, (kernels, rule, _) in KERNELS.items()}
 
-def dispatch(name: str, decomposition: Callable[..., Tensor], x: Any, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> Tensor | None:
-    """Run op ``name`` by the fused kernels of ``x``'s device; None where there are none or they do not apply."""
-    entry = FUSED_OPS.get(name)
-    if entry is None or not isinstance(x, Tensor) or x._dtype.name not in _DTYPES:
+
+def attach(op: OpDef) -> OpDef:
+    """Give a registered composite op its fused kernels, if :data:`KERNELS` has a row for it (at load time)."""
+    row = KERNELS.get(op.name)
+    if row is not None:
+        op.kernels, op.rule, op.kernel_dtypes = row[0], row[1], row[2]
+        op.optional_kernels = True
+    return op
+
+
+def run(op: OpDef, decomposition: Callable[..., Tensor], x: Any, args: tuple[Any, ...],
+        kwargs: dict[str, Any]) -> Tensor | None:
+    """Run ``op`` by the fused kernels bound on ``x``'s device (one dict lookup, as every op);
+    None where the device has none for ``x``'s dtype or they do not take these arguments."""
+    if not isinstance(x, Tensor):
         return None
     dev = x._device
-    table = dev._kernels
-    if table is None:
+    ops = dev._ops
+    if ops is None:
         dev.backend  # binds the device  # noqa: B018
-        table = dev._kernels
-    forward, backward = table.get(entry[0]), table.get(entry[1])
-    if forward is None or backward is None:
+        ops = dev._ops
+    entry = ops.get(op.name)
+    if entry is None or x._dtype not in entry[1]:
         return None
-    return entry[2](name, (forward, backward), decomposition, x, args, dict(kwargs))
+    return op.rule(op.name, entry[0], decomposition, x, args, dict(kwargs))  # type: ignore[misc]
 
 
 def fusable(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """``fn`` (op ``name``'s decomposition) running the device's fused kernels first where they apply."""
+    """``fn`` (op ``name``'s decomposition) running the device's fused kernels first where they apply;
+    attaches the op's kernels to its record."""
+    op = attach(REGISTRY[name])
+
     @functools.wraps(fn)
-    def run(x: Any, *args: Any, **kwargs: Any) -> Tensor:
-        out = dispatch(name, fn, x, args, kwargs)
+    def fused(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+        out = run(op, fn, x, args, kwargs)
         return fn(x, *args, **kwargs) if out is None else out
-    return run
+    return fused

@@ -10,16 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from .._core.records import OpDef
-from ._array_api import ArrayAPIBackend
+from . import contract
+from ._array_api import (
+    BINARY_FUNCS,
+    UNARY_FUNCS,
+    ArrayAPIBackend,
+    half_dtypes,
+    host_index_reduce,
+    host_kernels,
+    in_float32,
+)
 from ._base import Availability, Backend
 from ._registry import FerroPluginWarning, register_plugin
 from ._selection import current_backend, current_device, set_backend, use_backend
 
 __all__ = [
     "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning", "OpDef",
+    "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes", "in_float32",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
-    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin",
+    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin", "explain", "explain_table",
+    "op_names", "Resolution", "contract",
 ]
 
 
@@ -71,6 +82,9 @@ def __getattr__(name: str) -> Any:
     if name == "backend_plugin":
         from ._simple import backend_plugin
         return backend_plugin
+    if name in ("explain", "explain_table", "op_names", "Resolution"):  # they read the op registry: loaded at first use
+        from . import _explain
+        return getattr(_explain, name)
     raise AttributeError(f"module 'ferro.backends' has no attribute '{name}'")
 
 

@@ -24,7 +24,8 @@ from ._array_api_indexing import make_indexing_kernels
 from ._base import Availability, Backend
 from ._lu import lu_factor
 
-__all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS"]
+__all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes",
+           "in_float32"]
 
 #: ferro elementwise op -> Array API function of one argument.
 UNARY_FUNCS: dict[str, str] = {
@@ -257,7 +258,7 @@ class ArrayAPIBackend(Backend):
             import numpy as np
             host = np.array(self.to_numpy(x))
             host_key = tuple(np.asarray(self.to_numpy(k)) if hasattr(k, "shape") else k for k in key)
-            _host_index_reduce(np, host, host_key, np.asarray(self.to_numpy(value)), how, include_self)
+            host_index_reduce(np, host, host_key, np.asarray(self.to_numpy(value)), how, include_self)
             x[...] = xp.asarray(host, **kw)
 
         def copy_(dst: Any, src: Any) -> None:
@@ -287,7 +288,7 @@ class ArrayAPIBackend(Backend):
                 return xp.astype(xp.asarray(host, **kw), nd(dtype))
             return kernel
 
-        table = self._host_kernels(index)
+        table = host_kernels(self, index)
 
         def standard(name: str, fallback: str) -> Callable[..., Any]:
             return (getattr(xp, name, None) and (lambda x, dim: getattr(xp, name)(x, axis=dim))) or table[fallback]
@@ -410,66 +411,70 @@ class ArrayAPIBackend(Backend):
         table.update({"fft_c2c": c2c, "fft_r2c": r2c, "fft_c2r": c2r})
         return table
 
-    def _host_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
-        """Kernels the standard lacks, computed with NumPy on the host (free for NumPy itself)."""
-        import numpy as np
 
-        def host(fn: Callable[..., Any]) -> Callable[..., Any]:
-            def kernel(*args: Any) -> Any:
-                conv = [np.asarray(self.to_numpy(a)) if hasattr(a, "shape") else a for a in args]
-                out = fn(*conv)
-                if isinstance(out, tuple):
-                    return tuple(self.from_numpy(np.ascontiguousarray(o), index) for o in out)
-                return self.from_numpy(np.ascontiguousarray(out), index)
-            return kernel
 
-        def extreme_accumulate(ufunc: Any) -> Callable[..., Any]:
-            def kernel(x: Any, dim: int) -> tuple[Any, Any]:
-                values = ufunc.accumulate(x, axis=dim)
-                pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
-                # the index of the last element equal to the running extreme (PyTorch's choice)
-                hit = np.where(x == values, pos, 0)
-                return values, np.maximum.accumulate(hit, axis=dim).astype(np.int64)
-            return kernel
+def host_kernels(backend: Backend, index: int) -> dict[str, Callable[..., Any]]:
+    """Kernels the standard lacks (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``searchsorted``,
+    ``unique``, ``histc``, ``bincount``), computed with NumPy on the host: any backend whose ``to_numpy`` and
+    ``from_numpy`` work may put them in its table (free for NumPy itself)."""
+    import numpy as np
 
-        def searchsorted(seq: Any, values: Any, right: bool) -> Any:
-            side = "right" if right else "left"
-            if seq.ndim <= 1:
-                return np.searchsorted(seq, values, side=side).astype(np.int64)
-            flat_s = seq.reshape(-1, seq.shape[-1])
-            flat_v = values.reshape(-1, values.shape[-1])
-            out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(flat_s, flat_v)])
-            return out.reshape(values.shape).astype(np.int64)
+    def host(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def kernel(*args: Any) -> Any:
+            conv = [np.asarray(backend.to_numpy(a)) if hasattr(a, "shape") else a for a in args]
+            out = fn(*conv)
+            if isinstance(out, tuple):
+                return tuple(backend.from_numpy(np.ascontiguousarray(o), index) for o in out)
+            return backend.from_numpy(np.ascontiguousarray(out), index)
+        return kernel
 
-        def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
-            flat = x.reshape(-1)
-            if consecutive:
-                if flat.size == 0:
-                    return flat, np.zeros(x.shape, np.int64), np.zeros(0, np.int64)
-                starts = np.concatenate([[True], flat[1:] != flat[:-1]])
-                values, inverse = flat[starts], np.cumsum(starts) - 1
-                counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
-                return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
-            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+    def extreme_accumulate(ufunc: Any) -> Callable[..., Any]:
+        def kernel(x: Any, dim: int) -> tuple[Any, Any]:
+            values = ufunc.accumulate(x, axis=dim)
+            pos = np.arange(x.shape[dim]).reshape([-1 if i == dim else 1 for i in range(x.ndim)])
+            # the index of the last element equal to the running extreme (PyTorch's choice)
+            hit = np.where(x == values, pos, 0)
+            return values, np.maximum.accumulate(hit, axis=dim).astype(np.int64)
+        return kernel
+
+    def searchsorted(seq: Any, values: Any, right: bool) -> Any:
+        side = "right" if right else "left"
+        if seq.ndim <= 1:
+            return np.searchsorted(seq, values, side=side).astype(np.int64)
+        flat_s = seq.reshape(-1, seq.shape[-1])
+        flat_v = values.reshape(-1, values.shape[-1])
+        out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(flat_s, flat_v)])
+        return out.reshape(values.shape).astype(np.int64)
+
+    def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
+        flat = x.reshape(-1)
+        if consecutive:
+            if flat.size == 0:
+                return flat, np.zeros(x.shape, np.int64), np.zeros(0, np.int64)
+            starts = np.concatenate([[True], flat[1:] != flat[:-1]])
+            values, inverse = flat[starts], np.cumsum(starts) - 1
+            counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
             return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
+        values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+        return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
 
-        def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
-            if lo == hi == 0:
-                lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
-            if lo == hi:
-                lo, hi = lo - 1, hi + 1
-            counts, _ = np.histogram(x, bins=bins, range=(lo, hi))
-            return counts.astype(x.dtype)
+    def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
+        if lo == hi == 0:
+            lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        counts, _ = np.histogram(x, bins=bins, range=(lo, hi))
+        return counts.astype(x.dtype)
 
-        def bincount(x: Any, weights: Any, minlength: int) -> Any:
-            return np.bincount(x, weights=weights, minlength=minlength)
+    def bincount(x: Any, weights: Any, minlength: int) -> Any:
+        return np.bincount(x, weights=weights, minlength=minlength)
 
-        return {name: host(fn) for name, fn in {
-            "cumsum": lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype),
-            "cumprod": lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype),
-            "cummax": extreme_accumulate(np.maximum), "cummin": extreme_accumulate(np.minimum),
-            "searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
-        }.items()}
+    return {name: host(fn) for name, fn in {
+        "cumsum": lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype),
+        "cumprod": lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype),
+        "cummax": extreme_accumulate(np.maximum), "cummin": extreme_accumulate(np.minimum),
+        "searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
+    }.items()}
 
 
 def half_dtypes(native_dtype: Callable[[DType], Any]) -> tuple[Any, ...]:
@@ -498,7 +503,7 @@ def in_float32(xp: Any, halves: tuple[Any, ...], kernel: Callable[..., Any]) -> 
     return accumulating
 
 
-def _host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
+def host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_self: bool) -> None:
     """``x[key] = reduce(x[key], value)`` with repeated indices reduced too (NumPy's ufunc.at)."""
     ufunc = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[how]
     if not include_self:

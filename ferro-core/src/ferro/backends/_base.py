@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .._core.dtypes import DType, all_dtypes, complex64, complex128, float32, float64
+from .._core.dtypes import DType, all_dtypes
+from .._core.records import REGISTRY, get
+from ._resolve import Resolution, facts_of, resolve
 
 __all__ = ["Backend", "Availability"]
-
-_REAL_OF = {complex64: float32, complex128: float64}
 
 
 class Availability(NamedTuple):
@@ -96,8 +96,14 @@ class Backend:
         return {}
 
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
-        """Op name to dtypes whose kernel exists but refuses them, for capability queries."""
+        """Op name to dtypes whose kernel exists but refuses them: they are not bound (an op with a
+        decomposition as its fallback runs that instead), and the capability queries say so."""
         return {}
+
+    def refuses(self, kernel: str, dtype: DType, index: int) -> str | None:
+        """Why ``kernel`` (any name of the table, raw kernels included) cannot take ``dtype`` on device
+        ``index``, or None; the resolver asks it for every kernel it would use."""
+        return None
 
     # -- data movement ----------------------------------------------------
 
@@ -151,39 +157,22 @@ class Backend:
     def supports(self, op: str, dtype: DType, index: int | None = None) -> bool:
         """Whether ``op`` runs on device ``index`` (default device) at input ``dtype``.
 
-        True when the backend is available, has a kernel (or the op has a
-        decomposition) and accepts the dtype; it agrees with what really runs.
+        True when the backend is available and :func:`ferro.backends.explain`
+        finds a kernel (fused kernels included) or a decomposition whose parts
+        run; it agrees with what really runs.
         """
         if not self.availability():
             return False
-        from .._core.records import get
-        table = self._device(index)._ops
-        opdef = get(op)
-        entry = table.get(op)
-        if entry is not None:
-            return dtype in entry[1]
-        if opdef.decomposition is None or dtype not in opdef.table or dtype not in self.dtypes(self._index(index)):
-            return False
-        compute = opdef.table[dtype][0]
-        from .._core.records import REGISTRY
-        dev = self._device(index)
-        # ``uses`` names registry ops, or raw kernels (such as index_reduce) the decomposition calls; a name
-        # ending in ":real" is used at the real dtype of a complex input (the sqrt of |x|^2 in a norm).
-        for u in opdef.uses:
-            name, _, at = u.partition(":")
-            d = _REAL_OF.get(compute, compute) if at == "real" else compute
-            ok = self.supports(name, d, index) if (name in REGISTRY and name != op) else name in dev._kernels
-            if not ok:
-                return False
-        return True
+        get(op)  # a clear KeyError for a name that is no op
+        return resolve(op, dtype, facts_of(self._device(index))).supported
 
     def capabilities(self, index: int | None = None) -> dict[str, list[str]]:
         """Op name to the names of the input dtypes it supports on device ``index``."""
-        from .._core.dtypes import all_dtypes as dts
-        from .._core.records import REGISTRY
         if not self.availability():
             return {}
-        return {op: [d.name for d in dts if self.supports(op, d, index)] for op in sorted(REGISTRY)}
+        facts = facts_of(self._device(index))
+        memo: dict[tuple[str, DType], Resolution] = {}
+        return {op: [d.name for d in all_dtypes if resolve(op, d, facts, memo).supported] for op in sorted(REGISTRY)}
 
     def _index(self, index: int | None) -> int:
         return self.default_device_index() if index is None else index

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._core.tensor import Tensor
 from .._creation import full_like
-from .optimizer import Optimizer, check, decayed_grad
+from .optimizer import Optimizer, check, decayed_grad, register_step
 
 __all__ = ["Adagrad"]
 
@@ -18,7 +18,7 @@ class Adagrad(Optimizer):
     ``initial_accumulator_value``) exists from construction on.
     """
 
-    _fused_name = "fused_adagrad"
+    _step_op = "adagrad_step"
 
     def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
@@ -63,3 +63,6 @@ def _adagrad(p: Tensor, g: Tensor, s: Tensor, step: float, lr: float, lr_decay: 
     clr = lr / (1 + (step - 1) * lr_decay)
     s.add_(g * g)
     p.add_(g / (s.sqrt() + eps) * -clr)
+
+
+register_step("adagrad_step", "fused_adagrad", _adagrad, ('add', 'mul', 'neg', 'sqrt', 'div'))

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._core.tensor import Tensor
 from .._creation import zeros_like
-from .optimizer import Optimizer, check, decayed_grad
+from .optimizer import Optimizer, check, decayed_grad, register_step
 
 __all__ = ["Adam", "AdamW", "check_adam_family"]
 
@@ -29,7 +29,7 @@ class Adam(Optimizer):
     ``weight_decay * p`` to the gradient.
     """
 
-    _fused_name = "fused_adam"
+    _step_op = "adam_step"
     _tuple_keys = ("betas",)
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -100,3 +100,6 @@ class AdamW(Adam):
                  foreach: bool | None = None, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
                          fused=fused, decoupled_weight_decay=True)
+
+
+register_step("adam_step", "fused_adam", _adam, ('add', 'mul', 'neg', 'lerp', 'maximum', 'sqrt', 'div'))

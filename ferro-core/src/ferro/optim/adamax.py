@@ -7,7 +7,7 @@ from typing import Any
 from .._core.tensor import Tensor
 from .._creation import zeros_like
 from .adam import check_adam_family
-from .optimizer import Optimizer, decayed_grad
+from .optimizer import Optimizer, decayed_grad, register_step
 
 __all__ = ["Adamax"]
 
@@ -17,7 +17,7 @@ class Adamax(Optimizer):
 
     _tuple_keys = ("betas",)
 
-    _fused_name = "fused_adamax"
+    _step_op = "adamax_step"
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False) -> None:
@@ -50,3 +50,6 @@ def _adamax(p: Tensor, g: Tensor, m: Tensor, u: Tensor, step: float, lr: float, 
     u.mul_(beta2)
     u.maximum_(g.abs() + eps)
     p.add_(m / u * -(lr / (1 - beta1 ** step)))
+
+
+register_step("adamax_step", "fused_adamax", _adamax, ('add', 'mul', 'neg', 'lerp', 'abs', 'maximum', 'div'))

@@ -7,7 +7,7 @@ from typing import Any
 from .._core.tensor import Tensor
 from .._creation import zeros_like
 from .adam import check_adam_family, moments
-from .optimizer import Optimizer, check
+from .optimizer import Optimizer, check, register_step
 
 __all__ = ["NAdam"]
 
@@ -21,7 +21,7 @@ class NAdam(Optimizer):
 
     _tuple_keys = ("betas",)
 
-    _fused_name = "fused_nadam"
+    _step_op = "nadam_step"
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
@@ -63,3 +63,6 @@ def _nadam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, step: float, lr: float, b
     denom = (v / (1 - beta2 ** step)).sqrt() + eps
     p.add_(g / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
     p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))
+
+
+register_step("nadam_step", "fused_nadam", _nadam, ('add', 'mul', 'neg', 'lerp', 'sqrt', 'div'))

@@ -6,8 +6,11 @@ of its buffers, and :meth:`Optimizer.state_dict` gives PyTorch's layout
 (``state`` keyed by integer parameter index, ``params`` as index lists). The
 state holds only tensors and Python numbers, so ``ferro.save`` can write it.
 
-A backend may supply a fused update kernel by name (``fused_sgd``,
-``fused_adam``, ``fused_rmsprop``...; see ``docs/plugins.md``): one call per
+Each optimizer's per-parameter update is a registry op (``sgd_step``,
+``adam_step``...: :func:`register_step`) whose decomposition is the unfused
+update and whose kernel (``fused_sgd``, ``fused_adam``...; see
+``ferro.backends.contract``) a backend may supply: bound like every kernel,
+reported by ``Backend.supports`` and ``ferro.backends.explain``, one call per
 parameter on native arrays, updating them in place. A group's ``fused``
 entry says whether to use it: ``None`` (or no entry, for the optimizers
 whose PyTorch signature has no ``fused``) uses it where the parameter's
@@ -28,11 +31,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._core.grad_mode import no_grad
+from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor
 from ..nn.modules.module import RemovableHandle, new_args
 
-__all__ = ["Optimizer", "required", "check", "fused_kernel", "decayed_grad", "register_optimizer_step_pre_hook",
-           "register_optimizer_step_post_hook"]
+__all__ = ["Optimizer", "required", "check", "fused_kernel", "register_step", "decayed_grad",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 _global_optimizer_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
@@ -97,14 +101,25 @@ _SET_ERROR = ("optimizer parameters need to be organized in ordered collections,
               "sets will change between runs. Please use a list instead.")
 
 
-def fused_kernel(p: Tensor, name: str) -> Callable[..., Any] | None:
-    """The fused kernel ``name`` of ``p``'s device, or None where its backend has none."""
+def register_step(name: str, kernel: str, unfused: Callable[..., None], uses: tuple[str, ...]) -> OpDef:
+    """Register an optimizer's per-parameter update as op ``name``: ``unfused`` (ferro in-place ops, using
+    ``uses``) is its decomposition, ``kernel`` its optional fused kernel, bound like every kernel."""
+    op = register(OpDef(name, "optimizer", (unfused.__doc__ or "").split("\n")[0], dtype_rule="real_floating",
+                        decomposition=unfused, uses=uses, kernels=(kernel,), optional_kernels=True))
+    op.fn = unfused
+    return op
+
+
+def fused_kernel(p: Tensor, op: str) -> Callable[..., Any] | None:
+    """The kernel bound for step op ``op`` on ``p``'s device at ``p``'s dtype, or None (then the unfused update
+    runs): the same one-lookup route as every op."""
     dev = p._device
-    try:
-        return dev._kernels.get(name)
-    except AttributeError:  # the device was never bound
+    ops = dev._ops
+    if ops is None:  # the device was never bound
         dev.backend  # noqa: B018
-        return dev._kernels.get(name)
+        ops = dev._ops
+    entry = ops.get(op)
+    return entry[0] if entry is not None and p._dtype in entry[1] else None
 
 
 def check(ok: bool, message: str) -> None:
@@ -131,14 +146,14 @@ class Optimizer:
         defaults: the hyperparameters of groups that do not give their own.
 
     Subclasses implement :meth:`_update_group` (each parameter through
-    :meth:`_apply`, fused kernel or unfused function), name their fused kernel
-    in :attr:`_fused_name`, validate hyperparameters in :meth:`_check_group`,
+    :meth:`_apply`, fused kernel or unfused function), name their step op
+    (:func:`register_step`) in :attr:`_step_op`, validate hyperparameters in :meth:`_check_group`,
     and list in :attr:`_tuple_keys` the hyperparameters that are tuples. A subclass
     that defines its own ``step`` gets the step hooks around it too.
     """
 
-    #: Name of the fused per-parameter kernel a backend may supply, or None.
-    _fused_name: str | None = None
+    #: Name of the per-parameter step op whose fused kernel a backend may supply, or None.
+    _step_op: str | None = None
     #: Hyperparameters that are tuples (a state dict read from a file may give lists).
     _tuple_keys: tuple[str, ...] = ()
     #: True while a hooked ``step`` runs (its hooks are not run again by a ``step`` it calls).
@@ -241,20 +256,21 @@ class Optimizer:
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         if fused:
-            name = self._fused_name
+            name = self._step_op
             if name is None:
                 raise RuntimeError(f"{type(self).__name__} has no fused implementation; leave fused=None")
+            kernel = REGISTRY[name].kernels[0]
             for p in group["params"]:
                 if fused_kernel(p, name) is None:
-                    raise RuntimeError(f"`fused=True` requires a '{name}' kernel on the device of every parameter, "
+                    raise RuntimeError(f"`fused=True` requires a '{kernel}' kernel on the device of every parameter, "
                                        f"but backend '{p._device.type}' ({p._device}) has none; use fused=None to "
                                        "use it only where it exists")
 
     def _kernel_for(self, group: dict[str, Any], p: Tensor) -> Callable[..., Any] | None:
         """The fused kernel to use for ``p`` in ``group``, or None for the unfused path."""
-        if group.get("fused") is False or self._fused_name is None:
+        if group.get("fused") is False or self._step_op is None:
             return None
-        return fused_kernel(p, self._fused_name)
+        return fused_kernel(p, self._step_op)
 
     def _apply(self, group: dict[str, Any], unfused: Callable[..., None], p: Tensor, g: Tensor,
                tensors: tuple[Tensor | None, ...], scalars: tuple[Any, ...]) -> None:

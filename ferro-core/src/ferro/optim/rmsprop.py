@@ -6,7 +6,7 @@ from typing import Any
 
 from .._core.tensor import Tensor
 from .._creation import zeros_like
-from .optimizer import Optimizer, check, decayed_grad
+from .optimizer import Optimizer, check, decayed_grad, register_step
 
 __all__ = ["RMSprop"]
 
@@ -14,7 +14,7 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     """``torch.optim.RMSprop``: ``p -= lr * g / (sqrt(E[g^2] - E[g]^2 if centered else E[g^2]) + eps)``."""
 
-    _fused_name = "fused_rmsprop"
+    _step_op = "rmsprop_step"
 
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, foreach: bool | None = None,
@@ -66,3 +66,6 @@ def _rmsprop(p: Tensor, g: Tensor, sq: Tensor, ga: Tensor | None, buf: Tensor | 
         p.add_(buf * -lr)
     else:
         p.add_(g / avg * -lr)
+
+
+register_step("rmsprop_step", "fused_rmsprop", _rmsprop, ('add', 'mul', 'neg', 'lerp', 'sub', 'sqrt', 'div'))

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._core.tensor import Tensor
 from .._creation import empty_like
-from .optimizer import Optimizer, check, decayed_grad
+from .optimizer import Optimizer, check, decayed_grad, register_step
 
 __all__ = ["SGD"]
 
@@ -24,7 +24,7 @@ class SGD(Optimizer):
     tensor([0.8000, 1.6000], requires_grad=True)
     """
 
-    _fused_name = "fused_sgd"
+    _step_op = "sgd_step"
 
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -74,3 +74,6 @@ def _sgd(p: Tensor, g: Tensor, buf: Tensor | None, lr: float, momentum: float, d
             buf.add_(g * (1 - dampening) if dampening else g)
         g = g + buf * momentum if nesterov else buf
     p.add_(g * -lr)
+
+
+register_step("sgd_step", "fused_sgd", _sgd, ('add', 'mul', 'neg', 'copy_'))

@@ -619,3 +619,5 @@ OP_DB += [
 ]
 NOT_SAMPLED.update({n: "FFT primitive: every ferro.fft entry above runs it, values and gradients" for n in (
     "fft_c2c", "fft_r2c", "fft_c2r")})
+NOT_SAMPLED.update({f"{n}_step": "optimizer update in place: tests/test_optim.py runs the kernel and the unfused "
+                    "path against torch" for n in ("sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam")})
