@@ -2,7 +2,9 @@
 
 Every function finds the ``cuda`` backend (the ferro-cuda plugin) when called,
 never at ``import ferro``: importing this module imports neither ferro_cuda
-nor CuPy. Where CUDA cannot run (ferro-cuda or CuPy missing, no driver, no
+nor CuPy. Streams, events and memory statistics go through the contract's
+:class:`~ferro.backends.contract.DeviceRuntime`, which ferro-cuda implements
+over CuPy; nothing here knows CuPy. Where CUDA cannot run (ferro-cuda or CuPy missing, no driver, no
 GPU), :func:`is_available` answers False, :func:`device_count` 0, and every
 other function raises :class:`~ferro.errors.BackendUnavailableError` with the
 exact reason.
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .backends.contract import DeviceRuntime, NativeEvent, NativeStream
 from .errors import BackendUnavailableError
 
 __all__ = [
@@ -54,6 +57,15 @@ def _backend() -> Any:
     avail = b.availability()
     if not avail:
         raise BackendUnavailableError(_NAME, avail.reason)
+    return b
+
+
+def _runtime() -> DeviceRuntime:
+    """The available ``cuda`` backend as a device runtime (streams, events, memory)."""
+    b = _backend()
+    if not isinstance(b, DeviceRuntime):
+        raise BackendUnavailableError(_NAME, f"the installed cuda backend ({type(b).__name__}) has no device runtime "
+                                      "(streams, events, memory statistics)")
     return b
 
 
@@ -120,15 +132,23 @@ class Stream:
     """A CUDA stream: kernels queued on one stream run in order; different streams may overlap.
 
     ``ferro.cuda.Stream()`` makes a new stream on the current GPU; queue work on it
-    with ``with ferro.cuda.stream(s):``. :attr:`native` is CuPy's stream.
+    with ``with ferro.cuda.stream(s):``. :attr:`native` is the backend's own stream (CuPy's).
     """
 
-    __slots__ = ("device_index", "native")
+    __slots__ = ("_stream",)
 
-    def __init__(self, device: Any = None, priority: int = 0, *, _native: Any = None) -> None:
-        b = _backend()
-        self.device_index = _index(device) if _native is None else int(_native.device_id)
-        self.native = _native if _native is not None else b.new_stream(self.device_index, priority)
+    def __init__(self, device: Any = None, priority: int = 0, *, _stream: NativeStream | None = None) -> None:
+        self._stream = _stream if _stream is not None else _runtime().new_stream(_index(device), priority)
+
+    @property
+    def device_index(self) -> int:
+        """The ordinal of the GPU the stream belongs to."""
+        return self._stream.device_index
+
+    @property
+    def native(self) -> Any:
+        """The backend's own stream object (a ``cupy.cuda.Stream``)."""
+        return self._stream.native
 
     @property
     def device(self) -> Any:
@@ -138,19 +158,19 @@ class Stream:
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished."""
-        self.native.synchronize()
+        self._stream.synchronize()
 
     def query(self) -> bool:
         """Whether all work queued on this stream has finished."""
-        return bool(self.native.done)
+        return self._stream.query()
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued later on this stream wait for what is queued on ``other`` now."""
-        self.native.wait_event(other.native.record())
+        self._stream.wait_event(other._stream.record())
 
     def wait_event(self, event: Event) -> None:
         """Make work queued later on this stream wait for ``event``."""
-        self.native.wait_event(event.native)
+        self._stream.wait_event(event._event)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (a new one by default) on this stream; returns it."""
@@ -159,39 +179,43 @@ class Stream:
         return event
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and self.native.ptr == other.native.ptr
+        return isinstance(other, Stream) and self._stream.handle == other._stream.handle
 
     def __hash__(self) -> int:
-        return hash((self.device_index, self.native.ptr))
+        return hash((self.device_index, self._stream.handle))
 
     def __repr__(self) -> str:
-        return f"<ferro.cuda.Stream device=cuda:{self.device_index} cuda_stream={self.native.ptr:#x}>"
+        return f"<ferro.cuda.Stream device=cuda:{self.device_index} cuda_stream={self._stream.handle:#x}>"
 
 
 class Event:
     """A CUDA event: a mark in a stream to wait for or to time between (``enable_timing=True``)."""
 
-    __slots__ = ("native",)
+    __slots__ = ("_event",)
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False) -> None:
-        b = _backend()
-        self.native = b.xp.cuda.Event(block=blocking, disable_timing=not enable_timing)
+        self._event: NativeEvent = _runtime().new_event(enable_timing, blocking)
+
+    @property
+    def native(self) -> Any:
+        """The backend's own event object (a ``cupy.cuda.Event``)."""
+        return self._event.native
 
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on ``stream`` (default: the current stream)."""
-        self.native.record(None if stream is None else stream.native)
+        self._event.record(None if stream is None else stream._stream)
 
     def synchronize(self) -> None:
         """Wait until the work before the event has finished."""
-        self.native.synchronize()
+        self._event.synchronize()
 
     def query(self) -> bool:
         """Whether the work before the event has finished."""
-        return bool(self.native.done)
+        return self._event.query()
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and ``end`` (both recorded, with timing enabled)."""
-        return float(_backend().xp.cuda.get_elapsed_time(self.native, end.native))
+        return self._event.elapsed_time(end._event)
 
 
 @contextmanager
@@ -200,20 +224,18 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
     if s is None:
         yield s
         return
-    with _backend().use_stream(s.native):
+    with _runtime().use_stream(s._stream):
         yield s
 
 
 def current_stream(device: Any = None) -> Stream:
     """The stream kernels of a GPU (default: the current one) are queued on now."""
-    b = _backend()
-    return Stream(_native=b.current_stream(_index(device)))
+    return Stream(_stream=_runtime().current_stream(_index(device)))
 
 
 def default_stream(device: Any = None) -> Stream:
     """A GPU's default stream."""
-    b = _backend()
-    return Stream(_native=b.default_stream(_index(device)))
+    return Stream(_stream=_runtime().default_stream(_index(device)))
 
 
 # -- memory ---------------------------------------------------------------------
@@ -221,27 +243,27 @@ def default_stream(device: Any = None) -> Stream:
 
 def memory_allocated(device: Any = None) -> int:
     """Bytes of GPU memory held by tensors (CuPy's memory pool, in use)."""
-    return _backend().memory_allocated(_index(device))
+    return _runtime().memory_allocated(_index(device))
 
 
 def max_memory_allocated(device: Any = None) -> int:
     """The most bytes held by tensors since the start or :func:`reset_peak_memory_stats`."""
-    return _backend().max_memory_allocated(_index(device))
+    return _runtime().max_memory_allocated(_index(device))
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     """Restart :func:`max_memory_allocated` from what is in use now."""
-    _backend().reset_peak_memory_stats(_index(device))
+    _runtime().reset_peak_memory_stats(_index(device))
 
 
 def memory_reserved(device: Any = None) -> int:
     """Bytes the memory pool holds on a GPU: in use plus cached for reuse."""
-    return _backend().memory_reserved(_index(device))
+    return _runtime().memory_reserved(_index(device))
 
 
 def empty_cache() -> None:
     """Give the pool's cached, unused blocks (GPU and pinned host) back to the driver."""
-    _backend().empty_cache()
+    _runtime().empty_cache()
 
 
 # -- random numbers ----------------------------------------------------------------

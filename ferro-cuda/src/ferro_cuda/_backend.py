@@ -30,6 +30,7 @@ from ferro.backends import ArrayAPIBackend, Availability
 
 from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
+from ._streams import CudaEvent, CudaStream
 
 __all__ = ["CudaBackend"]
 
@@ -226,28 +227,32 @@ class CudaBackend(ArrayAPIBackend):
                 la.set_compute_type(self.xp.float32, kind)
         self._tf32 = allow
 
-    # -- streams ------------------------------------------------------------
+    # -- streams and events (the contract's DeviceRuntime, which ferro.cuda calls) ------------
 
-    def new_stream(self, index: int, priority: int = 0) -> Any:
+    def new_stream(self, index: int, priority: int = 0) -> CudaStream:
         """A new non-blocking CuPy stream on device ``index``."""
         with self._on(index):
-            return self.xp.cuda.Stream(non_blocking=True, priority=priority)
+            return CudaStream(self.xp, self.xp.cuda.Stream(non_blocking=True, priority=priority))
 
-    def current_stream(self, index: int) -> Any:
+    def current_stream(self, index: int) -> CudaStream:
         """The stream kernels of device ``index`` are queued on now."""
         with self._on(index):
-            return self.xp.cuda.get_current_stream()
+            return CudaStream(self.xp, self.xp.cuda.get_current_stream())
 
-    def default_stream(self, index: int) -> Any:
+    def default_stream(self, index: int) -> CudaStream:
         """Device ``index``'s legacy default stream."""
         with self._on(index):
-            return self.xp.cuda.Stream.null
+            return CudaStream(self.xp, self.xp.cuda.Stream.null)
 
     @contextmanager
-    def use_stream(self, stream: Any) -> Iterator[None]:
+    def use_stream(self, stream: CudaStream) -> Iterator[None]:
         """Queue work on ``stream`` (on its own device) inside the block."""
-        with self._on(stream.device_id), stream:
+        with self._on(stream.device_index), stream.native:
             yield
+
+    def new_event(self, enable_timing: bool, blocking: bool) -> CudaEvent:
+        """A new CuPy event."""
+        return CudaEvent(self.xp, self.xp.cuda.Event(block=blocking, disable_timing=not enable_timing))
 
     # -- memory -------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,6 +46,7 @@ from .._core.records import REGISTRY
 __all__ = [
     "Param", "Primitive", "Group", "PRIMITIVES", "REQUIRED", "GROUPS", "KERNELS", "FUSED_PAIRS",
     "validate_table", "check_backend", "kernel_names", "markdown", "DeviceRuntime",
+    "NativeStream", "NativeEvent",
 ]
 
 #: The group of the primitives every complete backend has.
@@ -344,9 +346,51 @@ def check_backend(table: Mapping[str, Any], complete: bool, groups: Iterable[str
 # -- the device runtime: optional, for backends with queues and memory pools (ferro.cuda delegates to it) --
 
 
+class NativeEvent(Protocol):
+    """A backend's event, as a :class:`DeviceRuntime` hands it out; ``native`` is the library's own object."""
+
+    native: Any
+
+    def record(self, stream: NativeStream | None) -> None:
+        """Record the event on ``stream`` (None: the current stream)."""
+
+    def synchronize(self) -> None:
+        """Wait until the work before the event has finished."""
+
+    def query(self) -> bool:
+        """Whether the work before the event has finished."""
+
+    def elapsed_time(self, end: NativeEvent) -> float:
+        """Milliseconds from this event to ``end``."""
+
+
+class NativeStream(Protocol):
+    """A backend's stream (an ordered queue of work on one device), as a :class:`DeviceRuntime` hands it out."""
+
+    native: Any
+    device_index: int
+
+    @property
+    def handle(self) -> int:
+        """A number identifying the stream (equal streams, equal handles)."""
+
+    def synchronize(self) -> None:
+        """Wait until the work queued on the stream has finished."""
+
+    def query(self) -> bool:
+        """Whether the work queued on the stream has finished."""
+
+    def wait_event(self, event: NativeEvent) -> None:
+        """Make work queued later on this stream wait for ``event``."""
+
+    def record(self) -> NativeEvent:
+        """A new event recorded on this stream now."""
+
+
 @runtime_checkable
 class DeviceRuntime(Protocol):
-    """What a backend with streams, events and a memory pool offers; ``ferro.cuda`` calls only these.
+    """What a backend with streams, events and a memory pool offers; ``ferro.cuda`` calls only these
+    (ferro-cuda's ``CudaBackend`` implements it over CuPy).
 
     Optional: a backend without it simply has no such runtime (its
     ``synchronize`` and ``memory_stats`` come from ``Backend``).
@@ -358,23 +402,20 @@ class DeviceRuntime(Protocol):
     def memory_stats(self, index: int) -> dict[str, int]:
         """Allocator statistics of device ``index`` in bytes (allocated, cached, reserved, peak...)."""
 
-    def new_stream(self, index: int, priority: int = 0) -> Any:
-        """A new native stream on device ``index``."""
+    def new_stream(self, index: int, priority: int = 0) -> NativeStream:
+        """A new stream on device ``index``."""
 
-    def current_stream(self, index: int) -> Any:
-        """The native stream device ``index`` queues work on now."""
+    def current_stream(self, index: int) -> NativeStream:
+        """The stream device ``index`` queues work on now."""
 
-    def default_stream(self, index: int) -> Any:
-        """Device ``index``'s default native stream."""
+    def default_stream(self, index: int) -> NativeStream:
+        """Device ``index``'s default stream."""
 
-    def use_stream(self, stream: Any) -> Any:
-        """A context manager queueing work on ``stream`` inside the block."""
+    def use_stream(self, stream: NativeStream) -> AbstractContextManager[None]:
+        """A context manager queueing work on ``stream`` (on its device) inside the block."""
 
-    def new_event(self, enable_timing: bool, blocking: bool) -> Any:
-        """A new native event."""
-
-    def elapsed_time(self, start: Any, end: Any) -> float:
-        """Milliseconds between two recorded native events."""
+    def new_event(self, enable_timing: bool, blocking: bool) -> NativeEvent:
+        """A new event."""
 
     def memory_allocated(self, index: int) -> int:
         """Bytes held by arrays on device ``index``."""
