@@ -230,3 +230,11 @@ def test_ferro_ops_explains() -> None:
     text = buf.getvalue()
     assert "log_softmax [float64] on cpu: decomposition into" in text
     assert "log_softmax [float64] on strict:0: decomposition into" in text
+
+
+def test_the_docs_kernel_table_is_the_contract() -> None:
+    """docs/plugins.md holds the table ``python -m ferro.backends.contract --write docs/plugins.md`` generates."""
+    import pathlib
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert contract.in_page(page) == contract.markdown(), (
+        "docs/plugins.md is out of date: run python -m ferro.backends.contract --write docs/plugins.md")
