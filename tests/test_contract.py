@@ -53,15 +53,29 @@ def test_the_cuda_table_keeps_to_the_contract() -> None:
         "fused_adagrad", "fused_adamax", "fused_nadam"}
 
 
+def _any(*args: Any) -> None:
+    """A kernel that takes whatever it is given."""
+
+
 def test_a_missing_required_primitive_or_group_member_is_reported() -> None:
-    table = {k: len for k in contract.kernel_names("required") if k != "matmul"}
+    table = {k: _any for k in contract.kernel_names("required") if k != "matmul"}
     assert contract.check_backend(table, True, ()) == ["required primitive kernel 'matmul' is missing"]
     assert contract.check_backend(table, False, ()) == []
-    problems = contract.check_backend({**table, "matmul": len, "linalg_inv": len}, True, ("linalg",))
+    problems = contract.check_backend({**table, "matmul": _any, "linalg_inv": _any}, True, ("linalg",))
     assert "group 'linalg' is declared but kernel 'linalg_qr' is missing" in problems
     assert "linalg_inv" not in " ".join(problems)
     assert contract.check_backend({}, False, ("quantum",)) == ["unknown optional group 'quantum' (known: special, "
                                                                "complex, linalg, fft, fused)"]
+
+
+def test_kernel_signatures_are_checked_against_their_primitive() -> None:
+    def matmul(x: Any, y: Any) -> Any:
+        return x
+
+    def sum_(x: Any, dims: Any) -> Any:  # no keepdim, no dtype
+        return x
+    got = contract.check_signatures({"matmul": matmul, "sum": sum_, "add": __import__("numpy").add})
+    assert len(got) == 1 and got[0].startswith("kernel 'sum' (x, dims) cannot be called as sum(x: Array, dims: ")
 
 
 def test_validate_table_names_each_problem() -> None:

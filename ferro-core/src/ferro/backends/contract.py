@@ -35,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -45,8 +46,8 @@ from .._core.records import REGISTRY
 
 __all__ = [
     "Param", "Primitive", "Group", "PRIMITIVES", "REQUIRED", "GROUPS", "KERNELS", "FUSED_PAIRS",
-    "validate_table", "check_backend", "kernel_names", "markdown", "DeviceRuntime",
-    "NativeStream", "NativeEvent",
+    "validate_table", "check_signatures", "check_backend", "op_kernels", "kernel_names", "markdown",
+    "DeviceRuntime", "NativeStream", "NativeEvent",
 ]
 
 #: The group of the primitives every complete backend has.
@@ -327,10 +328,33 @@ def validate_table(table: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def check_signatures(table: Mapping[str, Any]) -> list[str]:
+    """Kernels whose Python signature cannot take their primitive's parameters, positionally.
+
+    Kernels without an inspectable signature (NumPy ufuncs, C functions) and
+    primitives with variadic parameters are not checked.
+    """
+    problems = []
+    for name, kernel in table.items():
+        p = KERNELS.get(name)
+        if p is None or any(q.name.startswith("*") for q in p.params):
+            continue
+        try:
+            sig = inspect.signature(kernel)
+        except (TypeError, ValueError):
+            continue
+        try:
+            sig.bind(*p.params)
+        except TypeError as e:
+            problems.append(f"kernel '{name}' ({', '.join(sig.parameters)}) cannot be called as "
+                            f"{p.signature(name)}: {e}")
+    return problems
+
+
 def check_backend(table: Mapping[str, Any], complete: bool, groups: Iterable[str]) -> list[str]:
     """What a backend claiming ``complete`` (every required primitive) and the optional ``groups``
-    lacks in ``table``, plus what :func:`validate_table` finds."""
-    problems = validate_table(table)
+    lacks in ``table``, plus what :func:`validate_table` and :func:`check_signatures` find."""
+    problems = validate_table(table) + check_signatures(table)
     if complete:
         problems += [f"required primitive kernel '{k}' is missing" for k in kernel_names(REQUIRED) if k not in table]
     for g in groups:
