@@ -47,7 +47,7 @@ def calls(dev: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequ
         return run
     for n in names:
         monkeypatch.setitem(dev._kernels, n, counting(n, table[n]))
-    from ferro._ops._registry import bind_tables  # the ops' kernels are bound once: bind the counting ones
+    from ferro._core.records import bind_tables  # the ops' kernels are bound once: bind the counting ones
     monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
     yield counts
 
