@@ -17,11 +17,17 @@ from typing import Any
 
 import pytest
 
+#: Switches on the deliberately broken plugins of tests/plugins (inert elsewhere, see its README);
+#: set before any test makes ferro discover its plugins, here and in every subprocess.
+TESTPLUGINS = "FERRO_TESTPLUGINS"
+os.environ[TESTPLUGINS] = "1"
+
 
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without ferro's and pytest's own variables, plus ``env``."""
+    """This process's environment without ferro's and pytest's own variables (but the test plugins' switch),
+    plus ``env``."""
     out = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FERRO_", "PYTEST_")) and k != "PYTHONWARNINGS"}
+           if (k == TESTPLUGINS or not k.startswith(("FERRO_", "PYTEST_"))) and k != "PYTHONWARNINGS"}
     out.update(env or {})
     return out
 

@@ -22,6 +22,8 @@ BROKEN = {
     "testraises": "ferro_register_backends() raised RuntimeError: "
                   "this plugin fails while registering its backends (on purpose)",
     "testoldapi": "it speaks plugin API version 999, this ferro speaks 1",
+    "testsysexit": "importing ferro_testplugins.sys_exit failed: SystemExit: "
+                   "ferro_testplugins.sys_exit exits at import (on purpose)",
 }
 UNAVAILABLE = {"FERRO_TESTPLUGINS_UNAVAILABLE": "1"}
 MISSING = "ferro_testplugins_no_such_array_library is not installed"
@@ -128,6 +130,136 @@ def test_the_warning_category_is_public_and_a_user_warning() -> None:
     """, expect_ok=False)
     assert proc.returncode != 0 and "FerroPluginWarning: ferro plugin 'test" in proc.stderr, \
         "the category can be filtered (here: turned into an error)"
+
+
+def test_without_the_switch_the_broken_test_plugins_are_inert() -> None:
+    """Installed in a developer's environment, ferro-testplugins must not make every command warn."""
+    got = run_json("""
+        import json, warnings, ferro
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            installed = ferro.backends.installed()
+            values = (ferro.ones(2) + 1).numpy().tolist()
+        print(json.dumps({'broken': ferro.backends.broken(), 'warnings': [str(x.message) for x in w],
+                          'installed': installed, 'values': values}))
+    """, env={"FERRO_TESTPLUGINS": ""})
+    assert not [n for n in got["broken"] if n.startswith("test")], got["broken"]
+    assert got["warnings"] == []
+    assert {"cpu", "toy"} <= set(got["installed"]) and got["values"] == [2.0, 2.0]
+
+
+# -- what a plugin hands over is checked when it is handed over ---------------------------------------
+
+#: FERRO_TESTPLUGINS_BADKERNELS -> the error of plugin testbadkernels (its hook answers for cpu).
+BAD_KERNEL_TABLES = {
+    "list": "ferro_register_kernels(backend='cpu') returned list [('add', <function _exp",
+    "notcallable": "ferro_register_kernels(backend='cpu') returned int 42 for kernel 'add', not a callable",
+    "unknown": "ferro_register_kernels(backend='cpu') returned unknown kernel name(s) 'no_such_kernel'",
+    "badkey": "ferro_register_kernels(backend='cpu') returned unknown kernel name(s) 1",
+    "generatorexit": "ferro_register_kernels(backend='cpu') raised GeneratorExit: "
+                     "ferro_register_kernels stops like a closed generator (on purpose)",
+}
+
+ISOLATION = """
+    import json, warnings, ferro
+    def attempt(f):
+        try:
+            return f()
+        except Exception as e:
+            return f'{type(e).__name__}: {e}'
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        out = {
+            'installed': attempt(ferro.backends.installed), 'available': attempt(ferro.backends.available),
+            'status': attempt(lambda: {n: [bool(a), a.reason] for n, a in ferro.backends.status().items()}),
+            'cpu': attempt(lambda: (ferro.ones(2) + 1).numpy().tolist()),
+            'cpu_exp': attempt(lambda: ferro.exp(ferro.zeros(2)).numpy().tolist()),
+            'toy': attempt(lambda: (ferro.ones(2, device='toy') * 3).numpy().tolist()),
+            'bad': attempt(lambda: (ferro.ones(2, device='bad') + 1).numpy().tolist()),
+            'info': attempt(lambda: sorted(__import__('ferro.cli').cli.info_report()['backends'])),
+            'ops': attempt(lambda: sorted(__import__('ferro.cli').cli.ops_matrix()['add'])),
+        }
+    out.update(broken=ferro.backends.broken(), installed_after=ferro.backends.installed(),
+               available_after=ferro.backends.available(),
+               warnings=[str(x.message) for x in w if x.category is ferro.backends.FerroPluginWarning])
+    print(json.dumps(out))
+"""
+
+
+def _isolated(plugin: str, error: str, got: dict) -> None:
+    """``plugin`` is listed with ``error`` and warned about once; cpu and toy keep working."""
+    assert error in got["broken"].get(plugin, ""), got["broken"]
+    mine = [m for m in got["warnings"] if m.startswith(f"ferro plugin '{plugin}' is broken and was skipped: ")]
+    assert len(mine) == 1 and got["broken"][plugin] in mine[0], got["warnings"]
+    assert got["cpu"] == [2.0, 2.0] and got["cpu_exp"] == [1.0, 1.0] and got["toy"] == [3.0, 3.0]
+    assert {"cpu", "toy"} <= set(got["ops"]) and "bad" not in got["ops"], got["ops"]
+    assert {"cpu", "toy"} <= set(got["installed_after"]) and "cpu" in got["available_after"]
+
+
+@pytest.mark.parametrize("what", sorted(BAD_KERNEL_TABLES))
+def test_a_malformed_kernel_table_is_the_plugins_error(what: str) -> None:
+    """Whatever ferro_register_kernels hands over, cpu's kernels stay its own and the plugin is listed."""
+    got = run_json(ISOLATION, env={"FERRO_TESTPLUGINS_BADKERNELS": what})
+    _isolated("testbadkernels", BAD_KERNEL_TABLES[what], got)
+    assert got["bad"].startswith("BackendNotFoundError: no backend named 'bad'")
+
+
+def test_every_kernel_name_ferro_calls_may_be_contributed() -> None:
+    """The names a kernel hook may hand over cover every kernel core looks up (else a valid override is refused)."""
+    from ferro._ops.fused import FUSED_OPS
+    from ferro.backends._registry import _known_kernels
+    known = _known_kernels({})
+    fused = {k for forward, backward, _ in FUSED_OPS.values() for k in (forward, backward)}
+    assert fused <= known, sorted(fused - known)
+    for name in ("cpu", "opencl"):
+        b = ferro.backends.get(name)
+        if b.availability():  # every kernel of the real backends is a name ferro knows without their table
+            assert set(b._device(None)._kernels) <= known, sorted(set(b._device(None)._kernels) - known)
+
+
+#: FERRO_TESTPLUGINS_BADBACKEND -> the error of plugin testbadbackend (whose backend is 'bad').
+BAD_BACKENDS = {
+    "availability": "backend 'bad': availability() raised RuntimeError: availability() fails (on purpose)",
+    "availability-systemexit": "backend 'bad': availability() raised SystemExit: 3",
+    "availability-type": "backend 'bad': availability() returned bool True, not a ferro.backends.Availability",
+    "kernels": "backend 'bad': kernels(0) raised RuntimeError: kernels() fails (on purpose)",
+    "kernels-notcallable": "backend 'bad': kernels(0) returned int 42 for kernel 'add', not a callable",
+    "device_count": "backend 'bad': device_count() returned str 'two', not an int >= 0",
+    "device_count-raises": "backend 'bad': device_count() raised RuntimeError: device_count() fails (on purpose)",
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_BACKENDS))
+def test_a_backend_failing_in_its_methods_is_its_plugins_error(what: str) -> None:
+    got = run_json(ISOLATION, env={"FERRO_TESTPLUGINS_BADBACKEND": what})
+    error = BAD_BACKENDS[what]
+    _isolated("testbadbackend", error, got)
+    for query in ("installed", "available", "status", "info", "ops"):
+        assert not isinstance(got[query], str), f"{query}() failed: {got[query]}"
+    assert {"cpu", "toy"} <= set(got["status"]) and got["status"]["cpu"] == [True, ""]
+    assert "bad" not in got["installed_after"] and "bad" not in got["available_after"]
+    if what.startswith("availability"):
+        # Asked first, availability() failed: from then on the backend is gone and its plugin listed.
+        assert "bad" not in got["available"] and "bad" not in got["status"]
+        assert got["bad"].startswith("BackendNotFoundError: no backend named 'bad'") and error in got["bad"]
+    else:
+        # kernels() and device_count() are asked when the device is first used: that use names the plugin.
+        assert got["bad"] == f"BackendUnavailableError: backend 'bad' is not available: " \
+                             f"its plugin 'testbadbackend' is broken: {error}"
+
+
+@pytest.mark.parametrize("what", ["kernels", "availability", "device_count-raises"])
+def test_ferro_ops_and_info_skip_a_backend_that_breaks_while_they_run(what: str) -> None:
+    got = run_json("""
+        import json, warnings, ferro
+        from ferro.cli import info_report, ops_matrix
+        warnings.simplefilter('ignore')
+        matrix = ops_matrix()
+        print(json.dumps({'ops': sorted(matrix['add']), 'cpu_add': matrix['add']['cpu'],
+                          'info': sorted(info_report()['backends']), 'broken': ferro.backends.broken()}))
+    """, env={"FERRO_TESTPLUGINS_BADBACKEND": what})
+    assert "bad" not in got["ops"] and {"cpu", "toy"} <= set(got["ops"]) and "float32" in got["cpu_add"]
+    assert "bad" not in got["info"] and "testbadbackend" in got["broken"]
 
 
 # -- kernel overrides ------------------------------------------------------------------------------

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pathlib
 import pickle
 import struct
+import subprocess
+import sys
+import textwrap
+import threading
 from typing import Any
 
 import ml_dtypes
@@ -19,6 +24,8 @@ import torch
 
 import ferro
 from ferro.errors import SerializationError
+
+from conftest import clean_env
 
 
 def _sample(dtype: ferro.DType, shape: tuple[int, ...] = (3, 4)) -> np.ndarray:
@@ -152,6 +159,85 @@ def test_paths_are_written_atomically(tmp_path: pathlib.Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.safetensors"]
 
 
+def test_threads_saving_to_one_path_at_once(tmp_path: pathlib.Path) -> None:
+    """Each save writes its own temporary file; the last rename wins, and the file is always one whole save."""
+    path = tmp_path / "ckpt.safetensors"
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(10):
+                ferro.save({"k": k, "i": i, "x": ferro.full((256,), float(k * 100 + i))}, path)
+                got = ferro.load(path)  # whatever save renamed last: always a whole file
+                assert got["x"].tolist() == [float(got["k"] * 100 + got["i"])] * 256
+        except BaseException as e:
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.safetensors"], "no temporary file is left"
+
+
+KILLED_WRITER = """
+    import os, signal, sys, ferro
+    path, how = sys.argv[1], sys.argv[2]
+    if how == "before rename":  # the temporary file is whole; the process dies before it becomes the file
+        os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
+    else:  # the process is killed while writing, the temporary file cut short
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # SIGXFSZ at 1 MiB kills it
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # (Python ignores it by default)
+    ferro.save({"x": ferro.zeros(1 << 20)}, path)
+    print("never reached")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX signals")
+@pytest.mark.parametrize("how", ["before rename", "mid-write"])
+def test_a_killed_writer_leaves_the_old_file_and_the_next_save_cleans_up(tmp_path: pathlib.Path, how: str) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    ferro.save({"x": ferro.arange(3)}, path)
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILLED_WRITER), str(path), how],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode < 0 and "never reached" not in out, (proc.returncode, err[-2000:])
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and left[0] == "ckpt.safetensors" and left[1].startswith(f"ckpt.safetensors.tmp-{proc.pid}-")
+    assert ferro.load(path)["x"].tolist() == [0, 1, 2], "the previous file is whole"
+    if how == "mid-write":
+        with pytest.raises(SerializationError, match="truncated"):  # what the killed writer left is cut short
+            ferro.load(tmp_path / left[1])
+    else:
+        assert ferro.load(tmp_path / left[1])["x"].shape == (1 << 20,), "the bytes were all flushed"
+    ferro.save({"x": ferro.arange(4)}, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.safetensors"], "the dead writer's file is removed"
+    assert ferro.load(path)["x"].tolist() == [0, 1, 2, 3]
+
+
+def test_the_temporary_files_of_live_writers_are_kept(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        host = ferro.serialization._HOST
+        mine = tmp_path / f"ckpt.safetensors.tmp-{live.pid}-{host}-0123abcd"
+        other_host = tmp_path / "ckpt.safetensors.tmp-1-ffffffff-0123abcd"
+        other_file = tmp_path / "other.safetensors.tmp-999999999-0123abcd-00"
+        for p in (mine, other_host, other_file):
+            p.write_bytes(b"partial")
+        ferro.save({"x": ferro.arange(2)}, path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            ["ckpt.safetensors", mine.name, other_host.name, other_file.name]), \
+            "a running writer's file, another host's and another path's are not touched"
+    finally:
+        live.kill()
+        live.wait()
+    ferro.save({"x": ferro.arange(2)}, path)
+    assert not mine.exists(), "once its writer is gone, the next save removes it"
+
+
 def test_objects_that_would_need_pickle_are_refused() -> None:
     for bad in [object(), np.ones(2), {1, 2}, slice(1), {"k": [1, lambda: 0]}]:
         with pytest.raises(SerializationError, match="cannot store"):
@@ -239,6 +325,22 @@ HOSTILE = {
     "metadata bad bytes": (_craft({"__metadata__": {"ferro": json.dumps({"b": "@@@"})}}), "bad 'b'"),
     "metadata unhashable key": (_craft({"__metadata__": {"ferro": json.dumps({"D": [[{"L": []}, 1]]})}}),
                                 "dict key"),
+    "deeply nested header": (_craft(b"[" * 100_000 + b"]" * 100_000), "header is nested too deeply"),
+    "huge integer in header": (_craft(b'{"a": {"dtype": "F32", "shape": [' + b"9" * 5000
+                                      + b'], "data_offsets": [0, 8]}}', bytes(8)), "header is not valid JSON"),
+    "huge dims of an empty tensor": (_craft({"a": {"dtype": "F32", "shape": [0, 2**70], "data_offsets": [0, 0]}}),
+                                     "too large for any array"),
+    "huge dims of an empty tensor (overflowing together)": (
+        _craft({"a": {"dtype": "F32", "shape": [0, 2**40, 2**40], "data_offsets": [0, 0]}}), "too large for any array"),
+    "too many dims": (_craft({"a": {"dtype": "F32", "shape": [0] * 65, "data_offsets": [0, 0]}}),
+                      "65 dimensions; at most 64"),
+    "metadata nested too deeply": (_craft({"__metadata__": {"ferro": '{"L": [' * 100_000 + "1" + "]}" * 100_000}}),
+                                   "metadata is nested too deeply"),
+    "metadata huge integer": (_craft({"__metadata__": {"ferro": "7" * 5000}}), "metadata is not valid JSON"),
+    "metadata bad dtype name": (_craft({"__metadata__": {"ferro": json.dumps({"dtype": "float128"})}}),
+                                "bad 'dtype'"),
+    "metadata bad device name": (_craft({"__metadata__": {"ferro": json.dumps({"device": "cpu:x"})}}),
+                                 "bad 'device'"),
     "complex marker on wrong data": (
         _craft({"a": _F32x2, "__metadata__": {"ferro": json.dumps({"T": "a", "dtype": "complex128"})}}, bytes(8)),
         "marked complex128"),
@@ -261,6 +363,24 @@ def test_every_cut_of_a_valid_file_is_refused() -> None:
     for n in range(len(data)):
         with pytest.raises(SerializationError):
             ferro.load(io.BytesIO(data[:n]))
+
+
+def test_random_corruptions_are_refused_or_load() -> None:
+    """Byte flips anywhere in a valid file: the load either succeeds or raises SerializationError, nothing else."""
+    buf = io.BytesIO()
+    ferro.save({"w": ferro.ones(2, 3), "b": [1.5, (2, b"x")], "d": ferro.float32, "i": ferro.arange(4)}, buf)
+    good = buf.getvalue()
+    rng = np.random.default_rng(0)
+    refused = 0
+    for _ in range(2000):
+        bad = bytearray(good)
+        for j in rng.integers(0, len(bad), size=int(rng.integers(1, 4))):
+            bad[j] = int(rng.integers(0, 256))
+        try:
+            ferro.load(io.BytesIO(bytes(bad)))
+        except SerializationError:
+            refused += 1
+    assert refused > 500, "most flips land in the header and are refused"
 
 
 class _Payload:

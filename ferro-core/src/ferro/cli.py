@@ -32,14 +32,9 @@ def info_report() -> dict[str, Any]:
                 except Exception as e:  # a device that cannot describe itself is shown with its error
                     entry["devices"].append({"device": f"{name}:{i}", "error": f"{type(e).__name__}: {e}"})
         backends[name] = entry
-    extra: dict[str, Any] = {}
-    pm = _registry._state.pm
-    if pm is not None:
-        for impl in pm.hook.ferro_report_info.get_hookimpls():
-            try:
-                extra.update(impl.function() or {})
-            except Exception as e:
-                extra[pm.get_name(impl.plugin) or "?"] = f"ferro_report_info() raised {type(e).__name__}: {e}"
+    # A backend whose plugin broke while it was described is listed with the broken plugins instead.
+    backends = {n: e for n, e in backends.items() if n in _registry._state.backends}
+    extra = _registry.report_info()
     try:
         selected = ferro.backends.current_backend()
     except Exception as e:
@@ -79,7 +74,14 @@ def ops_matrix(backends: Sequence[str] | None = None, dtype: str | None = None) 
     caps = {}
     for n in names:
         b = ferro.backends.get(n)
-        caps[n] = b.capabilities() if b.availability() else {}
+        try:
+            caps[n] = b.capabilities() if b.availability() else {}
+        except ferro.errors.BackendUnavailableError:
+            if backends:
+                raise
+            caps[n] = {}  # its plugin broke just now (listed by `ferro info`): left out below
+    if not backends:
+        names = [n for n in names if n in ferro.backends.installed()]
     out: dict[str, dict[str, list[str]]] = {}
     for op in sorted(REGISTRY):
         out[op] = {n: [d for d in caps[n].get(op, []) if dtype is None or d == dtype] for n in names}

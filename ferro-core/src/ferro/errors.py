@@ -2,7 +2,10 @@
 
 Every error type here subclasses the built-in exception a Python user would
 catch for the same problem (``NotImplementedError``, ``RuntimeError``,
-``TypeError``, ``ValueError``), so ``except NotImplementedError`` keeps working.
+``TypeError``, ``ValueError``), so ``except NotImplementedError`` keeps working;
+where PyTorch raises another built-in for the same problem (``RuntimeError``
+for shapes and dtypes), the error subclasses that one too. ``docs/errors.md``
+lists where ferro deliberately differs from PyTorch.
 """
 
 from __future__ import annotations
@@ -72,12 +75,20 @@ class DeviceMismatchError(FerroError, RuntimeError):
     """An op got tensors on different devices; nothing moves silently."""
 
 
-class ShapeError(FerroError, ValueError):
-    """Shapes do not fit an op (broadcasting, matmul, reshape, indexing)."""
+class ShapeError(FerroError, ValueError, RuntimeError):
+    """Shapes do not fit an op (broadcasting, matmul, reshape, indexing).
+
+    A ``ValueError`` (what Python code catches for a bad argument) and also a
+    ``RuntimeError``, which is what PyTorch raises, so code written for
+    PyTorch (``except RuntimeError``) catches it too.
+    """
 
 
-class DTypeError(FerroError, TypeError):
-    """A dtype does not fit an op (an unsafe in-place cast, an integer-only op on floats)."""
+class DTypeError(FerroError, TypeError, RuntimeError):
+    """A dtype does not fit an op (an unsafe in-place cast, an integer-only op on floats).
+
+    A ``TypeError`` and also a ``RuntimeError``, which is what PyTorch raises for these.
+    """
 
 
 class PluginError(FerroError, RuntimeError):

@@ -26,10 +26,16 @@ trailing dimension of 2 (real, imaginary), and ferro's metadata marks them.
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import itertools
 import json
 import os
+import re
+import secrets
+import socket
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._core.dtypes import by_name
@@ -50,6 +56,7 @@ _ST_DTYPES: dict[str, tuple[int, str | None]] = {
 }
 _MAX_HEADER = 100_000_000  # as the safetensors library: a larger header is refused before reading it
 _FORMAT_KEY, _TREE_KEY = "format", "ferro"
+_MAX_NDIM = 64  # NumPy's limit
 
 
 # -- save ------------------------------------------------------------------------------------------
@@ -130,25 +137,100 @@ def save(obj: Any, f: Any) -> None:
     ``obj`` is a tensor or any nesting of dicts, lists and tuples of tensors, Python numbers, strings,
     bools, None and bytes. Tensors on any device are copied to the host for writing (views and tensors
     sharing storage are stored as copies; the same tensor object twice is stored once). A path is
-    written atomically: a crash mid-write leaves any previous file in place.
+    written atomically and durably: the bytes go to a temporary file beside it, which is flushed to disk
+    and then renamed over the path, so a crash or power loss mid-write leaves the previous file in
+    place; threads and processes may save to one path at once (the last rename wins). Temporary files
+    that killed writers left behind are removed by the next save to that path.
     """
     from safetensors.numpy import save as st_save
     enc = _Encoder()
     tree = enc.encode(obj, ())
     data = st_save(enc.arrays, metadata={_FORMAT_KEY: "ferro", _TREE_KEY: json.dumps(tree, allow_nan=False)})
     if isinstance(f, (str, os.PathLike)):
-        tmp = f"{os.fspath(f)}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, f)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        _write_atomically(os.fspath(f), data)
     elif hasattr(f, "write"):
         f.write(data)
     else:
         raise TypeError(f"ferro.save: f must be a path or a binary file object, got {type(f).__name__}")
+
+
+# -- save: atomic, durable writes to a path ---------------------------------------------------------
+
+#: The temporary file of a save to ``path`` is ``f"{path}.tmp-{pid}-{host}-{random}"``: unique per call, and
+#: telling whether its writer is gone (``pid`` is not running on this ``host``) so a later save can remove it.
+_TMP = re.compile(r"\.tmp-(\d+)-([0-9a-f]{8})-[0-9a-f]+\Z")
+_OLD_TMP = re.compile(r"\.tmp(\d+)\Z")  # what ferro wrote before: f"{path}.tmp{pid}"
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _write_atomically(path: str, data: bytes | bytearray) -> None:
+    _remove_stale_temporaries(path)
+    while True:
+        tmp = f"{path}.tmp-{os.getpid()}-{_HOST}-{secrets.token_hex(6)}"
+        try:  # O_EXCL: never another writer's file; mode 0o666 as open() would (the umask applies)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with open(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())  # the bytes are on disk before the rename makes them the file
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    _fsync_directory(os.path.dirname(path) or ".")  # and the rename itself survives a power loss
+
+
+def _fsync_directory(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # Windows cannot open a folder; its rename is durable once it returns
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder
+    finally:
+        os.close(fd)
+
+
+def _writer_is_gone(pid: int) -> bool:
+    if pid == os.getpid() or sys.platform == "win32":  # (os.kill on Windows would terminate the process)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError, OverflowError):
+        return False  # alive (another user's), or not knowable here: keep the file
+    return False
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Remove the temporary files that writers of ``path`` on this host left when they were killed."""
+    folder, base = os.path.split(path)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(base + ".tmp"):
+            continue
+        m = _TMP.match(name, len(base))
+        old = _OLD_TMP.match(name, len(base))
+        if m is not None and m.group(2) == _HOST:
+            pid = int(m.group(1))
+        elif old is not None:
+            pid = int(old.group(1))
+        else:
+            continue
+        if _writer_is_gone(pid):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, name))
 
 
 # -- load: parse and check the file ----------------------------------------------------------------
@@ -191,15 +273,36 @@ def _read(f: Any) -> tuple[dict[str, Any], bytearray]:
     if len(raw) < n:
         raise _fail(f"the header length says {n} bytes but the file ends after {len(raw)} of them "
                     "(header past the end of the file)")
-    try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise _fail(f"the header is not valid JSON ({e})") from None
+    header = _json(raw, "the header")
     if not isinstance(header, dict):
         raise _fail(f"the header must be a JSON object, got {type(header).__name__}")
     data = _rest(f)
-    _check(header, len(data))
+    with _the_files_fault():
+        _check(header, len(data))
     return header, data
+
+
+@contextlib.contextmanager
+def _the_files_fault() -> Iterator[None]:
+    """A safety net: whatever the checks above let through and then fails is the file's error, not ferro's."""
+    try:
+        yield
+    except SerializationError:
+        raise
+    except RecursionError:
+        raise _fail("it is nested too deeply") from None
+    except (ValueError, TypeError, RuntimeError, OverflowError, IndexError, KeyError) as e:
+        raise _fail(f"{type(e).__name__}: {e}") from e
+
+
+def _json(raw: bytes | str, what: str) -> Any:
+    """``raw`` parsed as JSON; anything wrong (encoding, syntax, nesting, huge numbers) is the file's error."""
+    try:
+        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise _fail(f"{what} is nested too deeply to be parsed") from None
+    except ValueError as e:  # UnicodeDecodeError, JSONDecodeError, an integer of more than 4300 digits
+        raise _fail(f"{what} is not valid JSON ({e})") from None
 
 
 def _read_exact(f: Any, n: int) -> Any:
@@ -259,6 +362,13 @@ def _check(header: dict[str, Any], size: int) -> None:
             raise _fail(f"tensor {name!r} has unknown dtype {dtype!r}; known: {', '.join(_ST_DTYPES)}")
         if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
             raise _fail(f"tensor {name!r} has shape {shape!r:.200}; expected a list of non-negative integers")
+        if len(shape) > _MAX_NDIM:
+            raise _fail(f"tensor {name!r} has {len(shape)} dimensions; at most {_MAX_NDIM} are supported")
+        extent = _ST_DTYPES[dtype][0]
+        for s in shape:
+            extent *= max(s, 1)
+        if extent >= 2**63:  # even when another dimension is 0, no array can have these sizes
+            raise _fail(f"tensor {name!r} has shape {shape!r:.200}, too large for any array")
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)
                 and 0 <= offsets[0] <= offsets[1]):
             raise _fail(f"tensor {name!r} has data_offsets {offsets!r:.200}; expected [begin, end] with "
@@ -434,10 +544,7 @@ def load(f: Any, map_location: Any = None, *, weights_only: bool | None = None) 
     header, data = _read(f)
     meta = header.get("__metadata__") or {}
     dec = _Decoder(header, data, map_location)
-    if _TREE_KEY not in meta:
-        return {name: dec.tensor(name) for name in header if name != "__metadata__"}
-    try:
-        tree = json.loads(meta[_TREE_KEY], object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as e:
-        raise _fail(f"ferro's metadata is not valid JSON ({e})") from None
-    return dec.decode(tree)
+    with _the_files_fault():
+        if _TREE_KEY not in meta:
+            return {name: dec.tensor(name) for name in header if name != "__metadata__"}
+        return dec.decode(_json(meta[_TREE_KEY], "ferro's metadata"))

@@ -14,6 +14,11 @@ and Python scalars, integer division by zero, NaNs in ``unique_*``, stable
 descending sorts), the difference is handled here; ferro's PyTorch-style
 functions are unchanged.
 
+The functions return :class:`Array`, a :class:`ferro.Tensor` whose Python
+operators follow the standard too (a 0-d array promotes like any other):
+``asarray(17133, dtype=int32) + asarray([3], dtype=int8)`` is ``int32
+[17136]``, where two plain tensors give PyTorch's ``int8 [-16]``.
+
 Extensions: ``linalg`` and ``fft`` (over :mod:`ferro.linalg` and :mod:`ferro.fft`).
 Not offered: uint16, uint32 and uint64 (ferro has no such dtypes).
 """
@@ -21,6 +26,7 @@ Not offered: uint16, uint32 and uint64 (ferro has no such dtypes).
 from __future__ import annotations
 
 import math as _math
+import types as _types
 
 from ._creation import (
     arange,
@@ -96,8 +102,17 @@ newaxis = None
 
 globals().update(_ELEMENTWISE)
 
+from ._array import Array, returns_arrays  # noqa: E402  (after the functions it wraps)
+
+# Every function returns Array, whose operators follow the standard (a plain ferro.Tensor's are PyTorch's).
+globals().update({_n: returns_arrays(_f) for _n, _f in list(globals().items())
+                  if not _n.startswith("_") and isinstance(_f, _types.FunctionType)})
+for _ext in (linalg, fft):
+    for _n in _ext.__all__:
+        setattr(_ext, _n, returns_arrays(getattr(_ext, _n)))
+
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
+    "Array", "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
     "bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64", "complex64", "complex128",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",

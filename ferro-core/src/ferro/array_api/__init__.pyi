@@ -7,10 +7,12 @@ import types
 from typing import Any, NamedTuple
 
 from ferro import DType, Tensor
+from ferro.array_api._array import Array as Array
 from ferro.array_api._dtypes import finfo_object as _finfo_object
 from ferro.array_api._dtypes import iinfo_object as _iinfo_object
 
 __all__ = [
+    'Array',
     '__array_api_version__',
     '__array_namespace_info__',
     'abs',

@@ -42,7 +42,10 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Any = None,
             if copy is False:
                 raise ValueError(f"asarray: converting {obj.dtype} to {dtype} needs a copy, but copy=False")
             out = out.to(dtype)
-        return out.clone() if (copy and out is obj) else out
+        if copy:
+            return out.clone() if out is obj else out
+        # The same memory, as a new array object: a view (writes and gradients go through to obj).
+        return out[...] if out is obj and type(obj) is Tensor else out
     if copy is False:
         if hasattr(obj, "__dlpack__"):
             return from_dlpack(obj, device=device, copy=False) if dtype is None else \
@@ -51,7 +54,7 @@ def asarray(obj: Any, /, *, dtype: DType | None = None, device: Any = None,
     if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array__"):
         out = from_dlpack(obj, device=device, copy=True)
         return out if dtype is None or out.dtype is dtype else out.to(dtype)
-    if dtype is None and isinstance(obj, (builtins_bool, int, float, complex)):
+    if dtype is None and type(obj) in (builtins_bool, int, float, complex):  # NumPy scalars keep their dtype
         dtype = _fill_dtype(obj)
     elif dtype is None and isinstance(obj, (list, tuple)):
         dtype = _sequence_dtype(obj)

@@ -41,7 +41,9 @@ def installed() -> list[str]:
 
 def status() -> dict[str, Availability]:
     """Each installed backend's availability, with the reason when unavailable."""
-    return {name: b.availability() for name, b in sorted(_registry.backends().items())}
+    got = {name: b.availability() for name, b in sorted(_registry.backends().items())}
+    # A backend whose availability() failed just now made its plugin broken: it is no longer installed.
+    return {name: a for name, a in got.items() if name in _registry._state.backends}
 
 
 def available() -> list[str]:

@@ -3,9 +3,15 @@
 Plugins are discovered lazily: the entry points of group ``ferro.backends``
 are read on the first call that needs a backend, never at ``import ferro``.
 Each plugin is loaded and validated alone; one that fails to import, has a
-bad hook signature, returns the wrong API version, or raises in a hook is
-unregistered, recorded in :func:`broken` with its error, and warned about
-once. Nothing it does can break ferro or the other plugins.
+bad hook signature, returns the wrong API version, raises in a hook or in its
+backend's ``availability()`` / ``kernels()`` (any exception, ``SystemExit``
+and ``GeneratorExit`` included; only ``KeyboardInterrupt`` goes through), or
+hands over something malformed (a kernel table that is not a dict of known
+kernel names to callables, a backend that is not a named
+:class:`~ferro.backends.Backend`) is unregistered, recorded in :func:`broken`
+with its error, and warned about once. Nothing it does can break ferro or the
+other plugins: what it handed over is checked when it is handed over, so the
+error names the plugin instead of surfacing later in somebody's op.
 """
 
 from __future__ import annotations
@@ -13,12 +19,13 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
-from .contract import validate_table
+from ._base import Availability
+from .contract import KERNELS, validate_table
 
 if TYPE_CHECKING:
     import pluggy
@@ -33,6 +40,13 @@ ENTRY_POINT_GROUP = "ferro.backends"
 
 class FerroPluginWarning(UserWarning):
     """Warned once for each plugin that is broken and was skipped."""
+
+
+#: Kernels core calls by name that are neither an op's kernel in the registry nor an op's fused pair
+#: (``<op>_forward`` / ``<op>_backward``): creation, random, in-place writes, scatter, linear algebra, fused
+#: optimizers.
+def _failure(what: str, e: BaseException) -> str:
+    return f"{what} raised {type(e).__name__}: {e}"
 
 
 class _State:
@@ -109,7 +123,9 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
             return False
         try:
             pm.register(plugin, name=name)
-        except Exception as e:  # pluggy.PluginValidationError and friends
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # pluggy.PluginValidationError and friends
             _mark_broken(name, f"{type(e).__name__}: {e}")
             return False
         _state.plugins[name] = dist
@@ -119,10 +135,12 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
             return False
         try:
             version = version_fn()
-        except Exception as e:
-            _mark_broken(name, f"ferro_plugin_api_version() raised {type(e).__name__}: {e}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
+            _mark_broken(name, _failure("ferro_plugin_api_version()", e))
             return False
-        if version != PLUGIN_API_VERSION:
+        if type(version) is not int or version != PLUGIN_API_VERSION:
             _mark_broken(name, f"it speaks plugin API version {version!r}, this ferro speaks {PLUGIN_API_VERSION}")
             return False
         register_fn = _impl_of("ferro_register_backends", plugin)
@@ -137,19 +155,30 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
 def _add_backends(name: str, dist: str, register_fn: Callable[..., Any]) -> None:
     from ._base import Backend
     try:
-        result = register_fn() or []
-    except Exception as e:
-        _mark_broken(name, f"ferro_register_backends() raised {type(e).__name__}: {e}")
+        result = register_fn()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        _mark_broken(name, _failure("ferro_register_backends()", e))
+        return
+    if result is None:
+        return
+    if not isinstance(result, (list, tuple)):
+        _mark_broken(name, f"ferro_register_backends() returned {_short(result)}, not a list of backends")
         return
     for b in result:
-        if not isinstance(b, Backend) or not b.name:
-            _mark_broken(name, f"ferro_register_backends() returned {b!r}, not a named ferro.backends.Backend")
+        if not isinstance(b, Backend) or not isinstance(b.name, str) or not b.name or ":" in b.name:
+            _mark_broken(name, f"ferro_register_backends() returned {_short(b)}, not a named ferro.backends.Backend")
             return
         if b.name in _state.backends:
             _mark_broken(name, f"backend name '{b.name}' is already taken by plugin '{_state.backends[b.name].plugin}'")
             return
+    if len({b.name for b in result}) < len(result):
+        _mark_broken(name, f"ferro_register_backends() returned two backends named alike: {[b.name for b in result]}")
+        return
     for b in result:
         b.plugin = name
+        _guard_queries(b)
         _state.backends[b.name] = b
 
 
@@ -157,8 +186,10 @@ def _add_ops(name: str, ops_fn: Callable[..., Any]) -> None:
     """Register the op records a plugin contributes: all of them, or none and the plugin is broken."""
     try:
         result = list(ops_fn() or [])
-    except Exception as e:
-        _mark_broken(name, f"ferro_register_ops() raised {type(e).__name__}: {e}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        _mark_broken(name, _failure("ferro_register_ops()", e))
         return
     for op in result:
         if not isinstance(op, OpDef):
@@ -173,6 +204,63 @@ def _add_ops(name: str, ops_fn: Callable[..., Any]) -> None:
         REGISTRY.pop(op.name, None)
         op.plugin = name
         register(op)
+
+
+def _short(obj: Any) -> str:
+    text = repr(obj)
+    return f"{type(obj).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+
+
+def _valid_availability(a: Any) -> str | None:
+    return None if isinstance(a, Availability) else "not a ferro.backends.Availability"
+
+
+def _valid_count(n: Any) -> str | None:
+    ok = hasattr(n, "__index__") and not isinstance(n, bool) and n.__index__() >= 0  # NumPy integers too
+    return None if ok else "not an int >= 0"
+
+
+#: Backend methods that callers everywhere (``ferro info``, ``available()``, ``supports``, ``ferro.cuda``...)
+#: expect never to raise: method -> (what its result must be, what a broken backend answers).
+_GUARDED: dict[str, tuple[Callable[[Any], str | None], Callable[[str], Any]]] = {
+    "availability": (_valid_availability, lambda reason: Availability(False, reason)),
+    "device_count": (_valid_count, lambda reason: 0),
+}
+
+
+def _guard_queries(b: Backend) -> None:
+    """Make the methods in :data:`_GUARDED` safe for every caller.
+
+    A backend whose method raises or returns something malformed has its
+    plugin marked broken once, and from then on answers as an unavailable
+    backend (``Availability(False, reason)``, 0 devices) instead of raising
+    into ferro info, ``available()`` or somebody's op.
+    """
+    failed: list[str] = []  # the error, shared by the guarded methods of this backend
+    for method, (valid, fallback) in _GUARDED.items():
+        own = getattr(b, method)
+
+        def guarded(*args: Any, own: Any = own, method: str = method, valid: Any = valid,
+                    fallback: Any = fallback) -> Any:
+            if failed:
+                return fallback(failed[0])
+            try:
+                result = own(*args)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:
+                error = _failure(f"backend '{b.name}': {method}()", e)
+            else:
+                problem = valid(result)
+                if problem is None:
+                    return result
+                error = f"backend '{b.name}': {method}() returned {_short(result)}, {problem}"
+            with _state.lock:
+                _mark_broken(b.plugin, error)
+            failed.append(f"its plugin '{b.plugin}' is broken: {error}")
+            return fallback(failed[0])
+        guarded.__doc__ = own.__doc__
+        setattr(b, method, guarded)
 
 
 def load() -> None:
@@ -192,7 +280,9 @@ def load() -> None:
             dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else ""
             try:
                 module = ep.load()
-            except Exception as e:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # SystemExit or GeneratorExit at import must not end the user's process
                 _mark_broken(ep.name, f"importing {ep.value} failed: {type(e).__name__}: {e}")
                 continue
             register_plugin(module, ep.name, dist)
@@ -220,22 +310,99 @@ def get_backend(name: str) -> Backend:
     return b
 
 
-def _overrides(backend: Backend) -> dict[str, Callable[..., Any]]:
-    """Kernels other plugins contribute to ``backend``, by the hook's precedence."""
+def _table_error(table: Any, known: frozenset[str] | set[str] | None) -> str | None:
+    """What is wrong with a kernel table a plugin handed over, or None.
+
+    A table is a dict of kernel name to callable; with ``known``, every name
+    must be one of them (a misspelt name would otherwise be silently unused).
+    """
+    if not isinstance(table, Mapping):
+        return f"returned {_short(table)}, not a dict of kernel name to kernel"
+    bad = [k for k in table if not isinstance(k, str) or (known is not None and k not in known)]
+    if bad:
+        shown = ", ".join(repr(k) for k in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        return f"returned unknown kernel name(s) {shown}: neither an op's kernel nor a kernel ferro calls"
+    for k, v in table.items():
+        if not callable(v):
+            return f"returned {_short(v)} for kernel '{k}', not a callable"
+    return None
+
+
+def _overrides(backend: Backend, known: set[str]) -> dict[str, Callable[..., Any]]:
+    """Kernels other plugins contribute to ``backend``, by the hook's precedence; ``known``: the valid names."""
     pm = _manager()
     merged: dict[str, Callable[..., Any]] = {}
     # get_hookimpls() lists implementations in reverse call order: applying
     # them in list order lets the first in call order win.
-    for impl in pm.hook.ferro_register_kernels.get_hookimpls():
-        plugin_name = pm.get_name(impl.plugin)
+    for impl in list(pm.hook.ferro_register_kernels.get_hookimpls()):
+        plugin_name = pm.get_name(impl.plugin) or "?"
+        what = f"ferro_register_kernels(backend='{backend.name}')"
         try:
             result = impl.function(backend=backend)
-        except Exception as e:
-            _mark_broken(plugin_name or "?", f"ferro_register_kernels() raised {type(e).__name__}: {e}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
+            _mark_broken(plugin_name, _failure(what, e))
             continue
-        if result:
-            merged.update(result)
+        if result is None:
+            continue
+        error = _table_error(result, known)
+        if error is not None:
+            _mark_broken(plugin_name, f"{what} {error}")
+            continue
+        merged.update(result)
     return merged
+
+
+def _known_kernels(own: Mapping[str, Any]) -> set[str]:
+    """The kernel names a plugin may contribute to a backend whose own table is ``own``: the ops' kernels,
+    an op's fused pair (``softmax`` / ``softmax_backward``, ``conv2d_forward`` / ``conv2d_backward``, see
+    ``ferro/_ops/fused.py``), every kernel of the contract (``ferro.backends.contract.KERNELS``), and whatever
+    the backend itself has."""
+    names = set(KERNELS).union(own)
+    for name, op in REGISTRY.items():
+        names.update(op.kernels)
+        names.update((f"{name}_forward", f"{name}_backward"))
+    return names
+
+
+def _from_backend(backend: Backend, what: str, call: Callable[[], Any]) -> Any:
+    """``call()``, a method of ``backend``; if it raises, its plugin is marked broken and the device refused."""
+    try:
+        return call()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        error = _failure(f"backend '{backend.name}': {what}", e)
+        _mark_broken(backend.plugin, error)
+        raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: {error}") from None
+
+
+def _refuse(backend: Backend, error: str) -> BackendUnavailableError:
+    _mark_broken(backend.plugin, error)
+    return BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: {error}")
+
+
+def report_info() -> dict[str, str]:
+    """What the plugins' ``ferro_report_info`` hooks add to ``ferro info``; a failing hook shows its error."""
+    pm = _state.pm
+    extra: dict[str, str] = {}
+    if pm is None:
+        return extra
+    for impl in list(pm.hook.ferro_report_info.get_hookimpls()):
+        name = pm.get_name(impl.plugin) or "?"
+        try:
+            result = impl.function()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
+            extra[name] = _failure("ferro_report_info()", e)
+            continue
+        if isinstance(result, Mapping):
+            extra.update({str(k): str(v) for k, v in result.items()})
+        elif result is not None:
+            extra[name] = f"ferro_report_info() returned {_short(result)}, not a dict"
+    return extra
 
 
 def bind_device(dev: device) -> None:
@@ -250,20 +417,29 @@ def bind_device(dev: device) -> None:
         if not avail:
             raise BackendUnavailableError(backend.name, avail.reason)
         count = backend.device_count()
+        if backend.name not in _state.backends:  # its device_count() failed just now
+            raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: "
+                                          f"{_state.broken.get(backend.plugin, '')}")
         if not 0 <= dev.index < count:
             raise ShapeError(f"device '{dev}' does not exist: backend '{backend.name}' has {count} device(s)"
                              + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
         from .._core.records import bind_tables
-        kernels = dict(backend.kernels(dev.index))
-        problems = validate_table(kernels)
-        if problems:  # the backend's own table breaks the contract: its plugin is broken, not a later op
-            _mark_broken(backend.plugin, f"backend '{backend.name}': kernels() {'; '.join(problems)}")
-            raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: {problems[0]}")
+        own = _from_backend(backend, f"kernels({dev.index})", lambda: backend.kernels(dev.index))
+        error = _table_error(own, None)
+        if error is None and (problems := validate_table(own)):  # the contract: known names, fused pairs
+            error = "; ".join(problems)
+        if error is not None:
+            raise _refuse(backend, f"backend '{backend.name}': kernels({dev.index}) {error}")
+        kernels = dict(own)
         if backend.name not in _state.overrides:  # the hook runs once per backend, not per device
-            _state.overrides[backend.name] = _overrides(backend)
+            _state.overrides[backend.name] = _overrides(backend, _known_kernels(kernels))
+            if backend.name not in _state.backends:  # its own plugin's kernel hook was broken
+                raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: "
+                                              f"{_state.broken.get(backend.plugin, '')}")
         kernels.update(_state.overrides[backend.name])
-        dtypes = backend.dtypes(dev.index)
-        dev._ops = bind_tables(kernels, dtypes, backend.unsupported(dev.index))
+        dtypes = _from_backend(backend, f"dtypes({dev.index})", lambda: backend.dtypes(dev.index))
+        unsupported = _from_backend(backend, f"unsupported({dev.index})", lambda: backend.unsupported(dev.index))
+        dev._ops = bind_tables(kernels, dtypes, unsupported)
         dev._kernels = kernels
         dev._dtypes = dtypes
         backend.manual_seed(_seed[0] or 0, dev.index)  # the last manual seed applies to devices bound later

@@ -1,13 +1,9 @@
 """A plugin whose backend registration raises."""
 
-from ferro.backends import PLUGIN_API_VERSION, hookimpl
+from ferro.backends import hookimpl
+from ferro_testplugins import active, inert_api_version  # noqa: F401 (the hook)
 
-
-@hookimpl
-def ferro_plugin_api_version() -> int:
-    return PLUGIN_API_VERSION
-
-
-@hookimpl
-def ferro_register_backends() -> list:
-    raise RuntimeError("this plugin fails while registering its backends (on purpose)")
+if active():
+    @hookimpl
+    def ferro_register_backends() -> list:
+        raise RuntimeError("this plugin fails while registering its backends (on purpose)")
