@@ -5,8 +5,9 @@ domain its sample inputs are drawn from, the dtypes it is tested on, and
 whether its gradient is checked. :func:`samples` makes the inputs: shapes
 from a scalar to 4-D, broadcasting pairs, a non-contiguous (transposed) input,
 an empty input, and edge values (inf, nan, -0.0) where the op takes them.
-Every registry op must have an entry or be listed in :data:`NOT_SAMPLED`
-with the reason (a test enforces it).
+Every registry op has an entry (a test enforces it): random ops are sampled
+at parameters that leave nothing to chance (dropout with p=1, normal with
+std=0...), the FFT primitives are called directly.
 """
 
 from __future__ import annotations
@@ -339,9 +340,11 @@ OP_DB += [
         shapes=_S),
     _mv("scatter_add", lambda x: _scatter_ref(x, "sum"), lambda f, x: f.scatter_add(x, 0, _ix(f, x), _fsrc(f, x)),
         shapes=_S),
-    *(_mv("scatter_reduce", lambda x, _h=h, _i=inc: _scatter_ref(x, _h, _i),
-          lambda f, x, _h=h, _i=inc: f.scatter_reduce(x, 0, _ix(f, x), _fsrc(f, x), _h, include_self=_i),
-          shapes=_S) for h, inc in (("sum", True), ("amax", True), ("amin", False))),
+    _mv("scatter_reduce", lambda x, reduce, include_self: _scatter_ref(x, reduce, include_self),
+        lambda f, x, reduce, include_self: f.scatter_reduce(x, 0, _ix(f, x), _fsrc(f, x), reduce,
+                                                           include_self=include_self), shapes=_S,
+        kwargs=({"reduce": "sum", "include_self": True}, {"reduce": "amax", "include_self": True},
+                {"reduce": "amin", "include_self": False})),
     _mv("index_select", lambda x: x[:, [2, 0, 2]], lambda f, x: f.index_select(x, 1, f.tensor([2, 0, 2],
         device=x.device)), shapes=_S),
     _mv("index_add", lambda x: _add_cols(x, [2, 0, 2], 2.0),
@@ -388,7 +391,7 @@ OP_DB += [
     _mv("sort", _sorted, lambda f, x: f.sort(x).values),
     _mv("topk", lambda x: _np().sort(x, axis=-1)[..., ::-1][..., :2], lambda f, x: f.topk(x, 2).values),
     _mv("kthvalue", lambda x: _sorted(x)[..., 1], lambda f, x: f.kthvalue(x, 2).values),
-    _mv("median", lambda x: _sorted(x)[..., (x.shape[-1] - 1) // 2], lambda f, x: f.median(x, -1).values),
+    _mv("median", lambda x: _np().where(_np().isnan(x).any(-1), _np().nan, _sorted(x)[..., (x.shape[-1] - 1) // 2]), lambda f, x: f.median(x, -1).values),
     _mv("mode", _mode, lambda f, x: f.mode(x, -1).values, grad=False,
         domain=(7, 8)),
     _mv("cumsum", lambda x: _np().cumsum(x, axis=1), lambda f, x: f.cumsum(x, 1)),
@@ -538,27 +541,6 @@ OP_DB += [
            call=lambda f, x, y: f.einsum("bij,jk->bik", x, y), shapes=(((2, 3, 4), (4, 2)),), edge=False),
 ]
 
-#: Registry ops without an entry above, and why (tested elsewhere or not elementwise).
-NOT_SAMPLED: dict[str, str] = {
-    "reshape": "shape op: tests/test_ops.py", "view": "shape op: tests/test_ops.py",
-    "permute": "shape op: tests/test_ops.py", "expand": "shape op: tests/test_ops.py",
-    "contiguous": "shape op: tests/test_ops.py", "clone": "shape op: tests/test_ops.py",
-    "cat": "takes a list: tests/test_ops.py", "stack": "takes a list: tests/test_ops.py",
-    "getitem": "indexing: tests/test_ops.py", "index_put": "indexing: tests/test_ops.py",
-    "cast": "conversion: tests/test_tensor.py",
-    "dropout": "random: tests/test_nn_functional.py checks keep rate, scaling and eval identity",
-    "dropout2d": "random: tests/test_nn_functional.py checks whole channels",
-    "bernoulli": "random: tests/test_random.py checks frequencies", "multinomial": "random: tests/test_random.py",
-    "normal": "random: tests/test_random.py", "randperm": "random: tests/test_random.py",
-    **{f"linalg.{n}": "compared with torch, values and gradients, in tests/test_linalg.py" for n in (
-        "inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq",
-        "lu_factor", "lu",
-        "vector_norm", "matrix_norm", "cross", "cdist")},
-    "conv3d": "compared with torch, values and gradients, in tests/test_conv.py",
-    "conv_transpose1d": "compared with torch, values and gradients, in tests/test_conv.py",
-    "conv_transpose2d": "compared with torch, values and gradients, in tests/test_conv.py",
-}
-
 # -- complex numbers and the FFT ------------------------------------------------------------------------------
 # At each dtype the op gets the sample itself (complex samples have an imaginary part). The float64 gradient
 # checks make their real input complex by x * (1 - 0.6j) + 0.3j, so they run through complex numbers back to a
@@ -620,5 +602,155 @@ OP_DB += [
              call=lambda f, x, _n=n: getattr(f.fft, _n)(x.shape[-1], 0.5, dtype=x.dtype, device=x.device), grad=False, edge=False, shapes=(((1,),), ((5,),), ((8,),)))
       for n in ("fftfreq", "rfftfreq")),
 ]
-NOT_SAMPLED.update({n: "FFT primitive: every ferro.fft entry above runs it, values and gradients" for n in (
-    "fft_c2c", "fft_r2c", "fft_c2r")})
+
+def _prim(name: str) -> Any:
+    from .._ops import REGISTRY  # the primitive itself: no public function calls it alone
+    return REGISTRY[name].fn
+
+
+OP_DB += [  # the FFT primitives, called directly
+    OpInfo("fft_c2c", lambda x: _np().fft.fft(x, axis=-1), call=lambda f, x: _prim("fft_c2c")(
+        x, (x.ndim - 1,), "backward", True), shapes=_FFT1, edge=False),
+    OpInfo("fft_r2c", lambda x: _np().fft.rfft(x, axis=-1), call=lambda f, x: _prim("fft_r2c")(
+        x, (x.ndim - 1,), "backward"), shapes=_FFT1, edge=False),
+    OpInfo("fft_c2r", lambda x: _np().fft.irfft(x, 6, axis=-1), call=lambda f, x: _prim("fft_c2r")(
+        x, (x.ndim - 1,), "backward", 6), shapes=(((4,),), ((3, 4),)), edge=False),
+]
+
+# -- shape ops, joins, indexing, conversion --------------------------------------------------------------------
+
+
+def _index_put_ref(x: Any) -> Any:
+    out = x.copy()
+    out[[1, 0]] = 5
+    return out
+
+
+OP_DB += [
+    _mv("reshape", lambda x: x.reshape(-1, 2), lambda f, x: f.reshape(x, (-1, 2))),
+    _mv("view", lambda x: x.reshape(*x.shape[:-1], 2, -1), lambda f, x: x.view(*x.shape[:-1], 2, -1)),
+    _mv("permute", lambda x: x.transpose(), lambda f, x: f.permute(x, tuple(range(x.ndim))[::-1])),
+    _mv("expand", lambda x: _np().broadcast_to(x[None], (2, *x.shape)), lambda f, x: x[None].expand(2, *x.shape)),
+    _mv("contiguous", lambda x: _np().swapaxes(x, 0, -1), lambda f, x: x.transpose(0, -1).contiguous()),
+    _mv("clone", lambda x: x, lambda f, x: f.clone(x)),
+    _mv("cat", lambda x: _np().concatenate([x, x[::-1]], 0), lambda f, x: f.cat([x, x.flip(0)], 0)),
+    _mv("stack", lambda x: _np().stack([x, x[::-1]], 1), lambda f, x: f.stack([x, x.flip(0)], 1)),
+    _mv("getitem", lambda x: x[1:, [0, 2]][..., ::2], lambda f, x: x[1:, [0, 2]][..., ::2]),
+    _mv("index_put", _index_put_ref, lambda f, x: f.index_put(x, (f.tensor([1, 0], device=x.device),), f.full(
+        x.shape[1:], 5, dtype=x.dtype, device=x.device))),
+    _mv("cast", lambda x: x.astype("complex64" if x.dtype.kind == "c" else "float32"),
+        lambda f, x: x.to(f.complex64 if x.dtype.is_complex else f.float32), widen=False,
+        grad=False),  # to float32 and back: finite differences at float32 precision; tests/test_tensor.py
+]
+
+# -- random ops at parameters that leave nothing to chance -------------------------------------------------------
+_RND = dict(grad=False)
+OP_DB += [
+    _mv("dropout", lambda x: x * 0, lambda f, x: f.nn.functional.dropout(x, 1.0), **_RND),
+    _mv("dropout2d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout2d(x, 1.0), shapes=(((2, 3, 4),),),
+        **_RND),
+    _mv("bernoulli", lambda x: (x > 1).astype(x.dtype), lambda f, x: f.bernoulli((x > 1).to(x.dtype)),
+        domain=(0, 3), **_RND),
+    _mv("multinomial", lambda x: _np().array([[2, 2], [0, 0], [3, 3]]), lambda f, x: f.multinomial(
+        f.eye(4, dtype=x.dtype, device=x.device)[[2, 0, 3]], 2, replacement=True), shapes=_S, **_RND),
+    _mv("normal", lambda x: x, lambda f, x: f.normal(x, 0.0), **_RND),
+    _mv("randperm", lambda x: _np().arange(7), lambda f, x: f.randperm(7, dtype=x.dtype, device=x.device)
+        .sort().values, shapes=_S, **_RND),
+]
+
+# -- linalg: on symmetric positive-definite inputs; factorizations compared through what does not depend on signs
+
+
+def _spd_np(x: Any) -> Any:
+    np = _np()
+    return x @ np.swapaxes(x, -1, -2).conj() + 3 * np.eye(x.shape[-1])
+
+
+def _spd(f: Any, x: Any) -> Any:
+    return x @ x.mT.conj() + 3 * f.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+
+
+def _la(name: str, ref: Callable[..., Any], call: Callable[..., Any], **kw: Any) -> OpInfo:
+    return OpInfo(f"linalg.{name}", lambda x, _r=ref: _r(_np().linalg, _spd_np(x)), call=lambda f, x, _c=call: _c(
+        f.linalg, _spd(f, x)), shapes=kw.pop("shapes", (((3, 3),), ((2, 3, 3),))), edge=False,
+        rtol=kw.pop("rtol", 1e-4), atol=kw.pop("atol", 1e-4), **kw)
+
+
+_B3 = [[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]
+OP_DB += [
+    _la("inv", lambda L, a: L.inv(a), lambda L, a: L.inv(a)),
+    _la("det", lambda L, a: L.det(a), lambda L, a: L.det(a)),
+    _la("slogdet", lambda L, a: L.slogdet(a)[1], lambda L, a: L.slogdet(a)[1]),
+    _la("solve", lambda L, a: L.solve(a, _np().broadcast_to(_np().array(_B3), (*a.shape[:-2], 3, 2))),
+        lambda L, a: L.solve(a, _B3t(a))),
+    _la("cholesky", lambda L, a: L.cholesky(a), lambda L, a: L.cholesky(a)),
+    _la("eigh", lambda L, a: L.eigh(a)[0], lambda L, a: L.eigh(a)[0]),
+    _la("eigvalsh", lambda L, a: L.eigvalsh(a), lambda L, a: L.eigvalsh(a)),
+    _la("svd", lambda L, a: L.svd(a)[1], lambda L, a: L.svd(a)[1]),
+    _la("svdvals", lambda L, a: L.svd(a)[1], lambda L, a: L.svdvals(a)),
+    _la("qr", lambda L, a: a, lambda L, a: L.qr(a)[0] @ L.qr(a)[1]),
+    _la("pinv", lambda L, a: L.pinv(a), lambda L, a: L.pinv(a)),
+    _la("lstsq", lambda L, a: L.solve(a, _np().broadcast_to(_np().array(_B3), (*a.shape[:-2], 3, 2))),
+        lambda L, a: L.lstsq(a, _B3t(a)).solution),
+    _la("lu", lambda L, a: a, lambda L, a: _lu_product(L.lu(a))),
+    _la("lu_factor", lambda L, a: a, lambda L, a: _lu_factor_product(L, a), shapes=(((3, 3),),)),
+    _la("vector_norm", lambda L, a: L.norm(a.reshape(*a.shape[:-2], -1), axis=-1),
+        lambda L, a: L.vector_norm(a, dim=(-2, -1))),
+    _la("matrix_norm", lambda L, a: L.norm(a, "fro", axis=(-2, -1)), lambda L, a: L.matrix_norm(a)),
+    OpInfo("linalg.cross", lambda x: _np().cross(x, x[..., ::-1]), call=lambda f, x: f.linalg.cross(x, x.flip(-1)),
+           shapes=(((3,),), ((4, 3),)), edge=False),
+    OpInfo("linalg.cdist", lambda x: _np().sqrt((_np().abs(x[:, None] - x[None, ::-1]) ** 2).sum(-1)),
+           call=lambda f, x: f.linalg.cdist(x, x.flip(0)), shapes=(((4, 3),),), edge=False, rtol=1e-4, atol=1e-4),
+]
+
+
+def _B3t(a: Any) -> Any:
+    import ferro
+    b = ferro.tensor(_B3, device=a.device).to(a.dtype)
+    return b.expand(*a.shape[:-2], 3, 2)
+
+
+def _lu_product(plu: Any) -> Any:
+    p, lo, up = plu
+    return p @ lo @ up
+
+
+def _lu_factor_product(L: Any, a: Any) -> Any:
+    """``a`` rebuilt from ``lu_factor``'s packed LU and its (1-based, LAPACK) row swaps."""
+    import ferro
+    lu, piv = L.lu_factor(a)
+    n = a.shape[-1]
+    m = (lu.tril(-1) + ferro.eye(n, dtype=a.dtype, device=a.device)) @ lu.triu()
+    rows = list(range(n))
+    for i, p in enumerate(piv.tolist()):
+        rows[i], rows[p - 1] = rows[p - 1], rows[i]
+    inverse = sorted(range(n), key=rows.__getitem__)
+    return m[ferro.tensor(inverse, device=a.device)]
+
+
+# -- the convolutions the entries above leave out -------------------------------------------------------------
+_CONV_W3 = [[[[[0.2, -0.5], [0.3, 0.1]], [[0.4, 0.1], [-0.2, 0.5]]]] * 2] * 3  # (3, 2, 2, 2, 2)
+_CONVT_W1 = [[[0.5, -1.0, 0.25], [1.0, 0.5, -0.5]]] * 2  # (in 2, out 2, k 3)
+_CONVT_W2 = [[[[0.5, -1.0], [0.25, 1.0]]] * 3] * 2  # (in 2, out 3, 2, 2)
+
+
+def _conv_t(x: Any, w: Any) -> Any:
+    """Transposed convolution, stride 1, no padding: each input element spreads ``w`` over the output."""
+    np = _np()
+    k = w.shape[2:]
+    out = np.zeros((x.shape[0], w.shape[1], *(s + kk - 1 for s, kk in zip(x.shape[2:], k))), dtype=x.dtype)
+    for off in np.ndindex(*k):
+        sl = tuple(slice(o, o + s) for o, s in zip(off, x.shape[2:]))
+        out[(slice(None), slice(None), *sl)] += np.einsum("nc...,co->no...", x, w[(slice(None), slice(None), *off)])
+    return out
+
+
+OP_DB += [
+    _nn("conv3d", lambda x: _np().einsum("ncijkpqr,ocpqr->noijk", _windows(x, (2, 2, 2), 0),
+                                         _np().array(_CONV_W3).astype(x.dtype)),
+        lambda f, F, x: F.conv3d(x, _w(f, x, _CONV_W3)), shapes=(((1, 2, 3, 4, 3),),), gradgrad=False),
+    _nn("conv_transpose1d", lambda x: _conv_t(x, _np().array(_CONVT_W1).astype(x.dtype)),
+        lambda f, F, x: F.conv_transpose1d(x, _w(f, x, _CONVT_W1)), shapes=(((2, 2, 5),),), gradgrad=False),
+    _nn("conv_transpose2d", lambda x: _conv_t(x, _np().array(_CONVT_W2).astype(x.dtype)),
+        lambda f, F, x: F.conv_transpose2d(x, _w(f, x, _CONVT_W2)), shapes=(((1, 2, 3, 4),),), gradgrad=False),
+]
