@@ -115,7 +115,8 @@ SPECIFIC: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...], Any, st
     "nll_loss": [("batch mismatch", lambda f, x: f.nn.functional.nll_loss(x, _t(f, x, [0, 1])), (_a(4, 3),),
                   SHAPE, r"nll_loss.*(batch|target)")],
     "batch_norm": [("running_mean of the wrong size", lambda f, x: f.nn.functional.batch_norm(
-        x, f.zeros(3, device=x.device), f.ones(3, device=x.device)), (_a(4, 2, 3),), SHAPE, r"batch_norm.*running_mean")],
+        x, f.zeros(3, device=x.device), f.ones(3, device=x.device)), (_a(4, 2, 3),), SHAPE,
+        r"batch_norm.*running_mean")],
     "index_put": [("index out of range, no partial write", _index_put_oob, (_a(3),), IndexError, r"index")],
     "getitem": [("index out of range", lambda f, x: x[5], (_a(3, 4),), IndexError, r"index 5")],
     "floor_divide": [("integer division by zero, no partial write", _floor_divide_by_zero,

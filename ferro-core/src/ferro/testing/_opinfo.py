@@ -212,8 +212,10 @@ OP_DB: list[OpInfo] = [
                                                                                ("argmin", "argmin"))),
     OpInfo("logsumexp", _logsumexp, shapes=(((3, 4),), ((2, 3, 4),)),
            kwargs=({"dim": 1}, {"dim": -1, "keepdim": True}), edge=False, gradgrad=True),
-    OpInfo("softmax", lambda x, dim=-1: _np().exp(x - _logsumexp(x, dim, True)), shapes=_NN_SHAPES, kwargs=({"dim": -1}, {"dim": 0}), edge=False, gradgrad=True),
-    OpInfo("log_softmax", lambda x, dim=-1: x - _logsumexp(x, dim, True), shapes=_NN_SHAPES, kwargs=({"dim": -1}, {"dim": 1}), edge=False, gradgrad=True),
+    OpInfo("softmax", lambda x, dim=-1: _np().exp(x - _logsumexp(x, dim, True)), shapes=_NN_SHAPES,
+           kwargs=({"dim": -1}, {"dim": 0}), edge=False, gradgrad=True),
+    OpInfo("log_softmax", lambda x, dim=-1: x - _logsumexp(x, dim, True), shapes=_NN_SHAPES,
+           kwargs=({"dim": -1}, {"dim": 1}), edge=False, gradgrad=True),
     # -- matmul ---------------------------------------------------------------------
     OpInfo("matmul", lambda x, y: _np().matmul(x, y), 2, edge=False, gradgrad=True,
            shapes=(((3,), (3,)), ((2, 3), (3, 4)), ((4, 2, 3), (3,)), ((2, 1, 2, 3), (3, 3, 2)))),
@@ -381,6 +383,12 @@ def _mode(x: Any) -> Any:
     return np.asarray(out, dtype=x.dtype).reshape(x.shape[:-1])
 
 
+def _median(x: Any) -> Any:
+    """The lower median of the last dim; NaN where the row has one (PyTorch propagates NaN)."""
+    np = _np()
+    return np.where(np.isnan(x).any(-1), np.nan, _sorted(x)[..., (x.shape[-1] - 1) // 2])
+
+
 def _ints(name: str, ref: Callable[..., Any], call: Callable[..., Any], **kw: Any) -> OpInfo:
     return OpInfo(name, ref, call=call, grad=False, edge=False, domain=(0, 4),
                   shapes=kw.pop("shapes", (((12,),),)), **kw)
@@ -391,7 +399,7 @@ OP_DB += [
     _mv("sort", _sorted, lambda f, x: f.sort(x).values),
     _mv("topk", lambda x: _np().sort(x, axis=-1)[..., ::-1][..., :2], lambda f, x: f.topk(x, 2).values),
     _mv("kthvalue", lambda x: _sorted(x)[..., 1], lambda f, x: f.kthvalue(x, 2).values),
-    _mv("median", lambda x: _np().where(_np().isnan(x).any(-1), _np().nan, _sorted(x)[..., (x.shape[-1] - 1) // 2]), lambda f, x: f.median(x, -1).values),
+    _mv("median", _median, lambda f, x: f.median(x, -1).values),
     _mv("mode", _mode, lambda f, x: f.mode(x, -1).values, grad=False,
         domain=(7, 8)),
     _mv("cumsum", lambda x: _np().cumsum(x, axis=1), lambda f, x: f.cumsum(x, 1)),
@@ -510,7 +518,8 @@ _CONV_W2 = [[[[0.2, -0.5, 0.1], [0.3, 0.0, -0.2], [0.4, 0.1, 0.5]]] * 2] * 3
 _CONV_W1 = [[[0.5, -1.0, 0.25]] * 2] * 3
 
 OP_DB += [
-    _nn("conv2d", lambda x: _np().einsum("ncijkl,ockl->noij", _windows(x, (3, 3), 1), _np().array(_CONV_W2).astype(x.dtype)),
+    _nn("conv2d", lambda x: _np().einsum("ncijkl,ockl->noij", _windows(x, (3, 3), 1),
+                                        _np().array(_CONV_W2).astype(x.dtype)),
         lambda f, F, x: F.conv2d(x, _w(f, x, _CONV_W2), padding=1), shapes=(((2, 2, 5, 4),),)),
     _nn("conv1d", lambda x: _np().einsum("ncik,ock->noi", _windows(x, (3,), 0), _np().array(_CONV_W1).astype(x.dtype)),
         lambda f, F, x: F.conv1d(x, _w(f, x, _CONV_W1)), shapes=(((2, 2, 6),),)),
@@ -579,7 +588,8 @@ OP_DB += [
     OpInfo("resolve_conj", lambda x: x, call=_zf("resolve_conj"), edge=False),
     OpInfo("resolve_neg", lambda x: x, call=_zf("resolve_neg"), edge=False),
     OpInfo("angle", lambda x: _np().angle(x), call=_zf("angle"), edge=False, gradgrad=True),
-    OpInfo("sgn", lambda x: _np().where(x == 0, 0, x / _np().where(x == 0, 1, _np().abs(x))), call=_zf("sgn"), edge=False),
+    OpInfo("sgn", lambda x: _np().where(x == 0, 0, x / _np().where(x == 0, 1, _np().abs(x))), call=_zf("sgn"),
+           edge=False),
     OpInfo("complex", lambda x, y: x + 1j * y, 2, gradgrad=True),
     OpInfo("polar", lambda x, y: x * _np().exp(1j * y), 2, domain=(0.5, 3)),
     OpInfo("view_as_real", lambda x: _np().stack([x.real, x.imag], -1), call=_zf("view_as_real"), edge=False),
@@ -588,18 +598,21 @@ OP_DB += [
     *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True),
              shapes=_FFT1, kwargs=_FFT_KW1, edge=False, gradgrad=n == "fft")
       for n in ("fft", "ifft", "irfft", "hfft")),
-    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFT1, kwargs=_FFT_KW1, edge=False, gradgrad=n == "rfft")
+    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFT1,
+             kwargs=_FFT_KW1, edge=False, gradgrad=n == "rfft")
       for n in ("rfft", "ihfft")),
     *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True),
              shapes=_FFTN, kwargs=_FFT_KWN, edge=False, gradgrad=n == "irfftn")
       for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn")),
-    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFTN, kwargs=_FFT_KWN, edge=False)
+    *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFTN,
+             kwargs=_FFT_KWN, edge=False)
       for n in ("rfft2", "rfftn")),
     *(OpInfo(f"fft.{n}", lambda x, dim=None, _n=n: getattr(_np().fft, _n)(x, axes=dim),
              call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=(((5,),), ((4, 5),), ((2, 3, 4),)),
              kwargs=({}, {"dim": -1}, {"dim": (0, -1)}), edge=False) for n in ("fftshift", "ifftshift")),
     *(OpInfo(f"fft.{n}", lambda x, _n=n: getattr(_np().fft, _n)(x.shape[-1], 0.5),
-             call=lambda f, x, _n=n: getattr(f.fft, _n)(x.shape[-1], 0.5, dtype=x.dtype, device=x.device), grad=False, edge=False, shapes=(((1,),), ((5,),), ((8,),)))
+             call=lambda f, x, _n=n: getattr(f.fft, _n)(x.shape[-1], 0.5, dtype=x.dtype, device=x.device),
+             grad=False, edge=False, shapes=(((1,),), ((5,),), ((8,),)))
       for n in ("fftfreq", "rfftfreq")),
 ]
 

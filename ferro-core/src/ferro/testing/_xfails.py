@@ -31,7 +31,7 @@ from pathlib import Path
 __all__ = ["KINDS", "ExpectedFailure", "load", "parse", "locations"]
 
 #: The conformance tests an expected failure may name (``test_`` + kind in conformance/test_ops.py).
-KINDS = ("forward", "gradcheck", "gradgradcheck", "errors", "inputs_unchanged", "nan", "view", "supports")
+KINDS = ("forward", "gradcheck", "gradgradcheck", "errors", "inputs_unchanged", "nan", "view", "view_complex")
 
 
 @dataclass(frozen=True)

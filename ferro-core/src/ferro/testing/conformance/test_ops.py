@@ -7,6 +7,7 @@ in float64, second derivatives where the database asks, and the backend's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -152,6 +153,14 @@ def _raising(device: Any, info: OpInfo, e: ErrorInput) -> tuple[Any, ...]:
     return own
 
 
+def _held(device: Any, inputs: Any) -> Any:
+    """The error inputs whose arrays the device can hold (a device without complex64 skips complex inputs)."""
+    have = {d.name for d in device.backend.dtypes(device.index)}
+    for e in inputs:
+        if all(a.dtype.name in have for a in e.args if isinstance(a, np.ndarray)):
+            yield e
+
+
 def _call_and_sync(device: Any, e: ErrorInput, tensors: tuple[Any, ...]) -> None:
     try:
         e.call(ferro, *tensors)
@@ -162,23 +171,31 @@ def _call_and_sync(device: Any, e: ErrorInput, tensors: tuple[Any, ...]) -> None
 @pytest.mark.parametrize("info", ERR_OPS, ids=[i.name for i in ERR_OPS])
 def test_errors(device: Any, info: OpInfo) -> None:
     """Every error input raises its exception, with a message naming the op and the argument."""
-    for e in error_inputs(info):
+    ran = 0
+    for e in _held(device, error_inputs(info)):
         tensors = tuple(ferro.tensor(a, device=device) if isinstance(a, np.ndarray) else a for a in e.args)
-        with pytest.raises(_raising(device, info, e), match=e.match) as caught:
+        with pytest.raises(_raising(device, info, e)) as caught:
             _call_and_sync(device, e, tensors)
-        assert caught.value is not None, f"{info.name}, {e.note}"
+        msg = str(caught.value)
+        # a backend that does not claim the op refuses it first: then the refusal must name the op
+        match = re.escape(info.name) if isinstance(caught.value, ferro.errors.UnsupportedOperationError) else e.match
+        assert re.search(match, msg), (f"{info.name} ({e.note}): message does not match {match!r}: "
+                                       f"{type(caught.value).__name__}: {msg}")
+        ran += 1
+    if not ran:
+        pytest.skip(f"{device} cannot hold the inputs of any error input of {info.name}")
 
 
 @pytest.mark.parametrize("info", ERR_OPS, ids=[i.name for i in ERR_OPS])
 def test_inputs_unchanged(device: Any, info: OpInfo) -> None:
     """A call that fails leaves its tensor inputs as they were, also when the error is reported late."""
     checked = 0
-    for e in error_inputs(info):
+    for e in _held(device, error_inputs(info)):
         tensors = tuple(ferro.tensor(a, device=device) if isinstance(a, np.ndarray) else a for a in e.args)
         before = [t.numpy().copy() for t in tensors if isinstance(t, ferro.Tensor)]
         try:
             _call_and_sync(device, e, tensors)
-        except Exception:  # noqa: BLE001 - which exception is test_errors' business; here only the inputs count
+        except Exception:  # which exception is test_errors' business; here only the inputs count
             pass
         device.backend.synchronize(device.index)
         after = [t.numpy() for t in tensors if isinstance(t, ferro.Tensor)]
