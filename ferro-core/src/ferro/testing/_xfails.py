@@ -13,6 +13,8 @@ pattern that covers several.
 
 Where the file of a backend named ``NAME`` is found, the first that exists:
 
+0. ``$FERRO_CONFORMANCE_XFAILS/NAME.txt`` when that environment variable names
+   a folder (a list kept outside the package, e.g. while writing a backend);
 1. ``conformance_xfails/NAME.txt`` inside the top-level package of the
    backend's class (``ferro_opencl/conformance_xfails/opencl.txt``): a plugin
    ships its own list;
@@ -24,11 +26,15 @@ failure that passes is reported as a failure, so the list only shrinks.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KINDS", "ExpectedFailure", "load", "parse", "locations"]
+__all__ = ["ENV", "KINDS", "ExpectedFailure", "load", "parse", "locations"]
+
+#: The environment variable naming a folder of expected-failure files that take precedence.
+ENV = "FERRO_CONFORMANCE_XFAILS"
 
 #: The conformance tests an expected failure may name (``test_`` + kind in conformance/test_ops.py).
 KINDS = ("forward", "gradcheck", "gradgradcheck", "errors", "inputs_unchanged", "nan", "view", "view_complex")
@@ -73,8 +79,11 @@ def parse(text: str, origin: str = "<string>") -> dict[tuple[str, str, str], Exp
 
 
 def locations(backend_name: str, backend_module: str) -> list[Path]:
-    """Where the file of ``backend_name`` may be, in order: the backend's own package, then ferro-core's."""
+    """Where the file of ``backend_name`` may be, in order: ``$FERRO_CONFORMANCE_XFAILS``, the backend's own
+    package, then ferro-core's."""
     paths = []
+    if os.environ.get(ENV):
+        paths.append(Path(os.environ[ENV]) / f"{backend_name}.txt")
     top = sys.modules.get(backend_module.split(".")[0])
     if top is not None and getattr(top, "__file__", None):
         paths.append(Path(top.__file__).parent / "conformance_xfails" / f"{backend_name}.txt")
