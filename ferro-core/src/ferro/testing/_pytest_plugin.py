@@ -183,6 +183,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = tables[name].get((op, kind, dtype))
         if entry is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"{entry.reason} ({entry.where})"))
+            # an expected failure's traceback is never shown; formatting it (pytest parses the source of every
+            # frame) would cost more than the suite itself
+            item.repr_failure = _one_line  # type: ignore[method-assign]
+
+
+def _one_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    """The failure of an expected failure in one line: the exception and the first line of its message."""
+    return f"{excinfo.typename}: {str(excinfo.value).splitlines()[0] if str(excinfo.value) else ''}"
 
 
 @pytest.fixture
