@@ -261,3 +261,55 @@ def test_the_basic_conformance_module_passes_on_the_generic_array_api_backend(tm
     skipped = {n: r for n, (o, r) in run.results.items() if o == "skipped"}
     assert all("has no" in r or "supports every dtype" in r for r in skipped.values()), skipped
     assert run.results["test_sum_float32[toy:0]"] == ("passed", "")
+
+
+# -- the conformance suite's expected failures -------------------------------------------------------------------
+
+
+def test_expected_failures_are_strict(tmp_path: Path) -> None:
+    """A listed test that fails is xfailed; a listed test that passes fails the run (XPASS strict)."""
+    folder = tmp_path / "xfails"
+    folder.mkdir()
+    (folder / "cpu.txt").write_text("# a listed pass and a listed failure\n"
+                                    "add forward float32 listed although it passes\n"
+                                    "median nan - median ignores NaN here\n")
+    run = run_pytest(tmp_path, "--pyargs", "ferro.testing.conformance.test_ops", "--ferro-backend=cpu",
+                     "-k", "test_forward and add-float32 or test_nan and median",
+                     env={"FERRO_CONFORMANCE_XFAILS": str(folder)})
+    assert run.returncode == 1, run
+    outcome, text = run.results["test_forward[add-float32-cpu]"]
+    assert outcome == "failed" and "XPASS(strict)" in text and "listed although it passes" in text, run
+    outcome, text = run.results["test_nan[median-cpu]"]
+    assert outcome == "skipped" and "median ignores NaN here" in text, run
+
+
+@pytest.mark.parametrize("line, error", [
+    ("add forward float32", "expected 'OP KIND DTYPE REASON'"),
+    ("add speed float32 too slow", "kind 'speed' is not one of"),
+    ("* forward float32 everything", "name one op and one dtype"),
+    ("add forward * every dtype", "name one op and one dtype"),
+    ("add forward float32 one\nadd forward float32 two", "listed twice"),
+])
+def test_an_expected_failures_file_is_checked(line: str, error: str) -> None:
+    from ferro.testing._xfails import parse
+    with pytest.raises(ValueError, match=error):
+        parse(line, "x.txt")
+
+
+def test_every_shipped_expected_failure_names_an_op_a_kind_and_a_dtype() -> None:
+    import ferro
+    from ferro._ops import REGISTRY
+    from ferro.testing._opinfo import ALL_DTYPES
+    from ferro.testing._xfails import load, locations
+    from ferro.testing.conformance.test_ops import VIEWS
+    files = 0
+    for name in ferro.backends.installed():
+        b = ferro.backends.get(name)
+        if not any(p.is_file() for p in locations(name, type(b).__module__)):
+            continue
+        files += 1
+        for (op, kind, dtype), entry in load(name, type(b).__module__).items():
+            assert op in REGISTRY or (kind == "view" and op in VIEWS), entry
+            assert dtype in (*ALL_DTYPES, "-") and (dtype == "-") == (kind != "forward"), entry
+            assert entry.reason.strip(), entry
+    assert files >= 3, "cpu, opencl, strict and toy ship their lists"

@@ -382,7 +382,7 @@ class ArrayAPIBackend(Backend):
                 return kernel
 
             def angle(x: Any) -> Any:
-                if xp.isdtype(x.dtype, "complex floating"):
+                if x.dtype in (xp.complex64, xp.complex128):  # isdtype refuses ml_dtypes' bfloat16
                     return xp.atan2(xp.imag(x), xp.real(x))
                 # PyTorch: pi for negative reals, 0 otherwise (-0.0 included), nan stays nan.
                 return xp.where(xp.isnan(x), x, xp.where(x < 0, xp.asarray(math.pi, dtype=x.dtype),

@@ -33,6 +33,7 @@ from typing import Any
 from .._core.grad_mode import no_grad
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor
+from ..errors import DTypeError
 from ..nn.modules.module import RemovableHandle, new_args
 
 __all__ = ["Optimizer", "required", "check", "fused_kernel", "register_step", "decayed_grad",
@@ -106,7 +107,17 @@ def register_step(name: str, kernel: str, unfused: Callable[..., None], uses: tu
     ``uses``) is its decomposition, ``kernel`` its optional fused kernel, bound like every kernel."""
     op = register(OpDef(name, "optimizer", (unfused.__doc__ or "").split("\n")[0], dtype_rule="real_floating",
                         decomposition=unfused, uses=uses, kernels=(kernel,), optional_kernels=True))
-    op.fn = unfused
+
+    def step(param: Tensor, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(param, Tensor):
+            raise TypeError(f"{name}(): argument 'param' must be a Tensor, not {type(param).__name__}")
+        if param._dtype not in op.table:
+            raise DTypeError(f"{name}: not defined for dtype {param._dtype}; it takes {op.dtype_words}")
+        unfused(param, *args, **kwargs)
+
+    step.__name__ = step.__qualname__ = name
+    step.__doc__ = unfused.__doc__
+    op.fn = step  # ferro.ops.<name>: the unfused update, refusing what the op's dtype rule refuses
     return op
 
 

@@ -18,6 +18,9 @@ alone.
   skipped with its availability reason.
 - ``backend``: the :class:`ferro.backends.Backend` of that device.
 - ``@pytest.mark.ferro_backends("cpu", ...)``: run a test only on these backends.
+- Expected failures of the conformance suite (``ferro.testing.conformance``)
+  come from one file per backend (see :mod:`ferro.testing._xfails`): the
+  matching tests are marked ``xfail(strict=True)`` with the file's reason.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import pytest
 if TYPE_CHECKING:
     import ferro
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_generate_tests", "backend", "device"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_generate_tests", "pytest_collection_modifyitems",
+           "backend", "device"]
 
 ENV = "FERRO_TEST_BACKENDS"
 #: The hidden parameter behind ``backend`` and ``device``: a backend name or a device string.
@@ -140,6 +144,53 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if s not in ids:
             ids[s] = _device_id(s)
     metafunc.parametrize(PARAM, specs, ids=[ids[s] for s in specs])
+
+
+CONFORMANCE = "ferro.testing.conformance"
+
+
+def _conformance_key(item: pytest.Item) -> tuple[str, str, str, str] | None:
+    """``(backend, op, kind, dtype)`` of a conformance test item, or None for any other test."""
+    module = getattr(getattr(item, "module", None), "__name__", "")
+    callspec = getattr(item, "callspec", None)
+    if not module.startswith(CONFORMANCE) or callspec is None or not callspec.params.get(PARAM):
+        return None
+    params = callspec.params
+    info = params.get("info")
+    op = getattr(info, "name", None) or params.get("op")
+    if not isinstance(op, str):
+        return None
+    kind = getattr(item, "originalname", item.name).removeprefix("test_")
+    return str(params[PARAM]).partition(":")[0], op, kind, str(params.get("dtype", "-"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the conformance tests a backend's expected-failures file names ``xfail(strict=True)``."""
+    keys = [(item, _conformance_key(item)) for item in items]
+    if not any(k for _, k in keys):
+        return
+    import ferro
+
+    from ._xfails import load
+    tables: dict[str, Any] = {}
+    for item, key in keys:
+        if key is None:
+            continue
+        name, op, kind, dtype = key
+        if name not in tables:
+            b = ferro.backends.get(name)
+            tables[name] = load(name, type(b).__module__)
+        entry = tables[name].get((op, kind, dtype))
+        if entry is not None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"{entry.reason} ({entry.where})"))
+            # an expected failure's traceback is never shown; formatting it (pytest parses the source of every
+            # frame) would cost more than the suite itself
+            item.repr_failure = _one_line  # type: ignore[method-assign]
+
+
+def _one_line(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    """The failure of an expected failure in one line: the exception and the first line of its message."""
+    return f"{excinfo.typename}: {str(excinfo.value).splitlines()[0] if str(excinfo.value) else ''}"
 
 
 @pytest.fixture
