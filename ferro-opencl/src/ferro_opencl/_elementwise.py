@@ -12,6 +12,7 @@ only one or two. Nothing here waits for the device.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from string import Template
 from typing import Any
@@ -120,8 +121,8 @@ class Elementwise:
         self.out_of = out_of  # operand dtype -> result dtype
         self.cache: dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]] = {}
         #: for the hot patterns (array,), (array, array), (array, number), by their one dtype: the offset-free
-        #: contiguous kernel, the result dtype and [element count, scalar, global size] it was last given
-        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, list[Any]]]] = {
+        #: contiguous kernel (pyopencl's, which each thread clones, see _fast) and the result dtype
+        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any]]] = {
             (False,): {}, (False, False): {}, (False, True): {}}
 
     def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any, tuple[Any, ...]]:
@@ -148,9 +149,7 @@ class Elementwise:
             self.cache[operands] = got
             hot = self.fast.get(tuple(sc for _, sc in operands))
             if hot is not None and not flag and all(d == operands[0][0] for d, _ in operands):
-                # the hot path passes no error flag; the list is what its _z kernel holds (see _fast), kept by the
-                # runtime, which hands out one kernel object per program however many tables use it
-                hot[operands[0][0]] = (got[3], out, rt.held.setdefault(got[3], [None, None, None]))
+                hot[operands[0][0]] = (got[3].raw, out)  # the hot path passes no error flag
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -286,33 +285,51 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
 
     It launches the offset-free ``_z`` kernel itself instead of through pyopencl's invoker: OpenCL keeps a
     kernel's arguments between launches, so only the buffers are set each time, and the element count (and a
-    scalar operand) only when it differs from the value the kernel already holds. Those ``_z`` kernels are
-    launched nowhere else, so the values remembered here are the kernel's own.
+    scalar operand) only when it differs from the value the kernel already holds. Kernel arguments are state of
+    the kernel object, so each thread launches its own clone of the kernel (made at its first launch of the op at
+    that dtype) with what it last gave it: no lock on this path, and threads never see each other's arguments.
+    (Measured against a lock around the same lines with benchmarks/opencl.py's overhead row: the clones were as
+    fast or a few percent faster; docs/opencl.md has the figures.)
     """
     rt = op.rt
-    unary, both, scalar = op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)]
+    shared = (op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)])
     queue = rt.queue
     allocate = rt.pool.allocate
     group = rt.max_group
     enqueue = rt.cl._cl.enqueue_nd_range_kernel
+    make = rt.cl.Kernel
     new = object.__new__
+    #: per thread, per pattern: dtype -> (its kernel clone, result dtype, [element count, scalar, global size])
+    local = threading.local()
+
+    def clone(which: int, dt: Any) -> Any:
+        """This thread's kernel of pattern ``which`` at ``dt`` (None until the op has built it)."""
+        got = shared[which].get(dt)
+        if got is not None:
+            got = local.tables[which][dt] = (make(got[0].program, got[0].function_name), got[1],
+                                             [None, None, None])
+        return got
 
     def kernel(*args: Any) -> CLArray:
         a = args[0]
         if type(a) is CLArray and a.contiguous and not a.offset:
+            try:
+                unary, both, scalar = local.tables
+            except AttributeError:
+                unary, both, scalar = local.tables = ({}, {}, {})
             got = None
             if len(args) == 1:
-                got = unary.get(a.dtype)
+                got = unary.get(a.dtype) or clone(0, a.dtype)
                 sv = None
             else:
                 b = args[1]
                 tb = type(b)
                 if tb is CLArray:
                     if b.contiguous and not b.offset and b.shape == a.shape and b.dtype is a.dtype:
-                        got = both.get(a.dtype)
+                        got = both.get(a.dtype) or clone(1, a.dtype)
                         sv = None
                 elif tb is float or tb is int:  # x * 2.5: the scalar is a by-value argument
-                    got = scalar.get(a.dtype)
+                    got = scalar.get(a.dtype) or clone(2, a.dtype)
                     sv = b
             if got is not None:
                 out = new(CLArray)  # CLArray(rt, None, a.shape, dtype), without __init__: a's layout is the result's

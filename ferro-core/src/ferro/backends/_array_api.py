@@ -131,7 +131,7 @@ class ArrayAPIBackend(Backend):
         gen = self._rngs.get(index)
         if gen is None:
             import numpy as np
-            gen = self._rngs[index] = np.random.Generator(np.random.Philox(0))
+            gen = self._rngs.setdefault(index, np.random.Generator(np.random.Philox(0)))
         return gen
 
     def manual_seed(self, seed: int, index: int) -> None:
