@@ -23,7 +23,8 @@ from ._array import CLArray
 from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
 from ._runtime import MAX_DIMS, Runtime, ctype, read_source
 
-__all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "cast_array", "layout"]
+__all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "commit_into", "cast_array",
+           "layout"]
 
 _BOOL = np.dtype(bool)
 _HALF = np.dtype(np.float16)
@@ -41,8 +42,9 @@ def _template() -> Template:
 
 
 def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
-           helpers: Sequence[str] = ()) -> str:
-    """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
+           helpers: Sequence[str] = (), guard: bool = False) -> str:
+    """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c.
+    ``guard``: a commit, which writes nothing while the device's error flag (its last argument) is set."""
     params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
     compute = ctype(operands[0][0])[1]
     arrays = 0  # strides of the array operands only: m->st[1], m->st[2], ... (scalars have none)
@@ -74,7 +76,8 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
         params_z="".join(params_z), loads_z="\n".join(loads_z), pos_next="".join(pos_next),
-        err=", volatile __global int *err" if _needs_flag(expr) else "",
+        err=", volatile __global int *err" if guard or _needs_flag(expr) else "",
+        guard="    if (*err) return;\n" if guard else "",
         store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
 
 
@@ -374,34 +377,43 @@ def _scalar_bytes(dt: Any, value: Any) -> bytes:
 # -- copies and casts ---------------------------------------------------------------------------------------
 
 
-def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False) -> tuple[Any, Any]:
-    key = ("copy", src, dst, scalar)  # dtype objects: hashing them is cheap, their .name is not
+def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False, commit: bool = False) -> tuple[Any, Any]:
+    key = ("copy", src, dst, scalar, commit)  # dtype objects: hashing them is cheap, their .name is not
     got = rt.kernels.get(key)
     if got is None:
         ops = ((src, scalar),)
+
         def source() -> str:
-            return render("copy_k", "a", ops, dst)
-        got = (rt.kernel(key, "copy_k_c", source, _scalar_types(ops, False)),
-               rt.kernel(key, "copy_k_s", source, _scalar_types(ops, True)))
+            return render("copy_k", "a", ops, dst, guard=commit)
+        got = (rt.kernel(key, "copy_k_c", source, _scalar_types(ops, False, flag=commit)),
+               rt.kernel(key, "copy_k_s", source, _scalar_types(ops, True, flag=commit)))
         rt.kernels[key] = got
     return got
 
 
-def copy_into(dst: CLArray, src: Any) -> None:
-    """``dst[...] = src`` (a CLArray broadcast to dst, or a Python scalar), converting dtypes."""
+def copy_into(dst: CLArray, src: Any, commit: bool = False) -> None:
+    """``dst[...] = src`` (a CLArray broadcast to dst, or a Python scalar), converting dtypes. ``commit``: an
+    in-place write into a user's tensor, which writes nothing while an error is flagged on the device (the
+    result being written may be that of the failed op; the error is raised at the next synchronization)."""
     rt = dst.rt
+    extra = (rt.error_flag,) if commit else ()
     if type(src) is CLArray:
         if src.rt is not rt:
             raise ValueError("copy between OpenCL devices goes through the host: use .to(device)")
         if src.buffer is dst.buffer and src.buffer is not None and (src.offset, src.strides) != (dst.offset,
                                                                                              dst.strides):
             src = copy_contiguous(src)  # x[1:] = x[:-1]: work-items must not read what others overwrite
-        kc, ks = _copier(rt, src.dtype, dst.dtype)
-        launch(rt, kc, ks, dst, (src,), src.dtype)
+        kc, ks = _copier(rt, src.dtype, dst.dtype, commit=commit)
+        launch(rt, kc, ks, dst, (src,), src.dtype, extra)
     else:
         sdt = dst.dtype
-        kc, ks = _copier(rt, sdt, dst.dtype, True)
-        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt)
+        kc, ks = _copier(rt, sdt, dst.dtype, True, commit)
+        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt, extra)
+
+
+def commit_into(dst: CLArray, src: Any) -> None:
+    """:func:`copy_into` as a commit: the ``copy_`` kernel, the last step of every in-place op."""
+    copy_into(dst, src, True)
 
 
 def copy_contiguous(x: CLArray) -> CLArray:
