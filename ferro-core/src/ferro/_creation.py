@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -37,7 +38,13 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
     _check_dtype(dtype, dev, kind)
     k = dev._kernels.get(kind)  # type: ignore[union-attr]
     if k is not None:
-        return _wrap(k(*args), dtype, dev)
+        try:
+            return _wrap(k(*args), dtype, dev)
+        except MemoryError as e:  # NumPy's, CuPy's, or a backend's: say which op, what size, and where
+            shape = args[0] if args and isinstance(args[0], tuple) else None
+            size = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize} bytes)" \
+                if shape is not None else f"a {dtype} tensor"
+            raise MemoryError(f"{kind}: out of memory allocating {size} on {dev}: {e}") from None
     from ._ops._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)

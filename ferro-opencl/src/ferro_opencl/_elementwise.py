@@ -400,6 +400,9 @@ def copy_into(dst: CLArray, src: Any, commit: bool = False) -> None:
     if type(src) is CLArray:
         if src.rt is not rt:
             raise ValueError("copy between OpenCL devices goes through the host: use .to(device)")
+        if src.shape != dst.shape and broadcast((src.shape, dst.shape)) != dst.shape:
+            raise ValueError(f"could not broadcast input array from shape {list(src.shape)} into shape "
+                             f"{list(dst.shape)}")
         if src.buffer is dst.buffer and src.buffer is not None and (src.offset, src.strides) != (dst.offset,
                                                                                              dst.strides):
             src = copy_contiguous(src)  # x[1:] = x[:-1]: work-items must not read what others overwrite

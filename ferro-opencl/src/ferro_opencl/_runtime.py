@@ -125,7 +125,13 @@ class Runtime:
         """A new contiguous array from the pool (uninitialized)."""
         a = CLArray(self, None, shape, dtype)
         if a.size:
-            a.buffer = self.pool.allocate(a.size * dtype.itemsize)
+            nbytes = a.size * dtype.itemsize
+            try:
+                a.buffer = self.pool.allocate(nbytes)
+            except self.cl.Error as e:  # INVALID_BUFFER_SIZE, MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_RESOURCES
+                raise MemoryError(f"out of memory on {self.device.name.strip()}: {nbytes} bytes requested, the "
+                                  f"device allocates at most {self.device.max_mem_alloc_size} bytes at once and "
+                                  f"has {self.device.global_mem_size} in all ({e})") from None
         return a
 
     def stats(self) -> dict[str, int]:

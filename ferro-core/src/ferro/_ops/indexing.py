@@ -11,6 +11,7 @@ from ..autograd._mode import _state
 from ..autograd._views import after_inplace, check_inplace
 from ..errors import DeviceMismatchError, ShapeError
 from ._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
+from .inplace import refuse_overlap
 from ._registry import OpDef, register
 
 __all__ = ["getitem", "setitem", "index_put"]
@@ -180,6 +181,7 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) ->
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place; recorded by autograd as an ``index_put``."""
+    refuse_overlap(x, "setitem")
     recording = _state.enabled and (x._rg or (isinstance(value, Tensor) and value._rg))
     if recording and x._rg and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
