@@ -11,8 +11,8 @@ from ..autograd._mode import _state
 from ..autograd._views import after_inplace, check_inplace
 from ..errors import DeviceMismatchError, ShapeError
 from ._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
-from .inplace import refuse_overlap
 from ._registry import OpDef, register
+from .inplace import refuse_overlap
 
 __all__ = ["getitem", "setitem", "index_put"]
 
