@@ -103,3 +103,15 @@ def test_kernels_from_the_runtime_launch_under_its_lock(dev: str) -> None:
     kernels = [k for v in rt.kernels.values() for k in (v if isinstance(v, tuple) else (v,))]
     assert kernels and all(isinstance(k, LockedKernel) for k in kernels)
     assert all(k.lock is rt.launch_lock for k in kernels)
+
+
+def test_host_libraries_refuse_device_tensors_instead_of_copying(dev: str) -> None:
+    """SciPy and NumPy functions used to take an OpenCL tensor through __array__ and return host arrays."""
+    import scipy.special
+    t = ferro.tensor([0.0, 1.0], device=dev)
+    with pytest.raises(TypeError, match="opencl:0"):
+        scipy.special.expit(t)
+    with pytest.raises(TypeError):
+        np.asarray(t)
+    np.testing.assert_allclose(scipy.special.expit(t.numpy()), torch.sigmoid(torch.tensor([0.0, 1.0])).numpy())
+    assert (t + np.ones(2)).device == t.device  # NumPy operands still join the tensor on its device

@@ -180,6 +180,8 @@ def test_faults_numpy_asarray_of_device_tensor(device: ferro.device) -> None:
         return
     with pytest.raises(TypeError, match=r"\.cpu\(\)"):
         np.asarray(x)
+    with pytest.raises(TypeError, match=r"\.cpu\(\)"):
+        np.exp(x)  # a NumPy function would have returned a host array for a device tensor
     np.testing.assert_array_equal(x.numpy(), [0.0, 1.0, 2.0])  # the explicit copies still work
     np.testing.assert_array_equal(np.asarray(x.cpu()), [0.0, 1.0, 2.0])
 
