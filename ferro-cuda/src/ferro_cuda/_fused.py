@@ -351,15 +351,44 @@ _ATOMIC = {"float16", "float32", "float64", "int32", "uint32", "uint64"}
 _ATOMIC_VIEW = {"int64": "uint64"}
 
 
+def check_index_bounds(xp: Any, x: Any, key: Any) -> None:
+    """Raise IndexError, before anything is written, when an integer index array of ``key`` holds an index out
+    of range for its dimension of ``x``: CuPy wraps such indices around silently (and ferro's row kernel skips
+    them), so a write would land on the wrong elements. Costs one bool read back from the device."""
+    keys = key if isinstance(key, tuple) else (key,)
+    used = sum(k.ndim if getattr(k, "dtype", None) is not None and k.dtype.kind == "b" else 1
+               for k in keys if k is not None and k is not Ellipsis)
+    checks: list[tuple[Any, int, int]] = []
+    dim = 0
+    for k in keys:
+        if k is Ellipsis:
+            dim += x.ndim - used
+        elif getattr(k, "dtype", None) is not None and k.dtype.kind == "b":
+            dim += k.ndim
+        elif getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" and getattr(k, "size", 0):
+            if dim < x.ndim:
+                checks.append((k, dim, x.shape[dim]))
+            dim += 1
+        elif k is not None:
+            dim += 1
+    if not checks:
+        return
+    bad = [xp.any((k < -n) | (k >= n)) for k, _, n in checks]
+    if bool(xp.any(xp.stack(bad))):
+        k, d, n = next(c for c, b in zip(checks, bad) if bool(b))
+        raise IndexError(f"index {int(k[(k < -n) | (k >= n)][0])} is out of bounds for dimension {d} with size {n}")
+
+
 def index_put_kernel(generic: Callable[..., None]) -> Callable[..., None]:
     """``index_put(x, key, value, accumulate)`` whose accumulation adds repeated indices with atomics on
     the GPU: ferro's row kernel for one integer index array (the gradient of embedding and index_select),
     ``cupyx.scatter_add`` otherwise; dtypes without atomics (bool, 8/16-bit integers, complex) go to ``generic``."""
     def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
+        cp = _cp()
+        check_index_bounds(cp, x, key)
         if not accumulate:
             x[key] = value
             return
-        cp = _cp()
         dt = x.dtype.name
         if dt not in _ATOMIC and dt not in _ATOMIC_VIEW:
             generic(x, key, value, accumulate)

@@ -163,7 +163,7 @@ class OpenCLBackend(Backend):
         g = self._generators.get(index)
         if g is None:
             from ._random import DeviceGenerator
-            g = self._generators[index] = DeviceGenerator(0)
+            g = self._generators.setdefault(index, DeviceGenerator(0))
         return g
 
     def manual_seed(self, seed: int, index: int) -> None:

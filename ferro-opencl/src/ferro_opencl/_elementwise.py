@@ -12,6 +12,7 @@ only one or two. Nothing here waits for the device.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from string import Template
 from typing import Any
@@ -22,7 +23,8 @@ from ._array import CLArray
 from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
 from ._runtime import MAX_DIMS, Runtime, ctype, read_source
 
-__all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "cast_array", "layout"]
+__all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "commit_into", "cast_array",
+           "layout"]
 
 _BOOL = np.dtype(bool)
 _HALF = np.dtype(np.float16)
@@ -40,8 +42,9 @@ def _template() -> Template:
 
 
 def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
-           helpers: Sequence[str] = ()) -> str:
-    """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c."""
+           helpers: Sequence[str] = (), guard: bool = False) -> str:
+    """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c.
+    ``guard``: a commit, which writes nothing while the device's error flag (its last argument) is set."""
     params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
     compute = ctype(operands[0][0])[1]
     arrays = 0  # strides of the array operands only: m->st[1], m->st[2], ... (scalars have none)
@@ -73,7 +76,8 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
         params_z="".join(params_z), loads_z="\n".join(loads_z), pos_next="".join(pos_next),
-        err=", volatile __global int *err" if _needs_flag(expr) else "",
+        err=", volatile __global int *err" if guard or _needs_flag(expr) else "",
+        guard="    if (*err) return;\n" if guard else "",
         store=store, result=result, pos_init="".join(pos_init), pos_step="".join(pos_step))
 
 
@@ -120,8 +124,8 @@ class Elementwise:
         self.out_of = out_of  # operand dtype -> result dtype
         self.cache: dict[Any, tuple[Any, Any, Any, Any, tuple[Any, ...]]] = {}
         #: for the hot patterns (array,), (array, array), (array, number), by their one dtype: the offset-free
-        #: contiguous kernel, the result dtype and [element count, scalar, global size] it was last given
-        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any, list[Any]]]] = {
+        #: contiguous kernel (pyopencl's, which each thread clones, see _fast) and the result dtype
+        self.fast: dict[tuple[bool, ...], dict[Any, tuple[Any, Any]]] = {
             (False,): {}, (False, False): {}, (False, True): {}}
 
     def kernels(self, operands: tuple[tuple[Any, bool], ...]) -> tuple[Any, Any, Any, Any, tuple[Any, ...]]:
@@ -148,9 +152,7 @@ class Elementwise:
             self.cache[operands] = got
             hot = self.fast.get(tuple(sc for _, sc in operands))
             if hot is not None and not flag and all(d == operands[0][0] for d, _ in operands):
-                # the hot path passes no error flag; the list is what its _z kernel holds (see _fast), kept by the
-                # runtime, which hands out one kernel object per program however many tables use it
-                hot[operands[0][0]] = (got[3], out, rt.held.setdefault(got[3], [None, None, None]))
+                hot[operands[0][0]] = (got[3].raw, out)  # the hot path passes no error flag
         return got
 
     def __call__(self, *args: Any) -> CLArray:
@@ -286,33 +288,51 @@ def _fast(op: Elementwise) -> Callable[..., Any]:
 
     It launches the offset-free ``_z`` kernel itself instead of through pyopencl's invoker: OpenCL keeps a
     kernel's arguments between launches, so only the buffers are set each time, and the element count (and a
-    scalar operand) only when it differs from the value the kernel already holds. Those ``_z`` kernels are
-    launched nowhere else, so the values remembered here are the kernel's own.
+    scalar operand) only when it differs from the value the kernel already holds. Kernel arguments are state of
+    the kernel object, so each thread launches its own clone of the kernel (made at its first launch of the op at
+    that dtype) with what it last gave it: no lock on this path, and threads never see each other's arguments.
+    (Measured against a lock around the same lines with benchmarks/opencl.py's overhead row: the clones were as
+    fast or a few percent faster; docs/opencl.md has the figures.)
     """
     rt = op.rt
-    unary, both, scalar = op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)]
+    shared = (op.fast[(False,)], op.fast[(False, False)], op.fast[(False, True)])
     queue = rt.queue
     allocate = rt.pool.allocate
     group = rt.max_group
     enqueue = rt.cl._cl.enqueue_nd_range_kernel
+    make = rt.cl.Kernel
     new = object.__new__
+    #: per thread, per pattern: dtype -> (its kernel clone, result dtype, [element count, scalar, global size])
+    local = threading.local()
+
+    def clone(which: int, dt: Any) -> Any:
+        """This thread's kernel of pattern ``which`` at ``dt`` (None until the op has built it)."""
+        got = shared[which].get(dt)
+        if got is not None:
+            got = local.tables[which][dt] = (make(got[0].program, got[0].function_name), got[1],
+                                             [None, None, None])
+        return got
 
     def kernel(*args: Any) -> CLArray:
         a = args[0]
         if type(a) is CLArray and a.contiguous and not a.offset:
+            try:
+                unary, both, scalar = local.tables
+            except AttributeError:
+                unary, both, scalar = local.tables = ({}, {}, {})
             got = None
             if len(args) == 1:
-                got = unary.get(a.dtype)
+                got = unary.get(a.dtype) or clone(0, a.dtype)
                 sv = None
             else:
                 b = args[1]
                 tb = type(b)
                 if tb is CLArray:
                     if b.contiguous and not b.offset and b.shape == a.shape and b.dtype is a.dtype:
-                        got = both.get(a.dtype)
+                        got = both.get(a.dtype) or clone(1, a.dtype)
                         sv = None
                 elif tb is float or tb is int:  # x * 2.5: the scalar is a by-value argument
-                    got = scalar.get(a.dtype)
+                    got = scalar.get(a.dtype) or clone(2, a.dtype)
                     sv = b
             if got is not None:
                 out = new(CLArray)  # CLArray(rt, None, a.shape, dtype), without __init__: a's layout is the result's
@@ -357,34 +377,46 @@ def _scalar_bytes(dt: Any, value: Any) -> bytes:
 # -- copies and casts ---------------------------------------------------------------------------------------
 
 
-def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False) -> tuple[Any, Any]:
-    key = ("copy", src, dst, scalar)  # dtype objects: hashing them is cheap, their .name is not
+def _copier(rt: Runtime, src: Any, dst: Any, scalar: bool = False, commit: bool = False) -> tuple[Any, Any]:
+    key = ("copy", src, dst, scalar, commit)  # dtype objects: hashing them is cheap, their .name is not
     got = rt.kernels.get(key)
     if got is None:
         ops = ((src, scalar),)
+
         def source() -> str:
-            return render("copy_k", "a", ops, dst)
-        got = (rt.kernel(key, "copy_k_c", source, _scalar_types(ops, False)),
-               rt.kernel(key, "copy_k_s", source, _scalar_types(ops, True)))
+            return render("copy_k", "a", ops, dst, guard=commit)
+        got = (rt.kernel(key, "copy_k_c", source, _scalar_types(ops, False, flag=commit)),
+               rt.kernel(key, "copy_k_s", source, _scalar_types(ops, True, flag=commit)))
         rt.kernels[key] = got
     return got
 
 
-def copy_into(dst: CLArray, src: Any) -> None:
-    """``dst[...] = src`` (a CLArray broadcast to dst, or a Python scalar), converting dtypes."""
+def copy_into(dst: CLArray, src: Any, commit: bool = False) -> None:
+    """``dst[...] = src`` (a CLArray broadcast to dst, or a Python scalar), converting dtypes. ``commit``: an
+    in-place write into a user's tensor, which writes nothing while an error is flagged on the device (the
+    result being written may be that of the failed op; the error is raised at the next synchronization)."""
     rt = dst.rt
+    extra = (rt.error_flag,) if commit else ()
     if type(src) is CLArray:
         if src.rt is not rt:
             raise ValueError("copy between OpenCL devices goes through the host: use .to(device)")
+        if src.shape != dst.shape and broadcast((src.shape, dst.shape)) != dst.shape:
+            raise ValueError(f"could not broadcast input array from shape {list(src.shape)} into shape "
+                             f"{list(dst.shape)}")
         if src.buffer is dst.buffer and src.buffer is not None and (src.offset, src.strides) != (dst.offset,
                                                                                              dst.strides):
             src = copy_contiguous(src)  # x[1:] = x[:-1]: work-items must not read what others overwrite
-        kc, ks = _copier(rt, src.dtype, dst.dtype)
-        launch(rt, kc, ks, dst, (src,), src.dtype)
+        kc, ks = _copier(rt, src.dtype, dst.dtype, commit=commit)
+        launch(rt, kc, ks, dst, (src,), src.dtype, extra)
     else:
         sdt = dst.dtype
-        kc, ks = _copier(rt, sdt, dst.dtype, True)
-        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt)
+        kc, ks = _copier(rt, sdt, dst.dtype, True, commit)
+        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt, extra)
+
+
+def commit_into(dst: CLArray, src: Any) -> None:
+    """:func:`copy_into` as a commit: the ``copy_`` kernel, the last step of every in-place op."""
+    copy_into(dst, src, True)
 
 
 def copy_contiguous(x: CLArray) -> CLArray:

@@ -10,7 +10,10 @@ applies the key to broadcast coordinate grids, which costs memory of the
 result's size only. The device then gathers (``x[pos]``) or scatters
 (``x[pos] = v``); an
 accumulating scatter adds with a compare-and-swap loop, so repeated
-positions sum up, as do amax / amin / prod for ``index_reduce``.
+positions sum up, as do amax / amin / prod for ``index_reduce``. Scatters
+write nothing while the device's error flag is set: an index out of range
+found by the positions kernel leaves the tensor as it was (the IndexError
+comes at the next synchronization).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._array import CLArray
-from ._elementwise import cast_array, copy_into, layout
+from ._elementwise import cast_array, commit_into, copy_into, layout
 from ._movement import basic_index
 from ._runtime import Runtime, ctype, read_source
 
@@ -160,8 +163,8 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
             return
         if type(value) is not CLArray:
             if how is None:
-                k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64])
-                k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, x.dtype.type(value), n)
+                k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64, None])
+                k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, x.dtype.type(value), n, rt.error_flag)
                 return
             value = rt.from_host(np.asarray(value, x.dtype))
         if value.dtype != x.dtype or value.buffer is x.buffer:  # a copy: the scatter must not read what it writes
@@ -176,13 +179,13 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                                value.strides[len(value.shape) - len(pos.shape):])
         meta = rt.meta(layout(pos.shape, [value, value]))  # operand 1: the values, broadcast to the positions
         name = "put" if how is None else "put_reduce"
-        k = _kernel(rt, x.dtype, how or "add", name, [None, None, None, i64, i64, None])
-        k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, value.buffer, value.offset, n, meta)
+        k = _kernel(rt, x.dtype, how or "add", name, [None, None, None, i64, i64, None, None])
+        k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, value.buffer, value.offset, n, meta, rt.error_flag)
 
     def setitem(x: CLArray, key: Any, value: Any) -> None:
         key = key if isinstance(key, tuple) else (key,)
         if _is_basic(key):
-            copy_into(basic_index(x, key), value)
+            commit_into(basic_index(x, key), value)
         else:
             scatter(x, locate(x, key), value, None)
 

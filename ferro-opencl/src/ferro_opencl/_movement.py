@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._array import CLArray, contiguous_strides
-from ._elementwise import copy_contiguous, copy_into
+from ._elementwise import commit_into, copy_contiguous, copy_into
 
 __all__ = ["movement_kernels", "view_strides", "basic_index"]
 
@@ -177,4 +177,4 @@ def movement_kernels() -> dict[str, Callable[..., Any]]:
         return cat([basic_index(x, (slice(None),) * dim + (None,)) for x in xs], dim)
 
     return {"reshape": reshape, "view": view, "permute": permute, "expand": expand, "contiguous": contiguous,
-            "clone": copy_contiguous, "copy_": copy_into, "cast": cast, "cat": cat, "stack": stack}
+            "clone": copy_contiguous, "copy_": commit_into, "cast": cast, "cat": cat, "stack": stack}

@@ -99,8 +99,10 @@ def device_random_kernels(rt: Runtime, generator: Callable[[], DeviceGenerator])
             k = rt.kernel(("philox", kind, out_dt), "draw", source, [None, i64, u64, u64, i64, u64])
             gen = generator()
             blocks = -(-n // per)
-            k(rt.queue, rt.grid(blocks), None, out.buffer, n, gen.seed, gen.offset, lo, span)
-            gen.offset += blocks
+            with rt.launch_lock:  # threads drawing at once each reserve their own counters
+                start = gen.offset
+                gen.offset += blocks
+            k(rt.queue, rt.grid(blocks), None, out.buffer, n, gen.seed, start, lo, span)
         return out
 
     def floating(kind: str) -> Callable[..., CLArray]:

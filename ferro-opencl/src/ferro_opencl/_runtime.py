@@ -20,7 +20,7 @@ from typing import Any
 
 from ._array import CLArray
 
-__all__ = ["Runtime", "KERNEL_DIR", "ctype", "MAX_DIMS"]
+__all__ = ["Runtime", "LockedKernel", "KERNEL_DIR", "ctype", "MAX_DIMS"]
 
 #: The OpenCL C sources (templates) of the kernels.
 KERNEL_DIR = Path(__file__).parent / "kernels"
@@ -70,12 +70,14 @@ class Runtime:
         #: source key -> built program; kernels by (key, kernel name).
         self.programs: dict[Any, Any] = {}
         self.kernels: dict[Any, Any] = {}
-        #: kernel -> [element count, scalar, global size]: what _elementwise's fast path last launched it with
-        self.held: dict[Any, list[Any]] = {}
         #: seconds spent building programs in this process, and how many were built.
         self.build_seconds = 0.0
         self.builds = 0
         self._lock = threading.Lock()
+        #: held while a kernel's arguments are set and it is enqueued (see :class:`LockedKernel`)
+        self.launch_lock = threading.Lock()
+        #: held while the error flag is read and cleared, so that one synchronization reports a flagged error
+        self._flag_lock = threading.Lock()
         self._header = read_source("common.cl")
         self.max_group = min(256, device.max_work_group_size)
         #: set by kernels that meet a bad index (they cannot raise): checked at each synchronization
@@ -87,9 +89,11 @@ class Runtime:
         division by zero: ZeroDivisionError), after waiting."""
         import numpy as np
         flag = np.zeros(1, np.int32)
-        self.cl.enqueue_copy(self.queue, flag, self.error_flag, is_blocking=True)
+        with self._flag_lock:
+            self.cl.enqueue_copy(self.queue, flag, self.error_flag, is_blocking=True)
+            if flag[0]:
+                self.cl.enqueue_copy(self.queue, self.error_flag, np.zeros(1, np.int32), is_blocking=True)
         if flag[0]:
-            self.cl.enqueue_copy(self.queue, self.error_flag, np.zeros(1, np.int32), is_blocking=True)
             if flag[0] == 2:
                 raise ZeroDivisionError(f"integer division by zero (floor_divide or remainder) in an op queued on "
                                         f"{self.device.name.strip()} before this synchronization")
@@ -121,7 +125,13 @@ class Runtime:
         """A new contiguous array from the pool (uninitialized)."""
         a = CLArray(self, None, shape, dtype)
         if a.size:
-            a.buffer = self.pool.allocate(a.size * dtype.itemsize)
+            nbytes = a.size * dtype.itemsize
+            try:
+                a.buffer = self.pool.allocate(nbytes)
+            except self.cl.Error as e:  # INVALID_BUFFER_SIZE, MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_RESOURCES
+                raise MemoryError(f"out of memory on {self.device.name.strip()}: {nbytes} bytes requested, the "
+                                  f"device allocates at most {self.device.max_mem_alloc_size} bytes at once and "
+                                  f"has {self.device.global_mem_size} in all ({e})") from None
         return a
 
     def stats(self) -> dict[str, int]:
@@ -180,20 +190,43 @@ class Runtime:
                     self.programs[key] = prog
         return prog
 
-    def kernel(self, key: Any, name: str, make_source: Callable[[], str], scalar_types: list[Any] | None) -> Any:
-        """Kernel ``name`` of program ``key``, with its scalar argument types set (fast invoker)."""
+    def kernel(self, key: Any, name: str, make_source: Callable[[], str],
+               scalar_types: list[Any] | None) -> LockedKernel:
+        """Kernel ``name`` of program ``key``, with its scalar argument types set (fast invoker), launched under
+        the device's launch lock."""
         k = self.kernels.get((key, name))
         if k is None:
-            k = self.cl.Kernel(self.program(key, make_source), name)
+            raw = self.cl.Kernel(self.program(key, make_source), name)
             if scalar_types is not None:
-                k.set_scalar_arg_dtypes(scalar_types)
-            self.kernels[(key, name)] = k
+                raw.set_scalar_arg_dtypes(scalar_types)
+            k = self.kernels.setdefault((key, name), LockedKernel(raw, self.launch_lock))
         return k
 
     def grid(self, n: int) -> tuple[int]:
         """A 1-D global size covering ``n`` work-items, a multiple of the group size."""
         g = self.max_group
         return ((n + g - 1) // g * g,)
+
+
+class LockedKernel:
+    """A kernel whose calls (set the arguments, enqueue) hold the device's launch lock.
+
+    OpenCL keeps a kernel's arguments in the kernel object, and ``clSetKernelArg`` is the one OpenCL call that
+    is not thread-safe: two threads launching one kernel object would enqueue it with each other's buffers and
+    sizes (a kernel writing past a buffer's end corrupts the host heap on a CPU device). The enqueue copies the
+    arguments, so the lock is held only from the first argument to the enqueue. ``raw`` is the pyopencl kernel,
+    for launch paths that set arguments themselves (they take ``lock`` too).
+    """
+
+    __slots__ = ("lock", "raw")
+
+    def __init__(self, raw: Any, lock: threading.Lock) -> None:
+        self.raw = raw
+        self.lock = lock
+
+    def __call__(self, *args: Any) -> Any:
+        with self.lock:
+            return self.raw(*args)
 
 
 _NP: dict[Any, Any] = {}

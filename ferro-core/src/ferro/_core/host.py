@@ -34,6 +34,15 @@ def from_numpy_dtype(npdtype: Any) -> DType:
     return d
 
 
+def _on_host(data: Any) -> Any:
+    """Nested sequences with each tensor (on any device) replaced by its values as a NumPy array: building a
+    tensor from them is an explicit copy, as ``torch.tensor([t0, t1])`` of CUDA scalars is."""
+    if isinstance(data, (list, tuple)):
+        return [_on_host(d) for d in data]
+    to_host = getattr(data, "numpy", None)
+    return to_host(force=True) if callable(to_host) and hasattr(data, "grad_fn") else data
+
+
 def infer(data: Any, dtype: DType | None) -> tuple[Any, DType]:
     """Python data (scalars, nested lists, NumPy arrays) as a NumPy array and its ferro dtype.
 
@@ -46,7 +55,10 @@ def infer(data: Any, dtype: DType | None) -> tuple[Any, DType]:
         d = dtype or from_numpy_dtype(arr.dtype)
     else:
         try:
-            arr = numpy.asarray(data)
+            try:
+                arr = numpy.asarray(data)
+            except TypeError:  # tensors on a device in the sequence: their __array__ refuses an implicit copy
+                arr = numpy.asarray(_on_host(data))
         except ValueError:
             arr = None  # ragged nested sequences
         if arr is None or arr.dtype == object:

@@ -327,6 +327,12 @@ class Tensor:
         return self._device.backend.to_numpy(self._data)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """The values for ``numpy.asarray`` (NumPy's protocol): CPU tensors only. A tensor on another device
+        raises ``TypeError``, as PyTorch's and CuPy's device arrays do: an implicit copy to the host would hide
+        a transfer and give NumPy (and SciPy, scikit-learn...) results that silently left the device."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert a {self._device} tensor to a NumPy array implicitly: copy it to the "
+                            "host first with .cpu() (a CPU tensor) or .numpy() (a NumPy array)")
         arr = self._device.backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype)
 

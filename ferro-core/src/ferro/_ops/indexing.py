@@ -12,6 +12,7 @@ from .._core.tensor import Tensor, _wrap
 from ..autograd._views import after_inplace, check_inplace
 from ..dispatch._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
 from ..errors import DeviceMismatchError, ShapeError
+from .inplace import refuse_overlap
 
 __all__ = ["getitem", "setitem", "index_put"]
 
@@ -180,6 +181,7 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) ->
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value`` in place; recorded by autograd as an ``index_put``."""
+    refuse_overlap(x, "setitem")
     recording = _state.enabled and (x._rg or (isinstance(value, Tensor) and value._rg))
     if recording and x._rg and x.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

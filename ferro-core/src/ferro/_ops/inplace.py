@@ -18,10 +18,21 @@ from .._core.tensor import Tensor, _wrap
 from ..autograd._views import after_inplace, check_inplace
 from ..errors import DTypeError, ShapeError
 
-__all__ = ["make_inplace", "copy_", "fill_", "zero_"]
+__all__ = ["make_inplace", "copy_", "fill_", "zero_", "refuse_overlap"]
+
+
+def refuse_overlap(x: Tensor, name: str) -> None:
+    """Refuse an in-place write into ``x`` when several of its elements share one memory location (an
+    ``expand``ed view: a dimension of stride 0), as PyTorch does: the result would depend on the order of the
+    writes. Backends whose arrays have no ``strides`` are not checked here."""
+    strides = getattr(x._data, "strides", None)
+    if strides is not None and 0 in strides and any(n > 1 and s == 0 for n, s in zip(x._data.shape, strides)):
+        raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor refers "
+                           "to a single memory location. Please clone() the tensor before performing the operation.")
 
 
 def _check_leaf(x: Tensor, name: str) -> None:
+    refuse_overlap(x, name)
     if not _state.enabled:
         return
     if x._rg and x.grad_fn is None:

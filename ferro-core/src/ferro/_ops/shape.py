@@ -146,6 +146,9 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
             if cur is None:
                 raise ShapeError(f"expand: -1 is not allowed in a leading, non-existing dimension ({list(sizes)})")
             s = cur
+        elif s < 0:
+            raise ShapeError(f"expand: the size {s} at dimension {i} is invalid: sizes are non-negative, or -1 to "
+                             f"keep a dimension. Target sizes: {list(sizes)}. Tensor sizes: {list(in_shape)}")
         elif cur is not None and cur != 1 and cur != s:
             raise ShapeError(f"expand: the expanded size of the tensor ({s}) must match the existing size ({cur}) "
                              f"at non-singleton dimension {i}. Target sizes: {list(sizes)}. "

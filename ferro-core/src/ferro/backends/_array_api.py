@@ -134,7 +134,7 @@ class ArrayAPIBackend(Backend):
         gen = self._rngs.get(index)
         if gen is None:
             import numpy as np
-            gen = self._rngs[index] = np.random.Generator(np.random.Philox(0))
+            gen = self._rngs.setdefault(index, np.random.Generator(np.random.Philox(0)))
         return gen
 
     def manual_seed(self, seed: int, index: int) -> None:
@@ -163,6 +163,9 @@ class ArrayAPIBackend(Backend):
         for op, fn in BINARY_FUNCS.items():
             if hasattr(xp, fn):
                 table[op] = getattr(xp, fn)
+        for op in ("floor_divide", "remainder"):
+            if op in table:
+                table[op] = _zero_division_checked(xp, table[op], op)
         # bool + bool is "or" and bool * bool is "and" in PyTorch; the standard refuses bool arithmetic.
         for op, logical in (("add", "logical_or"), ("mul", "logical_and")):
             if op in table:
@@ -545,3 +548,12 @@ def _from_json(o: Any) -> Any:
     return o
 
 
+def _zero_division_checked(xp: Any, kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``kernel`` raising ZeroDivisionError for an integer divisor of 0 (ferro's rule, as PyTorch's CPU
+    kernels; array libraries give 0 silently). The check reads one bool back: a synchronization on a device."""
+    def k(x: Any, y: Any) -> Any:
+        r = kernel(x, y)
+        if xp.isdtype(r.dtype, "integral") and not bool(xp.all(xp.asarray(y) != 0)):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+        return r
+    return k

@@ -7,7 +7,9 @@
  *            takes CHUNK elements of one row of the innermost dimension (m->shape, coalesced, has nd >= 1).
  * The parameter list names the operands (a buffer and an element offset, or a scalar), the loads read them into
  * a, b, c and ${result} is the op's C expression over those names; ${err} adds the error flag for the ops
- * that can fail (integer division by zero).
+ * that can fail (integer division by zero) and for commits (the in-place write of a result into its tensor),
+ * whose ${guard} writes nothing while the flag is set: a failed op, whose error is reported at the next
+ * synchronization, must not leave a partial result in its input.
  */
 #ifndef CHUNK
 #define CHUNK 16
@@ -17,7 +19,7 @@ __kernel void ${name}_z(__global ${out_t} *out${params_z}, const long n${err})
 {
     const long i = get_global_id(0);
     if (i >= n) return;
-${loads_z}
+${guard}${loads_z}
     ${store}(out, i, ${result});
 }
 
@@ -25,7 +27,7 @@ __kernel void ${name}_c(__global ${out_t} *out, const long out_off${params}, con
 {
     const long i = get_global_id(0);
     if (i >= n) return;
-${loads_c}
+${guard}${loads_c}
     ${store}(out, out_off + i, ${result});
 }
 
@@ -35,7 +37,7 @@ __kernel void ${name}_s(__global ${out_t} *out, const long out_off${params}, con
      * worked out once, then each operand steps by its innermost stride */
     const long g = get_global_id(0);
     if (g >= work) return;
-    const int last = (int)m->nd - 1;
+${guard}    const int last = (int)m->nd - 1;
     const long inner = m->shape[last], per = (inner + CHUNK - 1) / CHUNK;
     long rest = g / per;
     const long lo = (g % per) * CHUNK, hi = min(inner, lo + CHUNK);

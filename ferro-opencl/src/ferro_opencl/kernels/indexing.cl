@@ -2,7 +2,8 @@
  *
  * ${T} is the storage type, ${U} the unsigned integer type of its width (for compare-and-swap), ${C}
  * the compute type. pos holds element positions in x's buffer (offset and strides already applied).
- * Scatter reads the values through a strided layout (broadcasting: stride 0) or one scalar.
+ * Scatter reads the values through a strided layout (broadcasting: stride 0) or one scalar, and writes
+ * nothing while the device's error flag is set (an index out of range: no partial write).
  */
 __kernel void gather(__global ${T} *out, __global const ${T} *x, __global const long *pos, const long n)
 {
@@ -22,16 +23,17 @@ inline long value_at(long i, __global const meta_t *m)
 }
 
 __kernel void put(__global ${T} *x, __global const long *pos, __global const ${T} *v, const long voff,
-                  const long n, __global const meta_t *m)
+                  const long n, __global const meta_t *m, volatile __global const int *err)
 {
     const long i = get_global_id(0);
-    if (i < n) x[pos[i]] = v[voff + value_at(i, m)];
+    if (i < n && !*err) x[pos[i]] = v[voff + value_at(i, m)];
 }
 
-__kernel void put_scalar(__global ${T} *x, __global const long *pos, const ${T} s, const long n)
+__kernel void put_scalar(__global ${T} *x, __global const long *pos, const ${T} s, const long n,
+                         volatile __global const int *err)
 {
     const long i = get_global_id(0);
-    if (i < n) x[pos[i]] = s;
+    if (i < n && !*err) x[pos[i]] = s;
 }
 
 /* x[pos[i]] = REDUCE(x[pos[i]], v[i]) atomically: a compare-and-swap loop on the element's bits. */
@@ -46,8 +48,8 @@ inline void cas_update(volatile __global ${T} *p, const ${C} b)
 }
 
 __kernel void put_reduce(__global ${T} *x, __global const long *pos, __global const ${T} *v, const long voff,
-                         const long n, __global const meta_t *m)
+                         const long n, __global const meta_t *m, volatile __global const int *err)
 {
     const long i = get_global_id(0);
-    if (i < n) cas_update(x + pos[i], v[voff + value_at(i, m)]);
+    if (i < n && !*err) cas_update(x + pos[i], v[voff + value_at(i, m)]);
 }
