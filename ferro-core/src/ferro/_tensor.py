@@ -357,6 +357,11 @@ class Tensor:
             hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Call ``hook(self)`` once backward has accumulated this leaf's gradient into ``.grad``."""
+        from .autograd._engine import register_post_accumulate_grad_hook
+        return register_post_accumulate_grad_hook(self, hook)
+
     # -- conversion ----------------------------------------------------------
 
     def numpy(self, *, force: bool = False) -> Any:

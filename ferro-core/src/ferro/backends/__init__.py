@@ -18,7 +18,7 @@ __all__ = [
     "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
-    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin",
+    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "backend_plugin",
 ]
 
 
@@ -64,7 +64,7 @@ def disabled() -> list[str]:
 
 def __getattr__(name: str) -> Any:
     # pluggy is imported only when a plugin module asks for the marker.
-    if name in ("hookimpl", "PLUGIN_API_VERSION", "hookspec"):
+    if name in ("hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "hookspec"):
         from . import _hookspec
         return getattr(_hookspec, name)
     if name == "backend_plugin":
