@@ -44,9 +44,13 @@ class ReduceOp(enum.Enum):
 class DistributedError(RuntimeError):
     """A collective failed: used before ``init_process_group``, mismatched across ranks, or aborted."""
 
+    __module__ = "ferro.distributed"
+
 
 class DistributedTimeoutError(DistributedError, TimeoutError):
     """A collective did not complete within the group's ``timeout``."""
+
+    __module__ = "ferro.distributed"
 
 
 class Work:

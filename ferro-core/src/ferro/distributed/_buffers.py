@@ -61,9 +61,10 @@ def mark_written(t: Tensor) -> None:
 def write_array(t: Tensor, host: Any) -> None:
     """Copy a native array of ``t``'s shape and NumPy dtype (host or the device's own) into ``t``."""
     dev = t._device
+    host = host.reshape(t._data.shape)
     if isinstance(host, np().ndarray):
-        host = dev.backend.from_numpy(host, dev.index)
-    dev._kernels["copy_"](t._data, host.reshape(t._data.shape))
+        host = dev.backend.from_numpy(np().ascontiguousarray(host), dev.index)
+    dev._kernels["copy_"](t._data, host)
     mark_written(t)
 
 

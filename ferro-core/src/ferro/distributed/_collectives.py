@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._host import np
-from ._backend import DistributedError, ProcessGroup, ReduceOp, Work
+from ._backend import DistributedError, DistributedTimeoutError, ProcessGroup, ReduceOp, Work
 from ._buffers import Buffer, reduce_op_name, write_array
 from ._world import NON_GROUP_MEMBER, _resolve, group_rank
 
@@ -95,7 +95,10 @@ def _check_same(g: ProcessGroup, op: str, tensor: Tensor | None, **args: Any) ->
     recv = np().empty((g.size, _DEBUG_BYTES), np().uint8) if g.memory == "host" else None
     if recv is None:
         return  # a device-memory group: the check needs host buffers (it runs on MPI groups)
-    g.allgather(send, recv).wait()
+    try:
+        g.allgather(send, recv).wait()
+    except DistributedTimeoutError as e:
+        raise DistributedTimeoutError(f"{op}: the FERRO_DISTRIBUTED_DEBUG=DETAIL check before it failed: {e}") from None
     seen = [bytes(r).rstrip(b"\0").decode() for r in recv]
     if len(set(seen)) > 1:
         lines = "\n".join(f"  rank {i}: {s}" for i, s in enumerate(seen))

@@ -148,7 +148,7 @@ class MPIProcessGroup(ProcessGroup):
         MPI = self._mpi
         reqs = [self._side.isend(seq, dest=r, tag=_NOTICE_TAG) for r in range(self.size) if r != self.rank]
         arrived = {self.rank}
-        listen_until = time.monotonic() + min(2.0, max(limit, 0.1))
+        listen_until = time.monotonic() + min(1.0, max(limit, 0.1))
         status = MPI.Status()
         while time.monotonic() < listen_until and len(arrived) < self.size:
             if self._side.Iprobe(source=MPI.ANY_SOURCE, tag=_NOTICE_TAG, status=status):
