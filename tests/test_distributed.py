@@ -15,8 +15,9 @@ import pytest
 
 import ferro
 import ferro.distributed as dist
-from conftest import clean_env
 from ferro.distributed._launch import mpiexec_command
+
+from conftest import clean_env
 
 pytest.importorskip("mpi4py", reason='the MPI process group needs ferro-core[mpi]: pip install "ferro-core[mpi]"')
 JOBS = Path(__file__).with_name("distributed_jobs.py")
