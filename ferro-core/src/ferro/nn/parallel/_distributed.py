@@ -6,8 +6,8 @@ order, as gradients become ready in backward; the first bucket 1 MB, the others
 ``bucket_cap_mb``). Each parameter has a post-accumulate-grad hook: when the
 last gradient of a bucket lands in ``.grad``, the bucket is flattened and its
 all-reduce started asynchronously, so communication overlaps the rest of
-backward. A callback at the end of backward waits for the buckets, divides by
-the world size and writes the averages back into each ``.grad``.
+backward. A callback at the end of backward waits for the buckets (averaged by
+``ReduceOp.AVG``) and copies each parameter's slice back into its ``.grad``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from ... import distributed as dist
 from ..._creation import zeros
 from ..._ops.shape import cat
-from ..._tensor import Tensor
+from ..._tensor import Tensor, _wrap
 from ...autograd import _engine
 from ...autograd._mode import is_grad_enabled, no_grad
 from ...autograd._node import Node
@@ -191,7 +191,7 @@ class DistributedDataParallel(Module):
             flat = cat([(p.grad if p.grad is not None else zeros(p.shape, dtype=p.dtype, device=p.device)).reshape(-1)
                         for p in b.params])
             b.flat = flat
-            b.work = dist.all_reduce(flat, dist.ReduceOp.SUM, group=self.process_group, async_op=True)
+            b.work = dist.all_reduce(flat, dist.ReduceOp.AVG, group=self.process_group, async_op=True)
 
     def _finish(self) -> None:
         """End of backward: wait for every bucket, write the averages into the gradients."""
@@ -205,20 +205,19 @@ class DistributedDataParallel(Module):
                     "DistributedDataParallel: this backward did not produce gradients for parameter(s) "
                     f"{[names.get(id(p), '?') for p in missing][:10]}; pass find_unused_parameters=True "
                     "if the forward does not use every parameter")
-            n = self.process_group.size
-            with no_grad():
-                for b in self._buckets:
-                    b.work.wait()
-                    flat = b.flat / n if n > 1 else b.flat
-                    off = 0
-                    for p in b.params:
-                        k = p.numel()
-                        part = flat[off:off + k].reshape(p.shape)
-                        if p.grad is None:
-                            p.grad = part.clone()
-                        else:
-                            p.grad.copy_(part)
-                        off += k
+            for b in self._buckets:
+                b.work.wait()
+                flat, off = b.flat._data, 0  # the averaged bucket: its slices go back into each .grad
+                for p in b.params:
+                    k = p.numel()
+                    part = flat[off:off + k].reshape(tuple(p.shape))
+                    kernels = p._device._kernels
+                    if p.grad is None:
+                        p.grad = _wrap(kernels["clone"](part), p._dtype, p._device)
+                    else:
+                        kernels["copy_"](p.grad._data, part)
+                        p.grad._vc[0] += 1
+                    off += k
         finally:
             self._next = 0
             for b in self._buckets:
