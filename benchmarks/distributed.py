@@ -43,6 +43,8 @@ from ferro.distributed._launch import mpiexec_command
 SIZES = [2**10, 2**14, 2**18, 2**20, 2**22, 2**24, 2**26]  # bytes of float32
 ALLREDUCE = Target("mpi4py", 0.9, throughput=True)
 DDP_STEP = Target("torch gloo", 1.0)
+STAGING = Target("cpu", float("inf"))  # no bound: what host staging costs an OpenCL tensor
+STAGING_BYTES = 2**22
 
 
 # -- worker side (inside mpiexec) -------------------------------------------------------------
@@ -91,7 +93,24 @@ def _allreduce_job(rounds: int, budget: float) -> dict[str, Any]:
         res = _rounds({"ferro": lambda t=t: dist.all_reduce(t),
                        "mpi4py": lambda arr=arr: comm.Allreduce(MPI.IN_PLACE, arr, MPI.SUM)}, rounds, budget, comm)
         out[str(nbytes)] = {k: v.seconds for k, v in res.items()}
+    out["opencl"] = _staging(rounds, budget, comm)
     return out
+
+
+def _staging(rounds: int, budget: float, comm: Any) -> dict[str, Any]:
+    """4 MB all_reduce of an OpenCL tensor (host staging) against a CPU one (no copy)."""
+    import ferro
+    import ferro.distributed as dist
+    n = STAGING_BYTES // 4
+    try:
+        ocl = ferro.ones(n, device="opencl")
+        dist.all_reduce(ocl)
+    except Exception as e:  # no OpenCL device here, or its kernels do not build: a note, not a crash
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+    cpu = ferro.ones(n)
+    res = _rounds({"opencl": lambda: dist.all_reduce(ocl), "cpu": lambda: dist.all_reduce(cpu)}, rounds, budget,
+                  comm)
+    return {k: v.seconds for k, v in res.items()}
 
 
 def _cnn_step(lib: Any, model: Any, opt: Any, x: Any, y: Any) -> Callable[[], None]:
@@ -210,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
                      f"{bus / entry['ferro_s']:.2f}", f"{bus / entry['mpi4py_s']:.2f}", f"{ratio:.2f}x",
                      ALLREDUCE.describe() if targeted else "-",
                      ("PASS" if entry["pass"] else "FAIL") if targeted else ""])
+    staged = ar["opencl"]
+    if "error" in staged:
+        report["opencl_staging"] = {"error": staged["error"]}
+    else:
+        report["opencl_staging"] = {"ratio": paired_ratio(STAGING, _res(staged["opencl"]), _res(staged["cpu"])),
+                                    "opencl_s": _res(staged["opencl"]).stat("median"),
+                                    "cpu_s": _res(staged["cpu"]).stat("median")}
     print("  DDP step of the digits CNN, 2 processes ...", file=sys.stderr, flush=True)
     ddp = _run_job(2, "ddp-torch" if have_torch else "ddp", args.rounds, args.budget)
     if have_torch:
@@ -229,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
           "rounds' ratios (ferro and the reference in the same round)")
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    st = report["opencl_staging"]
+    print(f"all_reduce {_human(STAGING_BYTES)} of an OpenCL tensor (through host memory) / a CPU tensor (no copy): "
+          + (f"{st['ratio']:.2f}x time ({st['opencl_s'] * 1e3:.2f} ms vs {st['cpu_s'] * 1e3:.2f} ms)"
+             if "ratio" in st else f"not measured: {st['error']}"))
     if have_torch:
         d = report["ddp"]
         print(f"DDP step, digits CNN, 32 images/process, 2 processes: ferro (mpi) {d['ferro_s'] * 1e3:.2f} ms, "

@@ -190,6 +190,9 @@ def ddp(steps: str = "20") -> None:
         single = make_mlp(hidden=32).double()  # rank 0's initial weights, trained on all the data
         ddp_model = DDP(model, bucket_cap_mb=0.001)  # several buckets
         assert len(ddp_model._buckets) > 1
+        launched: list[int] = []  # buckets already started when backward's end callback runs
+        finish = ddp_model._finish
+        object.__setattr__(ddp_model, "_finish", lambda finish=finish: (launched.append(ddp_model._next), finish()))
         opt = getattr(ferro.optim, opt_name)(ddp_model.parameters(), **kwargs)
         opt1 = getattr(ferro.optim, opt_name)(single.parameters(), **kwargs)
         for step in range(n_steps):
@@ -205,6 +208,7 @@ def ddp(steps: str = "20") -> None:
             opt1.zero_grad()
             loss1.backward()
             opt1.step()
+        assert launched == [len(ddp_model._buckets)] * n_steps, "every bucket starts from the hooks, during backward"
         for (name, p), q in zip(ddp_model.module.named_parameters(), single.parameters()):
             diff = float(np.abs(p.detach().numpy() - q.detach().numpy()).max())
             assert diff < 1e-6, f"{opt_name}: {name} differs from one process by {diff}"
