@@ -114,6 +114,7 @@ def collectives(device: str) -> None:
         _same(got, everyone[(r - 1) % n], f"send/recv {tag}")
     _views_and_autograd(device)
     _objects_and_groups()
+    sampler()
 
 
 def _views_and_autograd(device: str) -> None:
@@ -280,7 +281,7 @@ def sampler() -> None:
         s = ferro.data.DistributedSampler(range(size), shuffle=shuffle, seed=5, drop_last=drop_last)
         s.set_epoch(epoch)
         out[f"{size},{drop_last},{shuffle},{epoch}"] = list(s)
-    print("SHARDS", r, n, json.dumps(out), flush=True)
+    _say(f"SHARDS {r} {n} {json.dumps(out)}")
 
 
 def fail(mode: str) -> None:
@@ -301,6 +302,12 @@ def fail(mode: str) -> None:
         dist.all_reduce(ferro.ones(1))
 
 
+def _say(line: str) -> None:
+    """One line in one write: mpiexec merges the ranks' output, and print() writes the newline apart."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main() -> None:
     job, *args = sys.argv[1:]
     timeout = float(os.environ.get("FERRO_TEST_TIMEOUT", "60"))
@@ -308,7 +315,7 @@ def main() -> None:
     globals()[job](*args)
     if dist.is_initialized():
         dist.destroy_process_group()
-    print(f"OK {job} rank {os.environ.get('PMI_RANK', '?')}", flush=True)
+    _say(f"OK {job} rank {os.environ.get('PMI_RANK', '?')}")
 
 
 if __name__ == "__main__":

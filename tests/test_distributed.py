@@ -35,9 +35,18 @@ def _ok(proc: subprocess.CompletedProcess, job: str, n: int) -> None:
     assert sorted(re.findall(rf"OK {job} rank (\d+)", proc.stdout)) == [str(i) for i in range(n)], proc.stdout
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_every_collective_and_dtype_matches_numpy_on_cpu(n: int) -> None:
-    _ok(_job(n, "collectives", "cpu"), "collectives", n)
+@pytest.fixture(scope="module")
+def three_ranks() -> subprocess.CompletedProcess:
+    """One ``mpiexec -n 3`` job for the collectives on cpu and the sampler's shards."""
+    return _job(3, "collectives", "cpu")
+
+
+def test_every_collective_and_dtype_matches_numpy_on_cpu_2_ranks() -> None:
+    _ok(_job(2, "collectives", "cpu"), "collectives", 2)
+
+
+def test_every_collective_and_dtype_matches_numpy_on_cpu_3_ranks(three_ranks: subprocess.CompletedProcess) -> None:
+    _ok(three_ranks, "collectives", 3)
 
 
 def test_every_collective_and_dtype_matches_numpy_on_opencl(ocl: Any) -> None:
@@ -52,11 +61,11 @@ def test_ddp_equals_one_process_on_the_concatenated_batches_and_no_sync_accumula
     _ok(_job(2, "ddp", "20"), "ddp", 2)
 
 
-def test_distributed_sampler_shards_are_pytorchs() -> None:
+def test_distributed_sampler_shards_are_pytorchs(three_ranks: subprocess.CompletedProcess) -> None:
     torch_dist = pytest.importorskip("torch.utils.data.distributed")
-    proc = _job(3, "sampler")
-    _ok(proc, "sampler", 3)
-    for line in proc.stdout.splitlines():
+    _ok(three_ranks, "collectives", 3)
+    assert three_ranks.stdout.count("SHARDS") == 3
+    for line in three_ranks.stdout.splitlines():
         if not line.startswith("SHARDS"):
             continue
         _, rank, world, payload = line.split(" ", 3)
@@ -77,13 +86,13 @@ def test_torch_randperm_is_pytorchs_permutation() -> None:
 
 @pytest.mark.parametrize(("mode", "env", "says"), [
     ("raise", {}, ["[ferro.distributed] rank 1 of 3 failed", "[rank 1] ValueError: rank 1 fails on purpose"]),
-    ("timeout", {}, ["DistributedTimeoutError: all_reduce", "timed out after 3 s", "rank(s) [1] of the group did not"]),
+    ("timeout", {}, ["DistributedTimeoutError: all_reduce", "timed out after 2 s", "rank(s) [1] of the group did not"]),
     ("mismatch", {"FERRO_DISTRIBUTED_DEBUG": "DETAIL"},
      ["all_reduce: the ranks disagree", '"shape": [3]', '"shape": [5]']),
 ])
 def test_a_failing_rank_ends_the_job_with_its_error(mode: str, env: dict[str, str], says: list[str]) -> None:
     """No hang: the job ends (the subprocess timeout is the guard) with the failing rank's error."""
-    proc = _job(3, "fail", mode, env={"FERRO_TEST_TIMEOUT": "3", **env}, timeout=60)
+    proc = _job(3, "fail", mode, env={"FERRO_TEST_TIMEOUT": "2", **env}, timeout=60)
     assert proc.returncode != 0
     for text in says:
         assert text in proc.stderr, proc.stderr
