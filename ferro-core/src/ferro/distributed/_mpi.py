@@ -1,16 +1,19 @@
 """The ``mpi`` process group: MPI through mpi4py (``pip install "ferro-core[mpi]"`` brings mpi4py and MPICH).
 
 Every operation is MPI's non-blocking form (``Iallreduce``, ``Ibcast``...) on
-the caller's NumPy buffers, no copy. :meth:`MPIWork.wait` polls the request
-until the group's timeout; past it, the ranks that timed out tell each other
-on a side communicator, so the error names the ranks that never arrived.
+the caller's NumPy buffers, no copy. :meth:`MPIWork.wait` tests the request a
+few times, then hands it to a thread blocked in ``MPI_Wait`` and waits for it
+up to the group's timeout; past it, the ranks that timed out tell each other on
+a side communicator, so the error names the ranks that never arrived.
 
 mpi4py is imported on first use: ``import mpi4py.MPI`` initializes MPI.
 """
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -37,37 +40,85 @@ def _seconds(timeout: timedelta | float | None, default: timedelta) -> float:
     return timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
 
 
-class MPIWork(Work):
-    """An MPI request, polled until it completes or the group's timeout passes."""
+class _Waiter:
+    """A daemon thread that blocks in ``MPI_Wait`` for the requests handed to it, one after another.
 
-    __slots__ = ("_bufs", "_done", "_group", "_op", "_req", "_seq")
+    ``MPI_Wait`` drives MPI's progress engine at full speed (polling ``MPI_Test``
+    from Python moves a large transfer at half the speed), but cannot time out:
+    the caller waits on the request's event with the group's timeout instead.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, threading.Event] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, req: Any) -> threading.Event:
+        done = threading.Event()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ferro-mpi-wait", daemon=True)
+            self._thread.start()
+        self._queue.put((req, done))
+        return done
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            req, done = item
+            try:
+                req.Wait()
+            finally:
+                done.set()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+
+
+class MPIWork(Work):
+    """An MPI request: polled briefly, then waited for by the group's waiter thread until the timeout."""
+
+    __slots__ = ("_bufs", "_done", "_event", "_group", "_op", "_req", "_seq")
 
     def __init__(self, group: MPIProcessGroup, req: Any, op: str, bufs: tuple[Any, ...]) -> None:
         self._group, self._req, self._op, self._bufs, self._done = group, req, op, bufs, False
+        self._event: threading.Event | None = None
         group._seq += 1
         self._seq = group._seq
 
     def is_completed(self) -> bool:
-        if not self._done and self._req.Test():
-            self._done, self._bufs = True, ()
+        if not self._done:
+            if self._event is not None:  # the waiter thread owns the request now
+                self._done = self._event.is_set()
+            else:
+                self._done = self._req.Test()
+            if self._done:
+                self._bufs = ()
         return self._done
 
     def wait(self, timeout: timedelta | float | None = None) -> bool:
         if self._done:
             return True
-        req = self._req
-        for _ in range(200):  # short operations: spin before sleeping
-            if req.Test():
-                self._done, self._bufs = True, ()
-                return True
+        if self._event is None:
+            req = self._req
+            for _ in range(50):  # a small operation completes here, without a thread handoff
+                if req.Test():
+                    self._done, self._bufs = True, ()
+                    return True
+            if self._group._waiter is None:  # MPI without thread support: poll until the deadline
+                return self._poll(timeout)
+            self._event = self._group._waiter.submit(req)
+        limit = _seconds(timeout, self._group.timeout)
+        if not self._event.wait(limit):
+            raise self._group._timed_out(self._op, self._seq, limit)
+        self._done, self._bufs = True, ()
+        return True
+
+    def _poll(self, timeout: timedelta | float | None) -> bool:
         limit = _seconds(timeout, self._group.timeout)
         deadline = time.monotonic() + limit
-        pause = 1e-5
-        while not req.Test():
+        while not self._req.Test():
             if time.monotonic() > deadline:
                 raise self._group._timed_out(self._op, self._seq, limit)
-            time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
+            time.sleep(0)
         self._done, self._bufs = True, ()
         return True
 
@@ -86,6 +137,8 @@ class MPIProcessGroup(ProcessGroup):
         self._side = comm.Dup()  # timeout notices never mix with the user's messages
         self._seq = 0
         self._mpi = mpi()
+        threads = self._mpi.Query_thread() == self._mpi.THREAD_MULTIPLE
+        self._waiter = _Waiter() if threads else None
 
     def _op(self, op: str) -> Any:
         return getattr(self._mpi, _OPS[op])
@@ -138,6 +191,8 @@ class MPIProcessGroup(ProcessGroup):
         self.comm.Abort(code)
 
     def destroy(self) -> None:
+        if self._waiter is not None:
+            self._waiter.stop()
         if self.comm != self._mpi.COMM_WORLD:
             self.comm.Free()
         self._side.Free()
