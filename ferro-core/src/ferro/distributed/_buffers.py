@@ -27,7 +27,7 @@ from ._backend import ProcessGroup, ReduceOp
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["Buffer", "reduce_op_name", "mark_written", "write_array"]
+__all__ = ["Buffer", "reduce_op_name", "mark_written", "write_array", "to_group", "to_host"]
 
 _BOOL_OPS = {"sum": "max", "max": "max", "product": "min", "min": "min"}
 
@@ -66,6 +66,20 @@ def write_array(t: Tensor, host: Any) -> None:
         host = dev.backend.from_numpy(np().ascontiguousarray(host), dev.index)
     dev._kernels["copy_"](t._data, host)
     mark_written(t)
+
+
+def to_group(g: ProcessGroup, arr: Any) -> Any:
+    """A host array as the group's memory (a device copy for a device group such as NCCL's)."""
+    if g.memory == "host":
+        return arr
+    out = g.empty(arr.shape, arr.dtype)
+    out.set(arr)  # CuPy's host-to-device copy
+    return out
+
+
+def to_host(arr: Any) -> Any:
+    """A native array of a group's memory as a NumPy array."""
+    return arr if isinstance(arr, np().ndarray) else arr.get()
 
 
 def _direct(t: Tensor, group: ProcessGroup) -> bool:

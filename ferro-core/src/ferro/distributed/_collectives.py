@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._host import np
 from ._backend import DistributedError, DistributedTimeoutError, ProcessGroup, ReduceOp, Work
-from ._buffers import Buffer, reduce_op_name, write_array
+from ._buffers import Buffer, reduce_op_name, to_group, to_host, write_array
 from ._world import NON_GROUP_MEMBER, _resolve, group_rank
 
 if TYPE_CHECKING:
@@ -92,14 +92,12 @@ def _check_same(g: ProcessGroup, op: str, tensor: Tensor | None, **args: Any) ->
     raw = json.dumps(mine, sort_keys=True).encode()[:_DEBUG_BYTES]
     send = np().zeros(_DEBUG_BYTES, np().uint8)
     send[:len(raw)] = np().frombuffer(raw, np().uint8)
-    recv = np().empty((g.size, _DEBUG_BYTES), np().uint8) if g.memory == "host" else None
-    if recv is None:
-        return  # a device-memory group: the check needs host buffers (it runs on MPI groups)
+    recv = g.empty((g.size, _DEBUG_BYTES), np().uint8)
     try:
-        g.allgather(send, recv).wait()
+        g.allgather(to_group(g, send), recv).wait()
     except DistributedTimeoutError as e:
         raise DistributedTimeoutError(f"{op}: the FERRO_DISTRIBUTED_DEBUG=DETAIL check before it failed: {e}") from None
-    seen = [bytes(r).rstrip(b"\0").decode() for r in recv]
+    seen = [bytes(r).rstrip(b"\0").decode() for r in to_host(recv)]
     if len(set(seen)) > 1:
         lines = "\n".join(f"  rank {i}: {s}" for i, s in enumerate(seen))
         raise DistributedError(f"{op}: the ranks disagree (FERRO_DISTRIBUTED_DEBUG=DETAIL):\n{lines}")
