@@ -50,7 +50,7 @@ def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]
     key = id(t)
     entry = _post_hooks.get(key)
     if entry is None or entry[0]() is not t:
-        entry = _post_hooks[key] = (weakref.ref(t, lambda _r, k=key: _post_hooks.pop(k, None)), [])
+        entry = _post_hooks[key] = (weakref.ref(t, lambda _r, k=key, hooks=_post_hooks: hooks.pop(k, None)), [])
     entry[1].append(hook)
     return _PostHookHandle(key, hook)
 
