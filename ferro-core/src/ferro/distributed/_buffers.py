@@ -103,6 +103,11 @@ class Buffer:
                             f"got a tensor on {t._device}; use backend 'mpi' for it, or move it with .to()")
         if write:
             _check_leaf(t, name)
+            flags = getattr(t._data, "flags", None)
+            if flags is not None and not getattr(flags, "writeable", True):
+                raise ValueError(f"{name}: the tensor is an expanded view whose elements share memory, so a "
+                                 "collective cannot write its result into it; pass a tensor with its own memory "
+                                 "(.contiguous() or .clone())")
         self.t = t
         self.direct = _direct(t, group)
         if self.direct:
