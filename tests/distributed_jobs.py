@@ -159,6 +159,9 @@ def _objects_and_groups() -> None:
     objs: list[Any] = [None] * n
     dist.all_gather_object(objs, {"rank": r, "text": "x" * r})
     assert objs == [{"rank": i, "text": "x" * i} for i in range(n)], objs
+    into = [None] * n if r == n - 1 else None
+    dist.gather_object(("g", r), into, dst=n - 1)
+    assert r != n - 1 or into == [("g", i) for i in range(n)], into
     box = [r, "from", None] if r == 1 else [None, None, None]
     dist.broadcast_object_list(box, src=1)
     assert box == [1, "from", None], box
@@ -176,6 +179,7 @@ def _objects_and_groups() -> None:
         w.wait()
     assert all(w.is_completed() for w in works)
     dist.barrier()
+    dist.monitored_barrier(timeout=30)
 
 
 def _digits(n_steps: int, batch: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,9 @@ from ._launch import launched_by_mpi
 
 __all__ = ["MPIBackend", "MPIProcessGroup", "MPIWork", "mpi"]
 
+#: How long a wait tests its request itself before handing it to the waiter thread (a handoff
+#: costs tens of microseconds: more than a small message takes).
+_SPIN_SECONDS = 2e-4
 _NOTICE_TAG = 7301  # on the side communicator: "I timed out in operation number N"
 
 
@@ -99,7 +102,8 @@ class MPIWork(Work):
             return True
         if self._event is None:
             req = self._req
-            for _ in range(50):  # a small operation completes here, without a thread handoff
+            spin_until = time.monotonic() + _SPIN_SECONDS
+            while time.monotonic() < spin_until:  # a small operation completes here, without a handoff
                 if req.Test():
                     self._done, self._bufs = True, ()
                     return True
