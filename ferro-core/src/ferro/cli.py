@@ -122,7 +122,11 @@ def _demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from ferro.distributed._launch import launch, launched_by_mpi
     from ferro.errors import BackendUnavailableError
     if args.nprocs > 1 and not launched_by_mpi():  # start the job; each process runs this command again
-        return launch(args.nprocs, ["-m", "ferro", *argv])
+        try:
+            return launch(args.nprocs, ["-m", "ferro", *argv])
+        except FileNotFoundError as e:
+            print(f"ferro demo: {e}", file=sys.stderr)
+            return 2
     try:
         run(args.backend, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
             checkpoint=args.checkpoint, progress=not args.no_progress and args.nprocs == 1,
