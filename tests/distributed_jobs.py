@@ -115,6 +115,7 @@ def collectives(device: str) -> None:
         _same(got, everyone[(r - 1) % n], f"send/recv {tag}")
     _views_and_autograd(device)
     _objects_and_groups()
+    _large_messages(device)
     sampler()
 
 
@@ -153,6 +154,30 @@ def _views_and_autograd(device: str) -> None:
     y = x * 2  # a non-leaf: the collective's result is a constant for autograd, as PyTorch's
     dist.all_reduce(y)
     assert y.grad_fn is None and not y.requires_grad
+
+
+def _large_messages(device: str) -> None:
+    """Collectives of 1 MB and more run as blocking calls on the group's communication thread, small
+    ones as non-blocking requests: mixed and in flight together, they keep the same order on every rank."""
+    r, n = dist.get_rank(), dist.get_world_size()
+    big = ferro.full((1 << 20,), float(r + 1), device=device)  # 4 MB
+    work = dist.all_reduce(big, async_op=True)
+    small = ferro.full((10,), float(r), device=device)
+    dist.all_reduce(small)
+    work.wait()
+    _same(big[:3], np.full(3, n * (n + 1) / 2), f"a large async all_reduce on {device}")
+    _same(small, np.full(10, n * (n - 1) / 2), f"a small all_reduce while a large one was in flight on {device}")
+    outs = [ferro.zeros(1 << 18, device=device) for _ in range(n)]
+    dist.all_gather(outs, ferro.full((1 << 18,), float(r), device=device))
+    for i, o in enumerate(outs):
+        _same(o[-2:], np.full(2, i), f"large all_gather[{i}] on {device}")
+    out = ferro.zeros(1 << 18, device=device)
+    dist.reduce_scatter_tensor(out, ferro.ones(n << 18, device=device), op=dist.ReduceOp.AVG)
+    _same(out[:2], np.ones(2), f"large reduce_scatter_tensor AVG on {device}")
+    b = ferro.full((1 << 18,), float(r), device=device)
+    dist.broadcast(b, src=n - 1)
+    dist.reduce(b, dst=0)
+    _same(b[:2], np.full(2, n * (n - 1) if r == 0 else n - 1), f"large broadcast then reduce on {device}")
 
 
 def _objects_and_groups() -> None:

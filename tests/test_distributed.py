@@ -110,7 +110,7 @@ def test_ferro_run_passes_arguments_and_the_hosts_file_to_mpiexec(tmp_path: Path
     script = tmp_path / "hello.py"
     script.write_text("import sys, ferro.distributed as dist\n"
                       "dist.init_process_group()\n"
-                      "print('hello', dist.get_rank(), dist.get_world_size(), sys.argv[1:], flush=True)\n")
+                      "sys.stdout.write(f'hello {dist.get_rank()} {dist.get_world_size()} {sys.argv[1:]}\\n')\n")
     hosts = tmp_path / "hosts"
     hosts.write_text("localhost:2\n")
     proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "ferro", "run", "-n", "2", "--hostfile", str(hosts),

@@ -1,10 +1,12 @@
 """The ``mpi`` process group: MPI through mpi4py (``pip install "ferro-core[mpi]"`` brings mpi4py and MPICH).
 
-Every operation is MPI's non-blocking form (``Iallreduce``, ``Ibcast``...) on
-the caller's NumPy buffers, no copy. :meth:`MPIWork.wait` tests the request a
-few times, then hands it to a thread blocked in ``MPI_Wait`` and waits for it
-up to the group's timeout; past it, the ranks that timed out tell each other on
-a side communicator, so the error names the ranks that never arrived.
+Operations move the caller's NumPy buffers, no copy. A collective of 1 MB or
+more runs as MPI's blocking call (``Allreduce``...) on the group's
+communication thread; a smaller one as MPI's non-blocking form (``Iallreduce``),
+which :meth:`MPIWork.wait` tests for a moment before handing it to that thread's
+``MPI_Wait``. Either way the caller waits up to the group's timeout; past it,
+the ranks that timed out tell each other on a side communicator, so the error
+names the ranks that never arrived.
 
 mpi4py is imported on first use: ``import mpi4py.MPI`` initializes MPI.
 """
@@ -15,7 +17,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -25,9 +27,11 @@ from ._launch import launched_by_mpi
 
 __all__ = ["MPIBackend", "MPIProcessGroup", "MPIWork", "mpi"]
 
-#: How long a wait tests its request itself before handing it to the waiter thread (a handoff
-#: costs tens of microseconds: more than a small message takes).
+#: How long a wait tests its request itself before handing it to the communication thread (a
+#: handoff costs tens of microseconds: more than a small message takes).
 _SPIN_SECONDS = 2e-4
+#: Collectives of at least this many bytes run as blocking calls on the communication thread.
+_THREAD_BYTES = 1 << 20
 _NOTICE_TAG = 7301  # on the side communicator: "I timed out in operation number N"
 
 
@@ -43,33 +47,56 @@ def _seconds(timeout: timedelta | float | None, default: timedelta) -> float:
     return timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
 
 
-class _Waiter:
-    """A daemon thread that blocks in ``MPI_Wait`` for the requests handed to it, one after another.
+class _Job:
+    """A call handed to the communication thread: done when ``event`` is set; ``error`` if it raised."""
 
-    ``MPI_Wait`` drives MPI's progress engine at full speed (polling ``MPI_Test``
-    from Python moves a large transfer at half the speed), but cannot time out:
-    the caller waits on the request's event with the group's timeout instead.
+    __slots__ = ("error", "event")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+
+
+class _CommThread:
+    """A daemon thread that makes blocking MPI calls handed to it, one after another, in order.
+
+    A blocking call (``MPI_Allreduce``, ``MPI_Wait``) drives MPI's progress engine at full
+    speed and uses MPI's fastest algorithms (its non-blocking collectives, polled from Python,
+    move large buffers at half to nine tenths of the speed), but cannot time out: the caller
+    waits on the job's event with the group's timeout instead. mpi4py releases the GIL during
+    the call, so the transfer also progresses while the caller computes (DDP's backward).
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Any, threading.Event] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], _Job] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._submitted = 0  # written by the caller's thread only
+        self._finished = 0  # written by this thread only
 
-    def submit(self, req: Any) -> threading.Event:
-        done = threading.Event()
+    def idle(self) -> bool:
+        """Whether every call handed over has returned (then the caller may start MPI calls itself
+        without reordering the communicator's collectives)."""
+        return self._finished == self._submitted
+
+    def submit(self, call: Callable[[], Any]) -> _Job:
+        job = _Job()
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="ferro-mpi-wait", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="ferro-mpi", daemon=True)
             self._thread.start()
-        self._queue.put((req, done))
-        return done
+        self._submitted += 1
+        self._queue.put((call, job))
+        return job
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            req, done = item
+            call, job = item
             try:
-                req.Wait()
+                call()
+            except BaseException as e:  # handed to the waiting caller
+                job.error = e
             finally:
-                done.set()
+                self._finished += 1
+                job.event.set()
 
     def stop(self) -> None:
         if self._thread is not None:
@@ -77,20 +104,21 @@ class _Waiter:
 
 
 class MPIWork(Work):
-    """An MPI request: polled briefly, then waited for by the group's waiter thread until the timeout."""
+    """An MPI operation: a non-blocking request tested briefly by the caller, or a job of the
+    group's communication thread; waited for until the timeout."""
 
-    __slots__ = ("_bufs", "_done", "_event", "_group", "_op", "_req", "_seq")
+    __slots__ = ("_bufs", "_done", "_group", "_job", "_op", "_req", "_seq")
 
-    def __init__(self, group: MPIProcessGroup, req: Any, op: str, bufs: tuple[Any, ...]) -> None:
-        self._group, self._req, self._op, self._bufs, self._done = group, req, op, bufs, False
-        self._event: threading.Event | None = None
+    def __init__(self, group: MPIProcessGroup, op: str, bufs: tuple[Any, ...], *, req: Any = None,
+                 job: _Job | None = None) -> None:
+        self._group, self._req, self._job, self._op, self._bufs, self._done = group, req, job, op, bufs, False
         group._seq += 1
         self._seq = group._seq
 
     def is_completed(self) -> bool:
         if not self._done:
-            if self._event is not None:  # the waiter thread owns the request now
-                self._done = self._event.is_set()
+            if self._job is not None:  # the communication thread owns the operation
+                self._done = self._job.event.is_set() and self._job.error is None
             else:
                 self._done = self._req.Test()
             if self._done:
@@ -100,19 +128,21 @@ class MPIWork(Work):
     def wait(self, timeout: timedelta | float | None = None) -> bool:
         if self._done:
             return True
-        if self._event is None:
+        if self._job is None:
             req = self._req
             spin_until = time.monotonic() + _SPIN_SECONDS
             while time.monotonic() < spin_until:  # a small operation completes here, without a handoff
                 if req.Test():
                     self._done, self._bufs = True, ()
                     return True
-            if self._group._waiter is None:  # MPI without thread support: poll until the deadline
+            if self._group._thread is None:  # MPI without thread support: poll until the deadline
                 return self._poll(timeout)
-            self._event = self._group._waiter.submit(req)
+            self._job = self._group._thread.submit(req.Wait)
         limit = _seconds(timeout, self._group.timeout)
-        if not self._event.wait(limit):
+        if not self._job.event.wait(limit):
             raise self._group._timed_out(self._op, self._seq, limit)
+        if self._job.error is not None:
+            raise self._job.error
         self._done, self._bufs = True, ()
         return True
 
@@ -142,47 +172,74 @@ class MPIProcessGroup(ProcessGroup):
         self._seq = 0
         self._mpi = mpi()
         threads = self._mpi.Query_thread() == self._mpi.THREAD_MULTIPLE
-        self._waiter = _Waiter() if threads else None
+        self._thread = _CommThread() if threads else None
 
     def _op(self, op: str) -> Any:
         return getattr(self._mpi, _OPS[op])
 
     def _work(self, req: Any, op: str, *bufs: Any) -> MPIWork:
-        return MPIWork(self, req, op, bufs)
+        return MPIWork(self, op, bufs, req=req)
+
+    def _collective(self, op: str, nbytes: int, start: Callable[[], Any], blocking: Callable[[], Any],
+                    *bufs: Any) -> MPIWork:
+        """A large collective runs as MPI's blocking call on the communication thread; a small one
+        (or any while that thread is busy, so the order of collectives is the same on every rank)
+        as a non-blocking request."""
+        thread = self._thread
+        if thread is not None and (nbytes >= _THREAD_BYTES or not thread.idle()):
+            return MPIWork(self, op, bufs, job=thread.submit(blocking))
+        return MPIWork(self, op, bufs, req=start())
 
     def allreduce(self, buf: Any, op: str) -> Work:
-        return self._work(self.comm.Iallreduce(self._mpi.IN_PLACE, buf, self._op(op)), "all_reduce", buf)
+        c, mop, inplace = self.comm, self._op(op), self._mpi.IN_PLACE
+        return self._collective("all_reduce", buf.nbytes, lambda: c.Iallreduce(inplace, buf, mop),
+                                lambda: c.Allreduce(inplace, buf, mop), buf)
 
     def broadcast(self, buf: Any, root: int) -> Work:
-        return self._work(self.comm.Ibcast(buf, root), "broadcast", buf)
+        c = self.comm
+        return self._collective("broadcast", buf.nbytes, lambda: c.Ibcast(buf, root), lambda: c.Bcast(buf, root), buf)
 
     def reduce(self, buf: Any, op: str, root: int) -> Work:
-        if self.rank == root:
-            req = self.comm.Ireduce(self._mpi.IN_PLACE, buf, self._op(op), root)
-        else:
-            req = self.comm.Ireduce(buf, None, self._op(op), root)
-        return self._work(req, "reduce", buf)
+        c, mop = self.comm, self._op(op)
+        send, recv = (self._mpi.IN_PLACE, buf) if self.rank == root else (buf, None)
+        return self._collective("reduce", buf.nbytes, lambda: c.Ireduce(send, recv, mop, root),
+                                lambda: c.Reduce(send, recv, mop, root), buf)
 
     def allgather(self, send: Any, recv: Any) -> Work:
-        return self._work(self.comm.Iallgather(send, recv), "all_gather", send, recv)
+        c = self.comm
+        return self._collective("all_gather", recv.nbytes, lambda: c.Iallgather(send, recv),
+                                lambda: c.Allgather(send, recv), send, recv)
 
     def gather(self, send: Any, recv: Any | None, root: int) -> Work:
-        return self._work(self.comm.Igather(send, recv, root), "gather", send, recv)
+        c = self.comm
+        return self._collective("gather", send.nbytes * self.size, lambda: c.Igather(send, recv, root),
+                                lambda: c.Gather(send, recv, root), send, recv)
 
     def scatter(self, send: Any | None, recv: Any, root: int) -> Work:
-        return self._work(self.comm.Iscatter(send, recv, root), "scatter", send, recv)
+        c = self.comm
+        return self._collective("scatter", recv.nbytes * self.size, lambda: c.Iscatter(send, recv, root),
+                                lambda: c.Scatter(send, recv, root), send, recv)
 
     def reduce_scatter(self, send: Any, recv: Any, op: str) -> Work:
-        return self._work(self.comm.Ireduce_scatter_block(send, recv, self._op(op)), "reduce_scatter", send, recv)
+        c, mop = self.comm, self._op(op)
+        return self._collective("reduce_scatter", send.nbytes, lambda: c.Ireduce_scatter_block(send, recv, mop),
+                                lambda: c.Reduce_scatter_block(send, recv, mop), send, recv)
+
+    def _p2p(self, op: str, start: Callable[[], Any], *bufs: Any) -> MPIWork:
+        thread = self._thread
+        if thread is not None and not thread.idle():  # after the collectives handed over
+            return MPIWork(self, op, bufs, job=thread.submit(lambda: start().Wait()))
+        return MPIWork(self, op, bufs, req=start())
 
     def send(self, buf: Any, dst: int, tag: int) -> Work:
-        return self._work(self.comm.Isend(buf, dst, tag), "send", buf)
+        return self._p2p("send", lambda: self.comm.Isend(buf, dst, tag), buf)
 
     def recv(self, buf: Any, src: int, tag: int) -> Work:
-        return self._work(self.comm.Irecv(buf, src, tag), "recv", buf)
+        return self._p2p("recv", lambda: self.comm.Irecv(buf, src, tag), buf)
 
     def barrier(self) -> Work:
-        return self._work(self.comm.Ibarrier(), "barrier")
+        c = self.comm
+        return self._collective("barrier", 0, c.Ibarrier, c.Barrier)
 
     def new_group(self, ranks: Sequence[int]) -> ProcessGroup | None:
         member = self.rank in ranks
@@ -195,8 +252,8 @@ class MPIProcessGroup(ProcessGroup):
         self.comm.Abort(code)
 
     def destroy(self) -> None:
-        if self._waiter is not None:
-            self._waiter.stop()
+        if self._thread is not None:
+            self._thread.stop()
         if self.comm != self._mpi.COMM_WORLD:
             self.comm.Free()
         self._side.Free()
