@@ -75,8 +75,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     """Join the job's default process group (``torch.distributed.init_process_group``).
 
     ``backend``: ``"mpi"`` (the default), ``"nccl"`` (ferro-cuda) or a plugin's.
-    With MPI the rank and world size come from ``mpiexec``; ``rank`` /
-    ``world_size`` (or ``RANK`` / ``WORLD_SIZE``), when given, must agree.
+    With MPI the rank and world size come from the launcher (``mpiexec``);
+    ``rank`` / ``world_size``, when passed, must agree with it. A backend
+    that cannot learn them itself receives them, or ``RANK`` / ``WORLD_SIZE``.
     ``timeout`` (a ``timedelta`` or seconds; default 30 minutes) bounds every
     collective. ``init_method``, ``store``, ``group_name``, ``pg_options`` and
     ``device_id`` are accepted for PyTorch's signature and unused.
@@ -96,7 +97,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         if want >= 0 and want != got:
             group.destroy()
             raise DistributedError(f"init_process_group: {what}={want} was passed, but backend '{name}' "
-                                   f"says this process has {what} {got} (launched by {sys.argv[0]!r})")
+                                   f"says this process has {what} {got}: launch it with mpiexec -n N, or leave "
+                                   f"{what} out")
     _world.group = group
     _world.ranks[id(group)] = list(range(group.size))
     _install_abort_hook()
