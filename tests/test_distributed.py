@@ -132,3 +132,14 @@ def test_demo_with_two_processes_reaches_the_accuracy_of_one() -> None:
     assert "data-parallel in 2 processes" in proc.stdout
     two = float(re.findall(r"epoch  2/2 .* test accuracy\s+([\d.]+)%", proc.stdout)[-1]) / 100
     assert two > 0.8 and abs(two - one) <= 0.05, (one, proc.stdout)
+
+
+def test_a_rank_that_disagrees_with_the_launcher_is_refused() -> None:
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c",
+                           "import ferro.distributed as d\n"
+                           "try:\n    d.init_process_group('mpi', rank=3, world_size=4)\n"
+                           "except d.DistributedError as e:\n    print(e, d.is_initialized())\n"],
+                          capture_output=True, text=True, timeout=60, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "rank=3 was passed, but backend 'mpi' says this process has rank 0" in proc.stdout
+    assert proc.stdout.strip().endswith("False")
