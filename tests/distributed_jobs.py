@@ -333,6 +333,10 @@ def fail(mode: str) -> None:
         if r == 1:
             time.sleep(60)  # never arrives in time
         dist.all_reduce(ferro.ones(3))
+    elif mode == "timeout-large":  # 4 MB: a blocking call in the caller's thread, ended by the watchdog
+        if r == 1:
+            time.sleep(60)
+        dist.all_reduce(ferro.ones(1 << 20))
     elif mode == "mismatch":
         dist.all_reduce(ferro.ones(3 + r))  # FERRO_DISTRIBUTED_DEBUG=DETAIL catches it
     elif mode == "uninitialized":

@@ -87,6 +87,8 @@ def test_torch_randperm_is_pytorchs_permutation() -> None:
 @pytest.mark.parametrize(("mode", "env", "says"), [
     ("raise", {}, ["[ferro.distributed] rank 1 of 3 failed", "[rank 1] ValueError: rank 1 fails on purpose"]),
     ("timeout", {}, ["DistributedTimeoutError: all_reduce", "timed out after 2 s", "rank(s) [1] of the group did not"]),
+    ("timeout-large", {}, ["DistributedTimeoutError: all_reduce", "timed out after 2 s",
+                           "rank(s) [1] of the group did not", "cannot be interrupted: aborting the job"]),
     ("mismatch", {"FERRO_DISTRIBUTED_DEBUG": "DETAIL"},
      ["all_reduce: the ranks disagree", '"shape": [3]', '"shape": [5]']),
 ])

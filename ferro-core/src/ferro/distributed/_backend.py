@@ -87,6 +87,9 @@ class ProcessGroup:
     #: ``"host"``: NumPy arrays (tensors of other devices are staged through host memory);
     #: ``"cuda"``: CuPy arrays on the current device and stream.
     memory: str = "host"
+    #: Set by ferro around each call: True when the caller waits for the returned work at once
+    #: (``async_op=False``), so the group may run a blocking call in the caller's thread.
+    caller_waits: bool = False
 
     def __init__(self, rank: int, size: int, timeout: timedelta, backend: str) -> None:
         self.rank, self.size, self.timeout, self.backend = rank, size, timeout, backend

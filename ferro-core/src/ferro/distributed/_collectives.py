@@ -63,7 +63,15 @@ class _TensorWork(Work):
         return True
 
 
-def _run(work: Work, then: Callable[[], None] | None, async_op: bool) -> Work | None:
+def _run(g: ProcessGroup, start: Callable[[], Work], then: Callable[[], None] | None,
+         async_op: bool) -> Work | None:
+    """Start the group's operation (telling it whether this caller waits at once) and, unless
+    ``async_op``, wait for it and write the results."""
+    g.caller_waits = not async_op
+    try:
+        work = start()
+    finally:
+        g.caller_waits = False
     if async_op:
         return _TensorWork(work, then)
     work.wait()
@@ -126,7 +134,7 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     _check_same(g, "all_reduce", tensor, reduce=name)
     buf = Buffer(tensor, g, "all_reduce", reduce=True, write=True)
     divide = g.size if op is ReduceOp.AVG else 0
-    return _run(g.allreduce(buf.wire, name), lambda: buf.finish(divide), async_op)
+    return _run(g, lambda: g.allreduce(buf.wire, name), lambda: buf.finish(divide), async_op)
 
 
 def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False) -> Work | None:
@@ -137,7 +145,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = 
     root = group_rank(g, src, "broadcast", "src")
     _check_same(g, "broadcast", tensor, src=src)
     buf = Buffer(tensor, g, "broadcast", write=g.rank != root, read=g.rank == root)
-    return _run(g.broadcast(buf.wire, root), None if g.rank == root else buf.finish, async_op)
+    return _run(g, lambda: g.broadcast(buf.wire, root), None if g.rank == root else buf.finish, async_op)
 
 
 def reduce(tensor: Tensor, dst: int = 0, op: ReduceOp = ReduceOp.SUM, group: Any = None,
@@ -151,7 +159,8 @@ def reduce(tensor: Tensor, dst: int = 0, op: ReduceOp = ReduceOp.SUM, group: Any
     _check_same(g, "reduce", tensor, dst=dst, reduce=name)
     buf = Buffer(tensor, g, "reduce", reduce=True, write=g.rank == root)
     divide = g.size if op is ReduceOp.AVG else 0
-    return _run(g.reduce(buf.wire, name, root), (lambda: buf.finish(divide)) if g.rank == root else None, async_op)
+    then = (lambda: buf.finish(divide)) if g.rank == root else None
+    return _run(g, lambda: g.reduce(buf.wire, name, root), then, async_op)
 
 
 def _split_into(recv: Any, outs: Sequence[Tensor], like: Buffer) -> Callable[[], None]:
@@ -175,7 +184,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
     _check_same(g, "all_gather", tensor)
     send = Buffer(tensor, g, "all_gather")
     recv = g.empty((g.size, *send.wire.shape), send.wire.dtype)
-    return _run(g.allgather(send.wire, recv), _split_into(recv, outs, send), async_op)
+    return _run(g, lambda: g.allgather(send.wire, recv), _split_into(recv, outs, send), async_op)
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
@@ -188,7 +197,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
     _check_same(g, "all_gather_into_tensor", input_tensor)
     send = Buffer(input_tensor, g, "all_gather_into_tensor")
     out = Buffer(output_tensor, g, "all_gather_into_tensor", write=True, read=False)
-    return _run(g.allgather(send.wire, out.wire), out.finish, async_op)
+    return _run(g, lambda: g.allgather(send.wire, out.wire), out.finish, async_op)
 
 
 def _check_sizes(big: Tensor, small: Tensor, size: int, name: str, arg: str) -> None:
@@ -211,7 +220,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
     send = Buffer(input, g, "reduce_scatter_tensor", reduce=True)
     out = Buffer(output, g, "reduce_scatter_tensor", reduce=True, write=True, read=False)
     divide = g.size if op is ReduceOp.AVG else 0
-    return _run(g.reduce_scatter(send.wire, out.wire, name), lambda: out.finish(divide), async_op)
+    return _run(g, lambda: g.reduce_scatter(send.wire, out.wire, name), lambda: out.finish(divide), async_op)
 
 
 def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int = 0, group: Any = None,
@@ -226,12 +235,12 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int = 0
     if g.rank != root:
         if gather_list:
             raise ValueError(f"gather: gather_list must be None on ranks other than dst={dst}")
-        return _run(g.gather(send.wire, None, root), None, async_op)
+        return _run(g, lambda: g.gather(send.wire, None, root), None, async_op)
     outs = _as_tensor_list(gather_list, "gather", "gather_list", g.size)
     for t in outs:
         _check_like(t, tensor, "gather", "gather_list")
     recv = g.empty((g.size, *send.wire.shape), send.wire.dtype)
-    return _run(g.gather(send.wire, recv, root), _split_into(recv, outs, send), async_op)
+    return _run(g, lambda: g.gather(send.wire, recv, root), _split_into(recv, outs, send), async_op)
 
 
 def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int = 0, group: Any = None,
@@ -253,7 +262,7 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int =
             send[i] = Buffer(t, g, "scatter").wire
     elif scatter_list:
         raise ValueError(f"scatter: scatter_list must be None on ranks other than src={src}")
-    return _run(g.scatter(send, out.wire, root), out.finish, async_op)
+    return _run(g, lambda: g.scatter(send, out.wire, root), out.finish, async_op)
 
 
 def isend(tensor: Tensor, dst: int, group: Any = None, tag: int = 0) -> Work | None:
@@ -293,7 +302,7 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
     g = _group(group, "barrier")
     if g is None:
         return None
-    return _run(g.barrier(), None, async_op)
+    return _run(g, g.barrier, None, async_op)
 
 
 def monitored_barrier(group: Any = None, timeout: timedelta | float | None = None,

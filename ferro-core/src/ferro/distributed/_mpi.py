@@ -1,7 +1,8 @@
 """The ``mpi`` process group: MPI through mpi4py (``pip install "ferro-core[mpi]"`` brings mpi4py and MPICH).
 
 Operations move the caller's NumPy buffers, no copy. A collective of 1 MB or
-more runs as MPI's blocking call (``Allreduce``...) on the group's
+more runs as MPI's blocking call (``Allreduce``...): in the caller's thread,
+under a watchdog, when the caller waits at once, else on the group's
 communication thread; a smaller one as MPI's non-blocking form (``Iallreduce``),
 which :meth:`MPIWork.wait` tests for a moment before handing it to that thread's
 ``MPI_Wait``. Either way the caller waits up to the group's timeout; past it,
@@ -103,19 +104,69 @@ class _CommThread:
             self._queue.put(None)
 
 
-class MPIWork(Work):
-    """An MPI operation: a non-blocking request tested briefly by the caller, or a job of the
-    group's communication thread; waited for until the timeout."""
+class _Watchdog:
+    """Ends the job when a blocking call made in the caller's thread outlives the group's timeout.
 
-    __slots__ = ("_bufs", "_done", "_group", "_job", "_op", "_req", "_seq")
+    That call cannot be interrupted, so instead of raising, the watchdog prints the same
+    :class:`DistributedTimeoutError` (the collective and the ranks that never reached it) and
+    aborts the job, as PyTorch's NCCL watchdog tears a stuck job down.
+    """
+
+    def __init__(self, group: MPIProcessGroup) -> None:
+        self._group = group
+        self._thread: threading.Thread | None = None
+        self.current: tuple[str, int, float, float] | None = None  # op, seq, deadline, limit
+        self.stopped = False
+
+    def guard(self, op: str, seq: int, limit: float) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ferro-mpi-watchdog", daemon=True)
+            self._thread.start()
+        self.current = (op, seq, time.monotonic() + limit, limit)
+
+    def _run(self) -> None:
+        while not self.stopped:
+            current = self.current
+            if current is not None and time.monotonic() > current[2]:
+                op, seq, _, limit = current
+                error = self._group._timed_out(op, seq, limit)
+                if self.current is current:  # still stuck in it after listening for the others
+                    g = self._group
+                    sys.stderr.write(f"[ferro.distributed] rank {g.rank} of {g.size}: "
+                                     f"{type(error).__module__}.{type(error).__name__}: {error}\n"
+                                     "[ferro.distributed] a blocking call cannot be interrupted: aborting the job.\n")
+                    g.abort(1)
+            time.sleep(0.05)
+
+
+class MPIWork(Work):
+    """An MPI operation: a non-blocking request tested briefly by the caller, a job of the group's
+    communication thread, or a blocking call that :meth:`wait` makes in the caller's thread under
+    the group's watchdog; waited for until the timeout."""
+
+    __slots__ = ("_bufs", "_call", "_done", "_group", "_job", "_op", "_req", "_seq")
 
     def __init__(self, group: MPIProcessGroup, op: str, bufs: tuple[Any, ...], *, req: Any = None,
-                 job: _Job | None = None) -> None:
+                 job: _Job | None = None, call: Callable[[], Any] | None = None) -> None:
         self._group, self._req, self._job, self._op, self._bufs, self._done = group, req, job, op, bufs, False
+        self._call = call
         group._seq += 1
         self._seq = group._seq
 
+    def _run_call(self, timeout: timedelta | float | None) -> bool:
+        call, self._call = self._call, None
+        watchdog = self._group._watchdog
+        watchdog.guard(self._op, self._seq, _seconds(timeout, self._group.timeout))
+        try:
+            call()
+        finally:
+            watchdog.current = None
+        self._done, self._bufs = True, ()
+        return True
+
     def is_completed(self) -> bool:
+        if self._call is not None:  # the caller promised to wait at once: this is that wait
+            return self._run_call(None)
         if not self._done:
             if self._job is not None:  # the communication thread owns the operation
                 self._done = self._job.event.is_set() and self._job.error is None
@@ -128,6 +179,8 @@ class MPIWork(Work):
     def wait(self, timeout: timedelta | float | None = None) -> bool:
         if self._done:
             return True
+        if self._call is not None:
+            return self._run_call(timeout)
         if self._job is None:
             req = self._req
             spin_until = time.monotonic() + _SPIN_SECONDS
@@ -173,6 +226,7 @@ class MPIProcessGroup(ProcessGroup):
         self._mpi = mpi()
         threads = self._mpi.Query_thread() == self._mpi.THREAD_MULTIPLE
         self._thread = _CommThread() if threads else None
+        self._watchdog = _Watchdog(self)
 
     def _op(self, op: str) -> Any:
         return getattr(self._mpi, _OPS[op])
@@ -182,11 +236,14 @@ class MPIProcessGroup(ProcessGroup):
 
     def _collective(self, op: str, nbytes: int, start: Callable[[], Any], blocking: Callable[[], Any],
                     *bufs: Any) -> MPIWork:
-        """A large collective runs as MPI's blocking call on the communication thread; a small one
-        (or any while that thread is busy, so the order of collectives is the same on every rank)
-        as a non-blocking request."""
+        """A large collective runs as MPI's blocking call: in the caller's thread when it waits at
+        once (``async_op=False``), else on the communication thread; a small one (or any while that
+        thread is busy, so the order of collectives is the same on every rank) as a non-blocking
+        request."""
         thread = self._thread
         if thread is not None and (nbytes >= _THREAD_BYTES or not thread.idle()):
+            if self.caller_waits and thread.idle():  # no handoff: the caller's thread makes the call
+                return MPIWork(self, op, bufs, call=blocking)
             return MPIWork(self, op, bufs, job=thread.submit(blocking))
         return MPIWork(self, op, bufs, req=start())
 
@@ -254,6 +311,7 @@ class MPIProcessGroup(ProcessGroup):
     def destroy(self) -> None:
         if self._thread is not None:
             self._thread.stop()
+        self._watchdog.stopped = True
         if self.comm != self._mpi.COMM_WORLD:
             self.comm.Free()
         self._side.Free()
