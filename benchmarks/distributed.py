@@ -199,7 +199,7 @@ def _human(nbytes: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--budget", type=float, default=0.2, help="seconds per contender per round (about)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
