@@ -17,7 +17,7 @@ def ferro_cmd(*args: str) -> subprocess.CompletedProcess:
 
 def _fresh(expr: str) -> Any:
     """``expr`` evaluated in a fresh interpreter (this one may hold backends that tests registered at run time)."""
-    code = f"import json, ferro; from ferro.cli import info_report; print(json.dumps({expr}))"
+    code = f"import json, ferro, ferro.distributed; from ferro.cli import info_report; print(json.dumps({expr}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -44,7 +44,9 @@ def test_info_json_matches_the_api() -> None:
     assert set(rep["backends"]) == set(_fresh("ferro.backends.installed()"))
     assert rep["backends"]["cpu"]["available"] is True
     assert rep["backends"]["cpu"]["devices"][0]["device"] == "cpu:0"
-    assert set(rep["broken_plugins"]) == set(_fresh("list(ferro.backends.broken())"))
+    # ferro info also discovers the process groups (ferro.distributed), whose plugins can be broken too
+    discovered = "ferro.distributed.process_group_backends() and list(ferro.backends.broken())"
+    assert set(rep["broken_plugins"]) == set(_fresh(discovered))
     assert rep == _fresh("info_report()")
 
 

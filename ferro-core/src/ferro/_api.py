@@ -89,6 +89,7 @@ from ._ops.shape import (
 )
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd._engine import register_post_accumulate_grad_hook
 from .backends import set_backend, use_backend
 from .dispatch._dispatch import public_function
 from .errors import BackendUnavailableError, UnsupportedOperationError
@@ -131,6 +132,8 @@ def _part(op: Any, doc: str) -> property:
 
 Tensor.__new__ = _tensor_new  # type: ignore[method-assign,assignment]
 Tensor.backward = _backward  # type: ignore[attr-defined]
+#: ``t.register_post_accumulate_grad_hook(hook)``: ``hook(t)`` once backward has accumulated ``t.grad``.
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook  # type: ignore[attr-defined]
 Tensor.real = _part(_ops.complex.real, "The real part: a view for complex tensors, the tensor itself otherwise.")  # type: ignore[attr-defined]
 Tensor.imag = _part(_ops.complex.imag, "The imaginary part of a complex tensor, as a view.")  # type: ignore[attr-defined]
 

@@ -1,4 +1,4 @@
-"""The ``ferro`` command line: ``ferro info``, ``ferro ops``."""
+"""The ``ferro`` command line: ``ferro info``, ``ferro ops``, ``ferro demo``, ``ferro bench``, ``ferro run``."""
 
 from __future__ import annotations
 
@@ -39,9 +39,12 @@ def info_report() -> dict[str, Any]:
         selected = ferro.backends.current_backend()
     except Exception as e:
         selected = f"(none: {e})"
+    from ferro.distributed import process_group_backends
+    groups = {name: {"plugin": g.plugin, "description": g.description, "available": bool(a := g.availability()),
+                     "reason": a.reason} for name, g in sorted(process_group_backends().items())}
     return {"ferro": ferro.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
-            "selected_backend": selected, "backends": backends, "broken_plugins": ferro.backends.broken(),
-            "disabled_plugins": ferro.backends.disabled(), "extra": extra}
+            "selected_backend": selected, "backends": backends, "process_groups": groups,
+            "broken_plugins": ferro.backends.broken(), "disabled_plugins": ferro.backends.disabled(), "extra": extra}
 
 
 def _print_info(rep: dict[str, Any]) -> None:
@@ -56,6 +59,10 @@ def _print_info(rep: dict[str, Any]) -> None:
             print(f"    {d['device']}: {d.get('name', '?')}" + (f" ({details})" if details else ""))
             if "dtypes" in d:
                 print(f"      dtypes: {' '.join(d['dtypes'])}")
+    print("process groups (ferro.distributed):")
+    for name, g in rep["process_groups"].items():
+        state = "available" if g["available"] else f"unavailable: {g['reason']}"
+        print(f"  {name:<8} {state}   [plugin '{g['plugin']}']")
     if rep["broken_plugins"]:
         print("broken plugins (skipped):")
         for name, err in rep["broken_plugins"].items():
@@ -125,12 +132,20 @@ def _explain(op: str, dtype: str, backends: str | None) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from ferro.demo import run
+    from ferro.distributed._launch import launch, launched_by_mpi
     from ferro.errors import BackendUnavailableError
+    if args.nprocs > 1 and not launched_by_mpi():  # start the job; each process runs this command again
+        try:
+            return launch(args.nprocs, ["-m", "ferro", *argv])
+        except FileNotFoundError as e:
+            print(f"ferro demo: {e}", file=sys.stderr)
+            return 2
     try:
         run(args.backend, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-            checkpoint=args.checkpoint, progress=not args.no_progress)
+            checkpoint=args.checkpoint, progress=not args.no_progress and args.nprocs == 1,
+            distributed=args.nprocs > 1)
     except (BackendUnavailableError, ImportError) as e:
         print(f"ferro demo: {e}", file=sys.stderr)
         return 2
@@ -157,15 +172,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--seed", type=int, default=0)
     p_demo.add_argument("--checkpoint", help="where to save the trained model (default: a temporary file)")
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_demo.add_argument("--nprocs", type=int, default=1,
+                        help="train data-parallel in this many processes (through mpiexec, ferro-core[mpi])")
+    p_run = sub.add_parser("run", help="run a script in N processes through the installed mpiexec")
+    p_run.add_argument("-n", "--nprocs", type=int, required=True, help="how many processes")
+    p_run.add_argument("--hostfile", help="the hosts file, passed through to mpiexec")
+    p_run.add_argument("script", help="the Python script")
+    p_run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     from ferro.bench import add_arguments as add_bench_arguments  # NumPy-free: the harness loads when it runs
     add_bench_arguments(sub.add_parser("bench", help="time ferro's backends beside NumPy and PyTorch: a table, "
                                        "--json, --plot out.png (see benchmarks/README.md)"))
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        from ferro.distributed._launch import launch
+        try:
+            return launch(args.nprocs, [args.script, *args.args], args.hostfile)
+        except (FileNotFoundError, ValueError) as e:
+            print(f"ferro run: {e}", file=sys.stderr)
+            return 2
     if args.command == "bench":
         from ferro.bench import run as run_bench
         return run_bench(args)
     if args.command == "demo":
-        return _demo(args)
+        return _demo(args, argv)
     if args.command == "info":
         rep = info_report()
         if args.json:

@@ -117,12 +117,15 @@ def _progress(batches: Iterable[Any], total: int, desc: str, enabled: bool) -> I
 
 def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, lr: float = 1e-2, seed: int = 0,
         checkpoint: str | None = None, progress: bool = True,
-        out: Callable[[str], None] = print) -> DemoResult:
+        out: Callable[[str], None] = print, distributed: bool = False) -> DemoResult:
     """Train the digits CNN on ``backend`` (the selected default when None) and report each epoch.
 
     ``checkpoint`` is where the trained model and optimizer are saved (a
     temporary file, removed afterwards, when None); they are then loaded into
-    a fresh model whose accuracy is measured again.
+    a fresh model whose accuracy is measured again. ``distributed``: this
+    process is one rank of an MPI job (``ferro demo --nprocs N``): the model is
+    wrapped in ``DistributedDataParallel``, each rank trains on its shard of
+    every global batch of ``batch_size``, and rank 0 reports and saves.
     """
     dev = ferro.device(backend) if backend else ferro.backends.current_device()
     ferro.manual_seed(seed)
@@ -130,22 +133,30 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
     model = make_cnn().to(dev)
     opt = ferro.optim.Adam(model.parameters(), lr=lr)
     sched = ferro.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-    loader = ferro.data.DataLoader(ferro.data.TensorDataset(x_tr, y_tr), batch_size=batch_size, shuffle=True,
+    train_set = ferro.data.TensorDataset(x_tr, y_tr)
+    loader = ferro.data.DataLoader(train_set, batch_size=batch_size, shuffle=True,
                                    generator=ferro.Generator().manual_seed(seed))
+    net: Any = model
+    if distributed:
+        net, loader, out = _data_parallel(model, train_set, batch_size, seed, out)
     out(f"ferro demo: a CNN ({sum(p.numel() for p in model.parameters()):,} parameters) on scikit-learn's digits "
         f"({len(y_tr)} train / {len(y_te)} test images) on {dev}")
     start = time.perf_counter()
     losses, accuracies = [], []
     for epoch in range(1, epochs + 1):
         model.train()
+        if distributed:
+            loader.sampler.set_epoch(epoch)
         total = None
         for xb, yb in _progress(loader, len(loader), f"epoch {epoch}/{epochs}", progress):
-            loss = F.cross_entropy(model(xb), yb)
+            loss = F.cross_entropy(net(xb), yb)
             opt.zero_grad()
             loss.backward()
             opt.step()
             total = loss.detach() * len(yb) if total is None else total + loss.detach() * len(yb)
         sched.step()
+        if distributed:
+            ferro.distributed.all_reduce(total)  # every rank's share of the epoch's loss
         train_loss = total.item() / len(y_tr)  # type: ignore[union-attr]
         test_loss, acc = evaluate(model, x_te, y_te)
         losses.append(train_loss)
@@ -153,11 +164,31 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
         out(f"epoch {epoch:>2}/{epochs}  train loss {train_loss:.4f}  test loss {test_loss:.4f}  "
             f"test accuracy {acc:6.2%}")
     seconds = time.perf_counter() - start
+    if distributed and ferro.distributed.get_rank() != 0:  # rank 0 saves and checks the checkpoint
+        return DemoResult(dev.type, epochs, losses, accuracies, accuracies[-1], accuracies[-1], "", seconds)
     path, reloaded = _save_and_reload(model, opt, epochs, checkpoint, dev, x_te, y_te)
     out(f"trained in {seconds:.1f} s; checkpoint {'saved to ' + path if checkpoint else 'saved'}, reloaded into a "
         f"fresh model: test accuracy {reloaded:.2%}")
     return DemoResult(dev.type, epochs, losses, accuracies, accuracies[-1] if accuracies else float("nan"),
                       reloaded, path, seconds)
+
+
+def _data_parallel(model: nn.Module, train_set: Any, batch_size: int, seed: int,
+                   out: Callable[[str], None]) -> tuple[Any, Any, Callable[[str], None]]:
+    """DDP over ``model``, a loader of this rank's shard (global batch ``batch_size``), rank 0's printer."""
+    import ferro.distributed as dist
+    from ferro.nn.parallel import DistributedDataParallel
+    if not dist.is_initialized():
+        dist.init_process_group()
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if batch_size % world:
+        raise ValueError(f"ferro demo: --batch-size {batch_size} must be a multiple of --nprocs {world}")
+    sampler = ferro.data.DistributedSampler(train_set, world, rank, shuffle=True, seed=seed)
+    loader = ferro.data.DataLoader(train_set, batch_size=batch_size // world, sampler=sampler)
+    printer = out if rank == 0 else (lambda _line: None)
+    printer(f"ferro demo: data-parallel in {world} processes (DistributedDataParallel over "
+            f"'{dist.get_backend()}'), {batch_size // world} images per process per step")
+    return DistributedDataParallel(model), loader, printer
 
 
 def _save_and_reload(model: nn.Module, opt: Any, epochs: int, checkpoint: str | None, dev: Any,

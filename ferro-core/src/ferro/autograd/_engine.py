@@ -1,8 +1,16 @@
-"""The backward pass: run nodes in topological order, accumulate into leaves."""
+"""The backward pass: run nodes in topological order, accumulate into leaves.
+
+Two extension points serve data-parallel training (``DistributedDataParallel``):
+a leaf's post-accumulate hooks run as soon as its gradient is complete in
+``.grad`` (while the rest of the graph is still running), and callbacks queued
+during a backward run once it has finished. Neither costs anything while unused.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core import grad_mode as _mode
@@ -10,7 +18,71 @@ from .._core.node import Node
 from .._core.tensor import Tensor, _wrap
 from ._views import VIEW_OPS, refresh
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback"]
+
+# id(leaf) -> (weak reference to it, its hooks); the leaf's own slots stay untouched.
+_post_hooks: dict[int, tuple[weakref.ref[Any], list[Callable[[Any], None]]]] = {}
+_running = threading.local()  # .queues: one callback list per backward running in this thread
+
+
+class _PostHookHandle:
+    """Returned by :func:`register_post_accumulate_grad_hook`; ``remove()`` takes the hook back."""
+
+    def __init__(self, key: int, hook: Callable[[Any], None]) -> None:
+        self._key, self._hook = key, hook
+
+    def remove(self) -> None:
+        """Take the hook back."""
+        entry = _post_hooks.get(self._key)
+        if entry is not None and self._hook in entry[1]:
+            entry[1].remove(self._hook)
+            if not entry[1]:
+                del _post_hooks[self._key]
+
+
+def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]) -> _PostHookHandle:
+    """Call ``hook(t)`` once ``t.grad`` holds this backward's gradient (``t`` a leaf that requires grad),
+    as soon as no other part of the graph can add to it."""
+    if t.grad_fn is not None or not t._rg:
+        raise RuntimeError("post accumulate grad hooks can only be registered on leaf tensors that require grad")
+    key = id(t)
+    entry = _post_hooks.get(key)
+    if entry is None or entry[0]() is not t:
+        entry = _post_hooks[key] = (weakref.ref(t, lambda _r, k=key, hooks=_post_hooks: hooks.pop(k, None)), [])
+    entry[1].append(hook)
+    return _PostHookHandle(key, hook)
+
+
+def queue_callback(fn: Callable[[], None]) -> None:
+    """Run ``fn()`` when the backward now running in this thread has finished (from a hook)."""
+    queues = getattr(_running, "queues", None)
+    if not queues:
+        raise RuntimeError("queue_callback: no backward is running in this thread; call it from a hook")
+    queues[-1].append(fn)
+
+
+def _leaf_counts(roots: list[Node]) -> dict[int, int]:
+    """How many edges lead into each leaf reachable from ``roots``."""
+    counts: dict[int, int] = {}
+    stack, seen = list(roots), set(roots)
+    while stack:
+        for n in stack.pop().next:
+            if isinstance(n, Node):
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+            elif n is not None:
+                counts[id(n)] = counts.get(id(n), 0) + 1
+    return counts
+
+
+def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
+    _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
+    if _post_hooks:
+        entry = _post_hooks.get(id(leaf))
+        if entry is not None and entry[0]() is leaf:
+            for hook in list(entry[1]):
+                hook(leaf)
 
 
 def _topo_counts(roots: list[Node]) -> dict[Node, int]:
@@ -126,6 +198,12 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     deps = _topo_counts(root_nodes)
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
     captured: dict[int, Tensor] = {}
+    # With post-accumulate hooks, a leaf is stored as soon as its last edge has delivered.
+    leaf_deps = _leaf_counts(root_nodes) if _post_hooks and inputs is None else None
+    queues = getattr(_running, "queues", None)
+    if queues is None:
+        queues = _running.queues = []
+    queues.append([])
     prev_mode = _mode._state.enabled
     _mode._state.enabled = create_graph
     try:
@@ -163,6 +241,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         ready.append(nxt)
                 else:
                     _accumulate(leaf_grads, id(nxt), nxt, gi)
+                    if leaf_deps is not None:
+                        left = leaf_deps[id(nxt)] = leaf_deps[id(nxt)] - 1
+                        if left == 0:
+                            _store_leaf(nxt, leaf_grads.pop(id(nxt))[1], create_graph)
         if inputs is not None:
             result: list[Tensor | None] = []
             for i, t in enumerate(inputs):
@@ -177,10 +259,14 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
         for leaf, g in leaf_grads.values():
-            _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
+            _store_leaf(leaf, g, create_graph)
+        _mode._state.enabled = prev_mode
+        for fn in queues[-1]:
+            fn()
         return None
     finally:
         _mode._state.enabled = prev_mode
+        queues.pop()
 
 
 def _release_dep(node: Node, deps: dict[Node, int], ready: list[Node], node_grads: dict[Node, Any]) -> None:

@@ -29,8 +29,8 @@ __all__ = [
     "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes", "in_float32",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
-    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "backend_plugin", "explain", "explain_table",
-    "op_names", "Resolution", "contract",
+    "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "backend_plugin", "explain",
+    "explain_table", "op_names", "Resolution", "contract",
 ]
 
 
@@ -78,7 +78,7 @@ def disabled() -> list[str]:
 
 def __getattr__(name: str) -> Any:
     # pluggy is imported only when a plugin module asks for the marker.
-    if name in ("hookimpl", "PLUGIN_API_VERSION", "hookspec"):
+    if name in ("hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "hookspec"):
         from . import _hookspec
         return getattr(_hookspec, name)
     if name == "backend_plugin":

@@ -21,14 +21,19 @@ import pluggy
 
 if TYPE_CHECKING:
     from .._core.records import OpDef
+    from ..distributed._backend import ProcessGroupBackend
     from ._base import Backend
 
-__all__ = ["hookspec", "hookimpl", "PLUGIN_API_VERSION", "FerroHookSpec"]
+__all__ = ["hookspec", "hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "FerroHookSpec"]
 
 PROJECT = "ferro"
 #: The plugin API version this ferro speaks. A plugin whose
 #: ``ferro_plugin_api_version`` returns another major version is refused.
 PLUGIN_API_VERSION = 1
+#: The version of the process-group contract (:class:`ferro.distributed.ProcessGroupBackend`).
+#: A process-group backend whose ``api_version`` has another value is refused,
+#: and its plugin listed as broken, without touching the plugin's compute backends' hooks.
+PROCESS_GROUP_API_VERSION = 1
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 #: Decorate a plugin's hook functions with this: ``@ferro.backends.hookimpl``.
@@ -94,6 +99,21 @@ class FerroHookSpec:
         ``ferro.testing.OpInfo``) on every backend. Users call the op as ``ferro.ops.<name>``.
         A name that ferro or another plugin already registered, or anything but an ``OpDef``,
         makes this plugin broken, and none of its ops is added. Adding an op walks through it.
+        """
+
+    @hookspec
+    def ferro_register_process_groups(self) -> list[ProcessGroupBackend]:
+        """Return the collective (process-group) backends this plugin contributes to :mod:`ferro.distributed`.
+
+        Called once per plugin, the first time :mod:`ferro.distributed` needs
+        its backends (``init_process_group``, ``is_available``, ``ferro info``),
+        never at ``import ferro``. Each item is a
+        :class:`~ferro.distributed.ProcessGroupBackend` whose ``name`` is what
+        ``init_process_group(backend=...)`` takes and whose ``api_version``
+        equals :data:`PROCESS_GROUP_API_VERSION`. Constructing one must not import
+        its transport library (mpi4py, CuPy); that waits for ``availability()``
+        or ``create()``. A name already taken (``mpi`` is ferro-core's own), a
+        wrong type or version, or an exception here marks the plugin broken.
         """
 
     # ------------------------------------------------------------------ #

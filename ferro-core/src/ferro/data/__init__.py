@@ -20,6 +20,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -31,8 +32,8 @@ from .sampler import (
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler", "DataLoader", "default_collate", "default_convert",
-           "get_worker_info"]
+           "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "DataLoader", "default_collate",
+           "default_convert", "get_worker_info"]
 
 
 def get_worker_info() -> None:
