@@ -105,12 +105,21 @@ def _isclose(x: Tensor, y: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_na
     return close
 
 
+def _integral(v: Any) -> bool:
+    return v._dtype.kind in "iub" if isinstance(v, Tensor) else isinstance(v, int)
+
+
 def _fmod(x: Any, y: Any) -> Tensor:
-    q = (x / y).trunc()
-    ref = x if isinstance(x, Tensor) else y
-    if not ref._dtype.is_floating_point:  # integer operands: an integer result
-        q = q.to(ref._dtype)
-    return x - q * y
+    if _integral(x) and _integral(y):
+        # Integers: from remainder (the sign of y) moved to the sign of x. Exact at any magnitude, and a
+        # zero divisor raises ZeroDivisionError as in remainder and floor_divide (ferro's rule for integer
+        # division by zero), where dividing in floats gave x back.
+        try:
+            r = x % y
+        except ZeroDivisionError:
+            raise ZeroDivisionError("fmod: integer division by zero") from None
+        return _where((r != 0) & ((r < 0) != (x < 0)), r - y, r)
+    return x - (x / y).trunc() * y
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946

@@ -190,8 +190,9 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
             or tuple(target.shape) != ((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ())):
         return None
     if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
-                               or weight._device is not x._device):
-        return None
+                               or weight._device is not x._device
+                               or tuple(weight.shape) != (x.shape[1] if x.ndim > 1 else x.shape[0],)):
+        return None  # the decomposition raises for a weight of the wrong shape
     return _CrossEntropy.apply(x, target, weight, kernels, int(bound.get("ignore_index", -100)), reduction,
                                decomposition)
 

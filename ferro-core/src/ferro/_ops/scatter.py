@@ -17,6 +17,7 @@ from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
 from ..dispatch._dispatch import kernel
 from ..errors import DTypeError, ShapeError
+from .elementwise import where
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -27,11 +28,31 @@ def _check_index(op: str, index: Tensor) -> None:
                          f"{getattr(index, 'dtype', type(index).__name__)}")
 
 
+def refuse_negative(op: str, index: Tensor, dim: int, size: int) -> Tensor:
+    """``index`` for an op that refuses negative indices, as PyTorch's gather, scatter, index_select,
+    index_add, index_copy and embedding do (``getitem``, which they are written in, wraps them).
+
+    On the host the check is free and raises now, naming the index; elsewhere a negative entry is
+    replaced by ``size``, out of range, so the device kernel's own bounds check reports it (at the next
+    synchronization where its errors are deferred) without a host round-trip here.
+    """
+    if index._dtype.kind == "u" or not index.numel():
+        return index
+    if index._device.type == "cpu":
+        low = int(index.amin().item())
+        if low < 0:
+            raise IndexError(f"{op}: index {low} is out of bounds for dimension {dim} with size {size} "
+                             "(negative indices are not wrapped by this op)")
+        return index
+    return where(index < 0, size, index)
+
+
 def _grid_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
     """The advanced-indexing key that reads ``x`` along ``dim`` at ``index`` (``gather``'s key)."""
     from .._creation import arange
     _check_index(op, index)
     d = _wrap_dim(dim, x.ndim, op)
+    index = refuse_negative(op, index, d, x.shape[d]) if x.ndim else index
     if index.ndim != x.ndim:
         raise ShapeError(f"{op}: index {list(index.shape)} and input {list(x.shape)} must have the same number of "
                          "dimensions")
@@ -69,6 +90,8 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor
     xi[d] = x.shape[d]
     ii = list(common)
     ii[d] = indices.shape[d]
+    if indices._dtype.kind == "i":  # take_along_dim wraps negative indices (gather refuses them)
+        indices = where(indices < 0, indices + x.shape[d], indices)
     return gather(expand(x, *xi), d, expand(indices, *ii))
 
 
@@ -150,11 +173,14 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
     raise ValueError(f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
 
 
-def _dim_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
+def _dim_key(x: Tensor, dim: int, index: Tensor, op: str, wrap: bool = False) -> tuple[Any, ...]:
+    """The key of ``index`` along ``dim``; negative entries are refused unless ``wrap`` (index_fill)."""
     _check_index(op, index)
     if index.ndim > 1:
         raise ShapeError(f"{op}: index must be 1-D, got shape {list(index.shape)}")
     d = _wrap_dim(dim, x.ndim, op)
+    if not wrap and x.ndim:
+        index = refuse_negative(op, index, d, x.shape[d])
     return (slice(None),) * d + (index,)
 
 
@@ -176,12 +202,11 @@ def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
 
 def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of ``x`` with ``value`` at ``index`` of ``dim``."""
-    return x.index_put(_dim_key(x, dim, index, "index_fill"), value)
+    return x.index_put(_dim_key(x, dim, index, "index_fill", wrap=True), value)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (broadcast) is True, else ``x``."""
-    from .elementwise import where
     out = where(mask, value, x)
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
