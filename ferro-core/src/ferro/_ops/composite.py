@@ -31,10 +31,18 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     out = x
     if min is not None:
-        out = _where(out < min, min, out)
+        out = _where(_past(out < min, min), min, out)
     if max is not None:
-        out = _where(out > max, max, out)
+        out = _where(_past(out > max, max), max, out)
     return out
+
+
+def _past(hit: Tensor, bound: Any) -> Any:
+    """Where ``clamp`` takes ``bound``: past it, or everywhere the bound is NaN (NaN propagates from the
+    bounds as from ``x``, as in PyTorch's ``min(max(x, min), max)``)."""
+    if isinstance(bound, Tensor):
+        return hit | bound.isnan() if bound._dtype.is_floating_point else hit
+    return hit | True if isinstance(bound, float) and math.isnan(bound) else hit
 
 
 def _softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:

@@ -18,6 +18,7 @@ from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
+from .elementwise import where
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -62,14 +63,40 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesI
 
 
 def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The lower median: of all elements, or ``(values, indices)`` along ``dim``."""
+    """The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's
+    index) where there is a NaN, as in PyTorch (``nanmedian`` ignores them)."""
     if dim is None:
         flat = x.reshape(-1)
         if flat.numel() == 0:
             raise ShapeError("median: empty tensor")
-        return kthvalue(flat, (flat.numel() + 1) // 2, 0).values
+        return median(flat, 0).values
     d = _wrap_dim(dim, x.ndim, "median")
-    return kthvalue(x, (x.shape[d] + 1) // 2, d, keepdim)
+    got = kthvalue(x, (x.shape[d] + 1) // 2, d, True)
+    if x._dtype.is_floating_point:
+        nan = x.isnan()
+        idx = where(nan.any(d, keepdim=True), nan.to(int64).argmax(d, keepdim=True), got.indices)
+        got = ValuesIndices(x.gather(d, idx), idx)
+    return got if keepdim else ValuesIndices(got.values.squeeze(d), got.indices.squeeze(d))
+
+
+def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
+    along ``dim``."""
+    if dim is None:
+        flat = x.reshape(-1)
+        if flat.numel() == 0:
+            raise ShapeError("nanmedian: empty tensor")
+        return nanmedian(flat, 0).values
+    d = _wrap_dim(dim, x.ndim, "nanmedian")
+    if not x._dtype.is_floating_point:
+        return median(x, d, keepdim)
+    if x.shape[d] == 0:
+        raise ShapeError(f"nanmedian: dimension {d} of shape {list(x.shape)} is empty")
+    order = argsort(x, d)  # NaN sort last: the lower median of the n valid values is at (n - 1) // 2
+    k = ((~x.isnan()).sum(d, keepdim=True) - 1).clamp_min(0) // 2
+    idx = order.gather(d, k)
+    got = ValuesIndices(x.gather(d, idx), idx)
+    return got if keepdim else ValuesIndices(got.values.squeeze(d), got.indices.squeeze(d))
 
 
 def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
@@ -78,7 +105,9 @@ def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     d = _wrap_dim(dim, x.ndim, "mode")
     vals, idx = sort(x, d)
     # how often each sorted value occurs; the first maximal count is the smallest most frequent value
-    count = cat([(vals == vals.narrow(d, i, 1)).sum(d, keepdim=True) for i in range(x.shape[d])], d)
+    nan = vals.isnan() if x._dtype.is_floating_point else None  # NaN counts as one value, as in PyTorch
+    count = cat([((vals == v) if nan is None else (vals == v) | (nan & v.isnan())).sum(d, keepdim=True)
+                 for v in (vals.narrow(d, i, 1) for i in range(x.shape[d]))], d)
     best = count.argmax(d, keepdim=True)
     out_v, out_i = vals.gather(d, best), idx.gather(d, best)
     return ValuesIndices(out_v, out_i) if keepdim else ValuesIndices(out_v.squeeze(d), out_i.squeeze(d))
@@ -96,7 +125,7 @@ def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
     # inner products from the cumprod of an (n, n) matrix. O(n^2), but made of ops, so it differentiates
     # again (PyTorch's cumprod_backward takes the same two roads).
     from .._creation import ones
-    from .elementwise import _c, where
+    from .elementwise import _c
     from .shape import cat
 
     # Complex x: the derivatives are conjugated (PyTorch's convention), hence the _c.
@@ -143,6 +172,15 @@ def _cum_extreme(x: Tensor, dim: int, name: str) -> ValuesIndices:
     d = _wrap_dim(dim, x.ndim, name)
     _, idx = kernel(x._device, name)(x._data, d)
     indices = _wrap(idx, int64, x._device)
+    if x._dtype.is_floating_point and x.ndim:
+        # NaN propagates (PyTorch): from the first NaN on, the running extreme is NaN, at the latest NaN's
+        # index. One rule for every backend's kernel, applied here on integer scans.
+        from .._creation import arange
+        shape = [1] * x.ndim
+        shape[d] = x.shape[d]
+        pos = arange(x.shape[d], device=x.device).reshape(shape)
+        last_nan = where(x.isnan(), pos, -1).cummax(d).values
+        indices = where(last_nan >= 0, last_nan, indices)
     return ValuesIndices(x.gather(d, indices), indices)
 
 
@@ -335,6 +373,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("topk", topk, ("argsort", "getitem")),
     ("kthvalue", kthvalue, ("argsort", "getitem")),
     ("median", median, ("argsort", "getitem")),
+    ("nanmedian", nanmedian, ("argsort", "getitem", "isnan")),
     ("mode", mode, ("argsort", "getitem", "eq", "sum")),
     ("cummax", cummax, ("cummax", "getitem")),
     ("cummin", cummin, ("cummin", "getitem")),
