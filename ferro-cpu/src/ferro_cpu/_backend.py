@@ -14,6 +14,7 @@ from typing import Any
 from ferro._core.dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import ArrayAPIBackend
 from ferro.backends._array_api import BINARY_FUNCS, UNARY_FUNCS, _host_index_reduce, half_dtypes, in_float32
+from ferro.backends._special import with_torch_special_values
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
@@ -253,7 +254,9 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
     names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
     # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
     ufuncs = {op: getattr(getattr(special, fn), "__wrapped__", getattr(special, fn)) for op, fn in names.items()}
-    return {op: _same_dtype(_ufunc_kernel(u, quiet, False, pool)) for op, u in ufuncs.items()}
+    import numpy as np
+    return {op: with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
+            for op, u in ufuncs.items()}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ferro.backends._special import with_torch_special_values
+
 __all__ = ["device_kernels"]
 
 #: ferro op -> cupyx.scipy.special function.
@@ -62,6 +64,7 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
     def bincount(x: Any, weights: Any, minlength: int) -> Any:
         return cp.bincount(x, weights=weights, minlength=minlength)
 
-    table: dict[str, Callable[..., Any]] = {op: same_dtype(getattr(special, fn)) for op, fn in _SPECIAL.items()}
+    table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
+                                            for op, fn in _SPECIAL.items()}
     table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount})
     return table

@@ -68,7 +68,11 @@ def _softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def _log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return x - _logsumexp(x, dim, keepdim=True)
+    # (x - max) - log(sum(exp(x - max))), not x - logsumexp(x): logsumexp rounds at the magnitude of max
+    # (about 1e-3 at 1e4 in float32), which x - logsumexp would keep; x - max is exact near the max.
+    m = x.amax(dim, keepdim=True).detach()
+    shifted = x - _where(m.isfinite(), m, 0.0)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
 
 
 def _glu(x: Tensor, dim: int = -1) -> Tensor:

@@ -231,9 +231,15 @@ def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
     """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if x._dtype.name in _HALVES:
+        return var(x.float(), dim, correction=correction, keepdim=keepdim).to(x._dtype)
     n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
     mu = x.mean(dim, keepdim=True)
     return _abs2(x - mu).sum(dim, keepdim=keepdim) / max(n - correction, 0)
+
+
+#: Floats that accumulate in float32 in the compositions here (as in the backends' sums, see in_float32).
+_HALVES = frozenset({"float16", "bfloat16"})
 
 
 def _abs2(x: Tensor) -> Tensor:
@@ -257,7 +263,10 @@ def _root(s: Tensor, p: float) -> Tensor:
 
 
 def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries.
+    16-bit floats are summed in float32 and rounded once, as PyTorch does (their squares overflow early)."""
+    if x._dtype.name in _HALVES:
+        return norm(x.float(), p, dim, keepdim).to(x._dtype)
     a = x.abs()
     if p in ("fro", 2, 2.0):
         return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
