@@ -7,8 +7,8 @@ sample's scores over the classes: ``x`` of (C), (N, C) or (N, C, d...) is
 read as (rows, C) with the classes last. float16 computes in float32 and
 rounds once. Per row, the forward keeps ``(max, log(sum(exp(x - max))))`` for the backward: their sum,
 the logsumexp, would round at the magnitude of the logits (about 1e-3 at 1e4 in float32), an error
-that ``x - logsumexp`` keeps while ``(x - max) - log_sum`` does not. A target outside ``[0, C)`` that is not ``ignore_index`` raises
-``IndexError`` here, as PyTorch's CPU kernel does.
+that ``x - logsumexp`` keeps while ``(x - max) - log_sum`` does not. A target outside ``[0, C)`` that is
+not ``ignore_index`` raises ``IndexError`` here, as PyTorch's CPU kernel does.
 """
 
 from __future__ import annotations
