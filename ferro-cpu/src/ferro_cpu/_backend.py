@@ -157,6 +157,12 @@ class NumpyBackend(ArrayAPIBackend):
             v.shape = shape  # raises when no view is possible, as PyTorch's view does
             return v
 
+        def diagonal(x: Any, offset: int, d1: int, d2: int) -> Any:
+            v = np.diagonal(x, offset, d1, d2)  # a read-only view: writable where x is (PyTorch's is)
+            if x.flags.writeable:
+                v.flags.writeable = True
+            return v
+
         def contiguous(x: Any) -> Any:
             if x.flags.c_contiguous:
                 return x
@@ -218,6 +224,7 @@ class NumpyBackend(ArrayAPIBackend):
             "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
+            "diagonal": diagonal,
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
             "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),

@@ -11,8 +11,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.records import register_composites
+from .._core.records import REGISTRY, register_composites
 from .._core.tensor import Tensor, _wrap_dim
+from ..dispatch._dispatch import finish
 from ..errors import ShapeError
 from .shape import cat, permute, reshape
 
@@ -208,16 +209,39 @@ def _diag_index(n_rows: int, n_cols: int, offset: int) -> tuple[list[int], list[
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension)."""
-    from .._creation import tensor
+    """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where
+    the backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy."""
     d1, d2 = _wrap_dim(dim1, x.ndim, "diagonal"), _wrap_dim(dim2, x.ndim, "diagonal")
     if d1 == d2:
         raise ShapeError(f"diagonal: dim1 and dim2 cannot be the same ({d1})")
+    dev = x._device
+    if dev._kernels is None:
+        dev.backend  # binds the device  # noqa: B018
+    k = dev._kernels.get("diagonal")
+    if k is None:
+        return _diagonal_copy(x, offset, d1, d2)
+    return finish(_DIAGONAL, k(x._data, offset, d1, d2), x._dtype, dev, (x,),
+                  attrs={"offset": offset, "dim1": d1, "dim2": d2, "in_shape": tuple(x.shape)}, view_of=x)
+
+
+def _diagonal_copy(x: Tensor, offset: int, d1: int, d2: int) -> Tensor:
+    """``diagonal`` by advanced indexing (a copy), for backends without the view kernel."""
+    from .._creation import tensor
     y = movedim(x, (d1, d2), (-2, -1))
     r, c = _diag_index(y.shape[-2], y.shape[-1], offset)
     if not r:
         return reshape(y[..., :0, 0], *y.shape[:-2], 0)
     return y[..., tensor(r, device=x.device), tensor(c, device=x.device)]
+
+
+def _diagonal_grad(g: Tensor, *, offset: int, dim1: int, dim2: int, in_shape: tuple[int, ...]) -> Tensor:
+    """Zeros of the input's shape with ``g`` on the diagonal (in ops, so it differentiates again)."""
+    from .._creation import tensor, zeros
+    z = movedim(zeros(in_shape, dtype=g.dtype, device=g.device), (dim1, dim2), (-2, -1))
+    r, c = _diag_index(z.shape[-2], z.shape[-1], offset)
+    if r:
+        z = z.index_put((Ellipsis, tensor(r, device=g.device), tensor(c, device=g.device)), g)
+    return movedim(z, (-2, -1), (dim1, dim2))
 
 
 def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -311,4 +335,6 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 FUNCTIONS = {**register_composites("composite", _ROWS), "moveaxis": moveaxis}
+_DIAGONAL = REGISTRY["diagonal"]
+_DIAGONAL.grads = (_diagonal_grad,)  # of the view kernel's result (the copy's gradient comes from its ops)
 METHODS = [n for n in FUNCTIONS if n != "pad"]
