@@ -249,7 +249,9 @@ def _abs2(x: Tensor) -> Tensor:
 
 def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float = 1, keepdim: bool = False,
         unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of :func:`var`."""
+    """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
+    if x._dtype.name in _HALVES:
+        return std(x.float(), dim, correction=correction, keepdim=keepdim, unbiased=unbiased).to(x._dtype)
     return var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
 
 
