@@ -102,6 +102,16 @@ def test_cross_entropy_refuses_a_weight_of_the_wrong_size_also_in_the_fused_kern
         TF.cross_entropy(torch.zeros(4, 3), torch.tensor([0, 1, 2, 0]), weight=torch.ones(4))
 
 
+@pytest.mark.parametrize("param", ["weight", "bias"])
+@pytest.mark.parametrize("size", [2, 5])
+def test_layer_norm_refuses_a_parameter_of_the_wrong_shape_also_in_the_fused_kernels(dev: str, param: str,
+                                                                                    size: int) -> None:
+    with pytest.raises(RuntimeError):
+        TF.layer_norm(torch.ones(4, 3), [3], **{param: torch.ones(size)})
+    with pytest.raises(ferro.errors.ShapeError):
+        F.layer_norm(ferro.ones(4, 3, device=dev), [3], **{param: ferro.ones(size, device=dev)}).tolist()
+
+
 # -- negative indices: which ops refuse them, which wrap them (PyTorch's choice per op) --------------------
 
 X23 = np.arange(6.0).reshape(2, 3)
