@@ -313,6 +313,23 @@ def test_real_and_imag_are_views() -> None:  # cpu: ferro-opencl has no complex 
         assert written[1] == written[0], part
 
 
+def test_view_as_real_is_a_view_and_writes_through_it_are_differentiated() -> None:  # cpu: complex dtypes
+    a = np.random.RandomState(0).randn(3, 2) + 1j * np.random.RandomState(1).randn(3, 2)
+    results = []
+    for m in (torch, ferro):
+        x = m.tensor(a, requires_grad=True)
+        y = x * (1 + 2j)
+        m.view_as_real(y).mul_(3)  # changes y
+        out = (m.view_as_real(y) ** 2).sum() + (y.abs() ** 2).sum() + (m.view_as_real(x)[..., 1] ** 3).sum()
+        out.backward()
+        results.append((out.item(), np.array(x.grad.tolist())))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-12)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12)
+    z = ferro.tensor(a)[::2]  # strided: still a view
+    ferro.view_as_real(z)[..., 1].add_(1)
+    assert ferro.tensor(a)[::2].imag.tolist() != z.imag.tolist()
+
+
 def test_autograd_through_in_place_writes_to_diagonal_views(dev: str) -> None:
     a = np.random.RandomState(0).randn(3, 4, 5)
     results = []

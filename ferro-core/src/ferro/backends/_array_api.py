@@ -386,6 +386,12 @@ class ArrayAPIBackend(Backend):
                                                         xp.zeros_like(x)))
 
             table.update({"real": part("real"), "imag": part("imag"), "conj": xp.conj, "angle": angle})
+            strided = getattr(getattr(getattr(xp, "lib", None), "stride_tricks", None), "as_strided", None)
+            if strided is not None:  # NumPy and CuPy: view_as_real as a view, as in PyTorch
+                def view_as_real(x: Any) -> Any:
+                    r = x.real
+                    return strided(r, shape=(*r.shape, 2), strides=(*r.strides, r.itemsize))
+                table["view_as_real"] = view_as_real
         fft = getattr(xp, "fft", None)
         if fft is None:
             return table
