@@ -208,8 +208,6 @@ class NumpyBackend(ArrayAPIBackend):
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
 
-        for name in ("floor_divide", "remainder"):
-            table[name] = _zero_division_checked(table[name], name)
         rint = table["round"]
 
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
@@ -239,19 +237,6 @@ def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
     def k(x: Any) -> Any:
         out = kernel(x)
         return out if out.dtype == x.dtype else out.astype(x.dtype)
-    return k
-
-
-def _zero_division_checked(kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``kernel`` raising ZeroDivisionError for an integer divisor of 0, as PyTorch's CPU kernels do
-    (NumPy would give 0 silently)."""
-    import numpy as np
-
-    def k(x: Any, y: Any) -> Any:
-        r = kernel(x, y)
-        if r.dtype.kind in "iu" and not np.all(y):
-            raise ZeroDivisionError(f"{name}: integer division by zero")
-        return r
     return k
 
 

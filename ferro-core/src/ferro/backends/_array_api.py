@@ -167,6 +167,9 @@ class ArrayAPIBackend(Backend):
         table.update(self._generic_kernels(index))
         table.update(self._complex_kernels())
         table.update(self.extra_kernels(index))
+        for op in ("floor_divide", "remainder"):  # ferro's rule on every backend built here (CPU and CUDA too)
+            if op in table:
+                table[op] = _zero_division_checked(xp, table[op], op)
         return table
 
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
@@ -485,6 +488,22 @@ def half_dtypes(native_dtype: Callable[[DType], Any]) -> tuple[Any, ...]:
         except (TypeError, AttributeError, ImportError):
             continue
     return tuple(out)
+
+
+def _zero_division_checked(xp: Any, kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``kernel`` raising ZeroDivisionError for an integer divisor of 0, as PyTorch's CPU kernels do (NumPy
+    gives 0 silently, CuPy garbage). On a device array the check waits for the result: integer division
+    is rare on accelerators, and a wrong answer is worse."""
+    def integral(dtype: Any) -> bool:
+        kind = getattr(dtype, "kind", None)
+        return kind in ("i", "u") if kind is not None else bool(xp.isdtype(dtype, "integral"))
+
+    def k(x: Any, y: Any) -> Any:
+        r = kernel(x, y)
+        if integral(r.dtype) and (y == 0 if isinstance(y, int) else not bool(xp.all(y))):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+        return r
+    return k
 
 
 def in_float32(xp: Any, halves: tuple[Any, ...], kernel: Callable[..., Any]) -> Callable[..., Any]:
