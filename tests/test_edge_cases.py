@@ -180,6 +180,16 @@ def test_integer_division_by_zero_raises(dev: str, op: str, divisor: Any) -> Non
     assert x.tolist() == [5, -7, 9]
 
 
+@pytest.mark.parametrize("op", ["fmod", "remainder", "floor_divide"])
+def test_integer_division_by_zero_raises_on_a_generic_array_api_backend(op: str) -> None:
+    """The rule lives in core's ArrayAPIBackend (ferro-cpu and ferro-cuda build on it): the test plugin's
+    array-api-strict backend follows it too."""
+    if "strict" not in ferro.backends.available():
+        pytest.skip(f"the test plugin's 'strict' backend is not available: {ferro.backends.unavailable()}")
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        getattr(ferro, op)(ferro.tensor([5, 6], device="strict"), ferro.tensor([1, 0], device="strict")).tolist()
+
+
 def test_integer_fmod_is_exact_with_the_sign_of_the_dividend(dev: str) -> None:
     a = [7, -7, 7, -7, 0, 2 ** 40 + 3, -(2 ** 53) - 5]
     b = [3, 3, -3, -3, 5, 7, 6]
