@@ -295,6 +295,7 @@ VIEW_OPS: dict[str, Callable[[Any], Any]] = {
     "advanced getitem (a copy)": lambda x: x[[0, 2]],
     "contiguous": lambda x: x.contiguous(),
     "clone (a copy)": lambda x: x.clone(),
+    "diag (a copy)": lambda x: x[:, :3].diag(),
 }
 
 

@@ -260,7 +260,7 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     if x.ndim == 1:
         return diag_embed(x, diagonal)
     if x.ndim == 2:
-        return globals()["diagonal"](x, diagonal)
+        return globals()["diagonal"](x, diagonal).clone()  # a copy, as in PyTorch (diagonal is the view)
     raise ShapeError(f"diag: expected a 1-D or 2-D tensor, got shape {list(x.shape)}")
 
 
