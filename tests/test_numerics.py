@@ -70,6 +70,19 @@ def test_the_fused_cross_entropy_kernels_run_here(dev: str, monkeypatch: pytest.
     assert counts == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
 
 
+@pytest.mark.parametrize("data", [[-1000.0, 0.0, -1e4, 5.0, -math.inf, 7.0, 7.0, -3.0], [3e4, -3e4, 1.0],
+                                  [-5.0] * 9, [2.5]])
+def test_logcumsumexp_keeps_terms_far_below_the_maximum(dev: str, data: list[float]) -> None:
+    x = ferro.tensor(data, device=dev, requires_grad=True)
+    tx = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+    y, ty = ferro.logcumsumexp(x, 0), torch.logcumsumexp(tx, 0)
+    np.testing.assert_allclose(np.array(y.tolist()), ty.detach().numpy(), rtol=1e-6)  # [-1000, 0]: was [-inf, 0]
+    w = torch.arange(float(len(data)))
+    (y * ferro.tensor(w.tolist(), device=dev)).sum().backward()
+    (ty * w).sum().backward()
+    np.testing.assert_allclose(np.array(x.grad.tolist()), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # -- 16-bit floats accumulate in float32 ---------------------------------------------------------------------
 
 HALF_CASES = [

@@ -195,11 +195,25 @@ def cummin(x: Tensor, dim: int) -> ValuesIndices:
 
 
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
-    """log(cumsum(exp(x))) along ``dim``, without overflow."""
-    from .elementwise import where
-    m = x.amax(dim, keepdim=True).detach()
-    m = where(m.isfinite(), m, 0.0)
-    return (x - m).exp().cumsum(dim).log() + m
+    """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
+    (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
+    would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``)."""
+    from .._creation import arange
+    from .shape import cat
+    if x.ndim == 0:
+        return x * 1
+    d = _wrap_dim(dim, x.ndim, "logcumsumexp")
+    n = x.shape[d]
+    shape = [1] * x.ndim
+    shape[d] = n
+    pos = arange(n, device=x.device).reshape(shape)
+    y, k = x, 1
+    while k < n:
+        # y[i] = logaddexp(y[i], y[i - k]) for i >= k; the first k entries pair with themselves, unused
+        earlier = cat([y.narrow(d, 0, k), y.narrow(d, 0, n - k)], d)
+        y = where(pos >= k, y.logaddexp(earlier), y)
+        k *= 2
+    return y
 
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
