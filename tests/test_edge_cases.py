@@ -449,3 +449,19 @@ def test_a_hook_that_moves_the_gradient_to_another_device_is_refused(ocl: Any, w
     (b if where == "node" else a).register_hook(lambda g: g.to("cpu"))
     with pytest.raises(RuntimeError, match=r"hook .* has changed the type of value"):
         (b * 1).sum().backward()
+
+
+def test_a_custom_backward_returning_a_gradient_on_another_device_is_refused(ocl: Any) -> None:
+    class Moves(ferro.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g.to("cpu")
+
+    a = ferro.ones(3, device="opencl", requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Function Moves returned an invalid gradient - expected device opencl"):
+        Moves.apply(a).sum().backward()
+    assert a.grad is None

@@ -198,6 +198,9 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                     if deps[nxt] == 0:
                         ready.append(nxt)
                 else:
+                    if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
+                        raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
+                                           f"{nxt._device} but got {gi._device}")
                     _accumulate(leaf_grads, id(nxt), nxt, gi)
         if inputs is not None:
             result: list[Tensor | None] = []
