@@ -166,6 +166,70 @@ def test_one_hot_refuses_classes_out_of_range(dev: str, values: list[Any], num_c
         assert "one_hot" in str(got) and "class" in str(got)
 
 
+def _fn(m: Any) -> Any:
+    return F if m is ferro else TF
+
+
+#: Calls PyTorch refuses and ferro used to answer with a plausible result; ``m`` is torch or ferro, ``d`` the
+#: ferro device.
+REFUSED: dict[str, Callable[[Any, Any], Any]] = {
+    "index_add broadcast source": lambda m, d: m.zeros(3, 3, device=d).index_add(
+        0, m.tensor([0, 2], device=d), m.ones(1, 3, device=d)),
+    "index_add 1-d source": lambda m, d: m.zeros(3, 3, device=d).index_add(
+        0, m.tensor([0, 2], device=d), m.ones(3, device=d)),
+    "index_copy broadcast source": lambda m, d: m.zeros(3, 3, device=d).index_copy(
+        0, m.tensor([0, 2], device=d), m.ones(1, 3, device=d)),
+    "scatter src smaller than index": lambda m, d: m.zeros(2, 3, device=d).scatter(
+        1, m.tensor([[0, 1], [1, 2]], device=d), m.ones(2, 1, device=d)),
+    "scatter_add src smaller than index": lambda m, d: m.zeros(2, 3, device=d).scatter_add(
+        1, m.tensor([[0, 1], [1, 2]], device=d), m.ones(1, 2, device=d)),
+    "take_along_dim without dim, negative": lambda m, d: m.take_along_dim(
+        m.arange(6.0, device=d).reshape(2, 3), m.tensor([[5, -1]], device=d)),
+    "embedding padding_idx out of range": lambda m, d: _fn(m).embedding(
+        m.tensor([2, 0], device=d), m.ones(3, 2, device=d), padding_idx=3),
+    "cross_entropy label_smoothing above 1": lambda m, d: _fn(m).cross_entropy(
+        m.zeros(2, 3, device=d), m.tensor([0, 1], device=d), label_smoothing=1.5),
+    "repeat_interleave negative repeats": lambda m, d: m.repeat_interleave(
+        m.tensor([1, 2], device=d), m.tensor([1, -1], device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_calls_pytorch_refuses_are_refused(dev: str, name: str) -> None:
+    assert _raises(lambda: REFUSED[name](torch, "cpu")) is not None
+    got = _raises(lambda: REFUSED[name](ferro, dev))
+    assert isinstance(got, (ValueError, IndexError)), f"{name}: {got!r}"
+
+
+#: Their valid neighbours still agree with PyTorch.
+ACCEPTED: dict[str, Callable[[Any, Any], Any]] = {
+    "index_add": lambda m, d: m.zeros(3, 3, device=d).index_add(0, m.tensor([0, 2], device=d),
+                                                                m.ones(2, 3, device=d)),
+    "index_copy 0-d source": lambda m, d: m.zeros(3, device=d).index_copy(0, m.tensor([1], device=d),
+                                                                          m.tensor(2.0, device=d)),
+    "scatter src larger than index": lambda m, d: m.zeros(2, 3, device=d).scatter(
+        1, m.tensor([[0], [2]], device=d), m.arange(6.0, device=d).reshape(2, 3)),
+    "embedding padding_idx -1": lambda m, d: _fn(m).embedding(m.tensor([2, 0], device=d),
+                                                               m.arange(6.0, device=d).reshape(3, 2), padding_idx=-1),
+    "repeat_interleave one count": lambda m, d: m.repeat_interleave(m.tensor([1, 2], device=d),
+                                                                    m.tensor([2], device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_valid_neighbours_agree_with_pytorch(dev: str, name: str) -> None:
+    assert _same(_list(ACCEPTED[name](ferro, dev)), _list(ACCEPTED[name](torch, "cpu")))
+
+
+def test_embedding_padding_idx_minus_one_gets_no_gradient(dev: str) -> None:
+    grads = []
+    for m in (torch, ferro):
+        w = m.ones(3, 2, device=dev if m is ferro else "cpu", requires_grad=True)
+        _fn(m).embedding(m.tensor([2, 0, 2], device=dev if m is ferro else "cpu"), w, padding_idx=-1).sum().backward()
+        grads.append(w.grad.tolist())
+    assert grads[1] == grads[0]
+
+
 # -- integer division by zero raises in every integer division op ------------------------------------------
 
 @pytest.mark.parametrize("op", ["fmod", "remainder", "floor_divide"])

@@ -166,6 +166,9 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None) 
     if dim is None:
         x, dim = x.reshape(-1), 0
     d = _wrap_dim(dim, x.ndim, "repeat_interleave")
+    counts = [repeats] if isinstance(repeats, int) else repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    if any(c < 0 for c in (counts if isinstance(counts, list) else [counts])):
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got {counts}")
     if isinstance(repeats, int):
         y = x.unsqueeze(d + 1)
         shape = list(y.shape)
@@ -175,7 +178,9 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None) 
         new[d] *= repeats
         return y.reshape(new)
     from .._creation import tensor
-    counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
+    counts = list(counts)
+    if len(counts) == 1 and x.shape[d] != 1:  # one count for every element, as in PyTorch
+        counts = counts * x.shape[d]
     if len(counts) != x.shape[d]:
         raise ShapeError(f"repeat_interleave: {len(counts)} repeats for dimension {d} of size {x.shape[d]}")
     idx = [i for i, c in enumerate(counts) for _ in range(c)]

@@ -69,6 +69,11 @@ def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tens
     if x.dtype.kind not in "iu":
         raise DTypeError(f"embedding: expected integer indices, got {x.dtype}")
     out = weight[refuse_negative("embedding", x, 0, weight.shape[0]) if weight.ndim else x]
+    if padding_idx is not None:
+        n = weight.shape[0] if weight.ndim else 0
+        if not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx ({padding_idx}) must be within num_embeddings ({n})")
+        padding_idx %= n  # PyTorch counts a negative padding_idx from the end
     if padding_idx is not None and weight.requires_grad:
         out = ops.where((x == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
@@ -258,6 +263,8 @@ def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None, ignor
         raise DTypeError(f"cross_entropy: expected integer class indices or floating class probabilities, "
                          f"got {target.dtype}")
     _check_classes("cross_entropy", x, target, weight)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     logp = x.log_softmax(1 if x.ndim > 1 else 0)
     c = x.shape[1] if x.ndim > 1 else x.shape[0]
     if target.dtype.is_floating_point:  # class probabilities
