@@ -13,7 +13,7 @@ import pytest
 
 import ferro
 import ferro.nn.functional as F
-from ferro._ops._registry import REGISTRY
+from ferro._core.records import REGISTRY
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
