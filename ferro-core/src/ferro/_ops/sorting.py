@@ -16,9 +16,11 @@ from typing import Any
 from .._core.dtypes import bool_, int64
 from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
+from .._creation import arange, full, ones, tensor, zeros
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
 from .elementwise import where
+from .shape import cat
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -101,7 +103,6 @@ def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 
 def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The most frequent value along ``dim`` (the smallest on ties) and an index of it."""
-    from .shape import cat
     d = _wrap_dim(dim, x.ndim, "mode")
     vals, idx = sort(x, d)
     # how often each sorted value occurs; the first maximal count is the smallest most frequent value
@@ -124,9 +125,7 @@ def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
     # With zeros that division fails, so: prod_{k < i} x_k * sum_{j >= i} g_j prod_{i < k <= j} x_k, the
     # inner products from the cumprod of an (n, n) matrix. O(n^2), but made of ops, so it differentiates
     # again (PyTorch's cumprod_backward takes the same two roads).
-    from .._creation import ones
     from .elementwise import _c
-    from .shape import cat
 
     # Complex x: the derivatives are conjugated (PyTorch's convention), hence the _c.
     if not bool((x == 0).any()):
@@ -175,7 +174,6 @@ def _cum_extreme(x: Tensor, dim: int, name: str) -> ValuesIndices:
     if x._dtype.is_floating_point and x.ndim:
         # NaN propagates (PyTorch): from the first NaN on, the running extreme is NaN, at the latest NaN's
         # index. One rule for every backend's kernel, applied here on integer scans.
-        from .._creation import arange
         shape = [1] * x.ndim
         shape[d] = x.shape[d]
         pos = arange(x.shape[d], device=x.device).reshape(shape)
@@ -198,8 +196,6 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
     (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
     would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``)."""
-    from .._creation import arange
-    from .shape import cat
     if x.ndim == 0:
         return x * 1
     d = _wrap_dim(dim, x.ndim, "logcumsumexp")
@@ -230,7 +226,6 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
 
 
 def _one(x: Tensor) -> Tensor:
-    from .._creation import ones
     return ones((), dtype=_CUMPROD.table[x._dtype][1], device=x._device)
 
 
@@ -272,7 +267,6 @@ def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
 def _root(s: Tensor, p: float) -> Tensor:
     """``s ** (1 / p)`` for a sum of powers ``s >= 0``, with gradient 0 where ``s == 0`` (the
     subgradient PyTorch gives the norm of a zero vector) instead of 0 * inf = nan."""
-    from .elementwise import where
     zero = s == 0
     safe = where(zero, 1.0, s)
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
@@ -304,7 +298,6 @@ def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, right: bool = False, side: str | None = None) -> Tensor:
     """Insertion indices of ``values`` in the last dimension of ``sorted_sequence``."""
-    from .._creation import tensor
     if not isinstance(values, Tensor):
         values = tensor(values, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
     right = right or side == "right"
@@ -337,8 +330,6 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
 def _unique_dim(x: Tensor, dim: int, consecutive: bool, inverse: bool, counts: bool) -> Any:
     """unique over slices along ``dim``, in ops: a lexicographic sort of the flattened slices (one stable
     argsort per column, last column first), then the first slice of each run of equal ones."""
-    from .._creation import arange, full, ones, zeros
-    from .shape import cat
     d = _wrap_dim(dim, x.ndim, "unique")
     moved = x.movedim(d, 0)
     n = moved.shape[0]
