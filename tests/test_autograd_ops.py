@@ -110,8 +110,6 @@ LOCAL: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...]]]] = {
     "maximum": [("ties", lambda x: ferro.maximum(x[:3], x[3:]), (np.concatenate([C3, C3]),)),
                 ("0-d tensor", lambda x: ferro.maximum(x, ferro.tensor(0.1, dtype=ferro.float64)), (A34,))],
     "minimum": [("ties", lambda x: ferro.minimum(x[:3], x[3:]), (np.concatenate([C3, C3]),))],
-    "nanmedian": [("with NaN", lambda x: ferro.nanmedian(ferro.where(x > 0.5, float("nan"), x), 1).values, (A34,)),
-                  ("all", lambda x: ferro.nanmedian(x), (A34,))],
     "atan2": [("all quadrants", lambda x, y: ferro.atan2(x, y), (A34, _r(3, 4, seed=1)))],
     "floor_divide": [("away from steps", lambda x, y: ferro.floor_divide(x, y), (QX, QY))],
     "remainder": [("away from steps", lambda x, y: ferro.remainder(x, y), (QX, QY)),

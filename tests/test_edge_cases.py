@@ -319,6 +319,13 @@ def test_cummax_of_a_row_without_nan_keeps_the_latest_index_of_ties(dev: str) ->
         assert _list(got) == _list(want), op
 
 
+def test_nanmedian_gradient_by_finite_differences() -> None:
+    x = ferro.tensor(np.random.RandomState(3).rand(3, 5), dtype=ferro.float64, requires_grad=True)
+    mask = ferro.tensor([[0, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 1, 1, 0, 1]]) > 0
+    assert ferro.autograd.gradcheck(lambda t: ferro.nanmedian(ferro.where(mask, NAN, t), 1).values, (x,))
+    assert ferro.autograd.gradcheck(lambda t: ferro.nanmedian(t), (x,))
+
+
 def test_median_gradient_flows_to_the_nan(dev: str) -> None:
     x = ferro.tensor(NAN_DATA, device=dev, requires_grad=True)
     x.median(1).values.nan_to_num().sum().backward()
