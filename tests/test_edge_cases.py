@@ -311,6 +311,13 @@ def test_nan_propagates_as_in_pytorch(dev: str, name: str) -> None:
     assert _same(_list(got), _list(want)), f"{name}: ferro {_list(got)} torch {_list(want)}"
 
 
+def test_unique_keeps_each_nan_apart(dev: str) -> None:
+    data = [NAN, 1.0, NAN, 1.0, -2.0]
+    got = ferro.unique(ferro.tensor(data, device=dev), return_inverse=True, return_counts=True)
+    want = torch.unique(torch.tensor(data), return_inverse=True, return_counts=True)
+    assert _same(_list(got), _list(want)), (got, want)
+
+
 def test_cummax_of_a_row_without_nan_keeps_the_latest_index_of_ties(dev: str) -> None:
     data = [[1.0, 1.0, 1.0, 2.0, 2.0], [3.0, 1.0, 3.0, 0.0, 3.0]]
     for op in ("cummax", "cummin"):

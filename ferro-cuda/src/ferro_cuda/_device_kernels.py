@@ -43,7 +43,8 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
     def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
         flat = x.reshape(-1)
         if not consecutive:
-            values, inverse, counts = cp.unique(flat, return_inverse=True, return_counts=True)
+            values, inverse, counts = cp.unique(flat, return_inverse=True, return_counts=True,
+                                                equal_nan=False)  # each NaN its own value, as in PyTorch
             return values, inverse.reshape(x.shape).astype(cp.int64), counts.astype(cp.int64)
         if flat.size == 0:
             return flat, cp.zeros(x.shape, cp.int64), cp.zeros(0, cp.int64)

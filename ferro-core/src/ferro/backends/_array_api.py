@@ -457,7 +457,8 @@ class ArrayAPIBackend(Backend):
                 values, inverse = flat[starts], np.cumsum(starts) - 1
                 counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
                 return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
-            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+            # each NaN is its own value, as in PyTorch (NumPy merges them by default)
+            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
             return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
 
         def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
