@@ -200,6 +200,7 @@ __all__ = [
     'multinomial',
     'mv',
     'nan_to_num',
+    'nanmedian',
     'narrow',
     'ne',
     'neg',
@@ -662,7 +663,10 @@ class Tensor:
     def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
         """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
-        """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension)."""
+        """
+        The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the
+        backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
+        """
     def digamma(self) -> Tensor:
         """The logarithmic derivative of Gamma."""
     def digamma_(self) -> Tensor:
@@ -857,7 +861,11 @@ class Tensor:
     def logaddexp_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logaddexp`; returns self."""
     def logcumsumexp(self, dim: builtins.int) -> Tensor:
-        """log(cumsum(exp(x))) along ``dim``, without overflow."""
+        """
+        log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
+        (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
+        would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
+        """
     def logical_and(self, y: Any) -> Tensor:
         """Logical and."""
     def logical_and_(self, y: Any) -> Tensor:
@@ -915,7 +923,10 @@ class Tensor:
     ) -> Tensor:
         """Mean of elements over ``dim`` (all when None)."""
     def median(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
-        """The lower median: of all elements, or ``(values, indices)`` along ``dim``."""
+        """
+        The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's
+        index) where there is a NaN, as in PyTorch (``nanmedian`` ignores them).
+        """
     def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
     def minimum(self, y: Any) -> Tensor:
@@ -966,6 +977,11 @@ class Tensor:
         neginf: builtins.float | None = None,
     ) -> Tensor:
         """In-place :func:`ferro.nan_to_num`; returns self."""
+    def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """
+        ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
+        along ``dim``.
+        """
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
     @property
@@ -992,7 +1008,10 @@ class Tensor:
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
         keepdim: builtins.bool = False,
     ) -> Tensor:
-        """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+        """
+        Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries. 16-bit
+        floats are summed in float32 and rounded once, as PyTorch does (their squares overflow early).
+        """
     def normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with normal samples, in place; returns self."""
     def numel(self) -> builtins.int:
@@ -1167,7 +1186,7 @@ class Tensor:
         keepdim: builtins.bool = False,
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
-        """Standard deviation: the square root of :func:`var`."""
+        """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
     def sub(self, y: Any) -> Tensor:
         """x - y."""
     def sub_(self, y: Any) -> Tensor:
@@ -1463,7 +1482,10 @@ def diag(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
 def diag_embed(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
     """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
 def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
-    """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension)."""
+    """
+    The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the backend
+    has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
+    """
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
 def div(x: Any, y: Any) -> Tensor:
@@ -1643,7 +1665,11 @@ def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
 def logcumsumexp(x: Tensor, dim: builtins.int) -> Tensor:
-    """log(cumsum(exp(x))) along ``dim``, without overflow."""
+    """
+    log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp`` (log2(n)
+    steps), so every partial sum is shifted by its own maximum. One shift by the global maximum would flush the
+    terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
+    """
 def logical_and(x: Any, y: Any) -> Tensor:
     """Logical and."""
 def logical_not(x: Tensor) -> Tensor:
@@ -1680,7 +1706,10 @@ def mean(
 ) -> Tensor:
     """Mean of elements over ``dim`` (all when None)."""
 def median(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
-    """The lower median: of all elements, or ``(values, indices)`` along ``dim``."""
+    """
+    The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's index) where
+    there is a NaN, as in PyTorch (``nanmedian`` ignores them).
+    """
 def min(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
 def minimum(x: Any, y: Any) -> Tensor:
@@ -1720,6 +1749,11 @@ def nan_to_num(
     neginf: builtins.float | None = None,
 ) -> Tensor:
     """Replace nan, +inf and -inf by finite numbers."""
+def nanmedian(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+    """
+    ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)`` along
+    ``dim``.
+    """
 def narrow(x: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
     """A view of ``length`` elements of ``dim`` from ``start``."""
 def ne(x: Any, y: Any) -> Tensor:
@@ -1734,7 +1768,10 @@ def norm(
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    """
+    Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries. 16-bit floats are
+    summed in float32 and rounded once, as PyTorch does (their squares overflow early).
+    """
 def normal(
     mean: Any,
     std: Any = 1.0,
@@ -1944,7 +1981,7 @@ def std(
     keepdim: builtins.bool = False,
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
-    """Standard deviation: the square root of :func:`var`."""
+    """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
 def sub(x: Any, y: Any) -> Tensor:
     """x - y."""
 def sum(
@@ -2052,7 +2089,10 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 def view_as_complex(x: Tensor) -> Tensor:
     """A real tensor whose last dimension of 2 holds (real, imaginary), as a complex one; a copy in ferro."""
 def view_as_real(x: Tensor) -> Tensor:
-    """A complex tensor as a real one with a last dimension of 2 (real, imaginary); a copy in ferro."""
+    """
+    A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its storage, as in
+    PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy.
+    """
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
 def xlogy(x: Any, y: Any) -> Tensor:

@@ -19,6 +19,7 @@ from ferro.backends import (
     half_dtypes,
     host_index_reduce,
     in_float32,
+    with_torch_special_values,
 )
 
 from ._conv import conv_kernels
@@ -163,6 +164,12 @@ class NumpyBackend(ArrayAPIBackend):
             v.shape = shape  # raises when no view is possible, as PyTorch's view does
             return v
 
+        def diagonal(x: Any, offset: int, d1: int, d2: int) -> Any:
+            v = np.diagonal(x, offset, d1, d2)  # a read-only view: writable where x is (PyTorch's is)
+            if x.flags.writeable:
+                v.flags.writeable = True
+            return v
+
         def contiguous(x: Any) -> Any:
             if x.flags.c_contiguous:
                 return x
@@ -208,8 +215,6 @@ class NumpyBackend(ArrayAPIBackend):
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
 
-        for name in ("floor_divide", "remainder"):
-            table[name] = _zero_division_checked(table[name], name)
         rint = table["round"]
 
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
@@ -224,6 +229,7 @@ class NumpyBackend(ArrayAPIBackend):
             "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
+            "diagonal": diagonal,
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
             "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
@@ -241,26 +247,15 @@ def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return k
 
 
-def _zero_division_checked(kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``kernel`` raising ZeroDivisionError for an integer divisor of 0, as PyTorch's CPU kernels do
-    (NumPy would give 0 silently)."""
-    import numpy as np
-
-    def k(x: Any, y: Any) -> Any:
-        r = kernel(x, y)
-        if r.dtype.kind in "iu" and not np.all(y):
-            raise ZeroDivisionError(f"{name}: integer division by zero")
-        return r
-    return k
-
-
 def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
     """erf, erfc, erfinv, lgamma, digamma from scipy.special (ufuncs too, imported on first use)."""
     from scipy import special
     names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
     # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
     ufuncs = {op: getattr(getattr(special, fn), "__wrapped__", getattr(special, fn)) for op, fn in names.items()}
-    return {op: _same_dtype(_ufunc_kernel(u, quiet, False, pool)) for op, u in ufuncs.items()}
+    import numpy as np
+    return {op: with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
+            for op, u in ufuncs.items()}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

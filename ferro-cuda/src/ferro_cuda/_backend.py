@@ -199,7 +199,8 @@ class CudaBackend(ArrayAPIBackend):
         generic = self._generic_kernels(index)
         table = {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
-                 "cummin": cum_extreme_kernel(False, generic["cummin"])}
+                 "cummin": cum_extreme_kernel(False, generic["cummin"]),
+                 "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2)}  # a view in CuPy
         bf16 = self.cupy_bfloat16()
         if bf16 is not None:
             from ferro.errors import UnsupportedOperationError

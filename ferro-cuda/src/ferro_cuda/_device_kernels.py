@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ferro.backends import with_torch_special_values
+
 __all__ = ["device_kernels"]
 
 #: ferro op -> cupyx.scipy.special function.
@@ -41,7 +43,8 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
     def unique(x: Any, consecutive: bool) -> tuple[Any, Any, Any]:
         flat = x.reshape(-1)
         if not consecutive:
-            values, inverse, counts = cp.unique(flat, return_inverse=True, return_counts=True)
+            values, inverse, counts = cp.unique(flat, return_inverse=True, return_counts=True,
+                                                equal_nan=False)  # each NaN its own value, as in PyTorch
             return values, inverse.reshape(x.shape).astype(cp.int64), counts.astype(cp.int64)
         if flat.size == 0:
             return flat, cp.zeros(x.shape, cp.int64), cp.zeros(0, cp.int64)
@@ -62,6 +65,7 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
     def bincount(x: Any, weights: Any, minlength: int) -> Any:
         return cp.bincount(x, weights=weights, minlength=minlength)
 
-    table: dict[str, Callable[..., Any]] = {op: same_dtype(getattr(special, fn)) for op, fn in _SPECIAL.items()}
+    table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
+                                            for op, fn in _SPECIAL.items()}
     table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount})
     return table

@@ -225,7 +225,7 @@ def cross_entropy_forward(x: Any, target: Any, weight: Any = None, ignore_index:
     rows, t = _class_rows(xc, target)
     n, c = rows.shape
     w = rows if weight is None else cp.ascontiguousarray(weight, dtype=dt)
-    loss, lse, roww = cp.empty(n, dt), cp.empty(n, dt), cp.empty(n, dt)
+    loss, lse, roww = cp.empty(n, dt), cp.empty(2 * n, dt), cp.empty(n, dt)  # lse: (max, log-sum) per row
     _launch_rows("cross_entropy", "cross_entropy_forward", dt, n,
                  (rows, t, w, loss, lse, roww, _int64(n), _int64(c), _int64(ignore_index), _int32(weight is not None)))
     return loss, lse, roww

@@ -213,10 +213,10 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
 
     def cross_entropy_forward(x: CLArray, target: CLArray, weight: CLArray | None = None,
                               ignore_index: int = -100) -> tuple[CLArray, CLArray, CLArray]:
-        """Per-row ``(loss, logsumexp, weight of the row's target)`` for class-index targets."""
+        """Per-row ``(loss, (max, log-sum) pairs, weight of the row's target)`` for class-index targets."""
         xf, t, n, c = class_rows(x, target, "cross_entropy")
         acc = _COMPUTE[x.dtype.name] if x.dtype.name in _COMPUTE else x.dtype
-        loss, lse, roww = rt.empty((n,), acc), rt.empty((n,), acc), rt.empty((n,), acc)
+        loss, lse, roww = rt.empty((n,), acc), rt.empty((n, 2), acc), rt.empty((n,), acc)
         w = param(weight, x.dtype, xf)
         if n:
             if c == 0:

@@ -130,6 +130,14 @@ def movement_kernels() -> dict[str, Callable[..., Any]]:
     def permute(x: CLArray, dims: Sequence[int]) -> CLArray:
         return x.view(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims))
 
+    def diagonal(x: CLArray, offset: int, d1: int, d2: int) -> CLArray:
+        """The ``offset`` diagonal of dims ``d1``, ``d2`` as the last dimension: a view (one stride for both)."""
+        k = max(0, min(x.shape[d1] + min(offset, 0), x.shape[d2] - max(offset, 0)))
+        start = x.offset + (offset * x.strides[d2] if offset >= 0 else -offset * x.strides[d1]) if k else x.offset
+        keep = [i for i in range(x.ndim) if i not in (d1, d2)]
+        return x.view((*(x.shape[i] for i in keep), k),
+                      (*(x.strides[i] for i in keep), x.strides[d1] + x.strides[d2]), start)
+
     def expand(x: CLArray, shape: tuple[int, ...]) -> CLArray:
         pad = len(shape) - x.ndim
         strides = [0] * pad
@@ -176,5 +184,6 @@ def movement_kernels() -> dict[str, Callable[..., Any]]:
                 raise ValueError(f"stack expects each tensor to be equal size, got {[list(t.shape) for t in xs]}")
         return cat([basic_index(x, (slice(None),) * dim + (None,)) for x in xs], dim)
 
-    return {"reshape": reshape, "view": view, "permute": permute, "expand": expand, "contiguous": contiguous,
-            "clone": copy_contiguous, "copy_": commit_into, "cast": cast, "cat": cat, "stack": stack}
+    return {"reshape": reshape, "view": view, "permute": permute, "expand": expand, "diagonal": diagonal,
+            "contiguous": contiguous, "clone": copy_contiguous, "copy_": commit_into, "cast": cast, "cat": cat,
+            "stack": stack}

@@ -38,7 +38,7 @@ UNARY: dict[str, Expr] = {
     "sign": Expr("isnan(a) ? a : ($T)((a > 0) - (a < 0))", "($T)((a > 0) - (a < 0))"),
     **{fn: _f(fn) for fn in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh",
                              "cosh", "asinh", "acosh", "atanh", "log2", "log10", "log1p", "expm1", "erf", "erfc")},
-    "lgamma": Expr("isinf(a) ? a : lgamma(a)", None),  # SciPy's gammaln(-inf) is -inf
+    "lgamma": Expr("isinf(a) ? fabs(a) : lgamma(a)", None),  # +inf at both infinities (C99, PyTorch)
     "digamma": Expr("digamma_$T(a)", None, ("DEF_DIGAMMA",)),
     "erfinv": Expr("erfinv_$T(a)", None, ("DEF_ERFINV",)),
     "sigmoid": Expr("sigmoid_$T(a)", None, ("DEF_SIGMOID",)),

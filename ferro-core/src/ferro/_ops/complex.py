@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
-from .._core.records import DTYPE_RULES, OpDef, register, register_composites
+from .._core.records import DTYPE_RULES, REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor
 from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
 from ..errors import DTypeError, ShapeError
@@ -179,12 +179,20 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:
 
 
 def view_as_real(x: Tensor) -> Tensor:
-    """A complex tensor as a real one with a last dimension of 2 (real, imaginary); a copy in ferro."""
+    """A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its
+    storage, as in PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy."""
     _check("view_as_real", x)
     if not x._dtype.is_complex:
         raise DTypeError(f"view_as_real is only supported for complex tensors, got {x._dtype}")
-    from .shape import stack
-    return stack([real(x), imag(x)], -1)
+    dev = x._device
+    if dev._kernels is None:
+        dev.backend  # binds the device  # noqa: B018
+    k = dev._kernels.get("view_as_real")
+    if k is None:
+        from .shape import stack
+        return stack([real(x), imag(x)], -1)
+    return finish(_VIEW_AS_REAL, k(x._data), _REAL.table[x._dtype][1], dev, (x,), attrs={"replay": view_as_real},
+                  view_of=x)
 
 
 def view_as_complex(x: Tensor) -> Tensor:
@@ -227,6 +235,8 @@ _COMPOSITES = _ANY_DTYPE + _FROM_REAL + [("view_as_real", view_as_real, ("real",
 register_composites("complex", _ANY_DTYPE, dtype_rule="numeric")
 register_composites("complex", _FROM_REAL, dtype_rule="make_complex")
 register_composites("complex", _COMPOSITES[-1:], dtype_rule="complex_to_real")
+_VIEW_AS_REAL = REGISTRY["view_as_real"]
+_VIEW_AS_REAL.grads = (lambda g, **_: view_as_complex(g.contiguous()),)  # of the view kernel's result
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "real": real, "imag": imag, "conj": conj, "angle": angle, **{n: f for n, f, _ in _COMPOSITES},

@@ -32,10 +32,18 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     out = x
     if min is not None:
-        out = _where(out < min, min, out)
+        out = _where(_past(out < min, min), min, out)
     if max is not None:
-        out = _where(out > max, max, out)
+        out = _where(_past(out > max, max), max, out)
     return out
+
+
+def _past(hit: Tensor, bound: Any) -> Any:
+    """Where ``clamp`` takes ``bound``: past it, or everywhere the bound is NaN (NaN propagates from the
+    bounds as from ``x``, as in PyTorch's ``min(max(x, min), max)``)."""
+    if isinstance(bound, Tensor):
+        return hit | bound.isnan() if bound._dtype.is_floating_point else hit
+    return hit | True if isinstance(bound, float) and math.isnan(bound) else hit
 
 
 def _softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -61,7 +69,11 @@ def _softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def _log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return x - _logsumexp(x, dim, keepdim=True)
+    # (x - max) - log(sum(exp(x - max))), not x - logsumexp(x): logsumexp rounds at the magnitude of max
+    # (about 1e-3 at 1e4 in float32), which x - logsumexp would keep; x - max is exact near the max.
+    m = x.amax(dim, keepdim=True).detach()
+    shifted = x - _where(m.isfinite(), m, 0.0)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
 
 
 def _glu(x: Tensor, dim: int = -1) -> Tensor:
@@ -106,12 +118,21 @@ def _isclose(x: Tensor, y: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_na
     return close
 
 
+def _integral(v: Any) -> bool:
+    return v._dtype.kind in "iub" if isinstance(v, Tensor) else isinstance(v, int)
+
+
 def _fmod(x: Any, y: Any) -> Tensor:
-    q = (x / y).trunc()
-    ref = x if isinstance(x, Tensor) else y
-    if not ref._dtype.is_floating_point:  # integer operands: an integer result
-        q = q.to(ref._dtype)
-    return x - q * y
+    if _integral(x) and _integral(y):
+        # Integers: from remainder (the sign of y) moved to the sign of x. Exact at any magnitude, and a
+        # zero divisor raises ZeroDivisionError as in remainder and floor_divide (ferro's rule for integer
+        # division by zero), where dividing in floats gave x back.
+        try:
+            r = x % y
+        except ZeroDivisionError:
+            raise ZeroDivisionError("fmod: integer division by zero") from None
+        return _where((r != 0) & ((r < 0) != (x < 0)), r - y, r)
+    return x - (x / y).trunc() * y
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946

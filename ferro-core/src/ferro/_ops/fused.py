@@ -145,7 +145,8 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     weight, bias = bound.get("weight"), bound.get("bias")
     if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
         return None  # the decomposition raises the ShapeError
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
+    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
+                              or tuple(t.shape) != shape)  # the decomposition raises for a wrong shape
            for t in (weight, bias)):
         return None
     return _LayerNorm.apply(x, weight, bias, kernels, shape, float(bound.get("eps", 1e-5)), decomposition)
@@ -197,8 +198,9 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
             or tuple(target.shape) != ((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ())):
         return None
     if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
-                               or weight._device is not x._device):
-        return None
+                               or weight._device is not x._device
+                               or tuple(weight.shape) != (x.shape[1] if x.ndim > 1 else x.shape[0],)):
+        return None  # the decomposition raises for a weight of the wrong shape
     return _CrossEntropy.apply(x, target, weight, kernels, int(bound.get("ignore_index", -100)), reduction,
                                decomposition)
 

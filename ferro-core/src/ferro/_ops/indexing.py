@@ -46,7 +46,18 @@ def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
         else:
             raise IndexError(f"only integers, slices (:), ellipsis (...), None, and integer or boolean tensors "
                              f"are valid indices, got {type(k).__name__}")
-    return tuple(out), basic
+    return (tuple(out) if basic else _drop_empty_ellipsis(tuple(out), x.ndim)), basic
+
+
+def _drop_empty_ellipsis(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``key`` without an Ellipsis that stands for no dimension: in PyTorch it does not separate the
+    advanced indices around it (``x[i, ..., j]`` of a 2-D ``x`` keeps the result where the indices are),
+    where NumPy, which the kernels follow, would move the result dimensions first."""
+    if not any(k is Ellipsis for k in key):
+        return key
+    used = sum(k.ndim if isinstance(k, Tensor) and k._dtype is bool_ else 1
+               for k in key if k is not None and k is not Ellipsis and type(k) is not bool)
+    return tuple(k for k in key if k is not Ellipsis) if used >= ndim else key
 
 
 def _torch_order(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:

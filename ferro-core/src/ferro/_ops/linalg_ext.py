@@ -476,8 +476,8 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
     d0, d1 = dim
     if ord == "fro":
-        from .sorting import _abs2, _root
-        return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
+        from .sorting import norm
+        return norm(x, "fro", dim, keepdim)  # 16-bit floats accumulate in float32 there
     if ord in ("nuc", 2, -2):
         s = svdvals(x.movedim((d0, d1), (-2, -1)))
         out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))

@@ -11,8 +11,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.records import register_composites
+from .._core.records import REGISTRY, register_composites
 from .._core.tensor import Tensor, _wrap_dim
+from ..dispatch._dispatch import finish
 from ..errors import ShapeError
 from .shape import cat, permute, reshape
 
@@ -165,6 +166,9 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None) 
     if dim is None:
         x, dim = x.reshape(-1), 0
     d = _wrap_dim(dim, x.ndim, "repeat_interleave")
+    counts = [repeats] if isinstance(repeats, int) else repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    if any(c < 0 for c in (counts if isinstance(counts, list) else [counts])):
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got {counts}")
     if isinstance(repeats, int):
         y = x.unsqueeze(d + 1)
         shape = list(y.shape)
@@ -174,7 +178,9 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None) 
         new[d] *= repeats
         return y.reshape(new)
     from .._creation import tensor
-    counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
+    counts = list(counts)
+    if len(counts) == 1 and x.shape[d] != 1:  # one count for every element, as in PyTorch
+        counts = counts * x.shape[d]
     if len(counts) != x.shape[d]:
         raise ShapeError(f"repeat_interleave: {len(counts)} repeats for dimension {d} of size {x.shape[d]}")
     idx = [i for i, c in enumerate(counts) for _ in range(c)]
@@ -208,16 +214,39 @@ def _diag_index(n_rows: int, n_cols: int, offset: int) -> tuple[list[int], list[
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension)."""
-    from .._creation import tensor
+    """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where
+    the backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy."""
     d1, d2 = _wrap_dim(dim1, x.ndim, "diagonal"), _wrap_dim(dim2, x.ndim, "diagonal")
     if d1 == d2:
         raise ShapeError(f"diagonal: dim1 and dim2 cannot be the same ({d1})")
+    dev = x._device
+    if dev._kernels is None:
+        dev.backend  # binds the device  # noqa: B018
+    k = dev._kernels.get("diagonal")
+    if k is None:
+        return _diagonal_copy(x, offset, d1, d2)
+    return finish(_DIAGONAL, k(x._data, offset, d1, d2), x._dtype, dev, (x,),
+                  attrs={"offset": offset, "dim1": d1, "dim2": d2, "in_shape": tuple(x.shape)}, view_of=x)
+
+
+def _diagonal_copy(x: Tensor, offset: int, d1: int, d2: int) -> Tensor:
+    """``diagonal`` by advanced indexing (a copy), for backends without the view kernel."""
+    from .._creation import tensor
     y = movedim(x, (d1, d2), (-2, -1))
     r, c = _diag_index(y.shape[-2], y.shape[-1], offset)
     if not r:
         return reshape(y[..., :0, 0], *y.shape[:-2], 0)
     return y[..., tensor(r, device=x.device), tensor(c, device=x.device)]
+
+
+def _diagonal_grad(g: Tensor, *, offset: int, dim1: int, dim2: int, in_shape: tuple[int, ...]) -> Tensor:
+    """Zeros of the input's shape with ``g`` on the diagonal (in ops, so it differentiates again)."""
+    from .._creation import tensor, zeros
+    z = movedim(zeros(in_shape, dtype=g.dtype, device=g.device), (dim1, dim2), (-2, -1))
+    r, c = _diag_index(z.shape[-2], z.shape[-1], offset)
+    if r:
+        z = z.index_put((Ellipsis, tensor(r, device=g.device), tensor(c, device=g.device)), g)
+    return movedim(z, (-2, -1), (dim1, dim2))
 
 
 def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -236,7 +265,7 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     if x.ndim == 1:
         return diag_embed(x, diagonal)
     if x.ndim == 2:
-        return globals()["diagonal"](x, diagonal)
+        return globals()["diagonal"](x, diagonal).clone()  # a copy, as in PyTorch (diagonal is the view)
     raise ShapeError(f"diag: expected a 1-D or 2-D tensor, got shape {list(x.shape)}")
 
 
@@ -311,4 +340,6 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 FUNCTIONS = {**register_composites("composite", _ROWS), "moveaxis": moveaxis}
+_DIAGONAL = REGISTRY["diagonal"]
+_DIAGONAL.grads = (_diagonal_grad,)  # of the view kernel's result (the copy's gradient comes from its ops)
 METHODS = [n for n in FUNCTIONS if n != "pad"]

@@ -19,6 +19,7 @@ from .._core.tensor import Tensor
 from .._creation import arange, ones, rand
 from ..errors import DTypeError, ShapeError
 from .fused import fusable
+from .scatter import refuse_negative
 
 __all__ = ["FUNCTIONS"]
 
@@ -67,7 +68,12 @@ def embedding(x: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tens
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
     if x.dtype.kind not in "iu":
         raise DTypeError(f"embedding: expected integer indices, got {x.dtype}")
-    out = weight[x]
+    out = weight[refuse_negative("embedding", x, 0, weight.shape[0]) if weight.ndim else x]
+    if padding_idx is not None:
+        n = weight.shape[0] if weight.ndim else 0
+        if not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx ({padding_idx}) must be within num_embeddings ({n})")
+        padding_idx %= n  # PyTorch counts a negative padding_idx from the end
     if padding_idx is not None and weight.requires_grad:
         out = ops.where((x == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
@@ -77,7 +83,14 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding of the integer tensor ``x``, a new last dimension of ``num_classes``."""
     if x.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: expected an integer tensor, got {x.dtype}")
-    n = int(x.amax().item()) + 1 if num_classes < 0 else num_classes
+    if not x.numel() and num_classes < 0:
+        raise ValueError("one_hot: cannot infer the number of classes from an empty tensor; pass num_classes")
+    lo, hi = (int(x.amin().item()), int(x.amax().item())) if x.numel() else (0, -1)
+    if lo < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {lo}")
+    n = hi + 1 if num_classes < 0 else num_classes
+    if hi >= n:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes ({n}), got {hi}")
     classes = arange(n, device=x.device)
     return (x.unsqueeze(-1) == classes).long()
 
@@ -199,11 +212,38 @@ def _reduce(loss: Tensor, reduction: str, weight_sum: Tensor | None = None) -> T
     raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
+def _check_classes(op: str, x: Tensor, target: Tensor, weight: Tensor | None) -> None:
+    """Refuse a ``target`` (class indices, or class probabilities when floating) or a ``weight`` whose shape
+    does not fit the scores ``x`` of (C), (N, C) or (N, C, d...): PyTorch refuses them too (a smaller target
+    would otherwise pick the first rows only)."""
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: input must have at least 1 dimension (the classes), got a 0-d tensor")
+    c = x.shape[1] if x.ndim > 1 else x.shape[0]
+    if target.dtype.is_floating_point:
+        expected = tuple(x.shape)
+    else:
+        expected = (x.shape[0], *x.shape[2:]) if x.ndim > 1 else ()
+    if tuple(target.shape) != expected:
+        kind = "class probabilities" if target.dtype.is_floating_point else "class indices"
+        raise ShapeError(f"{op}: input of shape {list(x.shape)} needs a target ({kind}) of shape {list(expected)}, "
+                         f"got target of shape {list(target.shape)}")
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise ShapeError(f"{op}: weight must be 1-D with one entry per class ({c}), got shape {list(weight.shape)}")
+
+
+def _check_same_shape(op: str, x: Tensor, target: Tensor) -> None:
+    """Refuse a target whose shape differs from the input's (PyTorch raises for these losses)."""
+    if tuple(target.shape) != tuple(x.shape):
+        raise ShapeError(f"{op}: target of shape {list(target.shape)} must have the input's shape "
+                         f"{list(x.shape)}")
+
+
 def nll_loss(x: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of class indices ``target`` given log-probabilities ``x`` (N, C, ...)."""
     if target.dtype.kind not in "iu":
         raise DTypeError(f"nll_loss: expected integer class indices, got {target.dtype}")
+    _check_classes("nll_loss", x, target, weight)
     logp = x.movedim(1, -1) if x.ndim > 1 else x.unsqueeze(0)
     tgt = target if x.ndim > 1 else target.reshape(1)
     valid = tgt != ignore_index
@@ -219,6 +259,12 @@ def nll_loss(x: Tensor, target: Tensor, weight: Tensor | None = None, ignore_ind
 def cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``x`` (N, C, ...) with class indices or class probabilities ``target``."""
+    if target.dtype.kind not in "iuf":
+        raise DTypeError(f"cross_entropy: expected integer class indices or floating class probabilities, "
+                         f"got {target.dtype}")
+    _check_classes("cross_entropy", x, target, weight)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     logp = x.log_softmax(1 if x.ndim > 1 else 0)
     c = x.shape[1] if x.ndim > 1 else x.shape[0]
     if target.dtype.is_floating_point:  # class probabilities
@@ -273,6 +319,7 @@ def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float 
 def binary_cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """BCE of probabilities ``x``; logs are clamped at -100 as in PyTorch."""
+    _check_same_shape("binary_cross_entropy", x, target)
     loss = -(target * x.log().clamp_min(-100) + (1 - target) * (1 - x).log().clamp_min(-100))
     return _reduce(loss if weight is None else loss * weight, reduction)
 
@@ -280,6 +327,7 @@ def binary_cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None
 def binary_cross_entropy_with_logits(x: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE of logits, computed stably: ``max(x, 0) - x * t + log(1 + exp(-|x|))`` (with ``pos_weight``)."""
+    _check_same_shape("binary_cross_entropy_with_logits", x, target)
     log_sig_neg = ops.logsigmoid(-x)  # log(1 - sigmoid(x))
     log_sig = ops.logsigmoid(x)
     pw = 1 if pos_weight is None else pos_weight

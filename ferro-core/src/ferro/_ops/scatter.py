@@ -17,6 +17,7 @@ from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
 from ..dispatch._dispatch import kernel
 from ..errors import DTypeError, ShapeError
+from .elementwise import where
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -27,11 +28,31 @@ def _check_index(op: str, index: Tensor) -> None:
                          f"{getattr(index, 'dtype', type(index).__name__)}")
 
 
+def refuse_negative(op: str, index: Tensor, dim: int, size: int) -> Tensor:
+    """``index`` for an op that refuses negative indices, as PyTorch's gather, scatter, index_select,
+    index_add, index_copy and embedding do (``getitem``, which they are written in, wraps them).
+
+    On the host the check is free and raises now, naming the index; elsewhere a negative entry is
+    replaced by ``size``, out of range, so the device kernel's own bounds check reports it (at the next
+    synchronization where its errors are deferred) without a host round-trip here.
+    """
+    if index._dtype.kind == "u" or not index.numel():
+        return index
+    if index._device.type == "cpu":
+        low = int(index.amin().item())
+        if low < 0:
+            raise IndexError(f"{op}: index {low} is out of bounds for dimension {dim} with size {size} "
+                             "(negative indices are not wrapped by this op)")
+        return index
+    return where(index < 0, size, index)
+
+
 def _grid_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
     """The advanced-indexing key that reads ``x`` along ``dim`` at ``index`` (``gather``'s key)."""
     from .._creation import arange
     _check_index(op, index)
     d = _wrap_dim(dim, x.ndim, op)
+    index = refuse_negative(op, index, d, x.shape[d]) if x.ndim else index
     if index.ndim != x.ndim:
         raise ShapeError(f"{op}: index {list(index.shape)} and input {list(x.shape)} must have the same number of "
                          "dimensions")
@@ -56,8 +77,9 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """``gather`` with broadcasting of ``indices`` and ``x`` in the other dimensions."""
-    if dim is None:
-        return x.reshape(-1)[indices.reshape(-1)]
+    if dim is None:  # PyTorch refuses negative indices here (and wraps them along a dim)
+        flat = x.reshape(-1)
+        return flat[refuse_negative("take_along_dim", indices.reshape(-1), 0, flat.shape[0])]
     d = _wrap_dim(dim, x.ndim, "take_along_dim")
     shape_x, shape_i = list(x.shape), list(indices.shape)
     shape_x[d] = shape_i[d] = 1
@@ -69,12 +91,19 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor
     xi[d] = x.shape[d]
     ii = list(common)
     ii[d] = indices.shape[d]
+    if indices._dtype.kind == "i":  # take_along_dim wraps negative indices (gather refuses them)
+        indices = where(indices < 0, indices + x.shape[d], indices)
     return gather(expand(x, *xi), d, expand(indices, *ii))
 
 
-def _source(src: Any, index: Tensor) -> Any:
+def _source(src: Any, index: Tensor, op: str = "scatter") -> Any:
+    """The part of ``src`` that ``index`` reads; a ``src`` smaller than ``index`` in some dimension is refused
+    (PyTorch does; it would broadcast here)."""
     if not isinstance(src, Tensor):
         return src
+    if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
+        raise ShapeError(f"{op}: index {list(index.shape)} must be no larger than src {list(src.shape)} in every "
+                         "dimension (and of the same number of dimensions)")
     return src[tuple(slice(0, n) for n in index.shape)]
 
 
@@ -82,17 +111,18 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = No
             reduce: str | None = None) -> Tensor:
     """A copy of ``x`` with ``src`` (or ``value``) written at ``index`` along ``dim``."""
     if reduce is not None:
-        return scatter_reduce(x, dim, index, _source(src if src is not None else value, index),
+        return scatter_reduce(x, dim, index, _source(src if src is not None else value, index, "scatter"),
                               {"add": "sum", "multiply": "prod"}.get(reduce, reduce))
     data = src if src is not None else value
     if data is None:
         raise TypeError("scatter(): needs src or value")
-    return x.index_put(_grid_key(x, dim, index, "scatter"), _source(data, index))
+    return x.index_put(_grid_key(x, dim, index, "scatter"), _source(data, index, "scatter"))
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
-    return x.index_put(_grid_key(x, dim, index, "scatter_add"), _source(src, index), accumulate=True)
+    return x.index_put(_grid_key(x, dim, index, "scatter_add"), _source(src, index, "scatter_add"),
+                       accumulate=True)
 
 
 class _IndexReduce(Function):
@@ -133,7 +163,7 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                    include_self: bool = True) -> Tensor:
     """A copy of ``x`` where ``src`` values are reduced (sum, prod, mean, amax, amin) into ``index`` along ``dim``."""
     key = _grid_key(x, dim, index, "scatter_reduce")
-    src = _source(src, index)
+    src = _source(src, index, "scatter_reduce")
     if reduce == "sum":
         base = x if include_self else x.index_put(key, 0)
         return base.index_put(key, src, accumulate=True)
@@ -150,11 +180,14 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
     raise ValueError(f"scatter_reduce: reduce must be sum, prod, mean, amax or amin, got {reduce!r}")
 
 
-def _dim_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
+def _dim_key(x: Tensor, dim: int, index: Tensor, op: str, wrap: bool = False) -> tuple[Any, ...]:
+    """The key of ``index`` along ``dim``; negative entries are refused unless ``wrap`` (index_fill)."""
     _check_index(op, index)
     if index.ndim > 1:
         raise ShapeError(f"{op}: index must be 1-D, got shape {list(index.shape)}")
     d = _wrap_dim(dim, x.ndim, op)
+    if not wrap and x.ndim:
+        index = refuse_negative(op, index, d, x.shape[d])
     return (slice(None),) * d + (index,)
 
 
@@ -163,25 +196,40 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return x[_dim_key(x, dim, index, "index_select")]
 
 
+def _check_source(op: str, x: Tensor, dim: int, index: Tensor, source: Any) -> None:
+    """``source`` must have ``x``'s shape with ``index.numel()`` along ``dim`` (PyTorch refuses others; the
+    write would broadcast them). A 0-d source goes with a single index, as in PyTorch's index_copy."""
+    if not isinstance(source, Tensor) or not x.ndim:
+        return
+    d = _wrap_dim(dim, x.ndim, op)
+    expected = list(x.shape)
+    expected[d] = index.numel()
+    if list(source.shape) != expected and not (op == "index_copy" and source.ndim == 0 and index.numel() == 1):
+        raise ShapeError(f"{op}: source of shape {list(source.shape)} must have shape {expected} (the input's, "
+                         f"with the {index.numel()} indices along dimension {d})")
+
+
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of ``x`` with ``alpha * source`` added at ``index`` of ``dim`` (repeats add up)."""
-    return x.index_put(_dim_key(x, dim, index, "index_add"), source * alpha if alpha != 1 else source,
-                       accumulate=True)
+    key = _dim_key(x, dim, index, "index_add")
+    _check_source("index_add", x, dim, index, source)
+    return x.index_put(key, source * alpha if alpha != 1 else source, accumulate=True)
 
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``x`` with ``source`` written at ``index`` of ``dim``."""
-    return x.index_put(_dim_key(x, dim, index, "index_copy"), source)
+    key = _dim_key(x, dim, index, "index_copy")
+    _check_source("index_copy", x, dim, index, source)
+    return x.index_put(key, source)
 
 
 def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of ``x`` with ``value`` at ``index`` of ``dim``."""
-    return x.index_put(_dim_key(x, dim, index, "index_fill"), value)
+    return x.index_put(_dim_key(x, dim, index, "index_fill", wrap=True), value)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (broadcast) is True, else ``x``."""
-    from .elementwise import where
     out = where(mask, value, x)
     return out if out.dtype is x.dtype else out.to(x.dtype)
 

@@ -16,8 +16,11 @@ from typing import Any
 from .._core.dtypes import bool_, int64
 from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
+from .._creation import arange, full, ones, tensor, zeros
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
+from .elementwise import where
+from .shape import cat
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -62,23 +65,50 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesI
 
 
 def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The lower median: of all elements, or ``(values, indices)`` along ``dim``."""
+    """The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's
+    index) where there is a NaN, as in PyTorch (``nanmedian`` ignores them)."""
     if dim is None:
         flat = x.reshape(-1)
         if flat.numel() == 0:
             raise ShapeError("median: empty tensor")
-        return kthvalue(flat, (flat.numel() + 1) // 2, 0).values
+        return median(flat, 0).values
     d = _wrap_dim(dim, x.ndim, "median")
-    return kthvalue(x, (x.shape[d] + 1) // 2, d, keepdim)
+    got = kthvalue(x, (x.shape[d] + 1) // 2, d, True)
+    if x._dtype.is_floating_point:
+        nan = x.isnan()
+        idx = where(nan.any(d, keepdim=True), nan.to(int64).argmax(d, keepdim=True), got.indices)
+        got = ValuesIndices(x.gather(d, idx), idx)
+    return got if keepdim else ValuesIndices(got.values.squeeze(d), got.indices.squeeze(d))
+
+
+def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
+    along ``dim``."""
+    if dim is None:
+        flat = x.reshape(-1)
+        if flat.numel() == 0:
+            raise ShapeError("nanmedian: empty tensor")
+        return nanmedian(flat, 0).values
+    d = _wrap_dim(dim, x.ndim, "nanmedian")
+    if not x._dtype.is_floating_point:
+        return median(x, d, keepdim)
+    if x.shape[d] == 0:
+        raise ShapeError(f"nanmedian: dimension {d} of shape {list(x.shape)} is empty")
+    order = argsort(x, d)  # NaN sort last: the lower median of the n valid values is at (n - 1) // 2
+    k = ((~x.isnan()).sum(d, keepdim=True) - 1).clamp_min(0) // 2
+    idx = order.gather(d, k)
+    got = ValuesIndices(x.gather(d, idx), idx)
+    return got if keepdim else ValuesIndices(got.values.squeeze(d), got.indices.squeeze(d))
 
 
 def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The most frequent value along ``dim`` (the smallest on ties) and an index of it."""
-    from .shape import cat
     d = _wrap_dim(dim, x.ndim, "mode")
     vals, idx = sort(x, d)
     # how often each sorted value occurs; the first maximal count is the smallest most frequent value
-    count = cat([(vals == vals.narrow(d, i, 1)).sum(d, keepdim=True) for i in range(x.shape[d])], d)
+    nan = vals.isnan() if x._dtype.is_floating_point else None  # NaN counts as one value, as in PyTorch
+    count = cat([((vals == v) if nan is None else (vals == v) | (nan & v.isnan())).sum(d, keepdim=True)
+                 for v in (vals.narrow(d, i, 1) for i in range(x.shape[d]))], d)
     best = count.argmax(d, keepdim=True)
     out_v, out_i = vals.gather(d, best), idx.gather(d, best)
     return ValuesIndices(out_v, out_i) if keepdim else ValuesIndices(out_v.squeeze(d), out_i.squeeze(d))
@@ -95,9 +125,7 @@ def _cumprod_grad(g: Tensor, x: Tensor, dim: int) -> Tensor:
     # With zeros that division fails, so: prod_{k < i} x_k * sum_{j >= i} g_j prod_{i < k <= j} x_k, the
     # inner products from the cumprod of an (n, n) matrix. O(n^2), but made of ops, so it differentiates
     # again (PyTorch's cumprod_backward takes the same two roads).
-    from .._creation import ones
-    from .elementwise import _c, where
-    from .shape import cat
+    from .elementwise import _c
 
     # Complex x: the derivatives are conjugated (PyTorch's convention), hence the _c.
     if not bool((x == 0).any()):
@@ -143,6 +171,14 @@ def _cum_extreme(x: Tensor, dim: int, name: str) -> ValuesIndices:
     d = _wrap_dim(dim, x.ndim, name)
     _, idx = kernel(x._device, name)(x._data, d)
     indices = _wrap(idx, int64, x._device)
+    if x._dtype.is_floating_point and x.ndim:
+        # NaN propagates (PyTorch): from the first NaN on, the running extreme is NaN, at the latest NaN's
+        # index. One rule for every backend's kernel, applied here on integer scans.
+        shape = [1] * x.ndim
+        shape[d] = x.shape[d]
+        pos = arange(x.shape[d], device=x.device).reshape(shape)
+        last_nan = where(x.isnan(), pos, -1).cummax(d).values
+        indices = where(last_nan >= 0, last_nan, indices)
     return ValuesIndices(x.gather(d, indices), indices)
 
 
@@ -157,11 +193,23 @@ def cummin(x: Tensor, dim: int) -> ValuesIndices:
 
 
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
-    """log(cumsum(exp(x))) along ``dim``, without overflow."""
-    from .elementwise import where
-    m = x.amax(dim, keepdim=True).detach()
-    m = where(m.isfinite(), m, 0.0)
-    return (x - m).exp().cumsum(dim).log() + m
+    """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
+    (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
+    would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``)."""
+    if x.ndim == 0:
+        return x * 1
+    d = _wrap_dim(dim, x.ndim, "logcumsumexp")
+    n = x.shape[d]
+    shape = [1] * x.ndim
+    shape[d] = n
+    pos = arange(n, device=x.device).reshape(shape)
+    y, k = x, 1
+    while k < n:
+        # y[i] = logaddexp(y[i], y[i - k]) for i >= k; the first k entries pair with themselves, unused
+        earlier = cat([y.narrow(d, 0, k), y.narrow(d, 0, n - k)], d)
+        y = where(pos >= k, y.logaddexp(earlier), y)
+        k *= 2
+    return y
 
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -178,7 +226,6 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
 
 
 def _one(x: Tensor) -> Tensor:
-    from .._creation import ones
     return ones((), dtype=_CUMPROD.table[x._dtype][1], device=x._device)
 
 
@@ -193,9 +240,15 @@ def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
     """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if x._dtype.name in _HALVES:
+        return var(x.float(), dim, correction=correction, keepdim=keepdim).to(x._dtype)
     n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
     mu = x.mean(dim, keepdim=True)
     return _abs2(x - mu).sum(dim, keepdim=keepdim) / max(n - correction, 0)
+
+
+#: Floats that accumulate in float32 in the compositions here (as in the backends' sums, see in_float32).
+_HALVES = frozenset({"float16", "bfloat16"})
 
 
 def _abs2(x: Tensor) -> Tensor:
@@ -205,21 +258,25 @@ def _abs2(x: Tensor) -> Tensor:
 
 def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float = 1, keepdim: bool = False,
         unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of :func:`var`."""
+    """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
+    if x._dtype.name in _HALVES:
+        return std(x.float(), dim, correction=correction, keepdim=keepdim, unbiased=unbiased).to(x._dtype)
     return var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
 
 
 def _root(s: Tensor, p: float) -> Tensor:
     """``s ** (1 / p)`` for a sum of powers ``s >= 0``, with gradient 0 where ``s == 0`` (the
     subgradient PyTorch gives the norm of a zero vector) instead of 0 * inf = nan."""
-    from .elementwise import where
     zero = s == 0
     safe = where(zero, 1.0, s)
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
 
 
 def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries.
+    16-bit floats are summed in float32 and rounded once, as PyTorch does (their squares overflow early)."""
+    if x._dtype.name in _HALVES:
+        return norm(x.float(), p, dim, keepdim).to(x._dtype)
     a = x.abs()
     if p in ("fro", 2, 2.0):
         return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
@@ -241,7 +298,6 @@ def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, right: bool = False, side: str | None = None) -> Tensor:
     """Insertion indices of ``values`` in the last dimension of ``sorted_sequence``."""
-    from .._creation import tensor
     if not isinstance(values, Tensor):
         values = tensor(values, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
     right = right or side == "right"
@@ -274,8 +330,6 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
 def _unique_dim(x: Tensor, dim: int, consecutive: bool, inverse: bool, counts: bool) -> Any:
     """unique over slices along ``dim``, in ops: a lexicographic sort of the flattened slices (one stable
     argsort per column, last column first), then the first slice of each run of equal ones."""
-    from .._creation import arange, full, ones, zeros
-    from .shape import cat
     d = _wrap_dim(dim, x.ndim, "unique")
     moved = x.movedim(d, 0)
     n = moved.shape[0]
@@ -354,5 +408,6 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
-FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS)}
+FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS),
+             "nanmedian": nanmedian}  # not yet a record: its OpInfo entry goes with the op database
 METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]

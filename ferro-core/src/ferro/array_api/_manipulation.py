@@ -167,7 +167,8 @@ def take(x: Tensor, indices: Tensor, /, *, axis: int | None = None) -> Tensor:
         if x.ndim > 1:
             raise ValueError("take: axis is required for arrays of more than one dimension")
         axis = 0
-    return ferro.index_select(x, one_axis(axis, x.ndim, "take"), indices)
+    # x[..., indices, ...]: the standard's take counts negative indices from the end (index_select refuses them)
+    return x[(slice(None),) * one_axis(axis, x.ndim, "take") + (indices,)]
 
 
 def take_along_axis(x: Tensor, indices: Tensor, /, *, axis: int = -1) -> Tensor:

@@ -158,6 +158,43 @@ def _store(t: Tensor, g: Tensor, create_graph: bool) -> None:
         t._grad = prev + (g if create_graph else g.detach())
 
 
+def _given(i: int, t: Tensor, g: Any) -> Tensor:
+    """The gradient ``g`` given for output ``i`` (``t``), checked as PyTorch checks it: a tensor of ``t``'s
+    shape, on ``t``'s device (nothing moves silently), complex exactly when ``t`` is; cast to ``t``'s dtype."""
+    if getattr(g, "_dtype", None) is None:
+        raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    if g._device is not t._device:
+        raise RuntimeError(f"invalid gradient at index {i} - expected device {t._device} but got {g._device}")
+    if g._data.shape != t._data.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g._data.shape)} and "
+                           f"output[{i}] has a shape of {list(t._data.shape)}.")
+    if g._dtype is not t._dtype:
+        if g._dtype.is_complex or t._dtype.is_complex:
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                               f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g._dtype} and "
+                               f"output[{i}] has a dtype of {t._dtype}.")
+        g = g.to(t._dtype)
+    return g
+
+
+def _hooked(hook: Any, g: Tensor) -> Tensor:
+    """``hook(g)``, or ``g`` where it returns None; a result of another shape, dtype or device is refused
+    (PyTorch: "hook has changed the size / type of value") rather than carried into other gradients."""
+    r = hook(g)
+    if r is None:
+        return g
+    name = getattr(hook, "__name__", repr(hook))
+    if getattr(r, "_dtype", None) is None:
+        raise TypeError(f"hook '{name}' returned a {type(r).__name__}; a hook returns a Tensor or None")
+    if r._data.shape != g._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was {list(g._data.shape)}, "
+                           f"got {list(r._data.shape)})")
+    if r._dtype is not g._dtype or r._device is not g._device:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g._dtype} on {g._device}, got "
+                           f"{r._dtype} on {r._device})")
+    return r
+
+
 def _accumulate(store: dict[Any, Any], key: Any, holder: Any, g: Tensor) -> None:
     prev = store.get(key)
     store[key] = (holder, g) if prev is None else (holder, prev[1] + g)
@@ -178,7 +215,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     for t in (*roots, *(inputs or ())):
         if t._rg and t.grad_fn is not None and t.grad_fn.name in VIEW_OPS:
             refresh(t)  # a view whose base changed in place since its graph position was set
-    for t, g in zip(roots, grads):
+    for i, (t, g) in enumerate(zip(roots, grads)):
+        g = _given(i, t, g)
         if t.grad_fn is not None:
             _accumulate(node_grads, t.grad_fn, None, g)
             root_nodes.append(t.grad_fn)
@@ -214,9 +252,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 continue  # autograd.grad: nothing wanted lies beyond this node
             if node.hooks:
                 for hook in node.hooks:
-                    r = hook(g)
-                    if r is not None:
-                        g = r
+                    g = _hooked(hook, g)
             if node.retain is not None:
                 t = node.retain()
                 if t is not None:
@@ -240,6 +276,9 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                     if deps[nxt] == 0:
                         ready.append(nxt)
                 else:
+                    if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
+                        raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
+                                           f"{nxt._device} but got {gi._device}")
                     _accumulate(leaf_grads, id(nxt), nxt, gi)
                     if leaf_deps is not None:
                         left = leaf_deps[id(nxt)] = leaf_deps[id(nxt)] - 1
@@ -285,7 +324,5 @@ def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
     hooks = t._hooks
     if hooks:
         for hook in hooks:
-            r = hook(g)
-            if r is not None:
-                g = r
+            g = _hooked(hook, g)
     return g

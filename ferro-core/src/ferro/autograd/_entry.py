@@ -28,6 +28,8 @@ def _default_grads(outputs: list[Tensor], grads: list[Any]) -> list[Tensor]:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; output {i} has shape "
                                    f"{list(t.shape)}: pass gradient=")
             g = full(t._data.shape, 1, t._dtype, t._device)
+        elif getattr(g, "_dtype", None) is None:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif g.shape != t.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and output[{i}] "
                                f"has a shape of {list(t.shape)}.")

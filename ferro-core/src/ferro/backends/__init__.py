@@ -23,10 +23,12 @@ from ._array_api import (
 from ._base import Availability, Backend
 from ._registry import FerroPluginWarning, register_plugin
 from ._selection import current_backend, current_device, set_backend, use_backend
+from ._special import with_torch_special_values
 
 __all__ = [
     "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning", "OpDef",
     "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes", "in_float32",
+    "with_torch_special_values",
     "available", "unavailable", "status", "installed", "get", "broken", "disabled",
     "set_backend", "use_backend", "current_backend", "current_device",
     "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "backend_plugin", "explain",

@@ -163,9 +163,6 @@ class ArrayAPIBackend(Backend):
         for op, fn in BINARY_FUNCS.items():
             if hasattr(xp, fn):
                 table[op] = getattr(xp, fn)
-        for op in ("floor_divide", "remainder"):
-            if op in table:
-                table[op] = _zero_division_checked(xp, table[op], op)
         # bool + bool is "or" and bool * bool is "and" in PyTorch; the standard refuses bool arithmetic.
         for op, logical in (("add", "logical_or"), ("mul", "logical_and")):
             if op in table:
@@ -173,6 +170,9 @@ class ArrayAPIBackend(Backend):
         table.update(self._generic_kernels(index))
         table.update(self._complex_kernels())
         table.update(self.extra_kernels(index))
+        for op in ("floor_divide", "remainder"):  # ferro's rule on every backend built here (CPU and CUDA too)
+            if op in table:
+                table[op] = _zero_division_checked(xp, table[op], op)
         return table
 
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
@@ -392,6 +392,12 @@ class ArrayAPIBackend(Backend):
                                                         xp.zeros_like(x)))
 
             table.update({"real": part("real"), "imag": part("imag"), "conj": xp.conj, "angle": angle})
+            strided = getattr(getattr(getattr(xp, "lib", None), "stride_tricks", None), "as_strided", None)
+            if strided is not None:  # NumPy and CuPy: view_as_real as a view, as in PyTorch
+                def view_as_real(x: Any) -> Any:
+                    r = x.real
+                    return strided(r, shape=(*r.shape, 2), strides=(*r.strides, r.itemsize))
+                table["view_as_real"] = view_as_real
         fft = getattr(xp, "fft", None)
         if fft is None:
             return table
@@ -458,7 +464,8 @@ def host_kernels(backend: Backend, index: int) -> dict[str, Callable[..., Any]]:
             values, inverse = flat[starts], np.cumsum(starts) - 1
             counts = np.diff(np.append(np.flatnonzero(starts), flat.size))
             return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
-        values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+        # each NaN is its own value, as in PyTorch (NumPy merges them by default)
+        values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
         return values, inverse.reshape(x.shape).astype(np.int64), counts.astype(np.int64)
 
     def histc(x: Any, bins: int, lo: float, hi: float) -> Any:
@@ -489,6 +496,22 @@ def half_dtypes(native_dtype: Callable[[DType], Any]) -> tuple[Any, ...]:
         except (TypeError, AttributeError, ImportError):
             continue
     return tuple(out)
+
+
+def _zero_division_checked(xp: Any, kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``kernel`` raising ZeroDivisionError for an integer divisor of 0, as PyTorch's CPU kernels do (NumPy
+    gives 0 silently, CuPy garbage). On a device array the check waits for the result: integer division
+    is rare on accelerators, and a wrong answer is worse."""
+    def integral(dtype: Any) -> bool:
+        kind = getattr(dtype, "kind", None)
+        return kind in ("i", "u") if kind is not None else bool(xp.isdtype(dtype, "integral"))
+
+    def k(x: Any, y: Any) -> Any:
+        r = kernel(x, y)
+        if integral(r.dtype) and (y == 0 if isinstance(y, int) else not bool(xp.all(y))):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+        return r
+    return k
 
 
 def in_float32(xp: Any, halves: tuple[Any, ...], kernel: Callable[..., Any]) -> Callable[..., Any]:
@@ -546,14 +569,3 @@ def _from_json(o: Any) -> Any:
             return np.asarray(o["__ndarray__"], dtype=o["dtype"])
         return {k: _from_json(v) for k, v in o.items()}
     return o
-
-
-def _zero_division_checked(xp: Any, kernel: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``kernel`` raising ZeroDivisionError for an integer divisor of 0 (ferro's rule, as PyTorch's CPU
-    kernels; array libraries give 0 silently). The check reads one bool back: a synchronization on a device."""
-    def k(x: Any, y: Any) -> Any:
-        r = kernel(x, y)
-        if xp.isdtype(r.dtype, "integral") and not bool(xp.all(xp.asarray(y) != 0)):
-            raise ZeroDivisionError(f"{name}: integer division by zero")
-        return r
-    return k

@@ -1,6 +1,7 @@
 // Cross entropy of logits (rows, classes) against int64 class indices, one block per row.
-// Forward: loss[row] = w[t] * (logsumexp(x[row]) - x[row, t]) and the row's logsumexp (kept for
-// backward); rows whose target equals ignore_index get loss 0 and weight 0. A target out of
+// Forward: loss[row] = w[t] * ((max - x[row, t]) + log(sum(exp(x[row] - max)))) and the row's
+// (max, log-sum) pair in lse[2 row], lse[2 row + 1] (kept for backward: their sum, the logsumexp, would
+// round at the magnitude of the logits); rows whose target equals ignore_index get loss 0 and weight 0. A target out of
 // [0, classes) gives a NaN loss (a kernel cannot raise). The reduction (mean over the weights,
 // sum) is left to the caller. Backward: dx[row, c] = g[row] * w[t] * (softmax(x[row])[c] - [c == t]).
 // FERRO_INSTANTIATE(T, SUFFIX) defines
@@ -22,9 +23,10 @@ __device__ void cross_entropy_forward(const T* x, const long long* target, const
     for (long long c = threadIdx.x; c < classes; c += blockDim.x) s += exp(xr[c] - m);
     s = ferro_block_sum(s, scratch);
     if (threadIdx.x == 0) {
-        const T l = m + log(s);
+        const T l = log(s);
         const long long t = target[row];
-        lse[row] = l;
+        lse[2 * row] = m;
+        lse[2 * row + 1] = l;
         if (t == ignore_index) {
             loss[row] = T(0);
             row_weight[row] = T(0);
@@ -33,7 +35,7 @@ __device__ void cross_entropy_forward(const T* x, const long long* target, const
             row_weight[row] = T(NAN);
         } else {
             const T w = has_weight ? weight[t] : T(1);
-            loss[row] = w * (l - xr[t]);
+            loss[row] = w * ((m - xr[t]) + l);
             row_weight[row] = w;
         }
     }
@@ -51,9 +53,9 @@ __device__ void cross_entropy_backward(const T* grad, const T* x, const long lon
     const bool ignored = t == ignore_index;
     const bool valid = !ignored && t >= 0 && t < classes;
     const T g = ignored ? T(0) : (valid ? grad[row] * (has_weight ? weight[t] : T(1)) : T(NAN));
-    const T l = lse[row];
+    const T m = lse[2 * row], l = lse[2 * row + 1];
     for (long long c = threadIdx.x; c < classes; c += blockDim.x)
-        dr[c] = g * (exp(xr[c] - l) - (c == t ? T(1) : T(0)));
+        dr[c] = g * (exp((xr[c] - m) - l) - (c == t ? T(1) : T(0)));
 }
 
 #define FERRO_INSTANTIATE(T, SUFFIX)                                                                         \

@@ -18,8 +18,8 @@ __device__ void softmax_forward(const T* x, T* y, long long rows, long long cols
     for (long long c = threadIdx.x; c < cols; c += blockDim.x) s += exp(xr[c] - m);
     s = ferro_block_sum(s, scratch);
     if (log_out) {
-        const T shift = m + log(s);
-        for (long long c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] - shift;
+        const T log_s = log(s);  // (x - m) - log(s): m + log(s) would round at the magnitude of m
+        for (long long c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = (xr[c] - m) - log_s;
     } else {
         const T inv = T(1) / s;
         for (long long c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = exp(xr[c] - m) * inv;

@@ -53,8 +53,9 @@ __kernel void softmax_forward(__global const ${T} *x, const long xoff, __global 
     if (log_out) {
         ${ACC} m, sum;
         row_max_sumexp(x, xb, cols, s, &m, &sum);
-        const ${ACC} shift = m + log(sum);
-        for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, (${ACC})${load}(x, xb + c) - shift);
+        /* (x - m) - log(sum), not x - (m + log(sum)): that sum rounds at the magnitude of m. */
+        const ${ACC} log_sum = log(sum);
+        for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, ((${ACC})${load}(x, xb + c) - m) - log_sum);
         return;
     }
     /* exp once per element (it dominates on a CPU device): kept in y, then scaled there. Each work-item
@@ -168,7 +169,8 @@ __kernel void layer_norm_param_grads(__global const ${T} *g, const long goff, __
     ${store}(db, c, sb);
 }
 
-/* loss[row] = w[t] * (logsumexp(x[row]) - x[row, t]), with the row's logsumexp (kept for backward) and w[t];
+/* loss[row] = w[t] * ((max - x[row, t]) + log(sum(exp(x[row] - max)))), with the row's (max, log-sum) pair
+ * (kept for backward: their sum, the logsumexp, would round at the magnitude of the logits) and w[t];
  * a row whose target is ignore_index gets loss 0 and weight 0. A target out of [0, classes) sets the error
  * flag (IndexError at the next synchronization: a kernel cannot raise) and gives NaN. */
 __kernel void cross_entropy_forward(__global const ${T} *x, const long xoff, __global const long *target,
@@ -183,9 +185,10 @@ __kernel void cross_entropy_forward(__global const ${T} *x, const long xoff, __g
     ${ACC} m, sum;
     row_max_sumexp(x, xb, classes, s, &m, &sum);
     if (get_local_id(0) == 0) {
-        const ${ACC} l = m + log(sum);
+        const ${ACC} l = log(sum);
         const long t = target[toff + row];
-        lse[row] = l;
+        lse[2 * row] = m;
+        lse[2 * row + 1] = l;
         if (t == ignore_index) {
             loss[row] = 0;
             roww[row] = 0;
@@ -195,7 +198,7 @@ __kernel void cross_entropy_forward(__global const ${T} *x, const long xoff, __g
             roww[row] = NAN;
         } else {
             const ${ACC} wt = has_w ? (${ACC})${load}(w, woff + t) : (${ACC})1;
-            loss[row] = wt * (l - (${ACC})${load}(x, xb + t));
+            loss[row] = wt * ((m - (${ACC})${load}(x, xb + t)) + l);
             roww[row] = wt;
         }
     }
@@ -218,7 +221,7 @@ __kernel void cross_entropy_backward(__global const ${T} *g, const long goff, co
     const int valid = !ignored && t >= 0 && t < classes;
     const ${ACC} gr = ignored ? (${ACC})0 : valid ? (${ACC})${load}(g, goff + row * gstride) *
         (has_w ? (${ACC})${load}(w, woff + t) : (${ACC})1) : (${ACC})NAN;
-    const ${ACC} l = lse[row];
+    const ${ACC} m = lse[2 * row], l = lse[2 * row + 1];
     for (long c = lid; c < classes; c += ls)
-        ${store}(dx, db + c, gr * (exp((${ACC})${load}(x, xb + c) - l) - (c == t ? (${ACC})1 : (${ACC})0)));
+        ${store}(dx, db + c, gr * (exp(((${ACC})${load}(x, xb + c) - m) - l) - (c == t ? (${ACC})1 : (${ACC})0)));
 }
