@@ -8,7 +8,7 @@ from typing import Any
 
 from ._core import host as _host
 from ._core.device import device as _device_cls
-from ._core.dtypes import DType, bool_, get_default_dtype, int64
+from ._core.dtypes import DType, as_dtype, bool_, get_default_dtype, int64
 from ._core.tensor import Tensor, _wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
@@ -68,6 +68,7 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 
 def tensor(data: Any, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (numbers, nested lists, NumPy arrays, tensors)."""
+    dtype = as_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().to(device or data._device, dtype or data._dtype, copy=True)
         return _finish(t, requires_grad)
@@ -82,6 +83,7 @@ def tensor(data: Any, *, dtype: DType | None = None, device: Any = None, require
 
 def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
+    dtype = as_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device or data._device, dtype or data._dtype)
     dev = _device(device)
@@ -110,6 +112,7 @@ def from_dlpack(obj: Any, device: Any = None) -> Tensor:
 def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it by default)."""
+    dtype = as_dtype(dtype, "full")
     dev = _device(device)
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else \
@@ -120,16 +123,19 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, de
 
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
+    dtype = as_dtype(dtype, "zeros")
     return full(_size(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
+    dtype = as_dtype(dtype, "ones")
     return full(_size(size), 1, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor of shape ``size``."""
+    dtype = as_dtype(dtype, "empty")
     dev = _device(device)
     dtype = dtype or get_default_dtype()
     return _finish(_make("empty", dev, dtype, _size(size), dtype), requires_grad)
@@ -138,6 +144,7 @@ def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
+    dtype = as_dtype(dtype, "arange")
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -155,6 +162,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = 
 def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dtype = as_dtype(dtype, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = dtype or get_default_dtype()
@@ -165,6 +173,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None
 def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    dtype = as_dtype(dtype, "eye")
     dtype = dtype or get_default_dtype()
     dev = _device(device)
     return _finish(_make("eye", dev, dtype, n, n if m is None else m, dtype), requires_grad)
@@ -181,6 +190,7 @@ def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, require
 def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
     """Uniform random values in [0, 1)."""
+    dtype = as_dtype(dtype, "rand")
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"rand: expected a floating dtype, got {dtype}")
@@ -190,6 +200,7 @@ def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_gr
 def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
     """Standard normal random values."""
+    dtype = as_dtype(dtype, "randn")
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"randn: expected a floating dtype, got {dtype}")
@@ -199,6 +210,7 @@ def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DType | None = None,
             device: Any = None, generator: Any = None) -> Tensor:
     """Random integers in [low, high) (``randint(high, size)`` starts at 0)."""
+    dtype = as_dtype(dtype, "randint")
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as PyTorch
         low, high, size = 0, low, (size if high is None else high)
     if low >= high:
@@ -208,6 +220,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtyp
 
 
 def _like(fn: Any, x: Tensor, *args: Any, dtype: DType | None = None, device: Any = None, **kw: Any) -> Tensor:
+    dtype = as_dtype(dtype, fn.__name__ + "_like")
     return fn(*args, dtype=dtype or x._dtype, device=device or x._device, **kw)
 
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._core.naming import names_errors
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor
 from ..errors import DTypeError, ShapeError
@@ -43,11 +44,18 @@ def _softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return _where(bx > threshold, x, (bx.clamp(max=threshold)).exp().log1p() / beta)
 
 
-def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    # Shift by the (detached) maximum: the value is the same and exp cannot overflow;
-    # the gradient does not depend on the shift, so detaching it changes nothing.
+def _shift(x: Tensor, dim: Any) -> Any:
+    """The (detached) maximum over ``dim``: subtracted before ``exp``, the value is the same and exp cannot
+    overflow; the gradient does not depend on the shift, so detaching it changes nothing. An empty tensor
+    has nothing to shift (and no maximum): 0, so that sums over an empty dim give log(0) = -inf, as PyTorch."""
+    if x.numel() == 0:
+        return 0.0
     m = x.amax(dim, keepdim=True).detach()
-    m = _where(m.isfinite(), m, 0.0)
+    return _where(m.isfinite(), m, 0.0)
+
+
+def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    m = _shift(x, dim)
     out = (x - m).exp().sum(dim, keepdim=True).log() + m
     if keepdim:
         return out
@@ -55,7 +63,7 @@ def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def _softmax(x: Tensor, dim: int = -1) -> Tensor:
-    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+    e = (x - _shift(x, dim)).exp()
     return e / e.sum(dim, keepdim=True)
 
 
@@ -196,7 +204,7 @@ def _register() -> dict[str, Callable[..., Tensor]]:
     rows = [*COMPOSITES, *((n, "floating", uses, f, doc) for n, uses, f, doc in ACTIVATIONS)]
     for name, rule, uses, decomposition, doc in rows:
         op = register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition, uses=uses))
-        op.fn = fns[name] = _build(op)
+        op.fn = fns[name] = names_errors(name, _build(op))
     return fns
 
 

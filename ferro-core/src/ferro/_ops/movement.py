@@ -124,7 +124,7 @@ def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | Non
     if dims is None:
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     sh = [shifts] if isinstance(shifts, int) else list(shifts)
-    ds = [dims] if isinstance(dims, int) else list(dims)
+    ds = list(dims) if isinstance(dims, (tuple, list)) else [dims]
     if len(sh) != len(ds):
         raise ShapeError(f"roll: shifts {sh} and dims {ds} differ in length")
     out = x

@@ -122,6 +122,13 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:
     """Normalize each channel (dim 1) over the batch and spatial dims; updates running stats in training."""
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected an input of at least 2 dims (N, C, ...), got shape {list(x.shape)}")
+    for arg, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                   ("bias", bias)):
+        if t is not None and t.numel() != x.shape[1]:
+            raise ShapeError(f"batch_norm: {arg} should contain {x.shape[1]} elements (one per channel of "
+                             f"input {list(x.shape)}), not {t.numel()}")
     dims = (0, *range(2, x.ndim))
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     if training:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._core.dtypes import result_type
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _wrap_dim
+from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
 from ..dispatch._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
 
@@ -190,7 +190,7 @@ def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     if dim is None:
         dims = {i for i, s in enumerate(shape) if s == 1}
     else:
-        ds = (dim,) if isinstance(dim, int) else tuple(dim)
+        ds = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         dims = {d for d in (_wrap_dim(d, len(shape), "squeeze") for d in ds) if shape and shape[d] == 1}
     return reshape(x, *[s for i, s in enumerate(shape) if i not in dims]) if dims else reshape(x, *shape)
 
@@ -199,9 +199,11 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
     shape = list(x._data.shape)
     n = len(shape) + 1
+    if type(dim) is not int:
+        dim = _dim_int(dim, "unsqueeze")
     if not -n <= dim < n:
         raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+                         f"but got {dim}) for a tensor of {n - 1} dimension{'s' if n != 2 else ''}")
     shape.insert(dim + n if dim < 0 else dim, 1)
     return reshape(x, *shape)
 

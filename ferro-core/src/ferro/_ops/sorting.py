@@ -18,6 +18,7 @@ from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
+from .reduction import reduce_dims
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -193,7 +194,8 @@ def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
     """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
+    dims = reduce_dims(x, dim, "var")
+    n = x.numel() if dims is None else math.prod(x.shape[d] for d in dims)
     mu = x.mean(dim, keepdim=True)
     return _abs2(x - mu).sum(dim, keepdim=keepdim) / max(n - correction, 0)
 

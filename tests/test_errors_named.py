@@ -1,0 +1,126 @@
+"""Errors name the user's op and argument (issue 14, "errors that name the wrong thing").
+
+Each check compares with PyTorch where PyTorch raises: the same exception type (or a subclass), and a
+message that names the op the user called and the argument, never an internal step (reshape, amax).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import ferro
+import ferro.nn.functional as F
+
+
+@pytest.fixture(params=["cpu", "opencl"])
+def dev(request: pytest.FixtureRequest) -> str:
+    if request.param == "opencl":
+        request.getfixturevalue("ocl")
+        return "opencl:0"
+    return "cpu"
+
+
+#: reductions and dim-taking ops: name -> (ferro call, torch call), each f(x, dim)
+DIM_OPS: dict[str, tuple[Any, Any]] = {
+    "sum": (ferro.sum, torch.sum), "mean": (ferro.mean, torch.mean), "amax": (ferro.amax, torch.amax),
+    "amin": (ferro.amin, torch.amin), "any": (ferro.any, torch.any), "all": (ferro.all, torch.all),
+    "argmax": (ferro.argmax, torch.argmax), "argmin": (ferro.argmin, torch.argmin),
+    "max": (ferro.max, torch.max), "min": (ferro.min, torch.min), "prod": (ferro.prod, torch.prod),
+    "var": (ferro.var, torch.var), "std": (ferro.std, torch.std), "logsumexp": (ferro.logsumexp, torch.logsumexp),
+    "cumsum": (ferro.cumsum, torch.cumsum), "cumprod": (ferro.cumprod, torch.cumprod),
+    "softmax": (ferro.softmax, torch.softmax), "log_softmax": (ferro.log_softmax, torch.log_softmax),
+    "count_nonzero": (ferro.count_nonzero, torch.count_nonzero), "median": (ferro.median, torch.median),
+    "norm": (lambda x, d: ferro.norm(x, dim=d), lambda x, d: torch.norm(x, dim=d)),
+    "squeeze": (ferro.squeeze, torch.squeeze), "unsqueeze": (ferro.unsqueeze, torch.unsqueeze),
+    "sort": (ferro.sort, torch.sort), "argsort": (ferro.argsort, torch.argsort),
+    "roll": (lambda x, d: ferro.roll(x, 1, d), lambda x, d: torch.roll(x, 1, d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIM_OPS))
+@pytest.mark.parametrize("dim", ["a", 1.5, 5, -4])
+def test_bad_dim_names_op_and_dim(name: str, dim: Any, dev: str) -> None:
+    f, tf = DIM_OPS[name]
+    x = ferro.randn(2, 3, device=dev)
+    with pytest.raises(Exception) as expected:
+        tf(torch.randn(2, 3), dim)
+    kind = TypeError if isinstance(dim, (str, float)) else IndexError
+    assert isinstance(expected.value, kind)  # PyTorch's type, which ferro must match
+    with pytest.raises(kind) as got:
+        f(x, dim)
+    msg = str(got.value)
+    assert name in msg, msg
+    assert "dim" in msg.lower(), msg
+    if kind is IndexError:
+        span = "[-3, 2]" if name == "unsqueeze" else "[-2, 1]"  # unsqueeze may insert after the last dim
+        assert f"got {dim}" in msg and span in msg and "2 dimensions" in msg, msg
+
+
+@pytest.mark.parametrize("dim", [(0, "a"), (0, 7)])
+def test_bad_dim_inside_a_tuple(dim: Any) -> None:
+    with pytest.raises((TypeError, IndexError), match="sum"):
+        ferro.randn(2, 3).sum(dim)
+
+
+def test_dim_accepts_numpy_and_tensor_integers() -> None:
+    import numpy as np
+    x = ferro.arange(6.).reshape(2, 3)
+    assert x.sum(np.int64(1)).tolist() == [3.0, 12.0]
+    assert x.sum(ferro.tensor(0)).tolist() == [3.0, 5.0, 7.0]
+    with pytest.raises(TypeError, match=r"sum.*dim.*bool"):
+        x.sum(True)
+
+
+def test_batch_norm_running_stats_of_wrong_size(dev: str) -> None:
+    x = ferro.randn(4, 3, device=dev)
+    ok = ferro.zeros(3, device=dev)
+    for arg, kwargs in (("running_mean", dict(running_mean=ferro.zeros(5, device=dev), running_var=ok)),
+                        ("running_var", dict(running_mean=ok, running_var=ferro.ones(2, device=dev))),
+                        ("weight", dict(running_mean=ok, running_var=ok + 1, weight=ferro.ones(4, device=dev)))):
+        with pytest.raises(ValueError, match=rf"batch_norm: {arg} should contain 3 elements.*not [245]"):
+            F.batch_norm(x, **kwargs)
+    with pytest.raises(RuntimeError, match="running_mean should contain 3 elements not 5"):
+        torch.nn.functional.batch_norm(torch.randn(4, 3), torch.zeros(5), torch.ones(3))
+
+
+def test_a_failure_inside_a_composite_names_the_composite() -> None:
+    # the dim is checked by an inner op (amax, mean); the message starts with the op called
+    with pytest.raises(IndexError, match=r"^logsumexp"):
+        ferro.logsumexp(ferro.randn(2, 3), 4)
+    with pytest.raises(IndexError, match=r"^var"):
+        ferro.var(ferro.randn(2, 3), 4)
+    with pytest.raises(Exception) as err:
+        F.conv2d(ferro.randn(1, 3, 5, 5), ferro.randn(2, 4, 3, 3))
+    assert str(err.value).startswith("conv2d"), err.value
+
+
+CREATION = {
+    "tensor": lambda dt: ferro.tensor([1.0], dtype=dt),
+    "as_tensor": lambda dt: ferro.as_tensor([1.0], dtype=dt),
+    "zeros": lambda dt: ferro.zeros(2, dtype=dt), "ones": lambda dt: ferro.ones(2, dtype=dt),
+    "empty": lambda dt: ferro.empty(2, dtype=dt), "full": lambda dt: ferro.full((2,), 1, dtype=dt),
+    "arange": lambda dt: ferro.arange(3, dtype=dt), "linspace": lambda dt: ferro.linspace(0, 1, 3, dtype=dt),
+    "eye": lambda dt: ferro.eye(2, dtype=dt), "rand": lambda dt: ferro.rand(2, dtype=dt),
+    "randn": lambda dt: ferro.randn(2, dtype=dt), "zeros_like": lambda dt: ferro.zeros_like(ferro.ones(2), dtype=dt),
+    "ones_like": lambda dt: ferro.ones_like(ferro.ones(2), dtype=dt),
+    "full_like": lambda dt: ferro.full_like(ferro.ones(2), 3, dtype=dt),
+    "randn_like": lambda dt: ferro.randn_like(ferro.ones(2), dtype=dt),
+    "to": lambda dt: ferro.ones(2).to(dt), "to(dtype=)": lambda dt: ferro.ones(2).to(dtype=dt),
+    "type": lambda dt: ferro.ones(2).type(dt),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CREATION))
+def test_dtype_names_are_accepted_everywhere(name: str) -> None:
+    for spelling in ("float64", "ferro.float64", "double", ferro.float64):
+        assert CREATION[name](spelling).dtype is ferro.float64
+
+
+@pytest.mark.parametrize("name", sorted(set(CREATION) - {"to"}))  # .to("x") positional: a device name
+def test_dtype_of_wrong_type_is_a_type_error_naming_the_argument(name: str) -> None:
+    for bad in ("float33", 5, float):
+        with pytest.raises(TypeError, match=rf"{name.split('(')[0]}\(\): argument 'dtype' must be a ferro dtype.*not"):
+            CREATION[name](bad)
