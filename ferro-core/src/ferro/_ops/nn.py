@@ -162,7 +162,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     n, c = x.shape[0], x.shape[1]
     if c % num_groups:
         raise ShapeError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
-    g = x.reshape(n, num_groups, -1)
+    g = x.reshape(n, num_groups, x.numel() // max(n * num_groups, 1))  # not -1: the batch may be empty
     mu = g.mean(-1, keepdim=True)
     var = ((g - mu) ** 2).mean(-1, keepdim=True)
     y = ((g - mu) / (var + eps).sqrt()).reshape(x.shape)

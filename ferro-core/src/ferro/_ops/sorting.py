@@ -171,16 +171,17 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
         x = x.to(dtype)
     if dim is None:
         out = cumprod(x.reshape(-1), 0, dtype=dtype)
-        r = out[-1] if out.numel() else _one(x)
+        r = out[-1] if out.numel() else _one(x, None)
         return r.reshape((1,) * x.ndim) if keepdim else r
     d = _wrap_dim(dim, x.ndim, "prod")
-    out = cumprod(x, d, dtype=dtype).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x).expand(*_kept(x, d))
+    out = cumprod(x, d, dtype=dtype).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x, d)
     return out if keepdim else out.squeeze(d)
 
 
-def _one(x: Tensor) -> Tensor:
-    from .._creation import ones
-    return ones((), dtype=_CUMPROD.table[x._dtype][1], device=x._device)
+def _one(x: Tensor, d: int | None) -> Tensor:
+    """The empty product over ``d`` (all dims when None): ones, in the graph of ``x`` as PyTorch's (its
+    gradient is the empty tensor's zero-size gradient)."""
+    return x.sum(d, keepdim=d is not None, dtype=_CUMPROD.table[x._dtype][1]) * 0 + 1
 
 
 def _kept(x: Tensor, d: int) -> list[int]:
