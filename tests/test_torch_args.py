@@ -1,0 +1,205 @@
+"""Arguments PyTorch users type (issue 14): pooling options in the functional form, ``alpha``,
+``rounding_mode``, ``decimals``, ``flip`` with varargs, ``linalg.norm``, ``cdist``, ``as_strided``.
+
+Values and gradients are compared with PyTorch's on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ferro
+import ferro.nn.functional as F
+
+
+@pytest.fixture(params=["cpu", "opencl"])
+def dev(request: pytest.FixtureRequest) -> str:
+    if request.param == "opencl":
+        request.getfixturevalue("ocl")
+        return "opencl:0"
+    return "cpu"
+
+
+def _inputs(shapes: list[tuple[int, ...]], dev: str, seed: int = 0, dtype: Any = np.float32,
+            grad: bool = True) -> tuple[list[ferro.Tensor], list[torch.Tensor]]:
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    g = grad and np.dtype(dtype).kind == "f"
+    return ([ferro.tensor(a, device=dev, requires_grad=g) for a in arrays],
+            [torch.tensor(a, requires_grad=g) for a in arrays])
+
+
+def check(f: Callable[..., Any], tf: Callable[..., Any], shapes: list[tuple[int, ...]], dev: str, *,
+          dtype: Any = np.float32, rtol: float = 1e-5, atol: float = 1e-5, seed: int = 0) -> None:
+    """Outputs (every one of a tuple) and the gradients of their weighted sum agree with torch's."""
+    xs, ts = _inputs(shapes, dev, seed, dtype)
+    got, want = f(*xs), tf(*ts)
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want, strict=True):
+        assert tuple(g.shape) == tuple(w.shape)
+        assert g.dtype.name == str(w.dtype).removeprefix("torch."), (g.dtype, w.dtype)
+        np.testing.assert_allclose(g.detach().cpu().numpy(), w.detach().numpy(), rtol=rtol, atol=atol)
+    if not ts[0].requires_grad or not got[0].dtype.is_floating_point:
+        return
+    weights = np.random.default_rng(1).standard_normal(tuple(want[0].shape)).astype(np.float32)
+    (got[0] * ferro.tensor(weights, device=dev)).sum().backward()
+    (want[0] * torch.tensor(weights)).sum().backward()
+    for x, t in zip(xs, ts):
+        gt = t.grad if t.grad is not None else torch.zeros_like(t)
+        gx = x.grad.cpu().numpy() if x.grad is not None else np.zeros(tuple(x.shape), np.float32)
+        np.testing.assert_allclose(gx, gt.numpy(), rtol=rtol, atol=atol)
+
+
+# -- pooling options in the functional form -------------------------------------------------------------
+
+POOLS = {
+    "max_pool1d ceil indices": ("max_pool1d", (2, 3, 9), dict(kernel_size=2, ceil_mode=True, return_indices=True)),
+    "max_pool1d stride pad dil": ("max_pool1d", (2, 3, 11),
+                                  dict(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=True)),
+    "max_pool2d ceil": ("max_pool2d", (2, 3, 7, 6), dict(kernel_size=2, ceil_mode=True)),
+    "max_pool2d indices": ("max_pool2d", (2, 3, 7, 6),
+                           dict(kernel_size=(3, 2), stride=2, padding=1, return_indices=True)),
+    "max_pool2d ceil indices unbatched": ("max_pool2d", (3, 7, 5),
+                                          dict(kernel_size=3, stride=2, ceil_mode=True, return_indices=True)),
+    "max_pool3d ceil indices": ("max_pool3d", (1, 2, 5, 5, 4),
+                                dict(kernel_size=2, ceil_mode=True, return_indices=True)),
+    "avg_pool1d ceil no pad count": ("avg_pool1d", (2, 3, 10),
+                                     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    "avg_pool1d ceil": ("avg_pool1d", (2, 3, 10), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    "avg_pool2d ceil": ("avg_pool2d", (2, 3, 7, 6), dict(kernel_size=2, ceil_mode=True)),
+    "avg_pool2d no pad count": ("avg_pool2d", (2, 3, 7, 6),
+                                dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+    "avg_pool2d divisor": ("avg_pool2d", (2, 3, 7, 6), dict(kernel_size=3, padding=1, divisor_override=4)),
+    "avg_pool2d all": ("avg_pool2d", (3, 7, 6), dict(kernel_size=(3, 2), stride=(2, 1), padding=1, ceil_mode=True,
+                                                     count_include_pad=False, divisor_override=5)),
+    "avg_pool3d ceil no pad count": ("avg_pool3d", (1, 2, 5, 5, 4),
+                                     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOLS))
+def test_pool_options(case: str, dev: str) -> None:
+    name, shape, kw = POOLS[case]
+    check(lambda x: getattr(F, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), [shape], dev)
+
+
+def test_pool_options_positionally(dev: str) -> None:
+    # torch's positional order: max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    check(lambda x: F.max_pool2d(x, 3, 2, 1, 1, True, True), lambda x: TF.max_pool2d(x, 3, 2, 1, 1, True, True),
+          [(1, 2, 8, 7)], dev)
+    check(lambda x: F.avg_pool2d(x, 3, 2, 1, True, False, None), lambda x: TF.avg_pool2d(x, 3, 2, 1, True, False, None),
+          [(1, 2, 8, 7)], dev)
+
+
+def test_pool_modules_and_functions_agree(dev: str) -> None:
+    x = ferro.randn(2, 3, 9, 8, device=dev)
+    for module, fn in ((ferro.nn.MaxPool2d(3, 2, 1, ceil_mode=True, return_indices=True),
+                        lambda t: F.max_pool2d(t, 3, 2, 1, ceil_mode=True, return_indices=True)),
+                       (ferro.nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False, divisor_override=2),
+                        lambda t: F.avg_pool2d(t, 3, 2, 1, True, False, 2))):
+        a, b = module(x), fn(x)
+        for u, v in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+            assert u.tolist() == v.tolist()
+
+
+def test_pool_option_errors() -> None:
+    x = ferro.randn(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="avg_pool2d: divisor_override must be positive"):
+        F.avg_pool2d(x, 2, divisor_override=0)
+    with pytest.raises(ValueError, match="max_pool2d: pad should be at most half"):
+        F.max_pool2d(x, 2, padding=2, ceil_mode=True)
+    with pytest.raises(ValueError, match="max_pool1d: expected 2D or 3D input"):
+        F.max_pool1d(x, 2, return_indices=True)
+
+
+# -- add / sub alpha, div rounding_mode, round decimals -----------------------------------------------------
+
+ARITH = {
+    "add alpha": (lambda f, a, b: f.add(a, b, alpha=2.5), [(3, 4), (4,)]),
+    "add alpha scalar": (lambda f, a, b: f.add(a, 3.0, alpha=-2), [(3, 4), (1,)]),
+    "sub alpha": (lambda f, a, b: f.sub(a, b, alpha=0.5), [(3, 4), (3, 1)]),
+    "subtract alpha": (lambda f, a, b: f.subtract(a, b, alpha=3), [(3, 4), (3, 4)]),
+    "method add alpha": (lambda f, a, b: a.add(b, alpha=-1.5), [(3, 4), (4,)]),
+    "method sub alpha": (lambda f, a, b: a.sub(b, alpha=2), [(3, 4), (4,)]),
+    "div trunc": (lambda f, a, b: f.div(a, b, rounding_mode="trunc"), [(3, 4), (4,)]),
+    "div floor": (lambda f, a, b: f.div(a, b, rounding_mode="floor"), [(3, 4), (4,)]),
+    "div none": (lambda f, a, b: f.div(a, b, rounding_mode=None), [(3, 4), (4,)]),
+    "divide floor scalar": (lambda f, a, b: f.divide(a, 0.7, rounding_mode="floor"), [(3, 4), (1,)]),
+    "method div trunc": (lambda f, a, b: a.div(b, rounding_mode="trunc"), [(3, 4), (3, 4)]),
+    "multiply": (lambda f, a, b: f.multiply(a, b), [(3, 4), (4,)]),
+    "round decimals 2": (lambda f, a, b: f.round(a * 10, decimals=2), [(3, 4), (1,)]),
+    "round decimals -1": (lambda f, a, b: f.round(a * 100, decimals=-1), [(3, 4), (1,)]),
+    "method round decimals": (lambda f, a, b: a.round(decimals=1), [(3, 4), (1,)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ARITH))
+def test_arithmetic_keywords(case: str, dev: str) -> None:
+    f, shapes = ARITH[case]
+    check(lambda *xs: f(ferro, *xs), lambda *xs: f(torch, *xs), shapes, dev)
+
+
+@pytest.mark.parametrize("case", ["add", "sub", "div trunc", "div floor", "divide trunc scalar", "add bool"])
+def test_arithmetic_keywords_on_integers(case: str, dev: str) -> None:
+    fns = {"add": lambda f, a, b: f.add(a, b, alpha=3), "sub": lambda f, a, b: f.sub(a, b, alpha=-2),
+           "div trunc": lambda f, a, b: f.div(a, b, rounding_mode="trunc"),
+           "div floor": lambda f, a, b: f.div(a, b, rounding_mode="floor"),
+           "divide trunc scalar": lambda f, a, b: f.divide(a, -3, rounding_mode="trunc"),
+           "add bool": lambda f, a, b: f.add(a > 0, b > 0, alpha=False)}
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-20, 20, (4, 5)), rng.integers(1, 7, (4, 5)) * rng.choice([-1, 1], (4, 5))
+    got = fns[case](ferro, ferro.tensor(a, device=dev), ferro.tensor(b, device=dev))
+    want = fns[case](torch, torch.tensor(a), torch.tensor(b))
+    assert got.dtype.name == str(want.dtype).removeprefix("torch.") and got.tolist() == want.tolist()
+
+
+def test_inplace_keywords(dev: str) -> None:
+    a, b = np.arange(1.0, 7.0).reshape(2, 3), np.array([2.0, -3.0, 4.0])
+    for method, kw in (("add_", {"alpha": 2}), ("sub_", {"alpha": 0.5}), ("div_", {"rounding_mode": "floor"}),
+                       ("divide_", {"rounding_mode": "trunc"}), ("subtract_", {"alpha": 3}), ("multiply_", {})):
+        x, t = ferro.tensor(a, device=dev), torch.tensor(a)
+        out = getattr(x, method)(ferro.tensor(b, device=dev), **kw)
+        getattr(t, method)(torch.tensor(b), **kw)
+        assert out is x and x.tolist() == t.tolist(), method
+
+
+def test_inplace_alpha_keeps_the_graph(dev: str) -> None:
+    w = ferro.tensor([1.0, 2.0], device=dev, requires_grad=True)
+    tw = torch.tensor([1.0, 2.0], requires_grad=True)
+    for f, v in ((ferro, w), (torch, tw)):
+        y = v * 1
+        y.add_(v * v, alpha=3)
+        y.sum().backward()
+    assert w.grad.tolist() == tw.grad.tolist()
+
+
+def test_keyword_errors() -> None:
+    i = ferro.tensor([1, 2])
+    with pytest.raises(TypeError, match=r"add.*alpha must not be a floating point number"):
+        ferro.add(i, i, alpha=0.5)
+    with pytest.raises(ValueError, match=r"div\(\): expected rounding_mode to be one of None, 'trunc', or 'floor'"):
+        ferro.div(ferro.ones(2), 2, rounding_mode="bad")
+    with pytest.raises(TypeError, match=r"round\(\): decimals=2 needs a floating tensor"):
+        ferro.round(i, decimals=2)
+    with pytest.raises(TypeError, match="alpha"):
+        ferro.sub(ferro.ones(2), 1, alpha="2")
+
+
+# -- flip ----------------------------------------------------------------------------------------------------
+
+def test_flip_dims_as_varargs_tuple_and_keyword(dev: str) -> None:
+    check(lambda x: x.flip(0, 2), lambda x: x.flip(0, 2), [(2, 3, 4)], dev)
+    check(lambda x: ferro.flip(x, (0, -1)), lambda x: torch.flip(x, (0, -1)), [(2, 3, 4)], dev)
+    check(lambda x: ferro.flip(x, dims=[1]), lambda x: torch.flip(x, dims=[1]), [(2, 3, 4)], dev)
+    check(lambda x: x.flip(-2), lambda x: x.flip(-2), [(2, 3, 4)], dev)
+    with pytest.raises(ValueError, match=r"flip.*more than once"):
+        ferro.ones(2, 3).flip(0, 0)
+    with pytest.raises(IndexError, match=r"flip.*got 3"):
+        ferro.ones(2, 3).flip(0, 3)
