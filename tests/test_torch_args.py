@@ -203,3 +203,156 @@ def test_flip_dims_as_varargs_tuple_and_keyword(dev: str) -> None:
         ferro.ones(2, 3).flip(0, 0)
     with pytest.raises(IndexError, match=r"flip.*got 3"):
         ferro.ones(2, 3).flip(0, 3)
+
+
+# -- linalg.norm, norm(p=), cdist ----------------------------------------------------------------------------
+
+LINALG_NORMS = [
+    ((3, 4, 5), {}), ((3, 4, 5), {"dim": 1}), ((3, 4, 5), {"ord": 1, "dim": -1, "keepdim": True}),
+    ((3, 4, 5), {"ord": float("inf"), "dim": 0}), ((3, 4, 5), {"ord": -float("inf"), "dim": 2}),
+    ((3, 4, 5), {"ord": 0.5, "dim": 2}), ((3, 4, 5), {"ord": 3, "dim": (1,)}),
+    ((3, 4, 5), {"dim": (1, 2)}), ((3, 4, 5), {"ord": "fro", "dim": (0, 2), "keepdim": True}),
+    ((3, 4, 5), {"ord": "nuc", "dim": (1, 2)}), ((3, 4, 5), {"ord": "nuc", "dim": (2, 0), "keepdim": True}),
+    ((3, 4, 5), {"ord": 2, "dim": (1, 2)}), ((3, 4, 5), {"ord": -2, "dim": (-1, -2)}),
+    ((3, 4, 5), {"ord": 1, "dim": (1, 2)}), ((3, 4, 5), {"ord": -1, "dim": (1, 2)}),
+    ((3, 4, 5), {"ord": float("inf"), "dim": (2, 1)}), ((3, 4, 5), {"ord": -float("inf"), "dim": (1, 2)}),
+    ((6,), {"ord": 1}), ((6,), {"ord": float("inf")}), ((4, 5), {"ord": "fro"}), ((4, 5), {"ord": "nuc"}),
+    ((4, 5), {"ord": 2}), ((4, 5), {"ord": -1}), ((4, 5), {}), ((4, 5), {"keepdim": True}),
+]
+
+
+def _needs_svd(shape: tuple[int, ...], kw: dict[str, Any]) -> bool:
+    """Whether the norm is a matrix norm by singular values (OpenCL has no SVD kernel: the opt-in CPU fallback)."""
+    if "p" in kw:  # ferro.norm / Tensor.norm: a number p is a vector norm over any dims
+        return kw["p"] == "nuc"
+    dim = kw.get("dim", (0, 1) if len(shape) == 2 and "ord" in kw else None)
+    return isinstance(dim, tuple) and len(dim) == 2 and kw.get("ord") in ("nuc", 2, -2)
+
+
+def _svd_on_the_cpu(shape: tuple[int, ...], kw: dict[str, Any], dev: str, monkeypatch: pytest.MonkeyPatch,
+                    run: Callable[[], Any]) -> None:
+    """Without a device SVD kernel: a clear UnsupportedOperationError, then the result by FERRO_FALLBACK=cpu."""
+    if dev == "cpu" or not _needs_svd(shape, kw):
+        return
+    with pytest.raises(ferro.errors.UnsupportedOperationError, match="linalg_svd"):
+        run()
+    monkeypatch.setenv("FERRO_FALLBACK", "cpu")
+
+
+@pytest.mark.filterwarnings("ignore:op 'linalg_svd' has no kernel")
+@pytest.mark.parametrize(("shape", "kw"), LINALG_NORMS, ids=[f"{s}-{k}" for s, k in LINALG_NORMS])
+def test_linalg_norm(shape: tuple[int, ...], kw: dict[str, Any], dev: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _svd_on_the_cpu(shape, kw, dev, monkeypatch, lambda: ferro.linalg.norm(ferro.ones(*shape, device=dev), **kw))
+    check(lambda x: ferro.linalg.norm(x, **kw), lambda x: torch.linalg.norm(x, **kw), [shape], dev,
+          rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"p": 1}, {"p": None}, {"p": "fro"}, {"p": "nuc"}, {"p": 3, "dim": 1},
+                                {"p": "fro", "dim": (0, 1)}, {"p": float("inf"), "dim": 0, "keepdim": True},
+                                {"p": 2, "dim": (0, 1)}, {"p": 0.5}])
+@pytest.mark.filterwarnings("ignore:op 'linalg_svd' has no kernel")
+def test_norm_p(kw: dict[str, Any], dev: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _svd_on_the_cpu((4, 5), kw, dev, monkeypatch, lambda: ferro.norm(ferro.ones(4, 5, device=dev), **kw))
+    check(lambda x: ferro.norm(x, **kw), lambda x: torch.norm(x, **kw), [(4, 5)], dev, rtol=2e-4, atol=2e-5)
+    check(lambda x: x.norm(**kw), lambda x: x.norm(**kw), [(4, 5)], dev, rtol=2e-4, atol=2e-5)
+
+
+def test_linalg_norm_errors() -> None:
+    x = ferro.randn(3, 4, 5)
+    with pytest.raises(ValueError, match=r"linalg.norm: with ord and no dim, the input must be 1-D or 2-D"):
+        ferro.linalg.norm(x, ord=2)
+    with pytest.raises(ValueError, match=r"linalg.norm: ord 'nuc' is a matrix norm"):
+        ferro.linalg.norm(x, ord="nuc", dim=1)
+    with pytest.raises(ValueError, match=r"linalg.norm: ord must be"):
+        ferro.linalg.norm(x, ord="max")
+    with pytest.raises(ValueError, match=r"linalg.norm: the matrix norm takes"):
+        ferro.linalg.norm(x, ord=3, dim=(0, 1))
+    with pytest.raises(IndexError, match=r"linalg.norm: dimension out of range"):
+        ferro.linalg.norm(x, dim=(0, 5))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, 0.5, float("inf")])
+def test_cdist(p: float, dev: str) -> None:
+    check(lambda a, b: ferro.cdist(a, b, p), lambda a, b: torch.cdist(a, b, p), [(5, 3), (4, 3)], dev,
+          rtol=2e-4, atol=2e-5)
+    check(lambda a, b: ferro.cdist(a, b, p=p, compute_mode="donot_use_mm_for_euclid_dist"),
+          lambda a, b: torch.cdist(a, b, p=p, compute_mode="donot_use_mm_for_euclid_dist"),
+          [(2, 5, 3), (1, 4, 3)], dev, rtol=2e-4, atol=2e-5)
+
+
+def test_cdist_zero_distance_has_zero_gradient(dev: str) -> None:
+    a = ferro.tensor([[0.0, 1.0], [2.0, 3.0]], device=dev, requires_grad=True)
+    ferro.cdist(a, a).sum().backward()
+    ta = torch.tensor([[0.0, 1.0], [2.0, 3.0]], requires_grad=True)
+    torch.cdist(ta, ta).sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), ta.grad.numpy(), atol=1e-6)
+
+
+def test_cdist_errors() -> None:
+    with pytest.raises(ValueError, match=r"cdist: x1 \[3, 2\] and x2 \[4, 5\] must have the same number of features"):
+        ferro.cdist(ferro.ones(3, 2), ferro.ones(4, 5))
+    with pytest.raises(ValueError, match="cdist: p must be a number >= 0"):
+        ferro.cdist(ferro.ones(3, 2), ferro.ones(4, 2), -1)
+    with pytest.raises(ValueError, match="cdist: x1 must have at least 2 dims"):
+        ferro.cdist(ferro.ones(3), ferro.ones(4, 3))
+
+
+# -- as_strided ----------------------------------------------------------------------------------------------
+
+STRIDED = {
+    "windows": ((12,), (5, 4), (2, 1), 0),
+    "overlap offset": ((12,), (4, 3), (2, 1), 1),
+    "transpose": ((3, 4), (4, 3), (1, 4), 0),
+    "broadcast stride 0": ((6,), (3, 6), (0, 1), 0),
+    "2-d windows": ((5, 6), (3, 4, 2, 2), (6, 1, 6, 1), 0),
+    "scalar": ((6,), (), (), 4),
+    "empty": ((6,), (0, 3), (1, 1), 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRIDED))
+def test_as_strided(case: str, dev: str) -> None:
+    shape, size, stride, offset = STRIDED[case]
+    check(lambda x: x.as_strided(size, stride, offset), lambda x: x.as_strided(size, stride, offset), [shape], dev)
+    check(lambda x: ferro.as_strided(x * 2, size, stride, offset),
+          lambda x: torch.as_strided(x * 2, size, stride, offset), [shape], dev)
+
+
+def test_as_strided_of_a_view_uses_its_storage(dev: str) -> None:
+    b, tb = ferro.arange(24.0, device=dev).reshape(4, 6), torch.arange(24.0).reshape(4, 6)
+    v, tv = b[1:, 2:], tb[1:, 2:]
+    assert v.stride() == tv.stride() and v.storage_offset() == tv.storage_offset() == 8
+    assert b.t().stride() == tb.t().stride() and b.t().stride(0) == 1
+    assert v.as_strided((2, 2), (6, 1)).tolist() == tv.as_strided((2, 2), (6, 1)).tolist()  # default: v's offset
+    assert v.as_strided((2, 2), (6, 1), 0).tolist() == tv.as_strided((2, 2), (6, 1), 0).tolist()
+    check(lambda x: x[:, 1:].as_strided((3, 2), (1, 4)), lambda x: x[:, 1:].as_strided((3, 2), (1, 4)), [(4, 6)],
+          dev)
+
+
+def test_as_strided_is_a_view(dev: str) -> None:
+    x, t = ferro.zeros(3, 4, device=dev), torch.zeros(3, 4)
+    x.as_strided((3,), (5,)).fill_(7.0)  # the diagonal
+    t.as_strided((3,), (5,)).fill_(7.0)
+    assert x.tolist() == t.tolist()
+    w = ferro.ones(6, device=dev, requires_grad=True)
+    tw = torch.ones(6, requires_grad=True)
+    for src, mod in ((w, ferro), (tw, torch)):
+        y = src * 1
+        y.as_strided((2,), (3,), 1).mul_(mod.tensor([2.0, 5.0]) if mod is torch else ferro.tensor([2.0, 5.0],
+                                                                                                    device=dev))
+        (y * y).sum().backward()
+    assert w.grad.tolist() == tw.grad.tolist()
+
+
+def test_as_strided_errors() -> None:
+    x = ferro.arange(6.0)
+    with pytest.raises(IndexError, match=r"as_strided: size \[3, 3\] with stride \[2, 1\].*storage of 6 elements"):
+        x.as_strided((3, 3), (2, 1))
+    with pytest.raises(ValueError, match="as_strided: sizes and strides must not be negative"):
+        x.as_strided((2,), (-1,))
+    with pytest.raises(ValueError, match=r"as_strided: size .* and stride .* differ in length"):
+        x.as_strided((2, 2), (1,))
+    with pytest.raises(TypeError, match=r"as_strided.*'stride' must be a tuple of ints"):
+        x.as_strided((2,), (1.5,))
+    with pytest.raises(IndexError):
+        x.as_strided((2,), (1,), 5)

@@ -142,6 +142,8 @@ del _g
 install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE)
 for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div_, as in PyTorch
     setattr(Tensor, _name, getattr(Tensor, _target))
+for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()
+    setattr(Tensor, _name, _fn)
 for _name, _fn in _CONVERSIONS.items():
     setattr(Tensor, _name, _fn)
 Tensor.__getitem__ = _getitem

@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     linalg_ext,
     movement,
     nn,
+    norms,
     products,
     reduction,
     sampling,
@@ -37,6 +38,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
     **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
+    **norms.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import bool_, int64
-from .._core.records import OpDef, register, register_composites
+from .._core.records import REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
@@ -222,7 +222,12 @@ def _root(s: Tensor, p: float) -> Tensor:
 
 
 def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+    ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default)."""
+    if p is None:
+        p = "fro"
+    if p == "nuc":  # a matrix norm: the registry op (ferro.linalg's), looked up as it is registered later
+        return REGISTRY["linalg.matrix_norm"].fn(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     a = x.abs()
     if p in ("fro", 2, 2.0):
         return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
@@ -230,8 +235,10 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
         return a.amax(dim if dim is not None else (), keepdim=keepdim)
     if p in (-math.inf, "-inf"):
         return a.amin(dim if dim is not None else (), keepdim=keepdim)
-    if p == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+    if p == 0:  # a count: in the graph with zero gradient, as PyTorch's (the sum is never selected)
+        from .elementwise import where
+        count = (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+        return where(count != count, a.sum(dim, keepdim=keepdim), count) if x._rg else count
     if p == 1:
         return a.sum(dim, keepdim=keepdim)
     return _root((a ** p).sum(dim, keepdim=keepdim), p)
