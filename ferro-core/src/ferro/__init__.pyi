@@ -49,6 +49,7 @@ __all__ = [
     'argmax',
     'argmin',
     'argsort',
+    'as_strided',
     'as_tensor',
     'asin',
     'asinh',
@@ -73,6 +74,7 @@ __all__ = [
     'bucketize',
     'can_cast',
     'cat',
+    'cdist',
     'ceil',
     'chunk',
     'clamp',
@@ -102,6 +104,7 @@ __all__ = [
     'diagonal',
     'digamma',
     'div',
+    'divide',
     'dot',
     'einsum',
     'empty',
@@ -198,6 +201,7 @@ __all__ = [
     'movedim',
     'mul',
     'multinomial',
+    'multiply',
     'mv',
     'nan_to_num',
     'narrow',
@@ -267,6 +271,7 @@ __all__ = [
     'stack',
     'std',
     'sub',
+    'subtract',
     'sum',
     'swapaxes',
     'swapdims',
@@ -478,9 +483,9 @@ class Tensor:
         """Inverse hyperbolic cosine."""
     def acosh_(self) -> Tensor:
         """In-place :func:`ferro.acosh`; returns self."""
-    def add(self, y: Any) -> Tensor:
-        """x + y."""
-    def add_(self, y: Any) -> Tensor:
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``input + alpha * other``."""
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.add`; returns self."""
     def adjoint(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mH``)."""
@@ -529,6 +534,17 @@ class Tensor:
         stable: builtins.bool = True,
     ) -> Tensor:
         """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+    def as_strided(
+        self,
+        size: collections.abc.Sequence[builtins.int],
+        stride: collections.abc.Sequence[builtins.int],
+        storage_offset: builtins.int | None = None,
+    ) -> Tensor:
+        """
+        A view of ``x``'s storage with ``size``, ``stride`` (in elements) and ``storage_offset`` (by default
+        ``x``'s own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the
+        places an element is read from.
+        """
     def asin(self) -> Tensor:
         """Inverse sine."""
     def asin_(self) -> Tensor:
@@ -669,9 +685,16 @@ class Tensor:
         """In-place :func:`ferro.digamma`; returns self."""
     def dim(self) -> builtins.int:
         """The number of dimensions."""
-    def div(self, y: Any) -> Tensor:
-        """x / y (true division)."""
-    def div_(self, y: Any) -> Tensor:
+    def div(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """
+        ``input / other``: true division (a float result for integers), or rounded toward zero
+        (``rounding_mode='trunc'``) or down (``'floor'``), which keep integer dtypes and have zero gradient.
+        """
+    def div_(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """In-place :func:`ferro.div`; returns self."""
+    def divide(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """Alias of :func:`div`."""
+    def divide_(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
         """In-place :func:`ferro.div`; returns self."""
     def dot(self, y: Tensor) -> Tensor:
         """Inner product of two 1-D tensors of the same length."""
@@ -718,8 +741,15 @@ class Tensor:
         """Fill ``x`` with ``value`` in place; returns ``x``."""
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
-    def flip(self, dims: builtins.int | collections.abc.Sequence[builtins.int]) -> Tensor:
-        """Reverse the order of elements along ``dims``."""
+    def flip(
+        self,
+        *args: builtins.int | collections.abc.Sequence[builtins.int],
+        dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
+    ) -> Tensor:
+        """
+        Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as
+        its own argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
+        """
     def float(self) -> Tensor:
         """``self.to(ferro.float32)``."""
     def floor(self) -> Tensor:
@@ -950,6 +980,10 @@ class Tensor:
         generator: Generator | None = None,
     ) -> Tensor:
         """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
+    def multiply(self, other: Any) -> Tensor:
+        """Alias of :func:`ferro.mul`."""
+    def multiply_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.mul`; returns self."""
     def mv(self, v: Tensor) -> Tensor:
         """Matrix-vector product."""
     def nan_to_num(
@@ -992,7 +1026,10 @@ class Tensor:
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
         keepdim: builtins.bool = False,
     ) -> Tensor:
-        """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+        """
+        Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+        ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default).
+        """
     def normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with normal samples, in place; returns self."""
     def numel(self) -> builtins.int:
@@ -1058,9 +1095,9 @@ class Tensor:
         dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     ) -> Tensor:
         """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
-    def round(self) -> Tensor:
-        """Round half to even."""
-    def round_(self) -> Tensor:
+    def round(self, *, decimals: builtins.int = 0) -> Tensor:
+        """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
+    def round_(self, *, decimals: builtins.int = 0) -> Tensor:
         """In-place :func:`ferro.round`; returns self."""
     def rsqrt(self) -> Tensor:
         """1 / sqrt(x)."""
@@ -1168,9 +1205,17 @@ class Tensor:
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
         """Standard deviation: the square root of :func:`var`."""
-    def sub(self, y: Any) -> Tensor:
-        """x - y."""
-    def sub_(self, y: Any) -> Tensor:
+    def storage_offset(self) -> builtins.int:
+        """Where ``x`` starts in its storage, in elements."""
+    def stride(self, dim: builtins.int | None = None) -> Any:
+        """The strides of ``x`` in elements (one dim's with ``dim``), as PyTorch's ``Tensor.stride``."""
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``input - alpha * other``."""
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.sub`; returns self."""
+    def subtract(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """Alias of :func:`sub`."""
+    def subtract_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.sub`; returns self."""
     def sum(
         self,
@@ -1313,8 +1358,8 @@ def acos(x: Tensor) -> Tensor:
     """Inverse cosine."""
 def acosh(x: Tensor) -> Tensor:
     """Inverse hyperbolic cosine."""
-def add(x: Any, y: Any) -> Tensor:
-    """x + y."""
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``."""
 def all(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1370,6 +1415,17 @@ def argsort(
     stable: builtins.bool = True,
 ) -> Tensor:
     """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+def as_strided(
+    x: Tensor,
+    size: collections.abc.Sequence[builtins.int],
+    stride: collections.abc.Sequence[builtins.int],
+    storage_offset: builtins.int | None = None,
+) -> Tensor:
+    """
+    A view of ``x``'s storage with ``size``, ``stride`` (in elements) and ``storage_offset`` (by default ``x``'s
+    own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the places an element
+    is read from.
+    """
 def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
 def asin(x: Tensor) -> Tensor:
@@ -1416,6 +1472,17 @@ def can_cast(src: DType, dst: DType) -> builtins.bool:
     """Whether an in-place op may write a ``src`` result into a ``dst`` tensor."""
 def cat(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    compute_mode: builtins.str = 'use_mm_for_euclid_dist_if_necessary',
+) -> Tensor:
+    """
+    Pairwise ``p``-norm distances between the rows of ``x1`` (..., P, M) and ``x2`` (..., R, M): a tensor of (...,
+    P, R), batch dims broadcast. ``compute_mode`` is accepted for PyTorch's signature; the distances are always
+    computed from the differences (exact, with PyTorch's zero gradient at zero distance).
+    """
 cdouble: DType
 def ceil(x: Tensor) -> Tensor:
     """Round up."""
@@ -1466,8 +1533,13 @@ def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: 
     """The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension)."""
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
-def div(x: Any, y: Any) -> Tensor:
-    """x / y (true division)."""
+def div(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+    """
+    ``input / other``: true division (a float result for integers), or rounded toward zero
+    (``rounding_mode='trunc'``) or down (``'floor'``), which keep integer dtypes and have zero gradient.
+    """
+def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+    """Alias of :func:`div`."""
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
 double: DType
@@ -1512,8 +1584,15 @@ def eye(
     """A 2-D tensor with ones on the diagonal."""
 def flatten(x: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
     """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
-def flip(x: Tensor, dims: builtins.int | collections.abc.Sequence[builtins.int]) -> Tensor:
-    """Reverse the order of elements along ``dims``."""
+def flip(
+    x: Tensor,
+    *args: builtins.int | collections.abc.Sequence[builtins.int],
+    dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
+) -> Tensor:
+    """
+    Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as its own
+    argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
+    """
 float: DType
 float16: DType
 float32: DType
@@ -1711,6 +1790,8 @@ def multinomial(
     generator: Generator | None = None,
 ) -> Tensor:
     """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
+def multiply(input: Any, other: Any) -> Tensor:
+    """Alias of :func:`ferro.mul`."""
 def mv(x: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
 def nan_to_num(
@@ -1734,7 +1815,10 @@ def norm(
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     keepdim: builtins.bool = False,
 ) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries."""
+    """
+    Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+    ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default).
+    """
 def normal(
     mean: Any,
     std: Any = 1.0,
@@ -1858,8 +1942,8 @@ def roll(
     dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
 ) -> Tensor:
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
-def round(x: Tensor) -> Tensor:
-    """Round half to even."""
+def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
+    """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)."""
 def save(obj: Any, f: Any) -> None:
@@ -1945,8 +2029,10 @@ def std(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Standard deviation: the square root of :func:`var`."""
-def sub(x: Any, y: Any) -> Tensor:
-    """x - y."""
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``."""
+def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Alias of :func:`sub`."""
 def sum(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,

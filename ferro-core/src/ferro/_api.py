@@ -139,7 +139,7 @@ for _name, _fn in _FUNCTIONS.items():
     _g.setdefault(_name, _fn)
 del _g
 
-install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE)
+install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE, operators=_ops.elementwise.FUNCTIONS)
 for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div_, as in PyTorch
     setattr(Tensor, _name, getattr(Tensor, _target))
 for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()

@@ -489,15 +489,17 @@ COMPARISONS: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "
 
 
 def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[[str], Callable[..., Any]],
-                    method_names: list[str], inplace_names: list[str]) -> None:
-    """Attach ops as methods and Python operators (called once by ``ferro/__init__``)."""
+                    method_names: list[str], inplace_names: list[str],
+                    operators: dict[str, Callable[..., Any]] | None = None) -> None:
+    """Attach ops as methods and Python operators (called once by ``ferro/__init__``); ``operators`` gives the
+    two-operand functions behind ``+``, ``-``, ``/``... where they differ from the methods (which take keywords)."""
     for name in method_names:
         if not hasattr(Tensor, name) or name in ("sum", "max", "min"):
             setattr(Tensor, name, functions[name])
     for name in inplace_names:
         setattr(Tensor, name + "_", inplace(name))
     for dunder, name in BINARY_OPERATORS.items():
-        fn = functions.get(name)
+        fn = (operators or {}).get(name) or functions.get(name)
         if fn is None:
             continue
         setattr(Tensor, f"__{dunder}__", fn)
