@@ -124,3 +124,46 @@ def test_dtype_of_wrong_type_is_a_type_error_naming_the_argument(name: str) -> N
     for bad in ("float33", 5, float):
         with pytest.raises(TypeError, match=rf"{name.split('(')[0]}\(\): argument 'dtype' must be a ferro dtype.*not"):
             CREATION[name](bad)
+
+
+#: wrong-shaped or wrong-typed arguments: call -> (exception type, the message's start, words it must hold)
+SWEEP: dict[str, tuple[Any, type, str, tuple[str, ...]]] = {
+    "conv2d bias": (lambda d: F.conv2d(ferro.randn(2, 3, 5, 5, device=d), ferro.randn(4, 3, 3, 3, device=d),
+                                       ferro.randn(5, device=d)), ValueError, "conv2d", ("bias", "4", "[5]")),
+    "conv_transpose2d bias": (lambda d: F.conv_transpose2d(ferro.randn(2, 3, 5, 5, device=d),
+                                                           ferro.randn(3, 4, 3, 3, device=d), ferro.randn(5, device=d)),
+                              ValueError, "conv_transpose2d", ("bias", "4", "[5]")),
+    "linear bias": (lambda d: F.linear(ferro.randn(2, 3, device=d), ferro.randn(4, 3, device=d),
+                                       ferro.randn(5, device=d)), ValueError, "linear", ("bias", "4", "[5]")),
+    "layer_norm weight": (lambda d: F.layer_norm(ferro.randn(2, 3, device=d), (3,), ferro.randn(4, device=d)),
+                          ValueError, "layer_norm", ("weight", "3", "[4]")),
+    "group_norm bias": (lambda d: F.group_norm(ferro.randn(2, 4, 3, device=d), 2, None, ferro.randn(3, device=d)),
+                        ValueError, "group_norm", ("bias", "4", "[3]")),
+    "instance_norm weight": (lambda d: F.instance_norm(ferro.randn(2, 3, 4, device=d), weight=ferro.randn(5, device=d)),
+                             ValueError, "instance_norm", ("weight", "3", "[5]")),
+    "mm": (lambda d: ferro.mm(ferro.randn(2, 3, device=d), ferro.randn(2, 3, device=d)), ValueError, "mm",
+           ("[2, 3]", "cannot be multiplied")),
+    "dot": (lambda d: ferro.dot(ferro.randn(3, device=d), ferro.randn(4, device=d)), ValueError, "dot", ("[3]", "[4]")),
+    "mv": (lambda d: ferro.mv(ferro.randn(2, 3, device=d), ferro.randn(4, device=d)), ValueError, "mv", ("[4]",)),
+    "kron str": (lambda d: ferro.kron(ferro.randn(2, device=d), "a"), TypeError, "kron", ("argument 'b'", "str")),
+    "conv2d str": (lambda d: F.conv2d("a", ferro.randn(1, 1, 1, 1, device=d)), TypeError, "conv2d", ("'x'", "str")),
+    "layer_norm weight str": (lambda d: F.layer_norm(ferro.ones(3, device=d), (3,), weight="w"), TypeError,
+                              "layer_norm", ("'weight'", "str")),
+    "full float size": (lambda d: ferro.full(3.5, 1.0, device=d), TypeError, "full", ("'size'", "3.5")),
+    "zeros negative": (lambda d: ferro.zeros(-1, device=d), ValueError, "zeros", ("negative", "-1")),
+    "randn float size": (lambda d: ferro.randn(2.5, device=d), TypeError, "randn", ("'size'", "2.5")),
+    "empty too large": (lambda d: ferro.empty(10**13, device=d), MemoryError, "empty",
+                        ("out of memory", "[10000000000000]", "float32", "40,000,000,000,000 bytes")),
+    "zeros too large": (lambda d: ferro.zeros(10**13, device=d), MemoryError, "zeros", ("out of memory",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SWEEP))
+def test_wrong_arguments_name_the_op_and_the_argument(case: str, dev: str) -> None:
+    f, kind, start, words = SWEEP[case]
+    with pytest.raises(kind) as got:
+        f(dev)
+    msg = str(got.value)
+    assert msg.startswith(start), msg
+    for w in words:
+        assert w in msg, (w, msg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from ._core import host as _host
 from ._core.device import device as _device_cls
 from ._core.dtypes import DType, as_dtype, bool_, get_default_dtype, int64
+from ._core.naming import names_errors
 from ._core.tensor import Tensor, _wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
@@ -37,7 +39,13 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
     _check_dtype(dtype, dev, kind)
     k = dev._kernels.get(kind)  # type: ignore[union-attr]
     if k is not None:
-        return _wrap(k(*args), dtype, dev)
+        try:
+            return _wrap(k(*args), dtype, dev)
+        except MemoryError as e:  # the backend's own words (NumPy's, the OpenCL runtime's) after ours
+            shape = args[0] if args and isinstance(args[0], tuple) else None
+            what = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize:,} bytes)" \
+                if shape is not None else f"a tensor of dtype {dtype}"
+            raise MemoryError(f"{kind}: out of memory allocating {what} on {dev}: {e}") from None
     from .dispatch._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)
@@ -54,7 +62,7 @@ def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
     try:
         out = tuple(operator.index(s) for s in size)  # 2.5 is refused, as in PyTorch (int() would truncate)
     except TypeError:
-        raise TypeError(f"size must be a tuple of ints, got {list(size)}") from None
+        raise TypeError(f"argument 'size' must be a tuple of ints, got {list(size)}") from None
     if any(s < 0 for s in out):
         raise ValueError(f"negative dimension in size {list(out)}")
     return out
@@ -117,7 +125,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, de
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else \
             get_default_dtype() if isinstance(fill_value, float) else _host.infer(fill_value, None)[1]
-    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
+    shape = _size((tuple(size),) if isinstance(size, (tuple, list)) else (size,))
     return _finish(_make("full", dev, dtype, shape, fill_value, dtype), requires_grad)
 
 
@@ -259,3 +267,7 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: DType |
                  device: Any = None) -> Tensor:
     """Random integers in [low, high) with ``x``'s shape, dtype and device."""
     return randint(low, high, x.shape, dtype=dtype or x._dtype, device=device or x._device)
+
+
+for _name in __all__:  # every error (allocation failures too) names the creation function called
+    globals()[_name] = names_errors(_name, globals()[_name])

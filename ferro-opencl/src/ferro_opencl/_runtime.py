@@ -121,7 +121,13 @@ class Runtime:
         """A new contiguous array from the pool (uninitialized)."""
         a = CLArray(self, None, shape, dtype)
         if a.size:
-            a.buffer = self.pool.allocate(a.size * dtype.itemsize)
+            try:
+                a.buffer = self.pool.allocate(a.size * dtype.itemsize)
+            except self.cl.Error as e:  # too large for one buffer, or the device is out of memory
+                dev = self.device
+                raise MemoryError(f"the OpenCL device {dev.name.strip()} cannot allocate {a.nbytes:,} bytes (its "
+                                  f"largest buffer: {dev.max_mem_alloc_size:,} bytes, its memory: "
+                                  f"{dev.global_mem_size:,} bytes): {e}") from None
         return a
 
     def stats(self) -> dict[str, int]:

@@ -14,10 +14,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["in_op", "names_errors"]
+__all__ = ["in_op", "names_errors", "wrong_argument"]
 
 #: The exceptions whose message is prefixed (a KeyError's message is the repr of its key: left alone).
-RENAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError)
+RENAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, MemoryError)
 
 
 def in_op(name: str, err: BaseException) -> None:
@@ -29,8 +29,25 @@ def in_op(name: str, err: BaseException) -> None:
         err.args = (f"{name}: {msg}",)
 
 
+def wrong_argument(fn: Callable[..., Any], err: AttributeError, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> str | None:
+    """The name of the argument of ``fn`` that lacks the attribute ``err`` asked for (a number or a string
+    where a tensor was expected), or None when the object is none of the arguments."""
+    obj = getattr(err, "obj", None)
+    if obj is None:
+        return None
+    code = getattr(fn, "__code__", None)
+    names = code.co_varnames[:code.co_argcount] if code is not None else ()
+    for i, a in enumerate(args):
+        if a is obj:
+            return names[i] if i < len(names) else f"#{i + 1}"
+    return next((k for k, v in kwargs.items() if v is obj), None)
+
+
 def names_errors(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with its errors named after op ``name`` (see the module docstring)."""
+    """``fn`` with its errors named after op ``name`` (see the module docstring); an argument of the wrong
+    type that fails as an AttributeError inside (``'str' object has no attribute 'ndim'``) is a TypeError
+    naming the op and the argument."""
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -38,4 +55,10 @@ def names_errors(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         except RENAMED as e:
             in_op(name, e)
             raise
+        except AttributeError as e:
+            arg = wrong_argument(fn, e, args, kwargs)
+            if arg is None:
+                raise
+            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(e.obj).__name__} "
+                            f"({e.obj!r:.40})") from e
     return op

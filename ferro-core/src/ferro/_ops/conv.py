@@ -70,6 +70,12 @@ def _padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], strid
     return [v for i in reversed(range(n)) for v in (p[i], p[i])]
 
 
+def _check_bias(op: str, bias: Tensor | None, c_out: int) -> None:
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != c_out):
+        raise ShapeError(f"{op}: bias should have {c_out} elements (one per output channel), got shape "
+                         f"{list(bias.shape)}")
+
+
 def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
             groups: int) -> Tensor:
     batched = x.ndim == n + 2
@@ -78,6 +84,7 @@ def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
             raise ShapeError(f"conv{n}d: expected a {n + 1}-D or {n + 2}-D input, got shape {list(x.shape)}")
         x = x.unsqueeze(0)
     c_in, c_out, kernel = x.shape[1], weight.shape[0], tuple(weight.shape[2:])
+    _check_bias(f"conv{n}d", bias, c_out)
     if weight.ndim != n + 2 or c_in != weight.shape[1] * groups:
         raise ShapeError(f"conv{n}d: input {list(x.shape)} with {c_in} channels does not fit weight "
                          f"{list(weight.shape)} and groups={groups} (needs {weight.shape[1] * groups} channels)")
@@ -125,6 +132,7 @@ def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, st
     stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
     padding, output_padding = _tuple(padding, n, "padding"), _tuple(output_padding, n, "output_padding")
     c_in, kernel = x.shape[1], tuple(weight.shape[2:])
+    _check_bias(f"conv_transpose{n}d", bias, weight.shape[1] * groups)
     if c_in != weight.shape[0]:
         raise ShapeError(f"conv_transpose{n}d: input {list(x.shape)} has {c_in} channels, weight "
                          f"{list(weight.shape)} expects {weight.shape[0]}")

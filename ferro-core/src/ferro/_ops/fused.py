@@ -138,7 +138,8 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     weight, bias = bound.get("weight"), bound.get("bias")
     if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
         return None  # the decomposition raises the ShapeError
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
+    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
+                              or tuple(t.shape) != shape)  # a wrong size: the decomposition's error, not a bad read
            for t in (weight, bias)):
         return None
     return _LayerNorm.apply(x, weight, bias, kernels, shape, float(bound.get("eps", 1e-5)), decomposition)

@@ -31,6 +31,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.shape[-1] != weight.shape[-1]:
         raise ShapeError(f"linear: input {list(x.shape)} has {x.shape[-1]} features but weight {list(weight.shape)} "
                          f"expects {weight.shape[-1]}")
+    if bias is not None and bias.numel() != weight.shape[0] and bias.ndim <= 1:
+        raise ShapeError(f"linear: bias should have {weight.shape[0]} elements (one per output feature of weight "
+                         f"{list(weight.shape)}), got shape {list(bias.shape)}")
     out = x @ weight.mT
     return out if bias is None else out + bias
 
@@ -86,6 +89,11 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None, shape: Sequence[int]) -> Tensor:
+    n = math.prod(shape)
+    for arg, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != n:  # the caller's name is put in front (see _core/naming)
+            raise ShapeError(f"{arg} should have {n} elements (shape {[s for s in shape if s != 1] or [1]}), "
+                             f"got shape {list(t.shape)}")
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
