@@ -88,6 +88,21 @@ BATCH0: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[tuple[int, 
 }
 
 
+def test_batch_norm_training_on_an_empty_batch_keeps_the_running_stats(dev: str) -> None:
+    rm, rv = ferro.tensor([0.5, 1.0, 2.0], device=dev), ferro.tensor([1.0, 2.0, 3.0], device=dev)
+    trm, trv = torch.tensor([0.5, 1.0, 2.0]), torch.tensor([1.0, 2.0, 3.0])
+    x = ferro.zeros(0, 3, 4, device=dev, requires_grad=True)
+    y = F.batch_norm(x, rm, rv, training=True)
+    ty = TF.batch_norm(torch.zeros(0, 3, 4), trm, trv, training=True)
+    assert tuple(y.shape) == tuple(ty.shape) and rm.tolist() == trm.tolist() and rv.tolist() == trv.tolist()
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 3, 4)
+    with pytest.raises(ValueError, match=r"batch_norm: expected more than 1 value per channel when training"):
+        F.batch_norm(ferro.ones(1, 3, device=dev), rm, rv, training=True)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        TF.batch_norm(torch.ones(1, 3), trm, trv, training=True)
+
+
 @pytest.mark.parametrize("name", sorted(BATCH0))
 def test_batch_of_zero(name: str, dev: str) -> None:
     f, tf, shapes = BATCH0[name]

@@ -140,10 +140,13 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     dims = (0, *range(2, x.ndim))
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     if training:
+        n = x.numel() // max(x.shape[1], 1)
+        if n == 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input of shape "
+                             f"{list(x.shape)}")
         mu = x.mean(dims, keepdim=True)
         var = ((x - mu) ** 2).mean(dims, keepdim=True)
-        if running_mean is not None and running_var is not None:
-            n = x.numel() // x.shape[1]
+        if running_mean is not None and running_var is not None and n:  # an empty batch leaves them (PyTorch)
             with no_grad():
                 running_mean.mul_(1 - momentum).add_(mu.reshape(-1).detach() * momentum)
                 running_var.mul_(1 - momentum).add_(var.reshape(-1).detach() * (momentum * n / max(n - 1, 1)))
