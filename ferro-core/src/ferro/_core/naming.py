@@ -29,12 +29,16 @@ def in_op(name: str, err: BaseException) -> None:
         err.args = (f"{name}: {msg}",)
 
 
+#: Python values that are never tensors (a list, a number, a string where a tensor was expected).
+_PLAIN = (str, bytes, bool, int, float, complex, list, tuple, dict, set)
+
+
 def wrong_argument(fn: Callable[..., Any], err: AttributeError, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> str | None:
     """The name of the argument of ``fn`` that lacks the attribute ``err`` asked for (a number or a string
     where a tensor was expected), or None when the object is none of the arguments."""
     obj = getattr(err, "obj", None)
-    if obj is None:
+    if not isinstance(obj, _PLAIN):  # a ferro object lacking an attribute is a bug of ferro's, not the caller's
         return None
     code = getattr(fn, "__code__", None)
     names = code.co_varnames[:code.co_argcount] if code is not None else ()
