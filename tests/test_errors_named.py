@@ -152,6 +152,12 @@ SWEEP: dict[str, tuple[Any, type, str, tuple[str, ...]]] = {
     "full float size": (lambda d: ferro.full(3.5, 1.0, device=d), TypeError, "full", ("'size'", "3.5")),
     "zeros negative": (lambda d: ferro.zeros(-1, device=d), ValueError, "zeros", ("negative", "-1")),
     "randn float size": (lambda d: ferro.randn(2.5, device=d), TypeError, "randn", ("'size'", "2.5")),
+    "reshape float": (lambda d: ferro.ones(2, 3, device=d).reshape(2.5, 2), TypeError, "reshape",
+                      ("'shape'", "2.5")),  # not truncated to 2
+    "view str": (lambda d: ferro.ones(2, 3, device=d).view("a"), TypeError, "view", ("'shape'",)),
+    "expand str": (lambda d: ferro.ones(2, 3, device=d).expand("a", 3), TypeError, "expand", ("'size'",)),
+    "permute str": (lambda d: ferro.ones(2, 3, device=d).permute("a", 0), TypeError, "permute", ("'dims'",)),
+    "add str": (lambda d: ferro.ones(2, device=d) + "a", TypeError, "add", ("str",)),
     "empty too large": (lambda d: ferro.empty(10**13, device=d), MemoryError, "empty",
                         ("out of memory", "[10000000000000]", "float32", "40,000,000,000,000 bytes")),
     "zeros too large": (lambda d: ferro.zeros(10**13, device=d), MemoryError, "zeros", ("out of memory",)),

@@ -17,10 +17,15 @@ __all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute
            "squeeze", "unsqueeze", "flatten", "cat", "stack", "contiguous", "clone", "sum_to", "expand_as", "t"]
 
 
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape_arg(shape: tuple[Any, ...], op: str, arg: str = "shape") -> tuple[int, ...]:
+    """Ints given as arguments or as one sequence; 2.5 or "a" is a TypeError naming ``op`` (int() would
+    truncate 2.5 silently)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{arg}' must be a tuple of ints, got {list(shape)!r:.80}") from None
 
 
 def _infer(op: str, numel: int, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -49,7 +54,7 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
 
 def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     in_shape = x._data.shape
-    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape))
+    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape, op.name))
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
@@ -95,7 +100,7 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute", "dims")
     n = x.ndim
     norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
     if len(norm) != n or sorted(norm) != list(range(n)):
@@ -135,7 +140,7 @@ _EXPAND = register(OpDef("expand", "shape", "A broadcast view to a larger shape 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand", "size")
     in_shape = x._data.shape
     lead = len(sizes) - len(in_shape)
     if lead < 0:
