@@ -356,3 +356,15 @@ def test_as_strided_errors() -> None:
         x.as_strided((2,), (1.5,))
     with pytest.raises(IndexError):
         x.as_strided((2,), (1,), 5)
+
+
+def test_pool_options_at_their_defaults_keep_the_fused_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import count_calls
+    calls = count_calls(monkeypatch, ferro.tensor([0.0])._device, ("max_pool2d_forward",))
+    x = ferro.randn(1, 2, 6, 6)
+    F.max_pool2d(x, 2, ceil_mode=False, return_indices=False)
+    F.max_pool2d(x, 2, 2, 0, 1, False, False)
+    assert calls["max_pool2d_forward"] == 2
+    F.max_pool2d(x, 3, ceil_mode=True)  # the options run the decomposition (the kernel has no ceil mode)
+    F.max_pool2d(x, 2, return_indices=True)
+    assert calls["max_pool2d_forward"] == 2

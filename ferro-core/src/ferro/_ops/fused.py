@@ -292,9 +292,10 @@ class _MaxPool2d(Function):
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("kernel_size", "stride", "padding", "dilation")
+    names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4:
+    if (len(args) > len(names) or set(bound) - set(names) or x._dtype.name not in _WINDOW_DTYPES or x.ndim != 4
+            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
         return None
     kernel = _pair(bound.get("kernel_size"))
     stride = bound.get("stride")
