@@ -110,6 +110,11 @@ CREATION = {
     "randn_like": lambda dt: ferro.randn_like(ferro.ones(2), dtype=dt),
     "to": lambda dt: ferro.ones(2).to(dt), "to(dtype=)": lambda dt: ferro.ones(2).to(dtype=dt),
     "type": lambda dt: ferro.ones(2).type(dt),
+    "new_zeros": lambda dt: ferro.ones(2).new_zeros(2, dtype=dt),
+    "new_tensor": lambda dt: ferro.ones(2).new_tensor([1], dtype=dt),
+    "sum": lambda dt: ferro.ones(2).sum(dtype=dt), "mean": lambda dt: ferro.ones(2).mean(dtype=dt),
+    "softmax": lambda dt: ferro.softmax(ferro.ones(2), 0, dtype=dt),
+    "Module.to": lambda dt: ferro.nn.Linear(2, 2).to(dtype=dt).weight,
 }
 
 
@@ -119,10 +124,18 @@ def test_dtype_names_are_accepted_everywhere(name: str) -> None:
         assert CREATION[name](spelling).dtype is ferro.float64
 
 
-@pytest.mark.parametrize("name", sorted(set(CREATION) - {"to"}))  # .to("x") positional: a device name
+def test_set_default_dtype_takes_a_name() -> None:
+    try:
+        ferro.set_default_dtype("float64")
+        assert ferro.tensor([1.0]).dtype is ferro.float64
+    finally:
+        ferro.set_default_dtype(ferro.float32)
+
+
+@pytest.mark.parametrize("name", sorted(set(CREATION) - {"to", "softmax", "Module.to"}))  # .to("x"): a device
 def test_dtype_of_wrong_type_is_a_type_error_naming_the_argument(name: str) -> None:
     for bad in ("float33", 5, float):
-        with pytest.raises(TypeError, match=rf"{name.split('(')[0]}\(\): argument 'dtype' must be a ferro dtype.*not"):
+        with pytest.raises(TypeError, match=rf"^{name.split('(')[0]}\W.*argument 'dtype' must be a ferro dtype.*not"):
             CREATION[name](bad)
 
 

@@ -368,3 +368,23 @@ def test_pool_options_at_their_defaults_keep_the_fused_kernel(monkeypatch: pytes
     F.max_pool2d(x, 3, ceil_mode=True)  # the options run the decomposition (the kernel has no ceil mode)
     F.max_pool2d(x, 2, return_indices=True)
     assert calls["max_pool2d_forward"] == 2
+
+
+def test_new_methods(dev: str) -> None:
+    x, t = ferro.ones(2, 3, dtype=ferro.float64, device=dev), torch.ones(2, 3, dtype=torch.float64)
+    for name, args, kw in (("new_zeros", (2, 3), {}), ("new_ones", ((4,),), {"dtype": "float32"}),
+                           ("new_full", ((2,), 7), {}), ("new_tensor", ([1, 2],), {}), ("new_empty", (3,), {})):
+        got = getattr(x, name)(*args, **kw)
+        want = getattr(t, name)(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        assert tuple(got.shape) == tuple(want.shape) and got.dtype.name == str(want.dtype).removeprefix("torch.")
+        assert got.device == x.device
+        if name != "new_empty":
+            assert got.tolist() == want.tolist()
+    assert x.new_zeros(2, requires_grad=True).requires_grad
+
+
+def test_softmax_dtype(dev: str) -> None:
+    check(lambda x: F.softmax(x, 1, dtype=ferro.float64), lambda x: TF.softmax(x, 1, dtype=torch.float64),
+          [(3, 4)], dev, rtol=1e-6)
+    check(lambda x: F.log_softmax(x, -1, dtype="float64"), lambda x: TF.log_softmax(x, -1, dtype=torch.float64),
+          [(3, 4)], dev, rtol=1e-6)

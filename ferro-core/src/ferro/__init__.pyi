@@ -880,7 +880,7 @@ class Tensor:
         """In-place :func:`ferro.log2`; returns self."""
     def log_(self) -> Tensor:
         """In-place :func:`ferro.log`; returns self."""
-    def log_softmax(self, dim: builtins.int = -1) -> Tensor:
+    def log_softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
         """log(exp(x) + exp(y))."""
@@ -1018,6 +1018,46 @@ class Tensor:
         """In-place :func:`ferro.neg`; returns self."""
     def nelement(self) -> builtins.int:
         """The number of elements."""
+    def new_empty(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.empty` makes it, with this tensor's dtype and device unless given."""
+    def new_full(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.full` makes it, with this tensor's dtype and device unless given."""
+    def new_ones(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.ones` makes it, with this tensor's dtype and device unless given."""
+    def new_tensor(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.tensor` makes it, with this tensor's dtype and device unless given."""
+    def new_zeros(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.zeros` makes it, with this tensor's dtype and device unless given."""
     def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
         """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
     def norm(
@@ -1171,7 +1211,7 @@ class Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
-    def softmax(self, dim: builtins.int = -1) -> Tensor:
+    def softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """exp(x) / sum(exp(x)) over dim."""
     def sort(
         self,
@@ -1717,7 +1757,7 @@ def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate near 0."""
 def log2(x: Tensor) -> Tensor:
     """Base-2 logarithm."""
-def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
@@ -1997,7 +2037,7 @@ def sin(x: Tensor) -> Tensor:
     """Sine."""
 def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
-def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def sort(
     x: Tensor,

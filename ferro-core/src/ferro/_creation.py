@@ -269,5 +269,19 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: DType |
     return randint(low, high, x.shape, dtype=dtype or x._dtype, device=device or x._device)
 
 
+def _new(fn: Any) -> Any:
+    """The method ``Tensor.new_<fn>``: ``fn`` with the tensor's dtype and device as defaults."""
+    def method(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        return fn(*args, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+    method.__name__ = method.__qualname__ = f"new_{fn.__name__}"
+    method.__doc__ = (f"A new tensor as :func:`ferro.{fn.__name__}` makes it, with this tensor's dtype and device "
+                      "unless given.")
+    return method
+
+
 for _name in __all__:  # every error (allocation failures too) names the creation function called
     globals()[_name] = names_errors(_name, globals()[_name])
+
+#: ``Tensor.new_tensor``, ``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``, as PyTorch's.
+NEW_METHODS: dict[str, Any] = {f"new_{n}": names_errors(f"new_{n}", _new(globals()[n]))
+                               for n in ("tensor", "zeros", "ones", "empty", "full")}

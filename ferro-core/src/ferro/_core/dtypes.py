@@ -106,7 +106,9 @@ def get_default_complex_dtype() -> DType:
 
 
 def set_default_dtype(dtype: DType) -> None:
-    """Set the default floating dtype (float16, bfloat16, float32 or float64)."""
+    """Set the default floating dtype (float16, bfloat16, float32 or float64; a DType or its name)."""
+    if isinstance(dtype, str) and dtype.removeprefix("ferro.") in by_name:
+        dtype = by_name[dtype.removeprefix("ferro.")]
     if not isinstance(dtype, DType) or not dtype.is_floating_point:
         raise TypeError(f"set_default_dtype needs a floating dtype, got {dtype!r}")
     _default_float[0] = dtype

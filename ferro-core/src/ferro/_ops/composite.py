@@ -62,12 +62,14 @@ def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return out.squeeze(dim) if dim is not None else out.reshape(())
 
 
-def _softmax(x: Tensor, dim: int = -1) -> Tensor:
+def _softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)  # PyTorch's dtype=: the input is cast first
     e = (x - _shift(x, dim)).exp()
     return e / e.sum(dim, keepdim=True)
 
 
-def _log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+def _log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)
     return x - _logsumexp(x, dim, keepdim=True)
 
 

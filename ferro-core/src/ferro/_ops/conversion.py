@@ -74,7 +74,7 @@ def _parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_device_cls |
             continue  # non_blocking / copy, positionally
         else:
             raise TypeError(f"to() expects a dtype, a device or a tensor, got {a!r}")
-    return (None if dev is None else _device_cls(dev)), dtype
+    return (None if dev is None else _device_cls(dev)), as_dtype(dtype, "to")
 
 
 def to(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:

@@ -6,7 +6,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import DType, int64
+from .._core.dtypes import DType, as_dtype, int64
 from .._core.node import OUT
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap, _wrap_dim
@@ -114,14 +114,14 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
 def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
         dtype: DType | None = None) -> Tensor:
     """Sum of elements over ``dim`` (all when None)."""
-    return _reduce(_SUM, x, dim, keepdim, dtype)
+    return _reduce(_SUM, x, dim, keepdim, as_dtype(dtype, "sum"))
 
 
 def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
          dtype: DType | None = None) -> Tensor:
     """Mean of elements over ``dim`` (all when None)."""
     if dtype is not None:
-        x = x.to(dtype)
+        x = x.to(as_dtype(dtype, "mean"))
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         from ..errors import DTypeError
         raise DTypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "

@@ -302,7 +302,7 @@ def local_response_norm(
     k: builtins.float = 1.0,
 ) -> Tensor:
     """Normalize by the sum of squares of ``size`` neighboring channels."""
-def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logsigmoid(x: Any) -> Tensor:
     """log(sigmoid(x)), stably."""
@@ -408,7 +408,7 @@ def silu(x: Any) -> Tensor:
     """x * sigmoid(x)."""
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', beta: builtins.float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
-def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def softplus(x: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear past threshold."""
