@@ -388,3 +388,27 @@ def test_softmax_dtype(dev: str) -> None:
           [(3, 4)], dev, rtol=1e-6)
     check(lambda x: F.log_softmax(x, -1, dtype="float64"), lambda x: TF.log_softmax(x, -1, dtype=torch.float64),
           [(3, 4)], dev, rtol=1e-6)
+
+
+GRADCHECKS = {
+    "as_strided overlapping": (lambda t: t.as_strided((4, 3), (2, 1), 1) ** 2, [(12,)]),
+    "as_strided of a view": (lambda t: t[1:, 1:].as_strided((2, 2), (1, 3)) * 3, [(3, 4)]),
+    "cdist p=1.5": (lambda p, q: ferro.cdist(p, q, 1.5), [(4, 3), (5, 3)]),
+    "linalg.norm nuc": (lambda p: ferro.linalg.norm(p, ord="nuc"), [(4, 3)]),
+    "linalg.norm 3 dim 1": (lambda p: ferro.linalg.norm(p, ord=3, dim=1), [(4, 3)]),
+    "avg_pool2d options": (lambda p: F.avg_pool2d(p, 2, padding=1, ceil_mode=True, count_include_pad=False),
+                           [(1, 1, 5, 5)]),
+    "max_pool1d ceil": (lambda p: F.max_pool1d(p, 2, ceil_mode=True), [(1, 2, 5)]),
+    "add alpha": (lambda p, q: ferro.add(p, q * q, alpha=0.5), [(4, 3), (4, 3)]),
+    "sub alpha": (lambda p, q: p.sub(q, alpha=-2), [(4, 3), (3,)]),
+    "flip varargs": (lambda p: p.flip(0, 1) * p, [(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADCHECKS))
+def test_gradcheck(case: str) -> None:
+    """Gradients by finite differences (float64, cpu), independent of torch."""
+    f, shapes = GRADCHECKS[case]
+    rng = np.random.default_rng(2)
+    inputs = [ferro.tensor(rng.standard_normal(s), dtype=ferro.float64, requires_grad=True) for s in shapes]
+    assert ferro.autograd.gradcheck(f, inputs)
