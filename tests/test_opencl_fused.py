@@ -309,7 +309,7 @@ def test_gradgradcheck_goes_through_the_decomposition(dev: Any, calls: dict[str,
 def test_kernel_errors(dev: Any) -> None:
     k = dev._kernels
     x = ferro.tensor(np.ones((2, 3), np.float32), device="opencl")._data
-    with pytest.raises(IndexError, match="dimension 2"):
+    with pytest.raises(IndexError, match=r"dimension out of range.*got 2"):
         k["softmax"](x, 2)
     with pytest.raises(ValueError, match="normalized_shape"):
         k["layer_norm_forward"](x, (2,), None, None, 1e-5)

@@ -184,7 +184,7 @@ def test_empty_reductions() -> None:
     assert e.any().item() is False and e.all().item() is True
     for fn in (lambda: e.amax(), lambda: e.amax(0), lambda: e.amin((0, 1)), lambda: e.max(0), lambda: e.min(),
                lambda: e.argmax(), lambda: e.argmin(0), lambda: ferro.zeros(0).max()):
-        with pytest.raises(ferro.errors.ShapeError, match=r"empty.*\[0|\[0.*empty|non-empty"):
+        with pytest.raises(IndexError, match=r"(non-zero size|empty input).*\[0"):  # PyTorch's type
             fn()
 
 

@@ -24,6 +24,7 @@ from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
 from ferro.autograd import set_grad_enabled as set_grad_enabled
+from ferro.autograd._engine import _PostHookHandle as _PostHookHandle
 from ferro.errors import BackendUnavailableError as BackendUnavailableError
 from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.random import Generator as Generator
@@ -49,6 +50,7 @@ __all__ = [
     'argmax',
     'argmin',
     'argsort',
+    'as_strided',
     'as_tensor',
     'asin',
     'asinh',
@@ -73,6 +75,7 @@ __all__ = [
     'bucketize',
     'can_cast',
     'cat',
+    'cdist',
     'ceil',
     'chunk',
     'clamp',
@@ -102,6 +105,7 @@ __all__ = [
     'diagonal',
     'digamma',
     'div',
+    'divide',
     'dot',
     'einsum',
     'empty',
@@ -198,6 +202,7 @@ __all__ = [
     'movedim',
     'mul',
     'multinomial',
+    'multiply',
     'mv',
     'nan_to_num',
     'nanmedian',
@@ -268,6 +273,7 @@ __all__ = [
     'stack',
     'std',
     'sub',
+    'subtract',
     'sum',
     'swapaxes',
     'swapdims',
@@ -320,7 +326,12 @@ class Tensor:
         """x + y."""
     def __and__(self, y: Any) -> Tensor:
         """Bitwise and (logical for bool)."""
-    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> Any: ...
+    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> Any:
+        """
+        The values for ``numpy.asarray`` (NumPy's protocol): CPU tensors only. A tensor on another device raises
+        ``TypeError``, as PyTorch's and CuPy's device arrays do: an implicit copy to the host would hide a
+        transfer and give NumPy (and SciPy, scikit-learn...) results that silently left the device.
+        """
     def __array_namespace__(self, *, api_version: builtins.str | None = None) -> builtins.object:
         """The array API standard namespace, :mod:`ferro.array_api` (imported on first call)."""
     __array_priority__: builtins.int
@@ -479,9 +490,9 @@ class Tensor:
         """Inverse hyperbolic cosine."""
     def acosh_(self) -> Tensor:
         """In-place :func:`ferro.acosh`; returns self."""
-    def add(self, y: Any) -> Tensor:
-        """x + y."""
-    def add_(self, y: Any) -> Tensor:
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``input + alpha * other``."""
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.add`; returns self."""
     def adjoint(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mH``)."""
@@ -530,6 +541,17 @@ class Tensor:
         stable: builtins.bool = True,
     ) -> Tensor:
         """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+    def as_strided(
+        self,
+        size: collections.abc.Sequence[builtins.int],
+        stride: collections.abc.Sequence[builtins.int],
+        storage_offset: builtins.int | None = None,
+    ) -> Tensor:
+        """
+        A view of ``x``'s storage with ``size``, ``stride`` (in elements) and ``storage_offset`` (by default
+        ``x``'s own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the
+        places an element is read from.
+        """
     def asin(self) -> Tensor:
         """Inverse sine."""
     def asin_(self) -> Tensor:
@@ -673,9 +695,16 @@ class Tensor:
         """In-place :func:`ferro.digamma`; returns self."""
     def dim(self) -> builtins.int:
         """The number of dimensions."""
-    def div(self, y: Any) -> Tensor:
-        """x / y (true division)."""
-    def div_(self, y: Any) -> Tensor:
+    def div(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """
+        ``input / other``: true division (a float result for integers), or rounded toward zero
+        (``rounding_mode='trunc'``) or down (``'floor'``), which keep integer dtypes and have zero gradient.
+        """
+    def div_(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """In-place :func:`ferro.div`; returns self."""
+    def divide(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+        """Alias of :func:`div`."""
+    def divide_(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
         """In-place :func:`ferro.div`; returns self."""
     def dot(self, y: Tensor) -> Tensor:
         """Inner product of two 1-D tensors of the same length."""
@@ -722,8 +751,15 @@ class Tensor:
         """Fill ``x`` with ``value`` in place; returns ``x``."""
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
-    def flip(self, dims: builtins.int | collections.abc.Sequence[builtins.int]) -> Tensor:
-        """Reverse the order of elements along ``dims``."""
+    def flip(
+        self,
+        *args: builtins.int | collections.abc.Sequence[builtins.int],
+        dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
+    ) -> Tensor:
+        """
+        Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as
+        its own argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
+        """
     def float(self) -> Tensor:
         """``self.to(ferro.float32)``."""
     def floor(self) -> Tensor:
@@ -854,7 +890,7 @@ class Tensor:
         """In-place :func:`ferro.log2`; returns self."""
     def log_(self) -> Tensor:
         """In-place :func:`ferro.log`; returns self."""
-    def log_softmax(self, dim: builtins.int = -1) -> Tensor:
+    def log_softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
         """log(exp(x) + exp(y))."""
@@ -961,6 +997,10 @@ class Tensor:
         generator: Generator | None = None,
     ) -> Tensor:
         """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
+    def multiply(self, other: Any) -> Tensor:
+        """Alias of :func:`ferro.mul`."""
+    def multiply_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.mul`; returns self."""
     def mv(self, v: Tensor) -> Tensor:
         """Matrix-vector product."""
     def nan_to_num(
@@ -1000,6 +1040,46 @@ class Tensor:
         """In-place :func:`ferro.neg`; returns self."""
     def nelement(self) -> builtins.int:
         """The number of elements."""
+    def new_empty(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.empty` makes it, with this tensor's dtype and device unless given."""
+    def new_full(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.full` makes it, with this tensor's dtype and device unless given."""
+    def new_ones(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.ones` makes it, with this tensor's dtype and device unless given."""
+    def new_tensor(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.tensor` makes it, with this tensor's dtype and device unless given."""
+    def new_zeros(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        """A new tensor as :func:`ferro.zeros` makes it, with this tensor's dtype and device unless given."""
     def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
         """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
     def norm(
@@ -1009,8 +1089,9 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """
-        Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries. 16-bit
-        floats are summed in float32 and rounded once, as PyTorch does (their squares overflow early).
+        Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+        ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default). 16-bit floats
+        are summed in float32 and rounded once, as PyTorch does (their squares overflow early).
         """
     def normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with normal samples, in place; returns self."""
@@ -1041,6 +1122,11 @@ class Tensor:
         """In-place :func:`ferro.reciprocal`; returns self."""
     def register_hook(self, hook: collections.abc.Callable[[Tensor], Tensor | None]) -> Any:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+    def register_post_accumulate_grad_hook(self, hook: collections.abc.Callable[[Tensor], None]) -> _PostHookHandle:
+        """
+        Call ``hook(t)`` once ``t.grad`` holds this backward's gradient (``t`` a leaf that requires grad), as
+        soon as no other part of the graph can add to it.
+        """
     def relu(self) -> Tensor:
         """max(x, 0)."""
     def relu_(self) -> Tensor:
@@ -1077,9 +1163,9 @@ class Tensor:
         dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     ) -> Tensor:
         """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
-    def round(self) -> Tensor:
-        """Round half to even."""
-    def round_(self) -> Tensor:
+    def round(self, *, decimals: builtins.int = 0) -> Tensor:
+        """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
+    def round_(self, *, decimals: builtins.int = 0) -> Tensor:
         """In-place :func:`ferro.round`; returns self."""
     def rsqrt(self) -> Tensor:
         """1 / sqrt(x)."""
@@ -1153,7 +1239,7 @@ class Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
-    def softmax(self, dim: builtins.int = -1) -> Tensor:
+    def softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """exp(x) / sum(exp(x)) over dim."""
     def sort(
         self,
@@ -1187,9 +1273,17 @@ class Tensor:
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
         """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
-    def sub(self, y: Any) -> Tensor:
-        """x - y."""
-    def sub_(self, y: Any) -> Tensor:
+    def storage_offset(self) -> builtins.int:
+        """Where ``x`` starts in its storage, in elements."""
+    def stride(self, dim: builtins.int | None = None) -> Any:
+        """The strides of ``x`` in elements (one dim's with ``dim``), as PyTorch's ``Tensor.stride``."""
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``input - alpha * other``."""
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.sub`; returns self."""
+    def subtract(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """Alias of :func:`sub`."""
+    def subtract_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.sub`; returns self."""
     def sum(
         self,
@@ -1332,8 +1426,8 @@ def acos(x: Tensor) -> Tensor:
     """Inverse cosine."""
 def acosh(x: Tensor) -> Tensor:
     """Inverse hyperbolic cosine."""
-def add(x: Any, y: Any) -> Tensor:
-    """x + y."""
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``."""
 def all(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1389,6 +1483,17 @@ def argsort(
     stable: builtins.bool = True,
 ) -> Tensor:
     """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+def as_strided(
+    x: Tensor,
+    size: collections.abc.Sequence[builtins.int],
+    stride: collections.abc.Sequence[builtins.int],
+    storage_offset: builtins.int | None = None,
+) -> Tensor:
+    """
+    A view of ``x``'s storage with ``size``, ``stride`` (in elements) and ``storage_offset`` (by default ``x``'s
+    own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the places an element
+    is read from.
+    """
 def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
 def asin(x: Tensor) -> Tensor:
@@ -1435,6 +1540,17 @@ def can_cast(src: DType, dst: DType) -> builtins.bool:
     """Whether an in-place op may write a ``src`` result into a ``dst`` tensor."""
 def cat(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    compute_mode: builtins.str = 'use_mm_for_euclid_dist_if_necessary',
+) -> Tensor:
+    """
+    Pairwise ``p``-norm distances between the rows of ``x1`` (..., P, M) and ``x2`` (..., R, M): a tensor of (...,
+    P, R), batch dims broadcast. ``compute_mode`` is accepted for PyTorch's signature; the distances are always
+    computed from the differences (exact, with PyTorch's zero gradient at zero distance).
+    """
 cdouble: DType
 def ceil(x: Tensor) -> Tensor:
     """Round up."""
@@ -1488,8 +1604,13 @@ def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: 
     """
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
-def div(x: Any, y: Any) -> Tensor:
-    """x / y (true division)."""
+def div(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+    """
+    ``input / other``: true division (a float result for integers), or rounded toward zero
+    (``rounding_mode='trunc'``) or down (``'floor'``), which keep integer dtypes and have zero gradient.
+    """
+def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
+    """Alias of :func:`div`."""
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
 double: DType
@@ -1534,8 +1655,15 @@ def eye(
     """A 2-D tensor with ones on the diagonal."""
 def flatten(x: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
     """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
-def flip(x: Tensor, dims: builtins.int | collections.abc.Sequence[builtins.int]) -> Tensor:
-    """Reverse the order of elements along ``dims``."""
+def flip(
+    x: Tensor,
+    *args: builtins.int | collections.abc.Sequence[builtins.int],
+    dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
+) -> Tensor:
+    """
+    Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as its own
+    argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
+    """
 float: DType
 float16: DType
 float32: DType
@@ -1660,7 +1788,7 @@ def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate near 0."""
 def log2(x: Tensor) -> Tensor:
     """Base-2 logarithm."""
-def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
@@ -1740,6 +1868,8 @@ def multinomial(
     generator: Generator | None = None,
 ) -> Tensor:
     """Indices drawn from the (unnormalized) weights of each row of ``probs`` (int64)."""
+def multiply(input: Any, other: Any) -> Tensor:
+    """Alias of :func:`ferro.mul`."""
 def mv(x: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
 def nan_to_num(
@@ -1769,7 +1899,8 @@ def norm(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """
-    Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries. 16-bit floats are
+    Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+    ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default). 16-bit floats are
     summed in float32 and rounded once, as PyTorch does (their squares overflow early).
     """
 def normal(
@@ -1895,8 +2026,8 @@ def roll(
     dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
 ) -> Tensor:
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
-def round(x: Tensor) -> Tensor:
-    """Round half to even."""
+def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
+    """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)."""
 def save(obj: Any, f: Any) -> None:
@@ -1950,7 +2081,7 @@ def sin(x: Tensor) -> Tensor:
     """Sine."""
 def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
-def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def sort(
     x: Tensor,
@@ -1982,8 +2113,10 @@ def std(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
-def sub(x: Any, y: Any) -> Tensor:
-    """x - y."""
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``."""
+def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Alias of :func:`sub`."""
 def sum(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,

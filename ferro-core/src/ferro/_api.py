@@ -34,6 +34,7 @@ from ._core.dtypes import (
 from ._core.dtypes import set_default_dtype as _set_default_dtype
 from ._core.records import ops
 from ._core.tensor import Size, Tensor, _assign, install_methods
+from ._creation import NEW_METHODS as _NEW_METHODS
 from ._creation import (
     arange,
     as_tensor,
@@ -142,7 +143,13 @@ for _name, _fn in _FUNCTIONS.items():
     _g.setdefault(_name, _fn)
 del _g
 
-install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE)
+install_methods(_FUNCTIONS, _make_inplace, _ops.METHODS, _ops.INPLACE, operators=_ops.elementwise.FUNCTIONS)
+for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div_, as in PyTorch
+    setattr(Tensor, _name, getattr(Tensor, _target))
+for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()
+    setattr(Tensor, _name, _fn)
+for _name, _fn in _NEW_METHODS.items():  # new_zeros(), new_tensor()...
+    setattr(Tensor, _name, _fn)
 for _name, _fn in _CONVERSIONS.items():
     setattr(Tensor, _name, _fn)
 Tensor.__getitem__ = _getitem

@@ -9,7 +9,8 @@ from typing import Any
 
 from ._core import host as _host
 from ._core.device import device as _device_cls
-from ._core.dtypes import DType, bool_, get_default_dtype, int64
+from ._core.dtypes import DType, as_dtype, bool_, get_default_dtype, int64
+from ._core.naming import names_errors
 from ._core.tensor import Tensor, _wrap
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
@@ -49,7 +50,13 @@ def _run(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
     _check_dtype(dtype, dev, kind)
     k = dev._kernels.get(kind)  # type: ignore[union-attr]
     if k is not None:
-        return _wrap(k(*args), dtype, dev)
+        try:
+            return _wrap(k(*args), dtype, dev)
+        except MemoryError as e:  # the backend's own words (NumPy's, the OpenCL runtime's) after ours
+            shape = args[0] if args and isinstance(args[0], tuple) else None
+            what = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize:,} bytes)" \
+                if shape is not None else f"a tensor of dtype {dtype}"
+            raise MemoryError(f"{kind}: out of memory allocating {what} on {dev}: {e}") from None
     from .dispatch._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)
@@ -66,7 +73,7 @@ def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
     try:
         out = tuple(operator.index(s) for s in size)  # 2.5 is refused, as in PyTorch (int() would truncate)
     except TypeError:
-        raise TypeError(f"size must be a tuple of ints, got {list(size)}") from None
+        raise TypeError(f"argument 'size' must be a tuple of ints, got {list(size)}") from None
     if any(s < 0 for s in out):
         raise ValueError(f"negative dimension in size {list(out)}")
     return out
@@ -80,6 +87,7 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 
 def tensor(data: Any, *, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (numbers, nested lists, NumPy arrays, tensors)."""
+    dtype = as_dtype(dtype, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().to(device or data._device, dtype or data._dtype, copy=True)
         return _finish(t, requires_grad)
@@ -94,6 +102,7 @@ def tensor(data: Any, *, dtype: DType | None = None, device: Any = None, require
 
 def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
+    dtype = as_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device or data._device, dtype or data._dtype)
     dev = _device(device)
@@ -122,26 +131,30 @@ def from_dlpack(obj: Any, device: Any = None) -> Tensor:
 def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it by default)."""
+    dtype = as_dtype(dtype, "full")
     dev = _device(device)
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else \
             get_default_dtype() if isinstance(fill_value, float) else _host.infer(fill_value, None)[1]
-    shape = _size((size,) if isinstance(size, int) else (tuple(size),))
+    shape = _size((tuple(size),) if isinstance(size, (tuple, list)) else (size,))
     return _finish(_make("full", dev, dtype, shape, fill_value, dtype), requires_grad)
 
 
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
+    dtype = as_dtype(dtype, "zeros")
     return full(_size(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
+    dtype = as_dtype(dtype, "ones")
     return full(_size(size), 1, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor of shape ``size``."""
+    dtype = as_dtype(dtype, "empty")
     dev = _device(device)
     dtype = dtype or get_default_dtype()
     return _finish(_make("empty", dev, dtype, _size(size), dtype), requires_grad)
@@ -150,6 +163,7 @@ def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
+    dtype = as_dtype(dtype, "arange")
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -167,6 +181,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: DType | None = 
 def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dtype = as_dtype(dtype, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = dtype or get_default_dtype()
@@ -177,6 +192,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None
 def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    dtype = as_dtype(dtype, "eye")
     dtype = dtype or get_default_dtype()
     dev = _device(device)
     return _finish(_make("eye", dev, dtype, n, n if m is None else m, dtype), requires_grad)
@@ -193,6 +209,7 @@ def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, require
 def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
     """Uniform random values in [0, 1)."""
+    dtype = as_dtype(dtype, "rand")
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"rand: expected a floating dtype, got {dtype}")
@@ -202,6 +219,7 @@ def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_gr
 def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
     """Standard normal random values."""
+    dtype = as_dtype(dtype, "randn")
     dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"randn: expected a floating dtype, got {dtype}")
@@ -211,6 +229,7 @@ def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DType | None = None,
             device: Any = None, generator: Any = None) -> Tensor:
     """Random integers in [low, high) (``randint(high, size)`` starts at 0)."""
+    dtype = as_dtype(dtype, "randint")
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as PyTorch
         low, high, size = 0, low, (size if high is None else high)
     if low >= high:
@@ -220,6 +239,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, dtyp
 
 
 def _like(fn: Any, x: Tensor, *args: Any, dtype: DType | None = None, device: Any = None, **kw: Any) -> Tensor:
+    dtype = as_dtype(dtype, fn.__name__ + "_like")
     return fn(*args, dtype=dtype or x._dtype, device=device or x._device, **kw)
 
 
@@ -258,3 +278,21 @@ def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: DType |
                  device: Any = None) -> Tensor:
     """Random integers in [low, high) with ``x``'s shape, dtype and device."""
     return randint(low, high, x.shape, dtype=dtype or x._dtype, device=device or x._device)
+
+
+def _new(fn: Any) -> Any:
+    """The method ``Tensor.new_<fn>``: ``fn`` with the tensor's dtype and device as defaults."""
+    def method(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        return fn(*args, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+    method.__name__ = method.__qualname__ = f"new_{fn.__name__}"
+    method.__doc__ = (f"A new tensor as :func:`ferro.{fn.__name__}` makes it, with this tensor's dtype and device "
+                      "unless given.")
+    return method
+
+
+for _name in __all__:  # every error (allocation failures too) names the creation function called
+    globals()[_name] = names_errors(_name, globals()[_name])
+
+#: ``Tensor.new_tensor``, ``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``, as PyTorch's.
+NEW_METHODS: dict[str, Any] = {f"new_{n}": names_errors(f"new_{n}", _new(globals()[n]))
+                               for n in ("tensor", "zeros", "ones", "empty", "full")}

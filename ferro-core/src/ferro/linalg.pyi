@@ -2,6 +2,7 @@
 """Linear algebra, as ``torch.linalg``: ``ferro.linalg.inv``, ``solve``, ``det``, ``svd``..."""
 
 import builtins
+import collections.abc
 from typing import Any, NamedTuple
 
 from ferro import Tensor
@@ -24,6 +25,7 @@ __all__ = [
     'lu',
     'lu_factor',
     'matrix_norm',
+    'norm',
     'pinv',
     'qr',
     'slogdet',
@@ -102,6 +104,19 @@ def matrix_norm(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
+def norm(
+    A: Tensor,
+    ord: Any = None,
+    dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    dtype: Any = None,
+) -> Tensor:
+    """
+    A vector or matrix norm, as ``torch.linalg.norm``: over ``dim`` (one dim: a vector norm, two: a matrix norm);
+    without ``dim``, the 2-norm of all elements when ``ord`` is None, else the vector norm of a 1-D or the matrix
+    norm of a 2-D ``A``. ``ord``: a number, ``inf``, ``-inf``, or ``'fro'`` / ``'nuc'`` (matrices).
+    """
 def pinv(a: Tensor) -> Tensor:
     """The Moore-Penrose pseudo-inverse, differentiable where the rank is constant."""
 def qr(a: Tensor, mode: builtins.str = 'reduced') -> QRResult:

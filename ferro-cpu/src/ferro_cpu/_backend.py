@@ -51,7 +51,7 @@ class NumpyBackend(ArrayAPIBackend):
     name = "cpu"
     description = "NumPy on the host CPU"
     module_name = "numpy"
-    optional_groups = frozenset({"special", "complex", "linalg", "fft"})
+    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -235,8 +235,25 @@ class NumpyBackend(ArrayAPIBackend):
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
+            "as_strided": _as_strided, "storage_layout": _storage_layout,
         })
         return table
+
+
+def _as_strided(base: Any, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> Any:
+    """A view of the C-contiguous ``base``'s memory; the caller (ferro's as_strided) checked that it stays inside."""
+    import numpy as np
+    item = base.itemsize
+    return np.ndarray(size, base.dtype, buffer=base, offset=offset * item, strides=tuple(s * item for s in stride))
+
+
+def _storage_layout(base: Any, x: Any) -> tuple[tuple[int, ...], int]:
+    """The strides and offset of ``x`` in elements of the memory of ``base`` (which ``x`` views)."""
+    item = x.itemsize
+    if x.size == 0:
+        return tuple(s // item for s in x.strides), 0
+    start = x.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return tuple(s // item for s in x.strides), start // item
 
 
 def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:

@@ -46,7 +46,7 @@ class CudaBackend(ArrayAPIBackend):
     name = "cuda"
     description = "CuPy on NVIDIA GPUs"
     module_name = "cupy"
-    optional_groups = frozenset({"special", "complex", "linalg", "fft"})
+    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided"})
 
     def namespace(self) -> Any:
         """Import CuPy; a missing CuPy says how to install it, a broken one says why it failed."""

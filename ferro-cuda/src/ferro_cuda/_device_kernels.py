@@ -4,7 +4,8 @@ The generic Array API backend gives searchsorted, unique, histc, bincount
 and the special functions through a copy to the host and back; CuPy has them
 on the GPU, so the CUDA backend replaces them here with the same signatures
 (``docs/plugins.md``) and results. (cummax / cummin are ferro's own scan
-kernel, in :mod:`._fused`: CuPy has no ``maximum.accumulate``.)
+kernel, in :mod:`._fused`: CuPy has no ``maximum.accumulate``.) ``as_strided`` and ``storage_layout``
+are the views of a tensor's storage that ``Tensor.as_strided`` and ``Tensor.stride()`` need.
 """
 
 from __future__ import annotations
@@ -65,7 +66,18 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
     def bincount(x: Any, weights: Any, minlength: int) -> Any:
         return cp.bincount(x, weights=weights, minlength=minlength)
 
+    def as_strided(base: Any, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> Any:
+        # a view of base's memory (ferro's as_strided checked the bounds); strides and offset in elements
+        item = base.itemsize
+        return cp.ndarray(tuple(size), base.dtype, memptr=base.data + offset * item,
+                          strides=tuple(s * item for s in stride))
+
+    def storage_layout(base: Any, x: Any) -> tuple[tuple[int, ...], int]:
+        item = x.itemsize
+        return tuple(s // item for s in x.strides), (x.data.ptr - base.data.ptr) // item if x.size else 0
+
     table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
                                             for op, fn in _SPECIAL.items()}
-    table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount})
+    table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
+                  "as_strided": as_strided, "storage_layout": storage_layout})
     return table

@@ -29,7 +29,7 @@ class OpenCLBackend(Backend):
     name = "opencl"
     description = "pyopencl on OpenCL devices"
     complete = True
-    optional_groups = frozenset({"special"})
+    optional_groups = frozenset({"special", "strided"})
 
     def __init__(self) -> None:
         self._devices: list[Any] = []

@@ -74,7 +74,9 @@ class _Rows:
 
     def __init__(self, x: CLArray, dim: int) -> None:
         if not -x.ndim <= dim < x.ndim:
-            raise IndexError(f"dimension {dim} is out of range for a tensor of {x.ndim} dimensions")
+            n = max(x.ndim, 1)
+            raise IndexError(f"dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim}) "
+                             f"for a tensor of {x.ndim} dimensions")
         self.dim = dim % x.ndim
         self.perm = _last(x.ndim, self.dim)
         self.moved = tuple(x.shape[d] for d in self.perm)

@@ -184,6 +184,13 @@ def movement_kernels() -> dict[str, Callable[..., Any]]:
                 raise ValueError(f"stack expects each tensor to be equal size, got {[list(t.shape) for t in xs]}")
         return cat([basic_index(x, (slice(None),) * dim + (None,)) for x in xs], dim)
 
+    def as_strided(base: CLArray, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> CLArray:
+        # a view of base's buffer; the caller (ferro's as_strided) checked that it stays inside base
+        return base.view(tuple(size), tuple(stride), base.offset + offset)
+
+    def storage_layout(base: CLArray, x: CLArray) -> tuple[tuple[int, ...], int]:
+        return tuple(x.strides), x.offset - base.offset
+
     return {"reshape": reshape, "view": view, "permute": permute, "expand": expand, "diagonal": diagonal,
             "contiguous": contiguous, "clone": copy_contiguous, "copy_": commit_into, "cast": cast, "cat": cat,
-            "stack": stack}
+            "stack": stack, "as_strided": as_strided, "storage_layout": storage_layout}

@@ -10,7 +10,7 @@ __all__ = [
     "DType", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16",
     "bfloat16", "float32", "float64", "complex64", "complex128", "all_dtypes",
     "promote_types", "get_default_dtype", "set_default_dtype", "can_cast",
-    "result_type_scalar", "result_type",
+    "result_type_scalar", "result_type", "as_dtype",
 ]
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -79,6 +79,22 @@ by_name.update({"half": float16, "float": float32, "double": float64, "long": in
 _default_float = [float32]
 
 
+def as_dtype(value: object, op: str, arg: str = "dtype") -> DType | None:
+    """``value`` as a DType: a DType, its name (``"float32"``, ``"ferro.float32"``, ``"double"``) or None.
+
+    Anything else is a TypeError naming ``op`` and the argument, so that every function taking a dtype
+    accepts the same spellings and refuses the rest with the same words.
+    """
+    if value is None or isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        d = by_name.get(value.removeprefix("ferro."))
+        if d is not None:
+            return d
+    raise TypeError(f"{op}(): argument '{arg}' must be a ferro dtype such as ferro.float32 or its name "
+                    f"('float32'), not {value!r}")
+
+
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
     return _default_float[0]
@@ -90,7 +106,9 @@ def get_default_complex_dtype() -> DType:
 
 
 def set_default_dtype(dtype: DType) -> None:
-    """Set the default floating dtype (float16, bfloat16, float32 or float64)."""
+    """Set the default floating dtype (float16, bfloat16, float32 or float64; a DType or its name)."""
+    if isinstance(dtype, str) and dtype.removeprefix("ferro.") in by_name:
+        dtype = by_name[dtype.removeprefix("ferro.")]
     if not isinstance(dtype, DType) or not dtype.is_floating_point:
         raise TypeError(f"set_default_dtype needs a floating dtype, got {dtype!r}")
     _default_float[0] = dtype

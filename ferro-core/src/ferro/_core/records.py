@@ -19,6 +19,7 @@ from typing import Any
 
 from . import provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
+from .naming import names_errors
 
 __all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES", "bind_tables", "kernel_table"]
 
@@ -214,14 +215,14 @@ def register_composites(kind: str, rows: list[tuple[str, Callable[..., Any], tup
                         dtype_rule: str = "same", prefix: str = "") -> dict[str, Callable[..., Any]]:
     """Register ops written in other ops: ``(name, function, ops or kernels it uses)`` per row.
 
-    The function is both the public function and the decomposition; its
-    docstring's first line is the op's doc. Returns name -> function.
+    The function is the decomposition; the public function is the same with its errors named after the
+    op (see ``_naming``). Its docstring's first line is the op's doc. Returns name -> public function.
     """
     out: dict[str, Callable[..., Any]] = {}
     for name, fn, uses in rows:
         op = register(OpDef(prefix + name, kind, (fn.__doc__ or "").split("\n")[0], dtype_rule=dtype_rule,
                             decomposition=fn, uses=uses))
-        op.fn = out[name] = fn
+        op.fn = out[name] = names_errors(prefix + name, fn)
     return out
 
 

@@ -9,6 +9,7 @@ defined once.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -464,11 +465,24 @@ _node._Tensor = Tensor
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
-    """Normalize a possibly negative dimension, with PyTorch's error."""
+    """Normalize a possibly negative dimension, with PyTorch's errors (TypeError, IndexError) naming ``op``."""
+    if type(dim) is not int:
+        dim = _dim_int(dim, op)
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim}) "
+                         f"for a tensor of {ndim} dimension{'s' if ndim != 1 else ''}")
     return dim + n if dim < 0 else dim
+
+
+def _dim_int(dim: Any, op: str) -> int:
+    """``dim`` as an int (NumPy integers, 0-d integer tensors); a TypeError naming ``op`` otherwise."""
+    if not isinstance(dim, bool):
+        try:
+            return operator.index(dim)
+        except TypeError:
+            pass
+    raise TypeError(f"{op}(): argument 'dim' must be an int or a tuple of ints, not {type(dim).__name__} ({dim!r})")
 
 
 #: Python operator -> op name, for forward, reflected and in-place dunders.
@@ -481,15 +495,17 @@ COMPARISONS: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "
 
 
 def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[[str], Callable[..., Any]],
-                    method_names: list[str], inplace_names: list[str]) -> None:
-    """Attach ops as methods and Python operators (called once by ``ferro/__init__``)."""
+                    method_names: list[str], inplace_names: list[str],
+                    operators: dict[str, Callable[..., Any]] | None = None) -> None:
+    """Attach ops as methods and Python operators (called once by ``ferro/__init__``); ``operators`` gives the
+    two-operand functions behind ``+``, ``-``, ``/``... where they differ from the methods (which take keywords)."""
     for name in method_names:
         if not hasattr(Tensor, name) or name in ("sum", "max", "min"):
             setattr(Tensor, name, functions[name])
     for name in inplace_names:
         setattr(Tensor, name + "_", inplace(name))
     for dunder, name in BINARY_OPERATORS.items():
-        fn = functions.get(name)
+        fn = (operators or {}).get(name) or functions.get(name)
         if fn is None:
             continue
         setattr(Tensor, f"__{dunder}__", fn)

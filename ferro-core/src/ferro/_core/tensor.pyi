@@ -17,12 +17,14 @@ def _comparison(fn: collections.abc.Callable[[Any, Any], Tensor]) -> collections
     A comparison operator: NotImplemented for operands that are not tensors, numbers or arrays, so that ``t ==
     None`` is False and ``t < "a"`` a TypeError, as in PyTorch.
     """
+def _dim_int(dim: Any, op: builtins.str) -> builtins.int:
+    """``dim`` as an int (NumPy integers, 0-d integer tensors); a TypeError naming ``op`` otherwise."""
 def _no_inplace_matmul(self: Tensor, other: Any) -> Tensor: ...
 def _reflected(fn: collections.abc.Callable[[Any, Any], Tensor]) -> collections.abc.Callable[[Tensor, Any], Tensor]: ...
 def _wrap(data: Any, dtype: _DType, device: _device) -> Tensor:
     """Assemble a tensor from a native array; the one place tensors are built."""
 def _wrap_dim(dim: builtins.int, ndim: builtins.int, op: builtins.str) -> builtins.int:
-    """Normalize a possibly negative dimension, with PyTorch's error."""
+    """Normalize a possibly negative dimension, with PyTorch's errors (TypeError, IndexError) naming ``op``."""
 def from_host(array: Any, dtype: _DType, device: _device) -> Tensor:
     """A new tensor of ``dtype`` on ``device`` holding a NumPy array's values (the host-transfer primitive)."""
 def full(shape: builtins.tuple[builtins.int, ...], value: Any, dtype: _DType, device: _device) -> Tensor:
@@ -35,6 +37,10 @@ def install_methods(
     inplace: collections.abc.Callable[[builtins.str], collections.abc.Callable[..., Any]],
     method_names: builtins.list[builtins.str],
     inplace_names: builtins.list[builtins.str],
+    operators: builtins.dict[builtins.str, collections.abc.Callable[..., Any]] | None = None,
 ) -> None:
-    """Attach ops as methods and Python operators (called once by ``ferro/__init__``)."""
+    """
+    Attach ops as methods and Python operators (called once by ``ferro/__init__``); ``operators`` gives the two-
+    operand functions behind ``+``, ``-``, ``/``... where they differ from the methods (which take keywords).
+    """
 def __getattr__(name: str) -> Any: ...  # the module's other names

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._core.records import REGISTRY, OpDef, get, register
 from . import (  # noqa: F401  (each module registers its ops)
+    arithmetic,
     complex,
     composite,
     conv,
@@ -19,6 +20,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     linalg_ext,
     movement,
     nn,
+    norms,
     products,
     reduction,
     sampling,
@@ -35,12 +37,13 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **indexing.FUNCTIONS, **{n: f for n, f in composite.FUNCTIONS.items() if n in composite.METHODS},
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
-    **products.FUNCTIONS, **complex.FUNCTIONS,
+    **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
+    **norms.FUNCTIONS,
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
-                      + sorting.METHODS + sampling.METHODS + complex.METHODS)
+                      + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES))
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._core.naming import names_errors
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor
 from ..errors import DTypeError, ShapeError
@@ -52,23 +53,32 @@ def _softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return _where(bx > threshold, x, (bx.clamp(max=threshold)).exp().log1p() / beta)
 
 
-def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    # Shift by the (detached) maximum: the value is the same and exp cannot overflow;
-    # the gradient does not depend on the shift, so detaching it changes nothing.
+def _shift(x: Tensor, dim: Any) -> Any:
+    """The (detached) maximum over ``dim``: subtracted before ``exp``, the value is the same and exp cannot
+    overflow; the gradient does not depend on the shift, so detaching it changes nothing. An empty tensor
+    has nothing to shift (and no maximum): 0, so that sums over an empty dim give log(0) = -inf, as PyTorch."""
+    if x.numel() == 0:
+        return 0.0
     m = x.amax(dim, keepdim=True).detach()
-    m = _where(m.isfinite(), m, 0.0)
+    return _where(m.isfinite(), m, 0.0)
+
+
+def _logsumexp(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    m = _shift(x, dim)
     out = (x - m).exp().sum(dim, keepdim=True).log() + m
     if keepdim:
         return out
     return out.squeeze(dim) if dim is not None else out.reshape(())
 
 
-def _softmax(x: Tensor, dim: int = -1) -> Tensor:
-    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+def _softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)  # PyTorch's dtype=: the input is cast first
+    e = (x - _shift(x, dim)).exp()
     return e / e.sum(dim, keepdim=True)
 
 
-def _log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+def _log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)
     # (x - max) - log(sum(exp(x - max))), not x - logsumexp(x): logsumexp rounds at the magnitude of max
     # (about 1e-3 at 1e4 in float32), which x - logsumexp would keep; x - max is exact near the max.
     m = x.amax(dim, keepdim=True).detach()
@@ -219,7 +229,7 @@ def _register() -> dict[str, Callable[..., Tensor]]:
     for name, rule, uses, decomposition, doc in rows:
         op = fused.attach(register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition,
                                          uses=uses)))
-        op.fn = fns[name] = _build(op)
+        op.fn = fns[name] = names_errors(name, _build(op))
     return fns
 
 

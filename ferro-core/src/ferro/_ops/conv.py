@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import int64
+from .._core.naming import names_errors
 from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
-from .._creation import arange, tensor, zeros
+from .._creation import arange, ones, tensor, zeros
 from ..errors import ShapeError
 from .fused import fusable
 
-__all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows"]
+__all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows", "adaptive_max_pool", "max_pool", "avg_pool"]
 
 
 def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
@@ -69,6 +70,12 @@ def _padding(padding: Any, kernel: Sequence[int], dilation: Sequence[int], strid
     return [v for i in reversed(range(n)) for v in (p[i], p[i])]
 
 
+def _check_bias(op: str, bias: Tensor | None, c_out: int) -> None:
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != c_out):
+        raise ShapeError(f"{op}: bias should have {c_out} elements (one per output channel), got shape "
+                         f"{list(bias.shape)}")
+
+
 def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any, dilation: Any,
             groups: int) -> Tensor:
     batched = x.ndim == n + 2
@@ -77,6 +84,7 @@ def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
             raise ShapeError(f"conv{n}d: expected a {n + 1}-D or {n + 2}-D input, got shape {list(x.shape)}")
         x = x.unsqueeze(0)
     c_in, c_out, kernel = x.shape[1], weight.shape[0], tuple(weight.shape[2:])
+    _check_bias(f"conv{n}d", bias, c_out)
     if weight.ndim != n + 2 or c_in != weight.shape[1] * groups:
         raise ShapeError(f"conv{n}d: input {list(x.shape)} with {c_in} channels does not fit weight "
                          f"{list(weight.shape)} and groups={groups} (needs {weight.shape[1] * groups} channels)")
@@ -89,7 +97,7 @@ def _convnd(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
     nb = x.shape[0]
     # (N, groups, C/g, L, K) -> (N, groups, L, C/g * K)
     win = win.reshape(nb, groups, c_in // groups, math.prod(out_shape), math.prod(kernel))
-    win = win.permute(0, 1, 3, 2, 4).reshape(nb, groups, math.prod(out_shape), -1)
+    win = win.permute(0, 1, 3, 2, 4).reshape(nb, groups, math.prod(out_shape), c_in // groups * math.prod(kernel))
     w = weight.reshape(groups, c_out // groups, -1)  # (groups, C_out/g, C/g * K)
     y = win @ w.mT.unsqueeze(0)  # (N, groups, L, C_out/g)
     y = y.permute(0, 1, 3, 2).reshape(nb, c_out, *out_shape)
@@ -124,6 +132,7 @@ def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, st
     stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
     padding, output_padding = _tuple(padding, n, "padding"), _tuple(output_padding, n, "output_padding")
     c_in, kernel = x.shape[1], tuple(weight.shape[2:])
+    _check_bias(f"conv_transpose{n}d", bias, weight.shape[1] * groups)
     if c_in != weight.shape[0]:
         raise ShapeError(f"conv_transpose{n}d: input {list(x.shape)} has {c_in} channels, weight "
                          f"{list(weight.shape)} expects {weight.shape[0]}")
@@ -155,24 +164,6 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
     return _conv_transposend(2, x, weight, bias, stride, padding, output_padding, groups, dilation)
-
-
-def _pool(n: int, x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, fill: float,
-          reduce: str) -> Tensor:
-    batched = x.ndim == n + 2
-    if not batched:
-        x = x.unsqueeze(0)
-    kernel = _tuple(kernel_size, n, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _tuple(stride, n, "stride")
-    dilation = _tuple(dilation, n, "dilation")
-    pad = _tuple(padding, n, "padding")
-    if any(2 * p > k for p, k in zip(pad, kernel)):
-        raise ValueError(f"pad should be at most half of the kernel size, got padding {list(pad)} and kernel "
-                         f"{list(kernel)}")
-    x = ops.pad(x, [v for i in reversed(range(n)) for v in (pad[i], pad[i])], value=fill)
-    win = unfold(x, kernel, stride, dilation)
-    y = window_max(win, None, n) if reduce == "max" else win.mean(tuple(range(2 + n, 2 + 2 * n)))
-    return y if batched else y.squeeze(0)
 
 
 def window_max(win: Tensor, where_from: Tensor | None, n: int) -> Any:
@@ -211,24 +202,166 @@ def adaptive_windows(x: Tensor, out: tuple[int, ...]) -> Tensor:
     return x[tuple(key)]
 
 
-def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of (N, C, L)."""
-    return _pool(1, x, kernel_size, stride, padding, dilation, -math.inf, "max")
+class _Geometry:
+    """Kernel, stride, padding and dilation per spatial dim of a pooling, and the pads that give PyTorch's
+    output size (``ceil_mode`` adds an overhang after the end, where no window may start)."""
+
+    def __init__(self, n: int, name: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                 ceil_mode: bool) -> None:
+        self.n, self.name, self.ceil_mode = n, name, ceil_mode
+        self.kernel = _tuple(kernel_size, n, "kernel_size")
+        self.stride = self.kernel if stride is None or stride == [] else _tuple(stride, n, "stride")
+        self.padding, self.dilation = _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation")
+        if min(self.kernel) < 1 or min(self.stride) < 1 or min(self.dilation) < 1 or min(self.padding) < 0:
+            raise ValueError(f"{name}: kernel_size, stride and dilation must be positive and padding not negative, "
+                             f"got kernel_size={list(self.kernel)}, stride={list(self.stride)}, "
+                             f"padding={list(self.padding)}, dilation={list(self.dilation)}")
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel)):
+            raise ValueError(f"{name}: pad should be at most half of the kernel size, got padding "
+                             f"{list(self.padding)} and kernel {list(self.kernel)}")
+
+    def extra(self, size: int, i: int) -> int:
+        """Zeros to add after dim ``i`` (of length ``size``) beyond its padding, for ``ceil_mode``."""
+        k, s, p, d = self.kernel[i], self.stride[i], self.padding[i], self.dilation[i]
+        span = size + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise ShapeError(f"{self.name}: the kernel {list(self.kernel)} (dilation {list(self.dilation)}) is "
+                             f"larger than the padded input")
+        out = (-(-span // s) if self.ceil_mode else span // s) + 1
+        if self.ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input
+            out -= 1
+        return max(0, (out - 1) * s + d * (k - 1) + 1 - (size + 2 * p))
+
+    def pads(self, spatial: tuple[int, ...], regular: bool = True, extra: bool = True) -> list[int]:
+        """``F.pad`` sizes (last dim first): the padding and/or the ceil-mode extra."""
+        out: list[int] = []
+        for i in reversed(range(self.n)):
+            p = self.padding[i] if regular else 0
+            out += [p, p + (self.extra(spatial[i], i) if extra else 0)]
+        return out
+
+    def windows(self, x: Tensor, pads: list[int], value: float) -> Tensor:
+        return unfold(ops.pad(x, pads, value=value), self.kernel, self.stride, self.dilation)
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
-    return _pool(2, x, kernel_size, stride, padding, dilation, -math.inf, "max")
+def batched(x: Tensor, n: int, name: str) -> tuple[Tensor, bool]:
+    """``x`` with a batch dim, and whether it had one; a clear error for a wrong number of dims."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    if x.ndim not in (n + 1, n + 2):
+        raise ShapeError(f"{name}: expected {n + 1}D or {n + 2}D input, got {x.ndim}D input of shape "
+                         f"{list(x.shape)}")
+    return (x, True) if x.ndim == n + 2 else (x.unsqueeze(0), False)
 
 
-def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of (N, C, L), zero padding counted."""
-    return _pool(1, x, kernel_size, stride, padding, 1, 0.0, "mean")
+def positions(spatial: tuple[int, ...], device: Any) -> Tensor:
+    """The flat index of each element of a plane of shape ``spatial``, as (1, 1, *spatial)."""
+    return arange(math.prod(spatial), device=device).reshape(1, 1, *spatial)
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of (N, C, H, W), zero padding counted."""
-    return _pool(2, x, kernel_size, stride, padding, 1, 0.0, "mean")
+def max_pool(n: int, x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+             ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling of (N, C, *spatial) or (C, *spatial) over ``n`` dims, as ``F.max_pool{n}d``: the first
+    maximum of each window (where its gradient goes); with ``return_indices`` also its flat index in the
+    input plane (int64)."""
+    name = f"max_pool{n}d"
+    g = _Geometry(n, name, kernel_size, stride, padding, dilation, ceil_mode)
+    x, was_batched = batched(x, n, name)
+    spatial = tuple(x.shape[2:])
+    win = g.windows(x, g.pads(spatial), -math.inf)
+    if not return_indices:
+        out = window_max(win, None, n)
+        return out if was_batched else out.squeeze(0)
+    out, idx = window_max(win, g.windows(positions(spatial, x.device), g.pads(spatial), -1), n)
+    return (out, idx) if was_batched else (out.squeeze(0), idx.squeeze(0))
+
+
+def avg_pool(n: int, x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+             count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Average pooling over ``n`` dims, as ``F.avg_pool{n}d``, with PyTorch's divisor: the window's places in
+    the input, plus its padding with ``count_include_pad``, never the ceil-mode overhang; or
+    ``divisor_override``."""
+    name = f"avg_pool{n}d"
+    if divisor_override is not None and divisor_override <= 0:
+        raise ValueError(f"{name}: divisor_override must be positive, got {divisor_override}")
+    g = _Geometry(n, name, kernel_size, stride, padding, 1, ceil_mode)
+    x, was_batched = batched(x, n, name)
+    spatial = tuple(x.shape[2:])
+    dims = tuple(range(2 + n, 2 + 2 * n))
+    total = g.windows(x, g.pads(spatial), 0.0).sum(dims)
+    if divisor_override is not None:
+        out = total / divisor_override
+    elif count_include_pad and not ceil_mode:
+        out = total / math.prod(g.kernel)
+    else:
+        pad = ops.pad
+        mask = ones(1, 1, *spatial, dtype=x.dtype, device=x.device)
+        if count_include_pad:
+            mask = pad(pad(mask, g.pads(spatial, extra=False), value=1.0), g.pads(spatial, regular=False), value=0.0)
+        else:
+            mask = pad(mask, g.pads(spatial), value=0.0)
+        out = total / unfold(mask, g.kernel, g.stride, g.dilation).sum(dims)
+    return out if was_batched else out.squeeze(0)
+
+
+def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
+    ``return_indices=True`` also returns where each maximum came from (indices into L)."""
+    return max_pool(1, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``;
+    ``ceil_mode`` rounds the output size up; ``return_indices=True`` also returns flat indices into H * W."""
+    return max_pool(2, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`max_pool2d`)."""
+    return max_pool(3, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of (N, C, L) or (C, L); ``count_include_pad=False`` leaves the padding out."""
+    return avg_pool(1, x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of (N, C, H, W) or (C, H, W); ``count_include_pad=False`` leaves the padding
+    out, ``divisor_override`` replaces the divisor, ``ceil_mode`` rounds the output size up."""
+    return avg_pool(2, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`avg_pool2d`)."""
+    return avg_pool(3, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_max_pool(n: int, input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """``F.adaptive_max_pool1d/2d``: max pooling of (N, C, *spatial) or (C, *spatial) to ``output_size``
+    (an int, or one entry per spatial dim where None keeps the input's size); with ``return_indices``
+    also the flat index of each maximum in its input plane (int64), as PyTorch's."""
+    name = f"adaptive_max_pool{n}d"
+    x, was_batched = batched(input, n, name)
+    spatial = tuple(x.shape[2:])
+    if 0 in spatial:
+        raise ValueError(f"{name}: expected a non-empty input plane, got input of shape {list(input.shape)}")
+    sizes = tuple(s if o is None else o for o, s in zip(_tuple(output_size, n, "output_size"), spatial))
+    if any(o < 0 for o in sizes):
+        raise ValueError(f"{name}: output_size must not be negative, got {list(sizes)}")
+    if not return_indices and name in FUNCTIONS and all(sizes):  # the registry op (which a backend may fuse)
+        return FUNCTIONS[name](input, sizes)
+    got = window_max(adaptive_windows(x, sizes),
+                     adaptive_windows(positions(spatial, x.device), sizes) if return_indices else None, n)
+    if was_batched:
+        return got
+    return tuple(t.squeeze(0) for t in got) if return_indices else got.squeeze(0)
 
 
 def _adaptive_mean(x: Tensor, output_size: Any) -> Tensor:
@@ -313,7 +446,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("conv_transpose2d", conv_transpose2d, ("getitem", "matmul", "index_put")),
     ("max_pool1d", max_pool1d, ("getitem", "argmax", "eq", "where", "sum")),
     ("max_pool2d", max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
-    ("avg_pool1d", avg_pool1d, ("getitem", "mean")), ("avg_pool2d", avg_pool2d, ("getitem", "mean")),
+    ("avg_pool1d", avg_pool1d, ("getitem", "sum", "div")), ("avg_pool2d", avg_pool2d, ("getitem", "sum", "div")),
     ("adaptive_avg_pool2d", adaptive_avg_pool2d, ("getitem", "mean")),
     ("adaptive_max_pool2d", adaptive_max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
     ("interpolate", interpolate, ("getitem", "mul", "add")),
@@ -321,5 +454,8 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 
 
 FUNCTIONS = register_composites("nn", _ROWS)
+# Functions of nn.functional that are not (yet) registry ops: the conformance database has no entries for them.
+FUNCTIONS.update({"max_pool3d": names_errors("max_pool3d", max_pool3d),
+                  "avg_pool3d": names_errors("avg_pool3d", avg_pool3d)})
 for _name in ("conv2d", "max_pool2d"):  # a backend's fused kernels run first where the device has them
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

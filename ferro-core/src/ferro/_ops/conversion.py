@@ -7,6 +7,7 @@ from typing import Any
 from .._core.device import device as _device_cls
 from .._core.dtypes import (
     DType,
+    as_dtype,
     bfloat16,
     bool_,
     by_name,
@@ -31,8 +32,7 @@ _TO_DEVICE = OpDef("to_device", "conversion", "A copy of the tensor on another d
 
 def cast(x: Tensor, dtype: DType) -> Tensor:
     """``x`` converted to ``dtype`` (``x`` itself when it already has it)."""
-    if not isinstance(dtype, DType):
-        raise TypeError(f"expected a ferro dtype such as ferro.float32, got {dtype!r}")
+    dtype = as_dtype(dtype, "to")
     if x._dtype is dtype:
         return x
     dev = x._device
@@ -64,8 +64,8 @@ def _parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_device_cls |
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, DType):
-            dtype = a
+        if isinstance(a, DType) or (isinstance(a, str) and a.removeprefix("ferro.") in by_name):
+            dtype = as_dtype(a, "to")
         elif isinstance(a, (str, _device_cls)):
             dev = a
         elif isinstance(a, Tensor):
@@ -74,7 +74,7 @@ def _parse(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_device_cls |
             continue  # non_blocking / copy, positionally
         else:
             raise TypeError(f"to() expects a dtype, a device or a tensor, got {a!r}")
-    return (None if dev is None else _device_cls(dev)), dtype
+    return (None if dev is None else _device_cls(dev)), as_dtype(dtype, "to")
 
 
 def to(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -119,7 +119,7 @@ def type_(x: Tensor, dtype: Any = None) -> Any:
     """With no argument, the type name (``'ferro.FloatTensor'``); else ``x`` cast to ``dtype``."""
     if dtype is None:
         return f"ferro.{x._dtype.name}"
-    return cast(x, by_name[dtype] if isinstance(dtype, str) else dtype)
+    return cast(x, as_dtype(dtype, "type"))
 
 
 _CAST.fn = cast

@@ -293,7 +293,10 @@ def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
     if not (tx or ty):
         raise TypeError(f"{op.name}(): expected at least one Tensor, got {type(x).__name__} and {type(y).__name__}")
     if not (tx and ty):
-        x, y = (_operand(v, y if v is x else x) for v in (x, y))
+        try:
+            x, y = (_operand(v, y if v is x else x) for v in (x, y))
+        except TypeError as e:
+            raise TypeError(f"{op.name}: {e}") from None
         tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
     if tx and ty and x._device is not y._device:
         # A 0-d CPU tensor mixes with any device, as a scalar (PyTorch's rule).

@@ -146,7 +146,7 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
         return None  # the decomposition raises the ShapeError
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
-                              or tuple(t.shape) != shape)  # the decomposition raises for a wrong shape
+                              or tuple(t.shape) != shape)  # a wrong size: the decomposition's error, not a bad read
            for t in (weight, bias)):
         return None
     return _LayerNorm.apply(x, weight, bias, kernels, shape, float(bound.get("eps", 1e-5)), decomposition)
@@ -300,9 +300,10 @@ class _MaxPool2d(Function):
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("kernel_size", "stride", "padding", "dilation")
+    names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+    if (len(args) > len(names) or set(bound) - set(names) or x.ndim != 4
+            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
         return None
     kernel = _pair(bound.get("kernel_size"))
     stride = bound.get("stride")

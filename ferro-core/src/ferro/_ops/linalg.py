@@ -44,18 +44,23 @@ _MATMUL = register(OpDef("matmul", "linalg", "Matrix product with NumPy's batchi
 
 def matmul(x: Tensor, y: Tensor) -> Tensor:
     """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
+    return _product("matmul", x, y)
+
+
+def _product(op: str, x: Tensor, y: Tensor) -> Tensor:
+    """The matmul op, its errors naming ``op`` (matmul, mm, bmm, mv, dot: the function called)."""
     if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
-        raise TypeError(f"matmul(): expected two Tensors, got {type(x).__name__} and {type(y).__name__}")
+        raise TypeError(f"{op}(): expected two Tensors, got {type(x).__name__} and {type(y).__name__}")
     xs, ys = x._data.shape, y._data.shape
     if not xs or not ys:
-        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {list(xs)} and {list(ys)}")
+        raise ShapeError(f"{op}: both arguments need at least 1 dimension, got shapes {list(xs)} and {list(ys)}")
     kx = xs[-1]
     ky = ys[0] if len(ys) == 1 else ys[-2]
     if kx != ky:
-        raise ShapeError(f"matmul: shapes {list(xs)} and {list(ys)} cannot be multiplied ({kx} != {ky})")
+        raise ShapeError(f"{op}: shapes {list(xs)} and {list(ys)} cannot be multiplied ({kx} != {ky})")
     dev = x._device
     if y._device is not dev:
-        check_devices("matmul", [x, y])
+        check_devices(op, [x, y])
     dtype = x._dtype if x._dtype is y._dtype else result_type([x._dtype, y._dtype], [], [])
     k = kernel_for(_MATMUL, dev, dtype)
     if k is None:
@@ -66,7 +71,7 @@ def matmul(x: Tensor, y: Tensor) -> Tensor:
     try:
         data = k(xd, yd)
     except ValueError as e:
-        raise ShapeError(f"matmul: shapes {list(xs)} and {list(ys)} do not broadcast ({e})") from None
+        raise ShapeError(f"{op}: shapes {list(xs)} and {list(ys)} do not broadcast ({e})") from None
     return finish(_MATMUL, data, dtype, dev, (x, y), (x, y))
 
 
@@ -77,7 +82,7 @@ def mm(x: Tensor, y: Tensor) -> Tensor:
     """Product of two matrices (2-D only)."""
     if x.ndim != 2 or y.ndim != 2:
         raise ShapeError(f"mm: expected 2-D tensors, got shapes {list(x.shape)} and {list(y.shape)}")
-    return matmul(x, y)
+    return _product("mm", x, y)
 
 
 def bmm(x: Tensor, y: Tensor) -> Tensor:
@@ -85,21 +90,21 @@ def bmm(x: Tensor, y: Tensor) -> Tensor:
     if x.ndim != 3 or y.ndim != 3 or x.shape[0] != y.shape[0]:
         raise ShapeError(f"bmm: expected 3-D tensors with the same batch size, got shapes {list(x.shape)} "
                          f"and {list(y.shape)}")
-    return matmul(x, y)
+    return _product("bmm", x, y)
 
 
 def mv(x: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
     if x.ndim != 2 or v.ndim != 1:
         raise ShapeError(f"mv: expected a matrix and a vector, got shapes {list(x.shape)} and {list(v.shape)}")
-    return matmul(x, v)
+    return _product("mv", x, v)
 
 
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
     if x.ndim != 1 or y.ndim != 1:
         raise ShapeError(f"dot: expected 1-D tensors, got shapes {list(x.shape)} and {list(y.shape)}")
-    return matmul(x, y)
+    return _product("dot", x, y)
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot}

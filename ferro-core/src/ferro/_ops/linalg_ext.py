@@ -481,7 +481,10 @@ def matrix_norm(x: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), ke
     if ord in ("nuc", 2, -2):
         s = svdvals(x.movedim((d0, d1), (-2, -1)))
         out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
-        return out.unsqueeze(-1).unsqueeze(-1) if keepdim else out
+        if keepdim:  # the two dims back at their places, as size 1
+            for d in sorted((d0 % x.ndim, d1 % x.ndim)):
+                out = out.unsqueeze(d)
+        return out
     if ord in (1, -1, math.inf, -math.inf):
         along = d0 if ord in (1, -1) else d1
         sums = x.abs().sum(along, keepdim=True)

@@ -114,9 +114,17 @@ def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[
 moveaxis = movedim
 
 
-def flip(x: Tensor, dims: int | Sequence[int]) -> Tensor:
-    """Reverse the order of elements along ``dims``."""
-    ds = {_wrap_dim(d, x.ndim, "flip") for d in ([dims] if isinstance(dims, int) else dims)}
+def flip(x: Tensor, *args: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as
+    its own argument (``x.flip(0, 2)``), as PyTorch's function and method take them."""
+    if (dims is None) == (not args):
+        raise TypeError("flip() takes the dims either as arguments or as dims=, exactly once")
+    if dims is not None:
+        args = (dims,)
+    dims = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    ds = {_wrap_dim(d, x.ndim, "flip") for d in dims}
+    if len(ds) != len(dims):
+        raise ShapeError(f"flip: dims {list(dims)} has a dim more than once")
     return x[tuple(slice(None, None, -1) if i in ds else slice(None) for i in range(x.ndim))]
 
 
@@ -125,7 +133,7 @@ def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | Non
     if dims is None:
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     sh = [shifts] if isinstance(shifts, int) else list(shifts)
-    ds = [dims] if isinstance(dims, int) else list(dims)
+    ds = list(dims) if isinstance(dims, (tuple, list)) else [dims]
     if len(sh) != len(ds):
         raise ShapeError(f"roll: shifts {sh} and dims {ds} differ in length")
     out = x

@@ -32,6 +32,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.shape[-1] != weight.shape[-1]:
         raise ShapeError(f"linear: input {list(x.shape)} has {x.shape[-1]} features but weight {list(weight.shape)} "
                          f"expects {weight.shape[-1]}")
+    if bias is not None and bias.numel() != weight.shape[0] and bias.ndim <= 1:
+        raise ShapeError(f"linear: bias should have {weight.shape[0]} elements (one per output feature of weight "
+                         f"{list(weight.shape)}), got shape {list(bias.shape)}")
     out = x @ weight.mT
     return out if bias is None else out + bias
 
@@ -99,6 +102,11 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None, shape: Sequence[int]) -> Tensor:
+    n = math.prod(shape)
+    for arg, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != n:  # the caller's name is put in front (see _core/naming)
+            raise ShapeError(f"{arg} should have {n} elements (shape {[s for s in shape if s != 1] or [1]}), "
+                             f"got shape {list(t.shape)}")
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
@@ -135,13 +143,23 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:
     """Normalize each channel (dim 1) over the batch and spatial dims; updates running stats in training."""
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected an input of at least 2 dims (N, C, ...), got shape {list(x.shape)}")
+    for arg, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                   ("bias", bias)):
+        if t is not None and t.numel() != x.shape[1]:
+            raise ShapeError(f"batch_norm: {arg} should contain {x.shape[1]} elements (one per channel of "
+                             f"input {list(x.shape)}), not {t.numel()}")
     dims = (0, *range(2, x.ndim))
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     if training:
+        n = x.numel() // max(x.shape[1], 1)
+        if n == 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input of shape "
+                             f"{list(x.shape)}")
         mu = x.mean(dims, keepdim=True)
         var = ((x - mu) ** 2).mean(dims, keepdim=True)
-        if running_mean is not None and running_var is not None:
-            n = x.numel() // x.shape[1]
+        if running_mean is not None and running_var is not None and n:  # an empty batch leaves them (PyTorch)
             with no_grad():
                 running_mean.mul_(1 - momentum).add_(mu.reshape(-1).detach() * momentum)
                 running_var.mul_(1 - momentum).add_(var.reshape(-1).detach() * (momentum * n / max(n - 1, 1)))
@@ -168,7 +186,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     n, c = x.shape[0], x.shape[1]
     if c % num_groups:
         raise ShapeError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
-    g = x.reshape(n, num_groups, -1)
+    g = x.reshape(n, num_groups, x.numel() // max(n * num_groups, 1))  # not -1: the batch may be empty
     mu = g.mean(-1, keepdim=True)
     var = ((g - mu) ** 2).mean(-1, keepdim=True)
     y = ((g - mu) / (var + eps).sqrt()).reshape(x.shape)

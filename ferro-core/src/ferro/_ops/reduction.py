@@ -6,23 +6,28 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import DType, int64
+from .._core.dtypes import DType, as_dtype, int64
 from .._core.node import OUT
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
 
-__all__ = ["sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
+__all__ = ["reduce_dims", "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
 
 #: ``(values, indices)`` returned by max / min with a ``dim``.
 MaxMin = namedtuple("MaxMin", ["values", "indices"])
 
 
-def _dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[int, ...] | None:
+def reduce_dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[int, ...] | None:
+    """The sorted, non-negative dims a reduction ``op`` of ``x`` runs over (None: all of them).
+
+    The one check of every reduction's ``dim``: an int, a tuple or list of ints, or None; a wrong type
+    is a TypeError and a dim out of range an IndexError, both naming ``op``.
+    """
     if dim is None:
         return None
-    ds = (dim,) if isinstance(dim, int) else tuple(dim)
+    ds = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
     n = x.ndim
     norm = tuple(_wrap_dim(d, n, op) for d in ds)
     if len(set(norm)) != len(norm):
@@ -30,6 +35,17 @@ def _dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[int, ...
     if not norm or n == 0:  # dim=() reduces everything (PyTorch); a 0-d tensor accepts dim 0 / -1
         return None
     return tuple(sorted(norm))
+
+
+def _refuse_empty(op: str, x: Tensor, dims: tuple[int, ...] | None) -> None:
+    """PyTorch's IndexError for a reduction without identity (max, argmin...) over an empty dim."""
+    empty = [d for d in (range(x.ndim) if dims is None else dims) if x.shape[d] == 0]
+    if dims is None:
+        raise IndexError(f"{op}(): expected a reduction dim to be specified for an empty input of shape "
+                         f"{list(x.shape)} (the operation has no identity)")
+    if empty:
+        raise IndexError(f"{op}(): expected reduction dim {empty[0]} to have non-zero size, input of shape "
+                         f"{list(x.shape)} (the operation has no identity)")
 
 
 def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -78,7 +94,7 @@ _AMIN = register(OpDef("amin", "reduction", "Minimum over dims; ties share the g
 def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None = None) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
-    dims = _dims(x, dim, op.name)
+    dims = reduce_dims(x, dim, op.name)
     dev = x._device
     in_dt = x._dtype if dtype is None else dtype
     k = kernel_for(op, dev, in_dt)
@@ -87,9 +103,8 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     compute, out_dt = op.table[in_dt]
     if dtype is not None:  # an explicit dtype= is both the compute and the result dtype (sum(dtype=int32))
         compute = out_dt = dtype
-    if op.name in ("amax", "amin") and x.numel() == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
-        raise ShapeError(f"{op.name}(): cannot reduce an empty dimension of a tensor of shape {list(x.shape)} "
-                         "(the operation has no identity)")
+    if op.name in ("amax", "amin") and x.numel() == 0:
+        _refuse_empty(op.name, x, dims)
     data = x._data if x._dtype is compute else dev._kernels["cast"](x._data, compute)
     attrs = {"in_shape": x._data.shape, "dims": dims, "keepdim": keepdim}
     result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
@@ -99,14 +114,14 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
 def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
         dtype: DType | None = None) -> Tensor:
     """Sum of elements over ``dim`` (all when None)."""
-    return _reduce(_SUM, x, dim, keepdim, dtype)
+    return _reduce(_SUM, x, dim, keepdim, as_dtype(dtype, "sum"))
 
 
 def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
          dtype: DType | None = None) -> Tensor:
     """Mean of elements over ``dim`` (all when None)."""
     if dtype is not None:
-        x = x.to(dtype)
+        x = x.to(as_dtype(dtype, "mean"))
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         from ..errors import DTypeError
         raise DTypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -154,8 +169,8 @@ def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if k is None:
         return run_elsewhere(op, dev, x._dtype, (x, dim, keepdim), {})
     d = None if dim is None else _wrap_dim(dim, x.ndim, op.name)
-    if x.numel() == 0 and (d is None or x.ndim == 0 or x.shape[d] == 0):
-        raise ShapeError(f"{op.name}(): expected a non-empty tensor, got shape {list(x.shape)}")
+    if x.numel() == 0:
+        _refuse_empty(op.name, x, None if d is None or x.ndim == 0 else (d,))
     data = x._data
     if d is None and keepdim:
         r = k(data.reshape(-1) if hasattr(data, "reshape") else data, 0, False)

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import result_type
+from .._core.dtypes import int64, result_type
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _wrap_dim
-from ..dispatch._dispatch import check_devices, finish, kernel_for, run_elsewhere
+from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
+from .._creation import arange, full, zeros
+from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
 
-__all__ = ["reshape", "view", "permute", "transpose", "expand", "squeeze", "unsqueeze", "flatten",
-           "cat", "stack", "contiguous", "clone", "sum_to", "expand_as", "t"]
+__all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute", "transpose", "expand",
+           "squeeze", "unsqueeze", "flatten", "cat", "stack", "contiguous", "clone", "sum_to", "expand_as", "t"]
 
 
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape_arg(shape: tuple[Any, ...], op: str, arg: str = "shape") -> tuple[int, ...]:
+    """Ints given as arguments or as one sequence; 2.5 or "a" is a TypeError naming ``op`` (int() would
+    truncate 2.5 silently)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{arg}' must be a tuple of ints, got {list(shape)!r:.80}") from None
 
 
 def _infer(op: str, numel: int, in_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -47,7 +54,7 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
 
 def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     in_shape = x._data.shape
-    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape))
+    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape, op.name))
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
@@ -93,7 +100,7 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute", "dims")
     n = x.ndim
     norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
     if len(norm) != n or sorted(norm) != list(range(n)):
@@ -133,7 +140,7 @@ _EXPAND = register(OpDef("expand", "shape", "A broadcast view to a larger shape 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand", "size")
     in_shape = x._data.shape
     lead = len(sizes) - len(in_shape)
     if lead < 0:
@@ -193,7 +200,7 @@ def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     if dim is None:
         dims = {i for i, s in enumerate(shape) if s == 1}
     else:
-        ds = (dim,) if isinstance(dim, int) else tuple(dim)
+        ds = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         dims = {d for d in (_wrap_dim(d, len(shape), "squeeze") for d in ds) if shape and shape[d] == 1}
     return reshape(x, *[s for i, s in enumerate(shape) if i not in dims]) if dims else reshape(x, *shape)
 
@@ -202,9 +209,11 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
     shape = list(x._data.shape)
     n = len(shape) + 1
+    if type(dim) is not int:
+        dim = _dim_int(dim, "unsqueeze")
     if not -n <= dim < n:
         raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
+                         f"but got {dim}) for a tensor of {n - 1} dimension{'s' if n != 2 else ''}")
     shape.insert(dim + n if dim < 0 else dim, 1)
     return reshape(x, *shape)
 
@@ -338,8 +347,93 @@ def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     return r.reshape(shape)
 
 
+def _positions(shape: Sequence[int], strides: Sequence[int], offset: int, dev: Any) -> Tensor:
+    """The storage position of each element of a strided layout, as an int64 tensor of ``shape``."""
+    pos = full((), offset, dtype=int64, device=dev)
+    for i, (n, st) in enumerate(zip(shape, strides)):
+        at = [1] * len(shape)
+        at[i] = n
+        pos = pos + arange(n, device=dev).reshape(at) * st
+    return pos.expand(*shape)
+
+
+def _as_strided_grad(g: Tensor, *, size: tuple[int, ...], stride: tuple[int, ...], offset: int, storage: int,
+                     x_layout: tuple[tuple[int, ...], int], x_shape: tuple[int, ...]) -> Tensor:
+    # The gradient of each storage place is the sum over the output elements that read it (windows overlap);
+    # the input's elements take theirs from their own places.
+    n = g.numel()
+    idx = _positions(size, stride, offset, g._device).reshape(n)
+    flat = zeros(storage, dtype=g._dtype, device=g._device).index_add(0, idx, g.reshape(n))
+    return flat[_positions(x_shape, *x_layout, g._device)]
+
+
+# Not in the registry (no kernel of its own to resolve per dtype): the definition carries the backward formula
+# and names the view for autograd; the backends' "as_strided" and "storage_layout" kernels do the work.
+_AS_STRIDED = OpDef("as_strided", "shape", "A view of the tensor's storage with other sizes, strides and offset.",
+                    grads=(_as_strided_grad,))
+
+
+def _ints(v: Any, arg: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(i) for i in ((v,) if not isinstance(v, (tuple, list, Size)) else v))
+    except TypeError:
+        raise TypeError(f"as_strided(): argument '{arg}' must be a tuple of ints, got {v!r}") from None
+
+
+def _layout(x: Tensor) -> tuple[Tensor, tuple[tuple[int, ...], int]]:
+    """The tensor owning ``x``'s storage, and ``x``'s strides and offset in it (elements)."""
+    root = x._base if x._base is not None else x
+    layout = kernel(x._device, "storage_layout")
+    strides = layout(root._data, root._data)[0]
+    expect, step = [], 1
+    for n in reversed(root.shape):
+        expect.append(step)
+        step *= n
+    if any(n > 1 and st != e for n, st, e in zip(root.shape, strides, reversed(expect))):
+        raise NotImplementedError("as_strided: the storage of this tensor is not laid out contiguously (a kernel "
+                                  "returned a strided array); call .contiguous() on it first")
+    return root, layout(root._data, x._data)
+
+
+def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """A view of ``x``'s storage with ``size``, ``stride`` (in elements) and ``storage_offset`` (by default
+    ``x``'s own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the
+    places an element is read from."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"as_strided(): argument 'input' must be a Tensor, not {type(x).__name__}")
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if len(size) != len(stride):
+        raise ShapeError(f"as_strided: size {list(size)} and stride {list(stride)} differ in length")
+    if any(n < 0 for n in size) or any(st < 0 for st in stride):
+        raise ShapeError(f"as_strided: sizes and strides must not be negative, got size {list(size)} and stride "
+                         f"{list(stride)}")
+    root, (x_strides, x_offset) = _layout(x)
+    offset = x_offset if storage_offset is None else operator.index(storage_offset)
+    storage = root.numel()
+    need = offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1 if all(size) else offset
+    if offset < 0 or need > storage:
+        raise IndexError(f"as_strided: size {list(size)} with stride {list(stride)} and storage offset {offset} "
+                         f"reaches element {need - 1} of a storage of {storage} elements")
+    data = kernel(x._device, "as_strided")(root._data, size, stride, offset)
+    attrs = {"size": size, "stride": stride, "offset": offset, "storage": storage,
+             "x_layout": (x_strides, x_offset), "x_shape": tuple(x.shape)}
+    return finish(_AS_STRIDED, data, x._dtype, x._device, (x,), attrs=attrs, view_of=x)
+
+
+def stride(x: Tensor, dim: int | None = None) -> Any:
+    """The strides of ``x`` in elements (one dim's with ``dim``), as PyTorch's ``Tensor.stride``."""
+    strides = _layout(x)[1][0]
+    return strides if dim is None else strides[_wrap_dim(dim, x.ndim, "stride")]
+
+
+def storage_offset(x: Tensor) -> int:
+    """Where ``x`` starts in its storage, in elements."""
+    return _layout(x)[1][1]
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "reshape": reshape, "view": view, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
+    "as_strided": as_strided, "reshape": reshape, "view": view, "permute": permute, "transpose": transpose,
+    "swapaxes": swapaxes,
     "swapdims": swapdims, "t": t, "expand": expand, "broadcast_to": broadcast_to,
     "broadcast_shapes": broadcast_shapes, "expand_as": expand_as,
     "squeeze": squeeze, "unsqueeze": unsqueeze, "flatten": flatten, "ravel": ravel, "contiguous": contiguous,
@@ -348,5 +442,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 for _name, _op in (("reshape", _RESHAPE), ("view", _VIEW), ("permute", _PERMUTE), ("expand", _EXPAND),
                    ("contiguous", _CONTIGUOUS), ("clone", _CLONE), ("cat", _CAT), ("stack", _STACK)):
     _op.fn = FUNCTIONS[_name]
-METHODS = ["reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "expand", "expand_as",
+#: Tensor methods only (PyTorch has no ``torch.stride``).
+LAYOUT_METHODS: dict[str, Callable[..., Any]] = {"stride": stride, "storage_offset": storage_offset}
+METHODS = ["as_strided", "reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "expand", "expand_as",
            "squeeze", "unsqueeze", "flatten", "ravel", "contiguous", "clone", "broadcast_to"]

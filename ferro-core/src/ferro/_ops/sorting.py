@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import bool_, int64
-from .._core.records import OpDef, register, register_composites
+from .._core.records import REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from .._creation import arange, full, ones, tensor, zeros
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
 from .elementwise import where
+from .reduction import reduce_dims
 from .shape import cat
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -218,15 +219,17 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
         x = x.to(dtype)
     if dim is None:
         out = cumprod(x.reshape(-1), 0, dtype=dtype)
-        r = out[-1] if out.numel() else _one(x)
+        r = out[-1] if out.numel() else _one(x, None)
         return r.reshape((1,) * x.ndim) if keepdim else r
     d = _wrap_dim(dim, x.ndim, "prod")
-    out = cumprod(x, d, dtype=dtype).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x).expand(*_kept(x, d))
+    out = cumprod(x, d, dtype=dtype).narrow(d, x.shape[d] - 1, 1) if x.shape[d] else _one(x, d)
     return out if keepdim else out.squeeze(d)
 
 
-def _one(x: Tensor) -> Tensor:
-    return ones((), dtype=_CUMPROD.table[x._dtype][1], device=x._device)
+def _one(x: Tensor, d: int | None) -> Tensor:
+    """The empty product over ``d`` (all dims when None): ones, in the graph of ``x`` as PyTorch's (its
+    gradient is the empty tensor's zero-size gradient)."""
+    return x.sum(d, keepdim=d is not None, dtype=_CUMPROD.table[x._dtype][1]) * 0 + 1
 
 
 def _kept(x: Tensor, d: int) -> list[int]:
@@ -242,7 +245,8 @@ def var(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
         correction = 1 if unbiased else 0
     if x._dtype.name in _HALVES:
         return var(x.float(), dim, correction=correction, keepdim=keepdim).to(x._dtype)
-    n = x.numel() if dim is None else math.prod(x.shape[d] for d in ((dim,) if isinstance(dim, int) else dim))
+    dims = reduce_dims(x, dim, "var")
+    n = x.numel() if dims is None else math.prod(x.shape[d] for d in dims)
     mu = x.mean(dim, keepdim=True)
     return _abs2(x - mu).sum(dim, keepdim=keepdim) / max(n - correction, 0)
 
@@ -273,10 +277,15 @@ def _root(s: Tensor, p: float) -> Tensor:
 
 
 def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` is the 2-norm of all entries.
-    16-bit floats are summed in float32 and rounded once, as PyTorch does (their squares overflow early)."""
+    """Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
+    ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default). 16-bit floats are
+    summed in float32 and rounded once, as PyTorch does (their squares overflow early)."""
     if x._dtype.name in _HALVES:
         return norm(x.float(), p, dim, keepdim).to(x._dtype)
+    if p is None:
+        p = "fro"
+    if p == "nuc":  # a matrix norm: the registry op (ferro.linalg's), looked up as it is registered later
+        return REGISTRY["linalg.matrix_norm"].fn(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     a = x.abs()
     if p in ("fro", 2, 2.0):
         return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
@@ -284,8 +293,9 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
         return a.amax(dim if dim is not None else (), keepdim=keepdim)
     if p in (-math.inf, "-inf"):
         return a.amin(dim if dim is not None else (), keepdim=keepdim)
-    if p == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+    if p == 0:  # a count: in the graph with zero gradient, as PyTorch's (the sum is never selected)
+        count = (x != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+        return where(count != count, a.sum(dim, keepdim=keepdim), count) if x._rg else count
     if p == 1:
         return a.sum(dim, keepdim=keepdim)
     return _root((a ** p).sum(dim, keepdim=keepdim), p)

@@ -22,7 +22,8 @@ from .._core.tensor import Tensor, full
 __all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
 
 #: Ops whose result is a view of their input (when it is one, ``finish`` gets ``view_of``).
-VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem", "real", "imag", "diagonal", "view_as_real"))
+VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem", "real", "imag", "diagonal", "view_as_real",
+                      "as_strided"))
 
 
 def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
@@ -48,6 +49,8 @@ def _replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
             t = t.diagonal(attrs["offset"], attrs["dim1"], attrs["dim2"])
         elif "replay" in attrs:  # a view op that records the function making it (view_as_real)
             t = attrs["replay"](t)
+        elif name == "as_strided":  # its offset counts from the storage's start: the same from any view
+            t = t.as_strided(attrs["size"], attrs["stride"], attrs["offset"])
         else:  # getitem with a basic key
             t = t[attrs["key"]]
     return t

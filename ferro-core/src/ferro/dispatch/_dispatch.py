@@ -16,6 +16,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import DType, result_type
+from .._core.naming import RENAMED, in_op
 from .._core.node import OUT, Node
 from .._core.records import OpDef
 from .._core.tensor import Tensor, _wrap
@@ -165,7 +166,11 @@ def resolve(op: OpDef, dev: Any, dtype: DType) -> tuple[Callable[..., Any] | Non
 def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` without a kernel on ``dev``: its decomposition, else the opt-in CPU fallback."""
     if op.decomposition is not None:
-        return op.decomposition(*args, **kwargs)
+        try:
+            return op.decomposition(*args, **kwargs)
+        except RENAMED as e:
+            in_op(op.name, e)
+            raise
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(op.name, dev)
         moved = tuple(a.to("cpu") if isinstance(a, Tensor) else a for a in args)

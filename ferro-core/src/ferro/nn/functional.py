@@ -12,10 +12,10 @@ from .._core.tensor import Tensor
 from .._ops.composite import ACTIVATION_NAMES
 from .._ops.composite import FUNCTIONS as _COMPOSITES
 from .._ops.conv import FUNCTIONS as _CONV
+from .._ops.conv import adaptive_max_pool
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
-from ._pooling import adaptive_max_pool
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]

@@ -13,6 +13,7 @@ __all__ = [
     'adaptive_max_pool2d',
     'avg_pool1d',
     'avg_pool2d',
+    'avg_pool3d',
     'batch_norm',
     'bilinear',
     'binary_cross_entropy',
@@ -50,6 +51,7 @@ __all__ = [
     'margin_ranking_loss',
     'max_pool1d',
     'max_pool2d',
+    'max_pool3d',
     'mish',
     'mse_loss',
     'nll_loss',
@@ -86,10 +88,38 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: builtin
     window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat indices into H *
     W). Without indices it is the registry op ``adaptive_max_pool2d``.
     """
-def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of (N, C, L), zero padding counted."""
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of (N, C, H, W), zero padding counted."""
+def avg_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+) -> Tensor:
+    """Mean over sliding windows of (N, C, L) or (C, L); ``count_include_pad=False`` leaves the padding out."""
+def avg_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+    divisor_override: builtins.int | None = None,
+) -> Tensor:
+    """
+    Mean over sliding windows of (N, C, H, W) or (C, H, W); ``count_include_pad=False`` leaves the padding out,
+    ``divisor_override`` replaces the divisor, ``ceil_mode`` rounds the output size up.
+    """
+def avg_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+    divisor_override: builtins.int | None = None,
+) -> Tensor:
+    """Mean over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`avg_pool2d`)."""
 def batch_norm(
     x: Tensor,
     running_mean: Tensor | None,
@@ -272,7 +302,7 @@ def local_response_norm(
     k: builtins.float = 1.0,
 ) -> Tensor:
     """Normalize by the sum of squares of ``size`` neighboring channels."""
-def log_softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logsigmoid(x: Any) -> Tensor:
     """log(sigmoid(x)), stably."""
@@ -284,10 +314,42 @@ def margin_ranking_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """``max(0, -target * (x1 - x2) + margin)``."""
-def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of (N, C, L)."""
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
+def max_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
+    ``return_indices=True`` also returns where each maximum came from (indices into L).
+    """
+def max_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``; ``ceil_mode``
+    rounds the output size up; ``return_indices=True`` also returns flat indices into H * W.
+    """
+def max_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`max_pool2d`)."""
 def mish(x: Any) -> Tensor:
     """x * tanh(softplus(x))."""
 def mse_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
@@ -346,7 +408,7 @@ def silu(x: Any) -> Tensor:
     """x * sigmoid(x)."""
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', beta: builtins.float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
-def softmax(x: Tensor, dim: builtins.int = -1) -> Tensor:
+def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def softplus(x: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear past threshold."""

@@ -1,23 +1,17 @@
 """Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool1d/2d``.
 
-The common settings call the registry ops of ``ferro.nn.functional`` (which a
-backend may fuse). What those ops do not take (``ceil_mode``, ``return_indices``,
-``count_include_pad=False``, ``divisor_override``, 3-D) runs here on the same
-window unfolding, with PyTorch's output sizes and divisors. Adaptive max pooling
-with indices (and in 1-D) gathers its windows of unequal sizes the same way, each
-padded to the largest by repeating its last element.
+Each module holds its settings and calls the function of ``ferro.nn.functional`` (registry ops written
+in ``_ops/conv.py``, which a backend may fuse); the settings at their defaults are left out of the call,
+so that a backend's fused kernel for the plain case applies.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..._core.tensor import Tensor
-from ..._creation import ones
-from ..._ops.conv import unfold, window_max
+from ..._ops.conv import _Geometry, adaptive_max_pool
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
-from .._pooling import _batched, _Geometry, _positions, adaptive_max_pool
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
@@ -26,7 +20,7 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
 
 class _MaxPoolNd(Module):
     _n: int
-    _fn: Any = None  # the registry op for the plain case, where there is one
+    _fn: Any
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
@@ -35,22 +29,12 @@ class _MaxPoolNd(Module):
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
-        self._geometry = _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, dilation,
-                                   ceil_mode)
+        _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, dilation, ceil_mode)  # checks
 
     def forward(self, input: Tensor) -> Any:
         """The maximum of each window; with ``return_indices``, also its flat index in the input's spatial dims."""
-        if self._fn is not None and not (self.ceil_mode or self.return_indices):
-            return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation)
-        n, g = self._n, self._geometry
-        x, batched = _batched(input, n, type(self).__name__)
-        spatial = tuple(x.shape[2:])
-        win = g.windows(x, g.pads(spatial), -math.inf)
-        if not self.return_indices:
-            out = window_max(win, None, n)
-            return out if batched else out.squeeze(0)
-        out, idx = window_max(win, g.windows(_positions(spatial, x.device), g.pads(spatial), -1), n)
-        return (out, idx) if batched else (out.squeeze(0), idx.squeeze(0))
+        options = {k: v for k, v in (("ceil_mode", self.ceil_mode), ("return_indices", self.return_indices)) if v}
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation, **options)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -76,12 +60,12 @@ class MaxPool2d(_MaxPoolNd):
 class MaxPool3d(_MaxPoolNd):
     """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W)."""
 
-    _n = 3
+    _n, _fn = 3, staticmethod(F.max_pool3d)
 
 
 class _AvgPoolNd(Module):
     _n: int
-    _fn: Any = None
+    _fn: Any
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
@@ -92,32 +76,16 @@ class _AvgPoolNd(Module):
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
         self.divisor_override = divisor_override
-        self._geometry = _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, 1, ceil_mode)
+        _Geometry(self._n, type(self).__name__, kernel_size, self.stride, padding, 1, ceil_mode)  # checks
 
     def forward(self, input: Tensor) -> Tensor:
         """The mean of each window (PyTorch's divisor: see ``count_include_pad`` and ``divisor_override``)."""
-        n, g = self._n, self._geometry
-        plain_pad = self.count_include_pad or not any(g.padding)
-        if self._fn is not None and plain_pad and not self.ceil_mode and self.divisor_override is None:
-            return type(self)._fn(input, self.kernel_size, self.stride, self.padding)
-        x, batched = _batched(input, n, type(self).__name__)
-        spatial = tuple(x.shape[2:])
-        dims = tuple(range(2 + n, 2 + 2 * n))
-        total = g.windows(x, g.pads(spatial), 0.0).sum(dims)
+        options: dict[str, Any] = {"ceil_mode": True} if self.ceil_mode else {}
+        if not self.count_include_pad:
+            options["count_include_pad"] = False
         if self.divisor_override is not None:
-            out = total / self.divisor_override
-        else:
-            # How many of each window's places count: the input, plus the padding with count_include_pad,
-            # never the ceil-mode overhang.
-            mask = ones(1, 1, *spatial, dtype=x.dtype, device=x.device)
-            if self.count_include_pad:
-                mask = F.pad(mask, g.pads(spatial, extra=False), value=1.0)
-                mask = F.pad(mask, g.pads(spatial, regular=False), value=0.0)
-            else:
-                mask = F.pad(mask, g.pads(spatial), value=0.0)
-            count = unfold(mask, g.kernel, g.stride, g.dilation).sum(dims)
-            out = total / count
-        return out if batched else out.squeeze(0)
+            options["divisor_override"] = self.divisor_override
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, **options)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -143,7 +111,7 @@ class AvgPool2d(_AvgPoolNd):
 class AvgPool3d(_AvgPoolNd):
     """Mean over sliding windows of (N, C, D, H, W) (options as :class:`AvgPool2d`)."""
 
-    _n = 3
+    _n, _fn = 3, staticmethod(F.avg_pool3d)
 
 
 class AdaptiveAvgPool2d(Module):

@@ -1,0 +1,68 @@
+"""Errors name the user's op: a failure inside a composite is reported under the op that was called.
+
+A composite op (``batch_norm``, ``var``, ``conv2d``...) runs as other ops; when one of those fails, its
+message names the inner op (``reshape``, ``gather``), which the user never called. The public function of
+every composite is wrapped so that such a message is prefixed with the outer op's name
+(``batch_norm: reshape: shape [1, 3] is invalid...``): the user reads which call failed and, after it,
+which step. The exception keeps its type, attributes and traceback; only its message grows. ``try`` costs
+nothing while no exception is raised.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["in_op", "names_errors", "wrong_argument"]
+
+#: The exceptions whose message is prefixed (a KeyError's message is the repr of its key: left alone).
+RENAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, MemoryError)
+
+
+def in_op(name: str, err: BaseException) -> None:
+    """Prefix ``err``'s message with ``name`` unless it already starts with it."""
+    if isinstance(err, KeyError) or len(err.args) != 1 or not isinstance(err.args[0], str):
+        return
+    msg = err.args[0]
+    if not msg.startswith(name):
+        err.args = (f"{name}: {msg}",)
+
+
+#: Python values that are never tensors (a list, a number, a string where a tensor was expected).
+_PLAIN = (str, bytes, bool, int, float, complex, list, tuple, dict, set)
+
+
+def wrong_argument(fn: Callable[..., Any], err: AttributeError, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> str | None:
+    """The name of the argument of ``fn`` that lacks the attribute ``err`` asked for (a number or a string
+    where a tensor was expected), or None when the object is none of the arguments."""
+    obj = getattr(err, "obj", None)
+    if not isinstance(obj, _PLAIN):  # a ferro object lacking an attribute is a bug of ferro's, not the caller's
+        return None
+    code = getattr(fn, "__code__", None)
+    names = code.co_varnames[:code.co_argcount] if code is not None else ()
+    for i, a in enumerate(args):
+        if a is obj:
+            return names[i] if i < len(names) else f"#{i + 1}"
+    return next((k for k, v in kwargs.items() if v is obj), None)
+
+
+def names_errors(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with its errors named after op ``name`` (see the module docstring); an argument of the wrong
+    type that fails as an AttributeError inside (``'str' object has no attribute 'ndim'``) is a TypeError
+    naming the op and the argument."""
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RENAMED as e:
+            in_op(name, e)
+            raise
+        except AttributeError as e:
+            arg = wrong_argument(fn, e, args, kwargs)
+            if arg is None:
+                raise
+            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(e.obj).__name__} "
+                            f"({e.obj!r:.40})") from e
+    return op
