@@ -225,8 +225,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("fft_c2r", ("fft_c2r",), _p("x: Array; dims: tuple[int, ...]; norm: str; last_dim_size: int"), A,
               "Half spectrum to real, the last transformed axis of last_dim_size.", group="fft"),
     # -- optional: strided views of memory -------------------------------------------------------------
-    Primitive("as_strided", ("as_strided",), _p("base: Array; size: tuple[int, ...]; stride: tuple[int, ...]; offset: int"),
-              A, "A view of the contiguous base's memory, strides and offset in elements (bounds checked by core).",
+    Primitive("as_strided", ("as_strided",),
+              _p("base: Array; size: tuple[int, ...]; stride: tuple[int, ...]; offset: int"), A, "A view of the contiguous base's memory, strides and offset in elements (bounds checked by core).",
               group="strided"),
     Primitive("storage_layout", ("storage_layout",), _p("base: Array; x: Array"), "tuple[tuple[int, ...], int]",
               "The strides and offset (in elements) of x, a view of base, in base's memory.", group="strided"),
@@ -288,7 +288,7 @@ GROUPS: dict[str, Group] = {
     "complex": Group("complex", "Parts of complex numbers; a backend without complex dtypes lacks them."),
     "linalg": Group("linalg", "Factorizations (torch.linalg); no decomposition into primitives."),
     "fft": Group("fft", "Fast Fourier transforms; no decomposition into primitives."),
-    "strided": Group("strided", "Views by explicit strides (as_strided, stride(), storage_offset()); unsupported without."),
+    "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
     "fused": Group("fused", "Kernels of ops that also have a decomposition, each optional on its own.", whole=False),
 }
 for _g in GROUPS.values():
