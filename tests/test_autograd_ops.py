@@ -264,14 +264,16 @@ def _cases(name: str) -> list[Case]:
     return [*_db_cases(name), *local]
 
 
-ALL = [c for name in sorted(REGISTRY) if name not in SKIPPED for c in _cases(name)]
+# ferro's own ops; a plugin's ops are checked by the conformance suite from their records' test data.
+OWN = sorted(n for n, op in REGISTRY.items() if not op.plugin)
+ALL = [c for name in OWN if name not in SKIPPED for c in _cases(name)]
 #: Second derivatives, except at ties (the first derivative jumps there).
 SECOND = [c for c in ALL if c.op not in NO_GRADGRAD and "ties" not in c.label
           and (REGISTRY[c.op].kind in GRADGRAD_KINDS or c.op in GRADGRAD_OPS)]
 
 
 def test_every_registry_op_is_checked_or_skipped_with_a_reason() -> None:
-    unaccounted = sorted(n for n in REGISTRY if n not in SKIPPED and not _cases(n))
+    unaccounted = sorted(n for n in OWN if n not in SKIPPED and not _cases(n))
     assert not unaccounted, f"ops with no gradient check (add a case, or a reason to SKIPPED): {unaccounted}"
     assert not set(SKIPPED) - set(REGISTRY), "SKIPPED names ops that are not in the registry"
 
