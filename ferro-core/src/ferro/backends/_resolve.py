@@ -16,14 +16,15 @@ whose kernel refuses the dtype is unsupported, as on the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._core.dtypes import DType, complex64, complex128, float32, float64
 from .._core.records import REGISTRY, kernel_table
+from .contract import KERNELS, REQUIRED
 
-__all__ = ["Resolution", "DeviceFacts", "resolve", "facts_of", "RUNS"]
+__all__ = ["Resolution", "DeviceFacts", "resolve", "facts_of", "RUNS", "missing_group"]
 
 _REAL_OF = {complex64: float32, complex128: float64}
 
@@ -100,6 +101,16 @@ class DeviceFacts:
     fallback: bool = False
 
 
+def missing_group(kernels: Iterable[str]) -> str:
+    """Where missing ``kernels`` belong to an optional group of the contract, words naming it (else "")."""
+    groups = {k: KERNELS[k].group for k in kernels if k in KERNELS and KERNELS[k].group not in (REQUIRED, "fused")}
+    if not groups:
+        return ""
+    names = ", ".join(f"'{k}'" for k in groups)
+    return f"; {names} {'is' if len(groups) == 1 else 'are'} in the contract's optional group " + \
+        " / ".join(f"'{g}'" for g in dict.fromkeys(groups.values())) + ", which the backend does not have"
+
+
 def _kernel_refusals(facts: DeviceFacts, kernels: tuple[str, ...], dtype: DType) -> dict[str, str]:
     check = facts.kernel_refusal
     if check is None:
@@ -129,7 +140,8 @@ def resolve(name: str, dtype: DType, facts: DeviceFacts,
 def _raw(name: str, dtype: DType, facts: DeviceFacts) -> Resolution:
     where = facts.device
     if name not in facts.kernels:
-        return Resolution(name, dtype, where, "unsupported", reason=f"the backend has no kernel '{name}'")
+        return Resolution(name, dtype, where, "unsupported",
+                          reason=f"the backend has no kernel '{name}'{missing_group((name,))}")
     refusals = _kernel_refusals(facts, (name,), dtype)
     if refusals:
         return Resolution(name, dtype, where, "unsupported", (name,), reason="; ".join(refusals.values()),
@@ -192,7 +204,7 @@ def _resolve(name: str, dtype: DType, facts: DeviceFacts, memo: dict[tuple[str, 
         return Resolution(name, dtype, where, "fallback", reason="the backend cannot run it", notes=tuple(notes),
                           refused=refused)
     return Resolution(name, dtype, where, "unsupported", reason="the backend has no kernel for it and the op has no "
-                      "decomposition", notes=tuple(notes), refused=refused)
+                      f"decomposition{missing_group(op.kernels)}", notes=tuple(notes), refused=refused)
 
 
 def facts_of(dev: Any, overrides: Mapping[str, str] | None = None, fallback: bool = False) -> DeviceFacts:

@@ -21,6 +21,7 @@ from .._core.node import OUT, Node
 from .._core.records import OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._views import VIEW_OPS, refresh, view_record
+from ..backends._resolve import missing_group
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
 
 __all__ = ["record", "resolve", "check_devices", "shape_error", "kernel"]
@@ -122,7 +123,8 @@ def kernel(dev: Any, name: str) -> Callable[..., Any]:
     try:
         return dev._kernels[name]
     except KeyError:
-        raise UnsupportedOperationError(name, "any", dev.type, dev, reason="the backend has no such kernel",
+        raise UnsupportedOperationError(name, "any", dev.type, dev,
+                                        reason=f"the backend has no such kernel{missing_group((name,))}",
                                         others=_others_with(name)) from None
     except TypeError:  # the device was never bound
         dev.backend  # noqa: B018
@@ -178,7 +180,7 @@ def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwar
         if isinstance(result, tuple):
             return type(result)(*(r.to(dev) if isinstance(r, Tensor) else r for r in result))
         return result.to(dev)
-    raise _unsupported(op, dtype, dev, "the backend has no kernel for it")
+    raise _unsupported(op, dtype, dev, f"the backend has no kernel for it{missing_group(op.kernels)}")
 
 
 def fallback_enabled() -> bool:
