@@ -76,7 +76,7 @@ RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3, 5, 6))
 
 
-@pytest.mark.parametrize("name, f, t, arrays", [
+CASES = [
     ("softmax", lambda x: F.softmax(x, dim=1), lambda x: torch.softmax(x, dim=1), (X,)),
     ("log_softmax", lambda x: F.log_softmax(x, dim=-1), lambda x: torch.log_softmax(x, dim=-1), (X,)),
     ("layer_norm", lambda x, w, b: F.layer_norm(x, (5, 6), w, b, 1e-5),
@@ -101,7 +101,10 @@ X = RNG.standard_normal((2, 3, 5, 6))
      (RNG.standard_normal((2, 4, 3)), RNG.standard_normal((2, 5, 3)), RNG.standard_normal((2, 5, 2)))),
     ("gelu tanh", lambda x: F.gelu(x, approximate="tanh"),
      lambda x: torch.nn.functional.gelu(x, approximate="tanh"), (X,)),
-])
+]
+
+
+@pytest.mark.parametrize("name, f, t, arrays", CASES, ids=[c[0] for c in CASES])
 def test_composites_match_torch(name: str, f: Callable[..., Any], t: Callable[..., Any],
                                 arrays: tuple[np.ndarray, ...]) -> None:
     _check(f, t, *arrays)
