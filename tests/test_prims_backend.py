@@ -20,6 +20,8 @@ import torch
 
 import ferro
 import ferro.nn.functional as F
+from ferro._core.records import REGISTRY
+from ferro.autograd import gradcheck
 from ferro.backends import contract
 from ferro.errors import UnsupportedOperationError
 
@@ -189,3 +191,32 @@ def test_the_default_selection_of_the_conformance_suite_includes_prims() -> None
                           capture_output=True, text=True, env=clean_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[prims:0]" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_real_conj_and_angle_of_real_tensors_run_and_are_claimed() -> None:
+    a = np.array([-1.0, 0.0, -0.0, 2.5, np.nan, -np.inf, np.inf])
+    x = ferro.tensor(a, device=DEV)
+    b = ferro.backends.get(DEV)
+    for op in ("real", "conj", "conj_physical", "angle"):
+        assert b.supports(op, ferro.float64) and b.supports(op, ferro.int64), op
+    assert ferro.real(x) is x and ferro.conj(x) is x
+    np.testing.assert_array_equal(ferro.angle(x).numpy(), torch.angle(torch.tensor(a)).numpy())
+    assert ferro.angle(x).dtype is ferro.float64
+    ints = ferro.tensor([-3, 0, 4], device=DEV)
+    assert ferro.angle(ints).dtype is ferro.float32
+    np.testing.assert_allclose(ferro.angle(ints).numpy(), torch.angle(torch.tensor([-3, 0, 4])).numpy())
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+@pytest.mark.parametrize("name", ["real", "imag", "conj", "angle"])
+def test_the_complex_parts_decompose_into_casts(name: str) -> None:
+    """A backend with complex dtypes but without the group ``complex`` runs the parts by their decompositions
+    (the contract's cast keeps the real part, as C's conversion does): checked on cpu's complex128, values
+    against NumPy, gradients by finite differences."""
+    op = REGISTRY[name]
+    z = ferro.tensor(np.array([1 + 2j, -3 - 0.5j, 0.25 - 4j]), dtype=ferro.complex128, requires_grad=True)
+    got = op.decomposition(z)
+    want = getattr(np, name)(z.detach().numpy())
+    assert got.dtype is op.table[ferro.complex128][1]
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-12)
+    assert gradcheck(op.decomposition, [z])

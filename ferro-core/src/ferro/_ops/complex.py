@@ -14,6 +14,7 @@ tensor: ferro has no lazy conjugate bit, so ``conj`` is ``conj_physical`` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -58,14 +59,41 @@ def _check(name: str, x: Any) -> None:
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
 
 
+# -- decompositions into the required primitives, for a backend without the optional group "complex" --------
+# The contract's cast converts as C does, keeping a complex number's real part, so the parts need no kernel of
+# their own there (they are copies, not views). Real inputs never reach them: real(x) and conj(x) are x.
+
+
+def _re(z: Tensor) -> Tensor:
+    return z.to(_REAL_OF[z._dtype])
+
+
+def _im(z: Tensor) -> Tensor:
+    return (z * -1j).to(_REAL_OF[z._dtype])  # (a + bi)(-i) = b - ai
+
+
+def _conj_decomposition(z: Tensor) -> Tensor:
+    if not z._dtype.is_complex:
+        return z
+    return _re(z).to(z._dtype) - _im(z).to(z._dtype) * 1j
+
+
+def _angle_decomposition(x: Tensor) -> Tensor:
+    if x._dtype.is_complex:
+        return _im(x).atan2(_re(x))
+    f = x.to(_ANGLE.table[x._dtype][0])
+    return where(f < 0, math.pi, where(f >= 0, 0.0, f))  # pi for negative reals, else 0; nan stays nan
+
+
 # -- real and imag: views -------------------------------------------------------------------------
 
 # The registry's op is the complex case; real(x) of a real x is x itself, with no kernel (as in PyTorch).
 _REAL = register(OpDef("real", "complex", "The real part of a complex tensor (a view); a real tensor itself.",
-                       dtype_rule="magnitude", grads=(lambda g: g,)))
+                       dtype_rule="magnitude", grads=(lambda g: g,), decomposition=_re, uses=("cast",)))
 # d imag(x) = Im(dx): the gradient of a complex input is i * g.
 _IMAG = register(OpDef("imag", "complex", "The imaginary part of a complex tensor (a view).",
-                       dtype_rule="complex_to_real", grads=(lambda g: g * 1j,)))
+                       dtype_rule="complex_to_real", grads=(lambda g: g * 1j,), decomposition=_im,
+                       uses=("mul", "cast")))
 
 
 def _part(op: OpDef, x: Tensor) -> Tensor:
@@ -96,7 +124,8 @@ _REAL.fn, _IMAG.fn = real, imag
 # -- conj and angle: elementwise ------------------------------------------------------------------
 
 _CONJ = register(OpDef("conj", "unary", "The complex conjugate (a new tensor; real tensors are returned as is).",
-                       dtype_rule="same", grads=(lambda g: conj(g),)))
+                       dtype_rule="same", grads=(lambda g: conj(g),), decomposition=_conj_decomposition,
+                       uses=("cast", "mul", "sub")))
 _conj_kernel = build_unary(_CONJ)
 
 
@@ -120,7 +149,9 @@ def _angle_grad(g: Tensor, x: Tensor) -> Tensor:
 
 
 _ANGLE = register(OpDef("angle", "unary", "The argument of each complex element (pi for negative reals, else 0).",
-                        dtype_rule="to_real_float", saves=(0,), grads=(_angle_grad,)))
+                        dtype_rule="to_real_float", saves=(0,), grads=(_angle_grad,),
+                        decomposition=_angle_decomposition,
+                        uses=("cast", "mul", "atan2:real", "lt:real", "ge:real", "where:real")))
 angle = build_unary(_ANGLE)
 angle.__doc__ = "The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."
 _CONJ.fn, _ANGLE.fn = conj, angle
