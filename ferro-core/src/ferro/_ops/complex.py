@@ -62,6 +62,7 @@ def _check(name: str, x: Any) -> None:
 # -- decompositions into the required primitives, for a backend without the optional group "complex" --------
 # The contract's cast converts as C does, keeping a complex number's real part, so the parts need no kernel of
 # their own there (they are copies, not views). Real inputs never reach them: real(x) and conj(x) are x.
+# Exact for finite values only: imag's product with -1j turns an infinite or nan real part into nan.
 
 
 def _re(z: Tensor) -> Tensor:

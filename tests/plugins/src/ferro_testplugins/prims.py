@@ -4,11 +4,12 @@ It is ferro's generic Array API backend over NumPy (as ``toy`` in
 :mod:`ferro_testplugins.good`) with its kernel table cut down to exactly
 ``ferro.backends.contract.kernel_names("required")``: no fused kernel, no
 optional group (no special functions, complex parts, linear algebra
-factorizations or FFT), and hence no complex dtypes. Every other op runs through its decomposition into
-these primitives; ops that need a missing optional group are reported
-unsupported, naming the group. The conformance suite runs on it like on any
-installed backend (``--ferro-backend=prims``), which is how ferro checks that
-"a backend that implements only the primitives runs every op".
+factorizations or FFT), and so no complex dtypes. Every other op runs through
+its decomposition into these primitives; ops that need a missing optional
+group are reported unsupported, naming the group. The
+conformance suite runs on it like on any installed backend
+(``--ferro-backend=prims``), which is how ferro checks that "a backend that
+implements only the primitives runs every op".
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ class PrimsBackend(ArrayAPIBackend):
     optional_groups: frozenset[str] = frozenset()
 
     def dtypes(self, index: int) -> frozenset[DType]:
-        # Without the optional group ``complex`` (real, imag, conj) complex numbers have no gradients
-        # (Wirtinger derivatives conjugate) and no parts: a backend lacking the group has no complex dtypes.
+        # The parts of complex numbers decompose into casts, exact for finite values only: imag is
+        # cast(z * -1j), whose product turns an infinite real part into nan. With no kernel for them
+        # (the optional group ``complex``), complex dtypes are left out.
         return frozenset(d for d in super().dtypes(index) if not d.is_complex)
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
