@@ -24,15 +24,14 @@ image lies outside the half spectrum doubled (PyTorch's derivation).
 from __future__ import annotations
 
 import builtins
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import DType, bfloat16, complex64, complex128, float16, float32, float64, get_default_dtype
 from .._core.records import DTYPE_RULES, OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap_dim
-from ..dispatch._dispatch import _unsupported, finish, kernel_for, run_elsewhere
-from ..errors import DTypeError, ShapeError, UnsupportedOperationError
+from ..dispatch._dispatch import finish, kernel_for, reported_as, run_elsewhere
+from ..errors import DTypeError, ShapeError
 from .complex import conj, real
 from .movement import narrow, roll
 from .shape import cat
@@ -224,18 +223,7 @@ def _resized(x: Tensor, dims: tuple[int, ...], sizes: Sequence[int | None]) -> T
 
 def _public(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """``fn``, whose missing kernels (a primitive, a complex cast) are reported under its own name."""
-    name = f"fft.{fn.__name__}"
-
-    @functools.wraps(fn)
-    def wrapper(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        try:
-            return fn(input, *args, **kwargs)
-        except UnsupportedOperationError as e:
-            if e.op == name or not isinstance(input, Tensor):
-                raise
-            from .._core.records import get
-            raise _unsupported(get(name), input._dtype, input._device, f"needs '{e.op}': {e.reason}") from None
-    return wrapper
+    return reported_as(f"fft.{fn.__name__}", fn)
 
 
 def _c2c_n(name: str, x: Tensor, s: Sequence[int] | None, dim: Any, norm: str | None, forward: bool) -> Tensor:

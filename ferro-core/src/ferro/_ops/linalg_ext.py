@@ -20,7 +20,7 @@ from .._core.dtypes import bool_, complex64, complex128, float32, float64
 from .._core.records import register_composites
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
-from ..dispatch._dispatch import fallback_enabled, kernel, warn_fallback
+from ..dispatch._dispatch import fallback_enabled, kernel, reported_as, warn_fallback
 from ..errors import ShapeError, UnsupportedOperationError
 
 __all__ = ["FUNCTIONS"]
@@ -527,4 +527,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 ]
 
 
+# a factorization kernel the backend lacks (the optional group "linalg") is reported under the op called
+_ROWS = [(n, reported_as(f"linalg.{n}", f) if any(u.startswith("linalg_") for u in uses) else f, uses)
+         for n, f, uses in _ROWS]
 FUNCTIONS = register_composites("linalg", _ROWS, dtype_rule="floating", prefix="linalg.")

@@ -9,6 +9,7 @@ fallback, then ``UnsupportedOperationError``).
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from .._core import grad_mode as _mode
 from .._core.dtypes import DType, result_type
 from .._core.naming import RENAMED, in_op
 from .._core.node import OUT, Node
-from .._core.records import OpDef
+from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..backends._resolve import missing_group
@@ -186,6 +187,20 @@ def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwar
 def fallback_enabled() -> bool:
     """Whether ``FERRO_FALLBACK=cpu`` is set (read at each missing kernel, never on the hot path)."""
     return os.environ.get("FERRO_FALLBACK", "").strip().lower() == "cpu"
+def reported_as(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, the public function of op ``name`` (written in other ops and kernels, its first argument a
+    tensor), with an op or kernel it misses reported under ``name``: the op the user called, the missing part
+    and its reason (an optional group of the contract, a dtype) in the message."""
+
+    @functools.wraps(fn)
+    def wrapper(input: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(input, *args, **kwargs)
+        except UnsupportedOperationError as e:
+            if e.op == name or not isinstance(input, Tensor):
+                raise
+            raise _unsupported(REGISTRY[name], input._dtype, input._device, f"needs '{e.op}': {e.reason}") from None
+    return wrapper
 
 
 def warn_fallback(op: str, dev: Any) -> None:
