@@ -211,6 +211,8 @@ def test_real_conj_and_angle_of_real_tensors_run_and_are_claimed() -> None:
     for op in ("real", "conj", "conj_physical", "angle"):
         assert b.supports(op, ferro.float64) and b.supports(op, ferro.int64), op
     assert ferro.real(x) is x and ferro.conj(x) is x
+    flags = ferro.tensor([True, False], device=DEV)
+    assert b.supports("conj", ferro.bool_) and ferro.conj(flags) is flags
     np.testing.assert_array_equal(ferro.angle(x).numpy(), torch.angle(torch.tensor(a)).numpy())
     assert ferro.angle(x).dtype is ferro.float64
     ints = ferro.tensor([-3, 0, 4], device=DEV)

@@ -76,7 +76,7 @@ def _im(z: Tensor) -> Tensor:
 def _conj_decomposition(z: Tensor) -> Tensor:
     if not z._dtype.is_complex:
         return z
-    return _re(z).to(z._dtype) - _im(z).to(z._dtype) * 1j
+    return _re(z).to(z._dtype) + _im(z).to(z._dtype) * -1j
 
 
 def _angle_decomposition(x: Tensor) -> Tensor:
@@ -126,7 +126,7 @@ _REAL.fn, _IMAG.fn = real, imag
 
 _CONJ = register(OpDef("conj", "unary", "The complex conjugate (a new tensor; real tensors are returned as is).",
                        dtype_rule="same", grads=(lambda g: conj(g),), decomposition=_conj_decomposition,
-                       uses=("cast", "mul", "sub")))
+                       uses=("cast", "mul", "add")))
 _conj_kernel = build_unary(_CONJ)
 
 
