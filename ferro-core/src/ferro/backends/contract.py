@@ -285,7 +285,9 @@ KERNELS: dict[str, Primitive] = {k: p for p in PRIMITIVES for k in p.kernels}
 #: Optional groups by name.
 GROUPS: dict[str, Group] = {
     "special": Group("special", "Special functions; ops built on them (erf, gelu...) are unsupported without."),
-    "complex": Group("complex", "Parts of complex numbers; a backend without complex dtypes lacks them."),
+    "complex": Group("complex", "Parts of complex numbers (views where the arrays have them); without them the "
+                     "parts decompose into casts, exact for finite values only, so a backend lacking them had "
+                     "better have no complex dtypes."),
     "linalg": Group("linalg", "Factorizations (torch.linalg); no decomposition into primitives."),
     "fft": Group("fft", "Fast Fourier transforms; no decomposition into primitives."),
     "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
