@@ -226,7 +226,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "Half spectrum to real, the last transformed axis of last_dim_size.", group="fft"),
     # -- optional: strided views of memory -------------------------------------------------------------
     Primitive("as_strided", ("as_strided",),
-              _p("base: Array; size: tuple[int, ...]; stride: tuple[int, ...]; offset: int"), A, "A view of the contiguous base's memory, strides and offset in elements (bounds checked by core).",
+              _p("base: Array; size: tuple[int, ...]; stride: tuple[int, ...]; offset: int"), A,
+              "A view of the contiguous base's memory, strides and offset in elements (bounds checked by core).",
               group="strided"),
     Primitive("storage_layout", ("storage_layout",), _p("base: Array; x: Array"), "tuple[tuple[int, ...], int]",
               "The strides and offset (in elements) of x, a view of base, in base's memory.", group="strided"),
