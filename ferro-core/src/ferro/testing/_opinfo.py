@@ -161,7 +161,8 @@ OP_DB: list[OpInfo] = [
     OpInfo("rsqrt", lambda x: 1 / _np().sqrt(x), domain=(0.2, 3)),
     OpInfo("erf", lambda x: _sp().erf(x)), OpInfo("erfc", lambda x: _sp().erfc(x)),
     OpInfo("erfinv", lambda x: _sp().erfinv(x), domain=(-0.9, 0.9)),
-    OpInfo("lgamma", lambda x: _sp().gammaln(x), domain=(0.5, 4)),
+    # lgamma(-inf) is +inf (C99 and PyTorch); SciPy's gammaln gives -inf there
+    OpInfo("lgamma", lambda x: _np().where(x == -_np().inf, _np().inf, _sp().gammaln(x)), domain=(0.5, 4)),
     OpInfo("digamma", lambda x: _sp().digamma(x), domain=(0.5, 4), grad=False),
     _u("isnan", grad=False), _u("isinf", grad=False), _u("isfinite", grad=False),
     OpInfo("logical_not", lambda x: _np().logical_not(x), grad=False),
