@@ -174,6 +174,54 @@ SPECIFIC: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...], Any, st
     "randperm": [("negative n", lambda f: f.randperm(-1), (), (TypeError, ValueError), r"randperm.*n")],
     "normal": [("negative std", lambda f, x: f.normal(x, -1.0), (_a(3),), (ValueError, RuntimeError),
                 r"normal.*std")],
+    **{n: [("dim out of range", lambda f, x, _n=n: getattr(f, _n)(x, 2), (_a(3, 4),), IndexError, rf"{n}.*dim")]
+       for n in ("flip", "cumprod", "cummin", "logcumsumexp", "var", "std", "prod", "count_nonzero", "mode", "any",
+                 "all", "amax", "amin")},
+    "roll": [("dim out of range", lambda f, x: f.roll(x, 1, 2), (_a(3, 4),), IndexError, r"roll.*dim")],
+    "movedim": [("dim out of range", lambda f, x: f.movedim(x, 0, 2), (_a(3, 4),), IndexError, r"movedim.*dim")],
+    "unbind": [("dim out of range", lambda f, x: f.unbind(x, 2), (_a(3, 4),), IndexError, r"unbind.*dim")],
+    "norm": [("dim out of range", lambda f, x: f.norm(x, dim=2), (_a(3, 4),), IndexError, r"norm.*dim")],
+    "tril": [("fewer than 2 dims", lambda f, x: f.tril(x), (_a(3),), SHAPE, r"tril.*dim")],
+    "triu": [("fewer than 2 dims", lambda f, x: f.triu(x), (_a(3),), SHAPE, r"triu.*dim")],
+    "repeat": [("fewer repeats than dims", lambda f, x: x.repeat(2), (_a(3, 4),), SHAPE, r"repeat.*dim")],
+    "tile": [("dims not integers", lambda f, x: f.tile(x, "a"), (_a(3, 4),), (TypeError, ValueError), r"tile.*dims")],
+    "unflatten": [("sizes do not multiply", lambda f, x: f.unflatten(x, 1, (2, 3)), (_a(3, 4),), SHAPE,
+                   r"unflatten.*size")],
+    "chunk": [("zero chunks", lambda f, x: f.chunk(x, 0), (_a(3, 4),), ValueError, r"chunk.*chunks")],
+    "split": [("zero split size", lambda f, x: f.split(x, 0), (_a(3, 4),), ValueError, r"split.*split_size")],
+    "take": [("index out of range", lambda f, x: f.take(x, _t(f, x, [12])), (_a(3, 4),), IndexError,
+              r"take.*index")],
+    "masked_fill": [("mask does not broadcast", lambda f, x: f.masked_fill(x, _t(f, x, [True] * 5), 1.0),
+                     (_a(3, 4),), SHAPE, r"masked_fill.*mask")],
+    "scatter": [("index out of range", lambda f, x: f.scatter(x, 0, _t(f, x, [[5]]), f.ones(1, 1, device=x.device)),
+                 (_a(3, 4),), IndexError, r"scatter.*index")],
+    "index_add": [("index out of range", lambda f, x: f.index_add(x, 1, _t(f, x, [5]), f.ones(3, 1, device=x.device)),
+                   (_a(3, 4),), IndexError, r"index_add.*index")],
+    "tensordot": [("contracted sizes differ", lambda f, x, y: f.tensordot(x, y, 1), (_a(3, 4), _a(5, 2)), SHAPE,
+                   r"tensordot.*size")],
+    "outer": [("not 1-D", lambda f, x, y: f.outer(x, y), (_a(3, 4), _a(3)), SHAPE, r"outer.*1-?D")],
+    "histc": [("no bins", lambda f, x: f.histc(x, -1), (_a(4),), ValueError, r"histc.*bins")],
+    "bincount": [("negative value", lambda f, x: f.bincount(x), (_a(3, dtype="int64") - 1,), ValueError,
+                  r"bincount.*(negative|non-negative)")],
+    "diag_embed": [("same dims", lambda f, x: f.diag_embed(x, dim1=0, dim2=0), (_a(3, 4),), (ValueError, IndexError),
+                    r"diag_embed.*dim")],
+    "diag": [("3-D input", lambda f, x: f.diag(x), (_a(2, 2, 2),), SHAPE, r"diag.*(1-D|2-D)")],
+    "glu": [("odd size", lambda f, x: f.nn.functional.glu(x), (_a(2, 3),), SHAPE, r"glu.*(even|size)")],
+    "pad": [("unknown mode", lambda f, x: f.nn.functional.pad(x, (1, 2), mode="bogus"), (_a(3, 4),), ValueError,
+             r"pad.*mode")],
+    "interpolate": [("unknown mode", lambda f, x: f.nn.functional.interpolate(x, scale_factor=2, mode="bogus"),
+                     (_a(1, 1, 2, 2),), ValueError, r"interpolate.*mode")],
+    "layer_norm": [("normalized_shape mismatch", lambda f, x: f.nn.functional.layer_norm(x, (4,)), (_a(4, 3),),
+                    SHAPE, r"layer_norm.*normalized_shape")],
+    "group_norm": [("channels not divisible", lambda f, x: f.nn.functional.group_norm(x, 3), (_a(2, 4, 3),), SHAPE,
+                    r"group_norm.*group")],
+    **{n: [("kernel larger than the input", lambda f, x, _n=n: getattr(f.nn.functional, _n)(x, 3),
+            (_a(1, 1, 2, 2) if n.endswith("2d") else _a(1, 1, 2),), SHAPE, rf"{n}.*kernel")]
+       for n in ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")},
+    **{n: [("unknown reduction", lambda f, x, _n=n: getattr(f.nn.functional, _n)(x, x, reduction="bogus"),
+            (_a(4, 3) / 12,), ValueError, rf"{n}.*reduction")]
+       for n in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+                 "binary_cross_entropy_with_logits", "kl_div")},
     "dropout": [("p out of range", lambda f, x: f.nn.functional.dropout(x, 1.5), (_a(3),), ValueError,
                  r"dropout.*p")],
 }
@@ -191,9 +239,8 @@ ALIASES = {"true_divide": "(true_divide|div)"}
 
 
 def _takes_float32(name: str) -> bool:
-    from .._core.dtypes import float32
     from .._ops import REGISTRY
-    return float32 in REGISTRY[name].table
+    return any(d.name == "float32" for d in REGISTRY[name].table)
 
 
 def _direct(info: OpInfo) -> bool:
