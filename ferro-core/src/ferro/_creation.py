@@ -35,18 +35,8 @@ def _check_dtype(dtype: DType, dev: _device_cls, what: str) -> None:
 
 
 def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
-    """Run creation kernel ``kind``; running out of memory names the op, the size and the device."""
-    try:
-        return _run(kind, dev, dtype, *args)
-    except MemoryError as e:  # NumPy's, CuPy's, or a backend's own
-        shape = args[0] if args and isinstance(args[0], tuple) else None
-        size = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize} bytes)" \
-            if shape is not None else f"a {dtype} tensor"
-        raise MemoryError(f"{kind}: out of memory allocating {size} on {dev}: {e}") from None
-
-
-def _run(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
-    """Run creation kernel ``kind``; without one, the opt-in CPU fallback or a clear error."""
+    """Run creation kernel ``kind``; without one, the opt-in CPU fallback or a clear error. Running out of
+    memory names the size and the device (the public function's wrapper puts the user's op before it)."""
     _check_dtype(dtype, dev, kind)
     k = dev._kernels.get(kind)  # type: ignore[union-attr]
     if k is not None:
@@ -56,7 +46,7 @@ def _run(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
             shape = args[0] if args and isinstance(args[0], tuple) else None
             what = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize:,} bytes)" \
                 if shape is not None else f"a tensor of dtype {dtype}"
-            raise MemoryError(f"{kind}: out of memory allocating {what} on {dev}: {e}") from None
+            raise MemoryError(f"out of memory allocating {what} on {dev}: {e}") from None
     from .dispatch._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)

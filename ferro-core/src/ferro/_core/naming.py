@@ -14,15 +14,21 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import BackendNotFoundError, BackendUnavailableError
+
 __all__ = ["in_op", "names_errors", "wrong_argument"]
 
 #: The exceptions whose message is prefixed (a KeyError's message is the repr of its key: left alone).
 RENAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, MemoryError)
 
 
+#: Errors about the machine rather than the call (a backend that cannot run here): their message stays whole.
+_NOT_THE_CALL = (BackendUnavailableError, BackendNotFoundError)
+
+
 def in_op(name: str, err: BaseException) -> None:
     """Prefix ``err``'s message with ``name`` unless it already starts with it."""
-    if isinstance(err, KeyError) or len(err.args) != 1 or not isinstance(err.args[0], str):
+    if isinstance(err, (KeyError, *_NOT_THE_CALL)) or len(err.args) != 1 or not isinstance(err.args[0], str):
         return
     msg = err.args[0]
     if not msg.startswith(name):

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._core.naming import names_errors
 from .._core.records import OpDef, register
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, _wrap_dim
 from ..errors import DTypeError, ShapeError
 from . import fused
 
@@ -79,6 +79,8 @@ def _softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
 
 def _log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
     x = x if dtype is None else x.to(dtype)
+    if x.ndim and x.shape[_wrap_dim(dim, x.ndim, "log_softmax")] == 0:  # nothing to normalize over: empty, as PyTorch
+        return x.clone()
     # (x - max) - log(sum(exp(x - max))), not x - logsumexp(x): logsumexp rounds at the magnitude of max
     # (about 1e-3 at 1e4 in float32), which x - logsumexp would keep; x - max is exact near the max.
     m = x.amax(dim, keepdim=True).detach()

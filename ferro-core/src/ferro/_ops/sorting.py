@@ -402,7 +402,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("mode", mode, ("argsort", "getitem", "eq", "sum")),
     ("cummax", cummax, ("cummax", "getitem")),
     ("cummin", cummin, ("cummin", "getitem")),
-    ("logcumsumexp", logcumsumexp, ("cumsum", "exp", "log", "amax")),
+    ("logcumsumexp", logcumsumexp, ("logaddexp", "where", "ge", "cat", "arange")),
     ("prod", prod, ("cumprod", "getitem")),
     ("var", var, ("mean", "sum", "pow")),
     ("std", std, ("mean", "sum", "pow", "sqrt", "sqrt:real")),
