@@ -82,7 +82,8 @@ def test_row_write_of_the_wrong_length_is_refused_like_torch(dev: str) -> None:
 def test_out_of_memory_names_op_size_and_device(dev: str) -> None:
     with pytest.raises(MemoryError, match=r"^empty: out of memory .* \[10000000000000\] .* opencl:0.*bytes"):
         ferro.empty(10**13, device=dev)
-    with pytest.raises(MemoryError, match=r"^ones: (full: )?out of memory .* \[1000000000000, 10\]"):  # the op called first
+    # the op the user called comes first
+    with pytest.raises(MemoryError, match=r"^ones: (full: )?out of memory .* \[1000000000000, 10\]"):
         ferro.ones(10**12, 10, device=dev)
 
 
