@@ -47,6 +47,16 @@ def run_json(code: str, env: dict[str, str] | None = None) -> Any:
     return json.loads(out[-1])
 
 
+@pytest.fixture(params=["cpu", "opencl"])
+def dev(request: pytest.FixtureRequest) -> str:
+    """``cpu``, then ``opencl:0`` (skipped, with the reason, where OpenCL cannot run): the tests that compare
+    both devices with PyTorch."""
+    if request.param == "opencl":
+        request.getfixturevalue("ocl")
+        return "opencl:0"
+    return "cpu"
+
+
 @pytest.fixture(scope="session")
 def ocl() -> Any:
     """ferro's OpenCL backend; the test is skipped, with the reason, where it is not installed or has no device."""

@@ -23,14 +23,6 @@ TF = torch.nn.functional
 NAN = float("nan")
 
 
-@pytest.fixture(params=["cpu", "opencl"])
-def dev(request: pytest.FixtureRequest) -> str:
-    """The device name; opencl is skipped, with the reason, where it cannot run."""
-    if request.param == "opencl":
-        request.getfixturevalue("ocl")
-    return request.param
-
-
 def _raises(fn: Callable[[], Any]) -> BaseException | None:
     """The exception ``fn`` raises, also where a device reports it at the next synchronization."""
     try:

@@ -18,14 +18,6 @@ import ferro
 import ferro.nn.functional as F
 
 
-@pytest.fixture(params=["cpu", "opencl"])
-def dev(request: pytest.FixtureRequest) -> str:
-    if request.param == "opencl":
-        request.getfixturevalue("ocl")
-        return "opencl:0"
-    return "cpu"
-
-
 def _pair(shapes: list[tuple[int, ...]], dev: str) -> tuple[list[ferro.Tensor], list[torch.Tensor]]:
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]

@@ -14,15 +14,6 @@ import torch
 import ferro
 import ferro.nn.functional as F
 
-
-@pytest.fixture(params=["cpu", "opencl"])
-def dev(request: pytest.FixtureRequest) -> str:
-    if request.param == "opencl":
-        request.getfixturevalue("ocl")
-        return "opencl:0"
-    return "cpu"
-
-
 #: reductions and dim-taking ops: name -> (ferro call, torch call), each f(x, dim)
 DIM_OPS: dict[str, tuple[Any, Any]] = {
     "sum": (ferro.sum, torch.sum), "mean": (ferro.mean, torch.mean), "amax": (ferro.amax, torch.amax),

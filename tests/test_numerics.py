@@ -19,14 +19,6 @@ torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
 
-@pytest.fixture(params=["cpu", "opencl"])
-def dev(request: pytest.FixtureRequest) -> str:
-    """The device name; opencl is skipped, with the reason, where it cannot run."""
-    if request.param == "opencl":
-        request.getfixturevalue("ocl")
-    return request.param
-
-
 #: Logit rows far from zero: float32 rounds a logsumexp there at about 1e-3.
 LARGE = np.array([[-1e4] * 4, [1e4, 1e4 - 1, 1e4 - 2, 0.0], [3e4, 3e4 + 0.5, -3e4, 3e4 - 7.0],
                   [-5e3, -5e3 + 2.0, -5e3 + 1.0, -5e3 + 0.25]], dtype=np.float32)

@@ -18,14 +18,6 @@ import ferro
 import ferro.nn.functional as F
 
 
-@pytest.fixture(params=["cpu", "opencl"])
-def dev(request: pytest.FixtureRequest) -> str:
-    if request.param == "opencl":
-        request.getfixturevalue("ocl")
-        return "opencl:0"
-    return "cpu"
-
-
 def _inputs(shapes: list[tuple[int, ...]], dev: str, seed: int = 0, dtype: Any = np.float32,
             grad: bool = True) -> tuple[list[ferro.Tensor], list[torch.Tensor]]:
     rng = np.random.default_rng(seed)
