@@ -70,15 +70,16 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-FIRST_OP = "first op (import ferro; ferro.ones(2) + 1)"
+#: Rows timed as fresh interpreters (run.py's import row, and the first op after it): name -> code.
+INTERPRETER = {"python -c 'import ferro'": "import ferro",
+               "first op (import ferro; ferro.ones(2) + 1)": "import ferro; ferro.ones(2) + 1"}
 
 
-def _first_op(root: Path) -> float:
-    """Wall time of a fresh interpreter importing ferro and running one op."""
+def _fresh(root: Path, code: str) -> float:
+    """Wall time of a fresh interpreter running ``code`` with ``root``'s ferro."""
     env = dict(os.environ, PYTHONPATH=_src_path(root))
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import ferro; ferro.ones(2) + 1"], env=env, check=True,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
@@ -86,10 +87,19 @@ def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: fl
             threads: int) -> dict[str, list[float]]:
     """Per case, the ratio after / before of each round."""
     out: dict[str, list[float]] = {}
-    if FIRST_OP in cases:
-        cases = [c for c in cases if c != FIRST_OP]
-        out[FIRST_OP] = [(_first_op(after) / _first_op(before)) if r % 2 == 0 else
-                         1 / (_first_op(before) / _first_op(after)) for r in range(rounds)]
+    for name, code in INTERPRETER.items():
+        if name in cases:
+            cases = [c for c in cases if c != name]
+            ratios = []
+            for r in range(rounds):  # the order swapped every round
+                if r % 2:
+                    tb = _fresh(after, code)
+                    ta = _fresh(before, code)
+                else:
+                    ta = _fresh(before, code)
+                    tb = _fresh(after, code)
+                ratios.append(tb / ta)
+            out[name] = ratios
     a, b = Worker(before, threads), Worker(after, threads)
     try:
         for case in cases:
@@ -123,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
-    names = [c.name for c in CASES] + [FIRST_OP]
+    names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)]
     got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads)
     worst = 0.0

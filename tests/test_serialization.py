@@ -221,7 +221,7 @@ def test_the_temporary_files_of_live_writers_are_kept(tmp_path: pathlib.Path) ->
     path = tmp_path / "ckpt.safetensors"
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        host = ferro.serialization._HOST
+        host = ferro.serialization._host()
         mine = tmp_path / f"ckpt.safetensors.tmp-{live.pid}-{host}-0123abcd"
         other_host = tmp_path / "ckpt.safetensors.tmp-1-ffffffff-0123abcd"
         other_file = tmp_path / "other.safetensors.tmp-999999999-0123abcd-00"

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
+import functools
 import itertools
 import json
 import os
 import re
-import secrets
-import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -160,13 +158,19 @@ def save(obj: Any, f: Any) -> None:
 #: telling whether its writer is gone (``pid`` is not running on this ``host``) so a later save can remove it.
 _TMP = re.compile(r"\.tmp-(\d+)-([0-9a-f]{8})-[0-9a-f]+\Z")
 _OLD_TMP = re.compile(r"\.tmp(\d+)\Z")  # what ferro wrote before: f"{path}.tmp{pid}"
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+@functools.cache
+def _host() -> str:
+    """This host's tag in temporary file names (hashed: the name stays short and tells nothing more).
+    hashlib and socket are imported here, at the first save, not at ``import ferro``."""
+    import hashlib
+    import socket
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def _write_atomically(path: str, data: bytes | bytearray) -> None:
     _remove_stale_temporaries(path)
     while True:
-        tmp = f"{path}.tmp-{os.getpid()}-{_HOST}-{secrets.token_hex(6)}"
+        tmp = f"{path}.tmp-{os.getpid()}-{_host()}-{os.urandom(6).hex()}"
         try:  # O_EXCL: never another writer's file; mode 0o666 as open() would (the umask applies)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
             break
@@ -222,7 +226,7 @@ def _remove_stale_temporaries(path: str) -> None:
             continue
         m = _TMP.match(name, len(base))
         old = _OLD_TMP.match(name, len(base))
-        if m is not None and m.group(2) == _HOST:
+        if m is not None and m.group(2) == _host():
             pid = int(m.group(1))
         elif old is not None:
             pid = int(old.group(1))

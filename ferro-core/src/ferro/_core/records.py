@@ -177,7 +177,8 @@ class OpDef:
         self.table: dict[DType, tuple[DType, DType]] = {}
         #: the public function, filled in by the module that builds it (for a plugin's op, by dispatch).
         self.fn: Callable[..., Any] | None = None
-        #: the op's test data for the conformance suite (a ``ferro.testing.OpInfo``), or None.
+        #: the op's test data for the conformance suite: a ``ferro.testing.OpInfo``, or a function returning one
+        #: (so that registering the op does not import the test kit), or None.
         self.tests = tests
         #: the plugin that contributed the op ("" for ferro's own).
         self.plugin = ""

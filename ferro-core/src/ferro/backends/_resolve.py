@@ -17,8 +17,8 @@ whose kernel refuses the dtype is unsupported, as on the hot path.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .._core.dtypes import DType, complex64, complex128, float32, float64
 from .._core.records import REGISTRY, kernel_table
@@ -32,8 +32,7 @@ _REAL_OF = {complex64: float32, complex128: float64}
 RUNS = frozenset({"kernel", "override", "decomposition"})
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """How op (or raw kernel) ``op`` runs at input ``dtype`` on ``device``.
 
     ``route`` is ``"kernel"`` (the backend's own), ``"override"`` (a kernel a
@@ -85,8 +84,7 @@ class Resolution:
         return "\n".join(self.lines())
 
 
-@dataclass(frozen=True)
-class DeviceFacts:
+class DeviceFacts(NamedTuple):
     """What the resolver knows of a device: its kernel names, dtypes, the backend's refusals per op,
     the kernels plugins overrode (name -> plugin), a per-kernel refusal check (``kernel_refusal(name, dtype)``
     -> why not, or None), and whether the CPU fallback is on."""
@@ -95,8 +93,8 @@ class DeviceFacts:
     backend: str
     kernels: Collection[str]
     dtypes: frozenset[DType]
-    refused: Mapping[str, frozenset[DType]] = field(default_factory=dict)
-    overrides: Mapping[str, str] = field(default_factory=dict)
+    refused: Mapping[str, frozenset[DType]] = MappingProxyType({})
+    overrides: Mapping[str, str] = MappingProxyType({})
     kernel_refusal: Callable[[str, DType], str | None] | None = None
     fallback: bool = False
 
@@ -132,7 +130,7 @@ def resolve(name: str, dtype: DType, facts: DeviceFacts,
     op = REGISTRY.get(name)
     cr = op.table.get(dtype) if op is not None else None
     if cr is not None:
-        out = replace(out, compute=cr[0])
+        out = out._replace(compute=cr[0])
     memo[key] = out
     return out
 

@@ -35,12 +35,10 @@ True
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .._core.records import REGISTRY
 
@@ -54,8 +52,7 @@ __all__ = [
 REQUIRED = "required"
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One parameter of a kernel: its name, its type (as written in Python annotations), what it means."""
 
     name: str
@@ -66,8 +63,7 @@ class Param:
         return f"{self.name}: {self.type}"
 
 
-@dataclass(frozen=True)
-class Primitive:
+class Primitive(NamedTuple):
     """One signature of the contract and the kernel names that have it.
 
     ``kernels`` share ``params`` and ``returns``; ``group`` is :data:`REQUIRED`
@@ -88,15 +84,14 @@ class Primitive:
         return f"{kernel or self.kernels[0]}({', '.join(map(str, self.params))}) -> {self.returns}"
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """An optional group of kernels: all or nothing where ``whole`` is set (a backend declaring it
     must have every member), else each member stands alone (fused kernels)."""
 
     name: str
     doc: str
     whole: bool = True
-    members: tuple[str, ...] = field(default=())
+    members: tuple[str, ...] = ()
 
 
 def _p(spec: str) -> tuple[Param, ...]:
@@ -294,8 +289,8 @@ GROUPS: dict[str, Group] = {
     "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
     "fused": Group("fused", "Kernels of ops that also have a decomposition, each optional on its own.", whole=False),
 }
-for _g in GROUPS.values():
-    object.__setattr__(_g, "members", tuple(k for p in PRIMITIVES if p.group == _g.name for k in p.kernels))
+GROUPS = {n: g._replace(members=tuple(k for p in PRIMITIVES if p.group == n for k in p.kernels))
+          for n, g in GROUPS.items()}
 
 #: Fused forward kernel -> the backward kernel it needs beside it.
 FUSED_PAIRS: dict[str, str] = {
@@ -344,6 +339,7 @@ def check_signatures(table: Mapping[str, Any]) -> list[str]:
     Kernels without an inspectable signature (NumPy ufuncs, C functions) and
     primitives with variadic parameters are not checked.
     """
+    import inspect  # slow to import; only these checks need it, never ``import ferro``
     problems = []
     for name, kernel in table.items():
         p = KERNELS.get(name)

@@ -47,7 +47,7 @@ def ferro_plugin_api_version() -> int:
 def ferro_register_ops() -> list[OpDef]:
     return [OpDef("squareplus", "unary", squareplus.__doc__.split("\n")[0], dtype_rule="real_floating",
                   saves=(0,), grads=(_grad,), decomposition=squareplus, uses=("mul", "add", "sqrt", "div"),
-                  tests=_tests())]
+                  tests=_tests)]
 
 
 @hookimpl

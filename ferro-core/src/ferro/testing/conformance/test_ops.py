@@ -22,7 +22,8 @@ from ferro.testing._opinfo import ALL_DTYPES, OP_DB, OpInfo, samples
 
 ferro.backends.installed()  # loads the plugins: the ops they add (ferro_register_ops) carry their own test data
 #: ferro's op database, and the test data of every op record that carries some (plugins' ops).
-DB: list[OpInfo] = OP_DB + [op.tests for op in REGISTRY.values() if op.tests is not None]
+DB: list[OpInfo] = OP_DB + [op.tests if isinstance(op.tests, OpInfo) else op.tests()
+                             for op in REGISTRY.values() if op.tests is not None]
 PAIRS = [(info, d) for info in DB for d in ALL_DTYPES]
 #: Tolerances of the 16-bit floats: their own rounding plus a few roundings inside composites.
 LOOSE = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
