@@ -16,7 +16,13 @@ from typing import Any
 
 from ..errors import BackendNotFoundError, BackendUnavailableError
 
-__all__ = ["in_op", "names_errors", "wrong_argument"]
+__all__ = ["in_op", "names_errors", "wrong_argument", "not_a_tensor"]
+
+
+def not_a_tensor(op: str, arg: str, value: Any) -> TypeError:
+    """The error for a value that is not a tensor where ``op`` takes one (raise it from an ``except
+    AttributeError`` around the first use of the argument: free while nothing fails)."""
+    return TypeError(f"{op}(): argument '{arg}' must be a Tensor, not {type(value).__name__}")
 
 #: The exceptions whose message is prefixed (a KeyError's message is the repr of its key: left alone).
 RENAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError, MemoryError)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
+from .._core.naming import in_op
 from .._core.records import DTYPE_RULES, REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor
 from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
@@ -173,6 +174,7 @@ def sgn(x: Tensor) -> Tensor:
 
 def conj_physical(x: Tensor) -> Tensor:
     """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
+    _check("conj_physical", x)
     return conj(x)
 
 
@@ -201,13 +203,21 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
     _float_pair("complex", real, imag, ("real", "imag"))
     c = _COMPLEX_OF[real._dtype]
-    return real.to(c) + imag.to(c) * 1j
+    try:
+        return real.to(c) + imag.to(c) * 1j
+    except ShapeError as e:  # the shapes of real and imag: the user's op, not the inner add
+        in_op("complex", e)
+        raise
 
 
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
     _float_pair("polar", abs, angle, ("abs", "angle"))
-    return complex(abs * angle.cos(), abs * angle.sin())
+    try:
+        return complex(abs * angle.cos(), abs * angle.sin())
+    except ShapeError as e:  # the shapes of abs and angle: the user's op, not the inner mul
+        in_op("polar", e)
+        raise
 
 
 def view_as_real(x: Tensor) -> Tensor:

@@ -165,6 +165,10 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
 
 def tile(x: Tensor, dims: Sequence[int]) -> Tensor:
     """``repeat`` with missing leading sizes taken as 1."""
+    if isinstance(dims, int):
+        dims = (dims,)
+    if isinstance(dims, (str, bytes)) or not all(isinstance(d, int) for d in dims):
+        raise TypeError(f"tile(): argument 'dims' must be a sequence of ints, got {dims!r}")
     dims = tuple(dims)
     return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
 
@@ -265,7 +269,10 @@ def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
     r, c = _diag_index(n, n, offset)
     out = out.index_put((Ellipsis, tensor(r, device=x.device), tensor(c, device=x.device)), x)
     nd = out.ndim
-    return movedim(out, (-2, -1), (_wrap_dim(dim1, nd, "diag_embed"), _wrap_dim(dim2, nd, "diag_embed")))
+    d1, d2 = _wrap_dim(dim1, nd, "diag_embed"), _wrap_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise ValueError(f"diag_embed: dim1 and dim2 must be different dimensions, got {dim1} and {dim2}")
+    return movedim(out, (-2, -1), (d1, d2))
 
 
 def diag(x: Tensor, diagonal: int = 0) -> Tensor:

@@ -16,6 +16,8 @@ __all__ = ["FUNCTIONS"]
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expected 1-D tensors, got {list(a.shape)} and {list(b.shape)}")
     return a.unsqueeze(-1) * b
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import DType, as_dtype, int64
+from .._core.naming import not_a_tensor
 from .._core.node import OUT
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap, _wrap_dim
@@ -122,7 +123,11 @@ def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fals
     """Mean of elements over ``dim`` (all when None)."""
     if dtype is not None:
         x = x.to(as_dtype(dtype, "mean"))
-    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+    try:
+        floating = x._dtype.is_floating_point or x._dtype.is_complex
+    except AttributeError:
+        raise not_a_tensor("mean", "input", x) from None
+    if not floating:
         from ..errors import DTypeError
         raise DTypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                          f"complex dtype. Got: {x._dtype}")
@@ -164,7 +169,10 @@ _ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened
 
 
 def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
-    dev = x._device
+    try:
+        dev = x._device
+    except AttributeError:
+        raise not_a_tensor(op.name, "input", x) from None
     k = kernel_for(op, dev, x._dtype)
     if k is None:
         return run_elsewhere(op, dev, x._dtype, (x, dim, keepdim), {})

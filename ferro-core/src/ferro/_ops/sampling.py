@@ -49,6 +49,8 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
            dtype: Any = None, device: Any = None) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
+    if not isinstance(std, Tensor) and std < 0:
+        raise ValueError(f"normal expects std >= 0.0, but found std {std}")
     ref = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     if ref is not None:
         shape = (mean * 0 + std * 0).shape  # the broadcast shape of mean and std

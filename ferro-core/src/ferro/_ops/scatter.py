@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
@@ -230,7 +231,11 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (broadcast) is True, else ``x``."""
-    out = where(mask, value, x)
+    try:
+        out = where(mask, value, x)
+    except ShapeError:  # the mask's shape, named under the user's op rather than the inner where
+        raise ShapeError(f"masked_fill: mask of shape {list(mask.shape)} does not broadcast with the input's shape "
+                         f"{list(x.shape)}") from None
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
@@ -265,7 +270,10 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
     from .._core.dtypes import int64
     from .._core.tensor import _wrap
     from ..dispatch._dispatch import kernel_for, run_elsewhere
-    k = kernel_for(_NONZERO, x._device, x._dtype)
+    try:
+        k = kernel_for(_NONZERO, x._device, x._dtype)
+    except AttributeError:
+        raise not_a_tensor("nonzero", "input", x) from None
     if k is None:
         return run_elsewhere(_NONZERO, x._device, x._dtype, (x,), {"as_tuple": as_tuple})
     idx = _wrap(k(x._data), int64, x._device)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import int64, result_type
+from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
 from .._creation import arange, full, zeros
@@ -53,7 +54,10 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
 
 
 def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
-    in_shape = x._data.shape
+    try:
+        in_shape = x._data.shape
+    except AttributeError:
+        raise not_a_tensor(op.name, "input", x) from None
     new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape, op.name))
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
@@ -101,7 +105,10 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
     dims = _shape_arg(dims, "permute", "dims")
-    n = x.ndim
+    try:
+        n = x.ndim
+    except AttributeError:
+        raise not_a_tensor("permute", "input", x) from None
     norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
@@ -141,7 +148,10 @@ _EXPAND = register(OpDef("expand", "shape", "A broadcast view to a larger shape 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
     sizes = _shape_arg(sizes, "expand", "size")
-    in_shape = x._data.shape
+    try:
+        in_shape = x._data.shape
+    except AttributeError:
+        raise not_a_tensor("expand", "input", x) from None
     lead = len(sizes) - len(in_shape)
     if lead < 0:
         raise ShapeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
@@ -254,7 +264,10 @@ def contiguous(x: Tensor) -> Tensor:
 
 def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
-    dev = x._device
+    try:
+        dev = x._device
+    except AttributeError:
+        raise not_a_tensor("clone", "input", x) from None
     k = kernel_for(_CLONE, dev, x._dtype)
     if k is None:
         return run_elsewhere(_CLONE, dev, x._dtype, (x,), {})

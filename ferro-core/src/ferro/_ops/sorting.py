@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import bool_, int64
+from .._core.naming import not_a_tensor
 from .._core.records import REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from .._creation import arange, full, ones, tensor, zeros
@@ -303,6 +304,8 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
 
 def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Number of nonzero elements (over ``dim``), as int64."""
+    if not isinstance(x, Tensor):
+        raise not_a_tensor("count_nonzero", "input", x)
     return (x != 0).sum(dim)
 
 
