@@ -14,6 +14,7 @@ regression: the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -131,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--threshold", type=float, default=1.05)
     args = p.parse_args(argv)
+    for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
+        for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
+            compileall.compile_dir(src, quiet=1)
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
     names = [c.name for c in CASES] + list(INTERPRETER)
