@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import cuda, data, nn, optim, random, utils
+from . import amp, cuda, data, nn, optim, random, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -27,6 +27,7 @@ from ._api import long as long
 from ._api import set_default_dtype as set_default_dtype
 from ._api import short as short
 from ._core.tensor import Tensor as _Tensor
+from .amp import autocast as autocast
 
 __version__ = "0.1.0"
 
@@ -41,4 +42,4 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-__all__ = [*_api_all, "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, "amp", "autocast", "cuda", "data", "nn", "optim", "random", "utils"]

@@ -18,12 +18,13 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
     True
     """
 
-    __slots__ = ("__weakref__", "_backend", "_dtypes", "_kernels", "_ops", "index", "type")
+    __slots__ = ("__weakref__", "_backend", "_dtypes", "_fast", "_kernels", "_ops", "index", "type")
     _interned: dict[tuple[str, int], device] = {}
 
     type: str
     index: int
     _ops: dict[str, Any] | None  # op name -> (kernel, dtype table), resolved at binding
+    _fast: dict[str, Any] | None  # what elementwise hot paths read: _ops, or empty while a dispatch layer is on
     _kernels: dict[str, Any] | None  # kernel name -> kernel
     _dtypes: frozenset[Any]
     _backend: Any
@@ -50,7 +51,7 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
         if dev is None:
             dev = object.__new__(cls)
             dev.type, dev.index = key
-            dev._ops = dev._kernels = dev._backend = None
+            dev._ops = dev._fast = dev._kernels = dev._backend = None
             dev._dtypes = frozenset()
             cls._interned[key] = dev
         return dev

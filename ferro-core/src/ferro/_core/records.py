@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import provided
+from . import autocast_policy, provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
-from .naming import names_errors
+from .modes import entry
 
 __all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES", "bind_tables", "kernel_table"]
 
@@ -136,11 +136,13 @@ class OpDef:
     """
 
     __slots__ = (
+        "autocast",
         "decomposition",
         "doc",
         "dtype_rule",
         "fn",
         "grads",
+        "jvp",
         "kernel_dtypes",
         "kernels",
         "kind",
@@ -158,13 +160,17 @@ class OpDef:
                  saves: tuple[Any, ...] = (), grads: tuple[Callable[..., Any] | None, ...] | None = None,
                  decomposition: Callable[..., Any] | None = None, uses: tuple[str, ...] = (),
                  kernels: tuple[str, ...] = (), tests: Any = None, optional_kernels: bool = False,
-                 kernel_dtypes: frozenset[DType] | None = None, rule: Callable[..., Any] | None = None) -> None:
+                 kernel_dtypes: frozenset[DType] | None = None, rule: Callable[..., Any] | None = None,
+                 jvp: tuple[Callable[..., Any] | None, ...] | None = None) -> None:
         self.name = name
         self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
         self.doc = doc
         self.dtype_rule = dtype_rule
         self.saves = saves
         self.grads = grads
+        #: forward-mode rules, one per input: ``f(tangent, *saved, **attrs) -> output tangent`` (None: none
+        #: given); for real dtypes, an elementwise op's backward formulas are its forward rules.
+        self.jvp = jvp
         self.decomposition = decomposition
         #: the ops (or raw kernels) the decomposition calls, so capability queries can tell whether it runs.
         self.uses = uses
@@ -182,6 +188,9 @@ class OpDef:
         self.tests = tests
         #: the plugin that contributed the op ("" for ferro's own).
         self.plugin = ""
+        #: the op's autocast category by policy (``{"cpu": "lower", "gpu": "float32"}``), from
+        #: ``autocast_policy`` at registration; None: autocast leaves the op as it is.
+        self.autocast: dict[str, str] | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -208,6 +217,7 @@ def register(op: OpDef) -> OpDef:
     op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
     if not op.kernels:
         op.kernels = (op.name,)
+    op.autocast = autocast_policy.category(op.name)
     REGISTRY[op.name] = op
     return op
 
@@ -216,14 +226,14 @@ def register_composites(kind: str, rows: list[tuple[str, Callable[..., Any], tup
                         dtype_rule: str = "same", prefix: str = "") -> dict[str, Callable[..., Any]]:
     """Register ops written in other ops: ``(name, function, ops or kernels it uses)`` per row.
 
-    The function is the decomposition; the public function is the same with its errors named after the
-    op (see ``_naming``). Its docstring's first line is the op's doc. Returns name -> public function.
+    The function is the decomposition; the public function is its dispatch entry (``modes.entry``: the
+    active layers, errors named after the op). Its docstring's first line is the op's doc. Returns name -> public function.
     """
     out: dict[str, Callable[..., Any]] = {}
     for name, fn, uses in rows:
         op = register(OpDef(prefix + name, kind, (fn.__doc__ or "").split("\n")[0], dtype_rule=dtype_rule,
                             decomposition=fn, uses=uses))
-        op.fn = out[name] = names_errors(prefix + name, fn)
+        op.fn = out[name] = entry(op, fn)
     return out
 
 

@@ -1,10 +1,20 @@
-"""The op registry and the ops built from it (see ``_registry`` for the format)."""
+"""The op registry and the ops built from it (see ``_core.records`` for the format).
+
+Importing this package registers every op, then gives each op one public function that enters the
+dispatcher (``_core.modes.entry``): the op families write plain functions, and :func:`_enter` makes each
+the op's entry and rebinds the families' names to it, so every caller (the namespace, Tensor methods,
+another op) calls the same function. Elementwise ops and the arithmetic wrappers reach the layers from
+their own slow path, at no cost on their hot path, and stay as they are.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import sys
+
+from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, get, register
 from . import (  # noqa: F401  (each module registers its ops)
     arithmetic,
@@ -30,6 +40,31 @@ from . import (  # noqa: F401  (each module registers its ops)
 )
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
+
+
+def _enter() -> None:
+    """Make each op's public function its dispatch entry, and rebind the op modules' names to it."""
+    entries: dict[int, Callable[..., Any]] = {}
+    for op in REGISTRY.values():
+        fn = op.fn
+        if fn is None or hasattr(fn, "__wrapped_op__") or getattr(fn, "__dispatches__", False):
+            continue
+        op.fn = entries[id(fn)] = entries.get(id(fn)) or entry(op, fn)
+    prefix = __name__ + "."
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(prefix):
+            continue
+        space = vars(module)
+        for key, value in list(space.items()):
+            if callable(value) and id(value) in entries:
+                space[key] = entries[id(value)]
+            elif isinstance(value, dict) and key.endswith("FUNCTIONS"):
+                for k, v in value.items():
+                    if id(v) in entries:
+                        value[k] = entries[id(v)]
+
+
+_enter()
 
 #: Every public op function by name.
 FUNCTIONS: dict[str, Callable[..., Any]] = {

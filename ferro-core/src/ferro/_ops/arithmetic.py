@@ -131,3 +131,4 @@ for _alias, _fn in ALIASES.items():
 INPLACE_ALIASES: dict[str, str] = {"divide_": "div_", "subtract_": "sub_", "multiply_": "mul_"}
 for _name, _fn in FUNCTIONS.items():  # in-place methods (add_, div_...) call the op's public function
     REGISTRY[_name].fn = _fn
+    _fn.__dispatches__ = True  # type: ignore[attr-defined]  # the ops it calls step into the layers

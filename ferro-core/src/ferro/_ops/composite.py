@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .._core.naming import names_errors
+from .._core.modes import entry
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap_dim
 from ..errors import DTypeError, ShapeError
@@ -231,7 +231,7 @@ def _register() -> dict[str, Callable[..., Tensor]]:
     for name, rule, uses, decomposition, doc in rows:
         op = fused.attach(register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition,
                                          uses=uses)))
-        op.fn = fns[name] = names_errors(name, _build(op))
+        op.fn = fns[name] = entry(op, _build(op))
     return fns
 
 

@@ -11,12 +11,14 @@ input's dtype, so the formulas ignore both.
 from __future__ import annotations
 
 import cmath
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 from .._core.dtypes import bfloat16, bool_, result_type
 from .._core.grad_mode import _state
+from .._core.modes import ARMED, layered
 from .._core.node import OUT
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap
@@ -214,7 +216,7 @@ def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
         try:
             dt = x._dtype
             dev = x._device
-            k, table = dev._ops[name]
+            k, table = dev._fast[name]
             compute, out_dt = table[dt]
         except (AttributeError, KeyError, TypeError):
             return _unary_slow(op, x)
@@ -230,10 +232,17 @@ def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op.doc
+    fn.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
     return fn
 
 
 def _unary_slow(op: OpDef, x: Any) -> Tensor:
+    if ARMED[0] and (r := layered(op, functools.partial(_unary_run, op), (x,))) is not None:
+        return r
+    return _unary_run(op, x)
+
+
+def _unary_run(op: OpDef, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
     dev = x._device
@@ -256,7 +265,7 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
         try:
             dt = x._dtype
             dev = x._device
-            k, table = dev._ops[name]
+            k, table = dev._fast[name]
             compute, out_dt = table[dt]
             if y._dtype is not dt or y._device is not dev:
                 raise KeyError
@@ -281,6 +290,7 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op.doc
+    fn.__dispatches__ = True  # type: ignore[attr-defined]
     return fn
 
 
@@ -288,6 +298,13 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
+    """Active dispatch layers, then :func:`_binary_run`."""
+    if ARMED[0] and (r := layered(op, functools.partial(_binary_run, op), (x, y))) is not None:
+        return r
+    return _binary_run(op, x, y)
+
+
+def _binary_run(op: OpDef, x: Any, y: Any) -> Tensor:
     """Scalars, mixed dtypes, devices and missing kernels for a binary op."""
     tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
     if not (tx or ty):

@@ -26,6 +26,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import float16, float32, float64
+from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
@@ -362,12 +363,15 @@ def run(op: OpDef, decomposition: Callable[..., Tensor], x: Any, args: tuple[Any
 
 
 def fusable(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """``fn`` (op ``name``'s decomposition) running the device's fused kernels first where they apply;
-    attaches the op's kernels to its record."""
+    """The public function of op ``name``: its decomposition ``fn`` (or ``fn``'s dispatch entry) running the
+    device's fused kernels first where they apply, below the dispatch layers; attaches the op's kernels to
+    its record."""
     op = attach(REGISTRY[name])
+    if getattr(fn, "__wrapped_op__", None) is op:
+        fn = fn.__wrapped__  # type: ignore[attr-defined]
 
     @functools.wraps(fn)
     def fused(x: Any, *args: Any, **kwargs: Any) -> Tensor:
         out = run(op, fn, x, args, kwargs)
         return fn(x, *args, **kwargs) if out is None else out
-    return fused
+    return entry(op, fused)

@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
 from ._base import Availability
@@ -444,6 +445,7 @@ def bind_device(dev: device) -> None:
         dev._dtypes = dtypes
         backend.manual_seed(_seed[0] or 0, dev.index)  # the last manual seed applies to devices bound later
         dev._backend = backend
+        bind_fast(dev)
 
 
 #: The last seed given to ``ferro.manual_seed`` (None: never called); kept across :func:`reset`.
@@ -480,4 +482,4 @@ def reset() -> None:
         new = _State()
         _state.__dict__.update(new.__dict__)
         for d in device._interned.values():
-            d._backend = d._kernels = d._ops = None
+            d._backend = d._kernels = d._ops = d._fast = None

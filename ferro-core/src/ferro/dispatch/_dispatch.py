@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import DType, result_type
+from .._core.modes import entry
 from .._core.naming import RENAMED, in_op
 from .._core.node import OUT, Node
 from .._core.records import REGISTRY, OpDef
@@ -280,12 +281,13 @@ def call(op: OpDef, *args: Any, **attrs: Any) -> Tensor:
 
 
 def public_function(op: OpDef) -> Callable[..., Tensor]:
-    """The public function of ``op`` by :func:`call` (what ``ferro.ops.<name>`` is for a plugin's op)."""
+    """The public function of ``op`` by :func:`call` (what ``ferro.ops.<name>`` is for a plugin's op): its
+    dispatch entry."""
     def fn(*args: Any, **attrs: Any) -> Tensor:
         return call(op, *args, **attrs)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.doc
-    return fn
+    return entry(op, fn)
 
 
 def scalar_tensor(value: Any, dtype: DType, dev: Any) -> Tensor:

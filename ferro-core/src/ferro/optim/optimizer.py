@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._core.grad_mode import no_grad
+from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor
 from ..errors import DTypeError
@@ -117,7 +118,7 @@ def register_step(name: str, kernel: str, unfused: Callable[..., None], uses: tu
 
     step.__name__ = step.__qualname__ = name
     step.__doc__ = unfused.__doc__
-    op.fn = step  # ferro.ops.<name>: the unfused update, refusing what the op's dtype rule refuses
+    op.fn = entry(op, step)  # ferro.ops.<name>: the unfused update, refusing what the op's dtype rule refuses
     return op
 
 

@@ -1,0 +1,163 @@
+"""The dispatcher's layers: the mode stack that autocast, layouts, tracing and batching step into.
+
+An op call passes through the layers active on the calling thread, outermost first in the fixed order of
+:data:`ORDER`, then runs its own implementation (which records the autograd node and calls the kernel).
+A layer is a :class:`Mode`: its :meth:`Mode.handle` sees the op's record and arguments and either answers
+itself or passes (possibly changed) arguments on with ``proceed``. The implementation runs below every
+layer: an op that calls other ops (a composite) calls them without the layers, as PyTorch's autocast
+excludes itself while the op it wrapped runs, unless a layer asks to see them (``inner = True``).
+
+Nothing of this costs anything while no layer is active anywhere:
+
+- an elementwise op's hot path reads ``device._fast[name]``, which is the device's kernel table itself;
+  while some thread has a layer active ("armed"), every bound device's ``_fast`` is an empty table, so
+  elementwise calls miss into their slow path, which asks :func:`active`;
+- every other op's public function is :func:`entry`'s wrapper, which also names errors after the op
+  (see ``naming``); it reads one flag before calling the implementation.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .naming import RENAMED, in_op, wrong_argument
+
+__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered"]
+
+#: The layers, outermost first: batching (vmap) sees the user's call, then autocast chooses dtypes,
+#: then a layout (sparse, quantized) picks its kernels, and tracing records what finally runs.
+ORDER: tuple[str, ...] = ("batch", "autocast", "layout", "trace")
+
+
+class Mode:
+    """One active layer. Subclasses set ``layer`` (one of :data:`ORDER`) and implement :meth:`handle`."""
+
+    layer: str = ""
+    #: Whether the layer also sees the ops an op's implementation calls (a layout must: a composite over
+    #: sparse tensors calls ops on sparse tensors; autocast must not: the wrapped op's insides run as written).
+    inner: bool = False
+
+    def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
+        """Run ``op`` on ``args``: return ``proceed(args, kwargs)``, with the arguments changed or not, or
+        an answer of the layer's own."""
+        return proceed(args, kwargs)
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.modes: tuple[Mode, ...] = ()
+
+
+_stack = _Stack()
+_lock = threading.Lock()
+#: ``ARMED[0]``: the number of layers active over all threads (nonzero: op calls look at the stack).
+ARMED: list[int] = [0]
+_EMPTY: dict[str, Any] = {}
+#: Every device ever bound, so that arming reaches them (see :func:`bind_fast`).
+_devices: list[Any] = []
+
+
+def active() -> tuple[Mode, ...]:
+    """The layers active on this thread, outermost first."""
+    return _stack.modes
+
+
+def push(mode: Mode) -> None:
+    """Activate ``mode`` on this thread (it takes its place in :data:`ORDER`; of one layer, the newest is
+    inner, so nested autocast regions behave as PyTorch's)."""
+    if mode.layer not in ORDER:
+        raise ValueError(f"unknown dispatch layer {mode.layer!r}; the layers are {', '.join(ORDER)}")
+    rank = ORDER.index(mode.layer)
+    modes = _stack.modes
+    i = len(modes)
+    while i and ORDER.index(modes[i - 1].layer) > rank:
+        i -= 1
+    _stack.modes = (*modes[:i], mode, *modes[i:])
+    with _lock:
+        ARMED[0] += 1
+        if ARMED[0] == 1:
+            for dev in _devices:
+                dev._fast = _EMPTY
+
+
+def pop(mode: Mode) -> None:
+    """Deactivate ``mode`` on this thread."""
+    modes = _stack.modes
+    if mode not in modes:
+        raise RuntimeError(f"the {mode.layer} layer {mode!r} is not active on this thread")
+    i = len(modes) - 1 - modes[::-1].index(mode)
+    _stack.modes = modes[:i] + modes[i + 1:]
+    with _lock:
+        ARMED[0] -= 1
+        if ARMED[0] == 0:
+            for dev in _devices:
+                dev._fast = dev._ops
+
+
+def bind_fast(dev: Any) -> None:
+    """Point a newly bound device's hot-path table at its kernel table (or at nothing while armed)."""
+    with _lock:
+        if dev not in _devices:
+            _devices.append(dev)
+        dev._fast = _EMPTY if ARMED[0] else dev._ops
+
+
+def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call ``op`` (implemented by ``impl``) through the layers active on this thread."""
+    modes = _stack.modes
+    if not modes:
+        return impl(*args, **kwargs)
+    inside = tuple(m for m in modes if m.inner)
+
+    def proceed_at(i: int) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+        def proceed(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
+            if i < len(modes):
+                return modes[i].handle(op, a, k, proceed_at(i + 1))
+            saved = _stack.modes
+            _stack.modes = inside
+            try:
+                return impl(*a, **k)
+            finally:
+                _stack.modes = saved
+        return proceed
+    return proceed_at(0)(args, kwargs)
+
+
+def layered(op: Any, impl: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """For an elementwise op's slow path: ``impl(*args)`` through the layers, or None when no layer is
+    active on this thread (the caller then goes on as usual)."""
+    if not _stack.modes:
+        return None
+    return run(op, impl, args, {})
+
+
+def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
+    """The public function of ``op``: ``impl`` through the active layers, its errors named after the op.
+
+    An error raised inside keeps its type and traceback, its message prefixed with the op's name; an
+    argument of the wrong type that fails as an AttributeError inside (``'str' object has no attribute
+    'ndim'``) is a TypeError naming the op and the argument.
+    """
+    label = name or op.name
+
+    @functools.wraps(impl)
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        try:
+            if ARMED[0] and _stack.modes:
+                return run(op, impl, args, kwargs)
+            return impl(*args, **kwargs)
+        except RENAMED as e:
+            in_op(label, e)
+            raise
+        except AttributeError as e:
+            arg = wrong_argument(impl, e, args, kwargs)
+            if arg is None:
+                raise
+            raise TypeError(f"{label}(): argument '{arg}' must be a Tensor, not {type(e.obj).__name__} "
+                            f"({e.obj!r:.40})") from e
+    fn.__wrapped_op__ = op  # type: ignore[attr-defined]
+    return fn

@@ -1,0 +1,197 @@
+"""``ferro.amp.autocast``: mixed precision as a dispatch layer, with PyTorch's op policy.
+
+Inside ``with ferro.autocast("cpu"):``, the ops of the policy (``_core.autocast_policy``) run on that
+device type in another dtype: matmuls and convolutions in bfloat16 (cpu) or float16 (accelerators),
+reductions, norms and losses in float32. The casts are ordinary ``to(dtype)`` calls, recorded by autograd,
+so gradients come back in each parameter's own dtype. Every backend obeys the same table: the layer
+(``_core.modes``) decides dtypes before any kernel is chosen.
+
+The state is per thread and per device type, as PyTorch's: a region sets the dtype of its device type
+and restores what was there on exit, so regions nest (``enabled=False`` inside switches autocast off).
+Casts of a parameter (a leaf that requires grad) to the lower dtype are kept while the outermost region
+lasts, so a weight used by several matmuls is cast once per step.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .._api import Tensor, bfloat16, float16, float32, float64
+from .._core import modes
+from .._core.dtypes import DType, as_dtype
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "LOWER_DTYPES"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The dtype a region uses when none is given: bfloat16 on the CPU (PyTorch's default), float16 elsewhere.
+_DEFAULT = {"cpu": bfloat16}
+#: The dtypes autocast may run lower-precision ops in.
+LOWER_DTYPES = (bfloat16, float16)
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.dtypes: dict[str, DType] = {}  # device type -> autocast dtype, for the enabled device types
+        self.depth = 0  # regions entered and not left
+        self.cache: dict[int, tuple[Tensor, Tensor]] = {}  # id(parameter) -> (parameter, its cast)
+        self.caching = True
+
+
+_state = _State()
+
+
+def is_autocast_enabled(device_type: str = "cpu") -> bool:
+    """Whether autocast is on for ``device_type`` on this thread."""
+    return device_type in _state.dtypes
+
+
+def get_autocast_dtype(device_type: str = "cpu") -> DType:
+    """The dtype autocast uses on ``device_type`` (its default when no region sets one)."""
+    return _state.dtypes.get(device_type) or _DEFAULT.get(device_type, float16)
+
+
+class _Layer(modes.Mode):
+    """The autocast layer: casts an op's floating tensors by its category under the active policy."""
+
+    layer = "autocast"
+
+    def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
+        categories = op.autocast
+        if categories is None:
+            return proceed(args, kwargs)
+        dev = _first_device(args, kwargs)
+        if dev is None or dev.type not in _state.dtypes:
+            return proceed(args, kwargs)
+        how = categories.get("cpu" if dev.type == "cpu" else "gpu")
+        if how is None:
+            return proceed(args, kwargs)
+        if how == "lower":
+            target = _state.dtypes[dev.type]
+        elif how == "float32":
+            target = float32
+        else:
+            found = [t._dtype for t in _tensors(args, kwargs) if t._dtype.is_floating_point]
+            if not found:
+                return proceed(args, kwargs)
+            target = max(found, key=lambda d: d.itemsize)
+        cast = functools.partial(_cast, how=how, target=target, dev_type=dev.type)
+        return proceed(_map(cast, args), {k: _map(cast, v) for k, v in kwargs.items()})
+
+
+_LAYER = _Layer()
+
+
+def _cast(t: Tensor, *, how: str, target: DType, dev_type: str) -> Tensor:
+    dt = t._dtype
+    if t._device.type != dev_type or not dt.is_floating_point or dt is float64 or dt is target:
+        return t
+    if how == "float32" and dt not in LOWER_DTYPES:
+        return t
+    if how == "lower" and _state.caching and t.grad_fn is None and t._rg:
+        hit = _state.cache.get(id(t))
+        if hit is not None and hit[0] is t and hit[1]._dtype is target:
+            return hit[1]
+        out = t.to(target)
+        _state.cache[id(t)] = (t, out)
+        return out
+    return t.to(target)
+
+
+def _map(fn: Callable[[Tensor], Tensor], value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        return type(value)(_map(fn, v) for v in value)
+    return value
+
+
+def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
+    out: list[Tensor] = []
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(t for t in v if isinstance(t, Tensor))
+    return out
+
+
+def _first_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    for t in _tensors(args, kwargs):
+        return t._device
+    return None
+
+
+class autocast:  # noqa: N801  (spelled as PyTorch spells it)
+    """Run the ops of autocast's policy in mixed precision on ``device_type``, as ``torch.autocast``.
+
+    >>> import ferro
+    >>> w = ferro.randn(8, 8, requires_grad=True)
+    >>> with ferro.autocast("cpu"):
+    ...     y = ferro.randn(4, 8) @ w
+    >>> y.dtype
+    ferro.bfloat16
+
+    Usable as a context manager and as a decorator; ``dtype`` defaults to bfloat16 on cpu and float16 on
+    other device types; ``enabled=False`` turns autocast off inside an enclosing region; ``cache_enabled``
+    keeps the casts of parameters for the region.
+    """
+
+    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
+        if not isinstance(device_type, str):
+            raise TypeError(f"autocast(): argument 'device_type' must be a string such as 'cpu', 'cuda' or "
+                            f"'opencl', not {type(device_type).__name__}")
+        self.device_type = device_type.partition(":")[0]
+        self.fast_dtype = as_dtype(dtype, "autocast") if dtype is not None else get_autocast_dtype(self.device_type)
+        if enabled and self.fast_dtype not in LOWER_DTYPES:
+            raise ValueError(f"autocast(): dtype must be ferro.bfloat16 or ferro.float16, got {self.fast_dtype}")
+        self.enabled = bool(enabled)
+        self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        self._saved: list[tuple[DType | None, bool]] = []
+
+    def __enter__(self) -> autocast:
+        st = _state
+        was_on = bool(st.dtypes)
+        self._saved.append((st.dtypes.get(self.device_type), st.caching))
+        if self.enabled:
+            st.dtypes[self.device_type] = self.fast_dtype
+        else:
+            st.dtypes.pop(self.device_type, None)
+        st.caching = st.caching and self.cache_enabled
+        st.depth += 1
+        _sync_layer(was_on, bool(st.dtypes))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        st = _state
+        was_on = bool(st.dtypes)
+        previous, st.caching = self._saved.pop()
+        if previous is None:
+            st.dtypes.pop(self.device_type, None)
+        else:
+            st.dtypes[self.device_type] = previous
+        st.depth -= 1
+        if st.depth == 0:
+            st.cache.clear()
+        _sync_layer(was_on, bool(st.dtypes))
+
+    def __call__(self, fn: F) -> F:
+        """Use as a decorator: ``fn`` runs inside this region."""
+        @functools.wraps(fn)
+        def inside(*args: Any, **kwargs: Any) -> Any:
+            with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
+                return fn(*args, **kwargs)
+        return inside  # type: ignore[return-value]
+
+
+def _sync_layer(was_on: bool, now_on: bool) -> None:
+    """The autocast layer is on the thread's stack while some device type has autocast on."""
+    if now_on and not was_on:
+        modes.push(_LAYER)
+    elif was_on and not now_on:
+        modes.pop(_LAYER)

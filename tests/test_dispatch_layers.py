@@ -1,0 +1,142 @@
+"""The dispatcher's layers (``ferro._core.modes``): order, nesting, threads, and no cost while inactive."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import ferro
+from ferro._core import modes
+from ferro._core.records import REGISTRY
+
+
+class Recorder(modes.Mode):
+    """A layer that notes the ops it sees (and, in ``tag``, which layer saw them first)."""
+
+    def __init__(self, layer: str, tag: str, log: list[tuple[str, str]], inner: bool = False) -> None:
+        self.layer, self.tag, self.log, self.inner = layer, tag, log, inner
+
+    def handle(self, op, args, kwargs, proceed):
+        self.log.append((self.tag, op.name))
+        return proceed(args, kwargs)
+
+
+def _active(*layers: modes.Mode):
+    class _Ctx:
+        def __enter__(self):
+            for m in layers:
+                modes.push(m)
+
+        def __exit__(self, *exc):
+            for m in reversed(layers):
+                modes.pop(m)
+    return _Ctx()
+
+
+def test_inactive_layers_leave_the_hot_path_as_it_was(dev):
+    x = ferro.ones(3, device=dev)
+    d = x._device
+    assert d._fast is d._ops  # the elementwise hot path reads the kernel table itself
+    log: list[tuple[str, str]] = []
+    with _active(Recorder("trace", "t", log)):
+        assert d._fast == {} and d._fast is not d._ops  # armed: every op misses into its slow path
+    assert d._fast is d._ops and modes.ARMED[0] == 0
+
+
+def test_every_kind_of_op_reaches_the_layers(dev):
+    log: list[tuple[str, str]] = []
+    a = ferro.ones(3, 3, device=dev, requires_grad=True)
+    with _active(Recorder("trace", "t", log)):
+        y = ((a * 2 + 1).exp() @ a).sum()  # elementwise, matmul, a reduction
+        ferro.nn.functional.softmax(a, 1)  # a composite with a fused kernel
+        a.reshape(9)  # a shape op
+        ferro.cat([a, a])
+    seen = [name for _, name in log]
+    assert seen == ["mul", "add", "exp", "matmul", "sum", "softmax", "reshape", "cat"]
+    y.backward()  # outside the region: the backward's ops see no layer
+    assert len(log) == 8
+    ref = np.exp(np.ones((3, 3)) * 3) @ np.ones((3, 3))
+    assert np.isclose(y.item(), ref.sum(), rtol=1e-5)
+
+
+def test_layers_run_in_the_fixed_order_whatever_the_push_order(dev):
+    log: list[tuple[str, str]] = []
+    x = ferro.ones(2, device=dev)
+    with _active(Recorder("trace", "trace", log), Recorder("autocast", "autocast", log),
+                 Recorder("batch", "batch", log)):
+        x.exp()
+    assert [t for t, _ in log] == ["batch", "autocast", "trace"]
+    assert [m.layer for m in modes.active()] == []
+
+
+def test_an_ops_insides_run_below_the_layers_unless_a_layer_asks(dev):
+    log: list[tuple[str, str]] = []
+    x = ferro.randn(4, 5, device=dev)
+    with _active(Recorder("autocast", "outer", log)):
+        ferro.nn.functional.log_softmax(x, 1)
+        ferro.var(x)  # a composite of mean, sub, mul, sum...
+    assert [n for _, n in log] == ["log_softmax", "var"]
+    log.clear()
+    with _active(Recorder("layout", "layout", log, inner=True)):
+        ferro.var(x)
+    names = [n for _, n in log]
+    assert names[0] == "var" and len(names) > 1 and "sum" in names  # a layout sees the composite's ops
+
+
+def test_a_layer_may_change_arguments_and_answer(dev):
+    class Doubler(modes.Mode):
+        layer = "batch"
+
+        def handle(self, op, args, kwargs, proceed):
+            if op.name == "exp":
+                return proceed((args[0] * 2,), kwargs)
+            return proceed(args, kwargs)
+
+    x = ferro.tensor([0.0, 1.0], device=dev)
+    with _active(Doubler()):
+        y = x.exp()
+    np.testing.assert_allclose(y.cpu().numpy(), np.exp([0.0, 2.0]), rtol=1e-6)
+
+
+def test_layers_are_per_thread(dev):
+    log: list[tuple[str, str]] = []
+    other: list[str] = []
+    started, done = threading.Event(), threading.Event()
+
+    def work():
+        started.wait()
+        y = ferro.ones(3, device=dev).exp().sum()  # the device is armed (another thread has a layer)...
+        other.append(f"{y.item():.4f}")
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    with _active(Recorder("trace", "t", log)):
+        started.set()
+        done.wait(30)
+    t.join()
+    assert other == [f"{3 * np.e:.4f}"]  # ...but its ops ran as usual, unseen by this thread's layer
+    assert log == []
+
+
+def test_unknown_layer_and_pop_of_inactive_are_refused():
+    m = modes.Mode()
+    m.layer = "colour"
+    with pytest.raises(ValueError, match="unknown dispatch layer 'colour'"):
+        modes.push(m)
+    m.layer = "trace"
+    with pytest.raises(RuntimeError, match="not active"):
+        modes.pop(m)
+
+
+def test_every_op_has_one_entry():
+    """Each registered op's public function reaches the layers: its dispatch entry, or an elementwise hot
+    path whose slow path steps into them."""
+    ferro.ops.squareplus  # noqa: B018  (plugin ops too)
+    for op in REGISTRY.values():
+        fn = op.fn
+        if fn is None:
+            continue
+        assert getattr(fn, "__wrapped_op__", None) is op or getattr(fn, "__dispatches__", False), op.name
