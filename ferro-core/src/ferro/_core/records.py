@@ -227,7 +227,8 @@ def register_composites(kind: str, rows: list[tuple[str, Callable[..., Any], tup
     """Register ops written in other ops: ``(name, function, ops or kernels it uses)`` per row.
 
     The function is the decomposition; the public function is its dispatch entry (``modes.entry``: the
-    active layers, errors named after the op). Its docstring's first line is the op's doc. Returns name -> public function.
+    active layers, errors named after the op). Its docstring's first line is the op's doc. Returns
+    name -> public function.
     """
     out: dict[str, Callable[..., Any]] = {}
     for name, fn, uses in rows:

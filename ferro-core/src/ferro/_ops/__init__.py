@@ -9,10 +9,9 @@ their own slow path, at no cost on their hot path, and stay as they are.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
-
-import sys
 
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, get, register
