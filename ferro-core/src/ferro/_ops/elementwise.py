@@ -429,15 +429,17 @@ WHERE.fn = where
 
 def _register_table() -> dict[str, Callable[..., Any]]:
     fns: dict[str, Callable[..., Any]] = {"where": where}
+    # An elementwise formula multiplies the incoming gradient by the derivative, so for real dtypes the
+    # backward formulas are also the forward-mode rules (tangent in, tangent out).
     for name, rule, saves, grads, doc in UNARY:
-        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads))
+        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads))
         op.fn = fns[name] = build_unary(op)
     for name, rule, saves, grads, doc in BINARY:
-        op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads))
+        op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads))
         op.fn = fns[name] = build_binary(op)
     for name, rule, saves, grads, decomp, uses, doc in DECOMPOSITIONS:
         op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp,
-                            uses=uses))
+                            uses=uses, jvp=grads))
         op.fn = fns[name] = build_unary(op)
     return fns
 
