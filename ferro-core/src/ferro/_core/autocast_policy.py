@@ -19,7 +19,7 @@ __all__ = ["POLICIES", "CATEGORIES", "category"]
 
 _CONV = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d")
 
-_LINALG_FLOAT32 = ("linalg.cholesky", "linalg.inv", "linalg.pinv", "linalg.solve", "linalg.svdvals", "linalg.svd",
+_LINALG_FLOAT32 = ("linalg.cholesky", "linalg.inv", "linalg.solve", "linalg.svdvals", "linalg.svd",
                    "linalg.eigh", "linalg.eigvalsh", "linalg.qr", "linalg.lstsq", "linalg.lu_factor", "linalg.lu")
 _FFT = ("fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft", "fft.irfft",
         "fft.rfft2", "fft.irfft2", "fft.rfftn", "fft.irfftn", "fft.hfft", "fft.ihfft")
@@ -29,7 +29,7 @@ _LOSSES = ("mse_loss", "cosine_embedding_loss", "nll_loss", "smooth_l1_loss", "l
 #: policy -> category -> op names.
 POLICIES: dict[str, dict[str, tuple[str, ...]]] = {
     "cpu": {
-        "lower": (*_CONV, "matmul", "linear", "scaled_dot_product_attention"),
+        "lower": (*_CONV, "matmul", "linear", "einsum", "scaled_dot_product_attention"),
         "float32": (*_LOSSES, "binary_cross_entropy", "polar", "prod", "linalg.cdist", "view_as_complex",
                     *_LINALG_FLOAT32, *_FFT),
         "promote": ("stack", "cat", "index_copy"),

@@ -4,8 +4,8 @@ An op call passes through the layers active on the calling thread, outermost fir
 :data:`ORDER`, then runs its own implementation (which records the autograd node and calls the kernel).
 A layer is a :class:`Mode`: its :meth:`Mode.handle` sees the op's record and arguments and either answers
 itself or passes (possibly changed) arguments on with ``proceed``. The implementation runs below every
-layer: an op that calls other ops (a composite) calls them without the layers, as PyTorch's autocast
-excludes itself while the op it wrapped runs, unless a layer asks to see them (``inner = True``).
+layer: an op that calls other ops (a composite) calls them without the layers, unless a layer asks to
+see them (:meth:`Mode.sees_inside`): a layout sees every op, autocast the insides of the ops it leaves alone.
 
 Nothing of this costs anything while no layer is active anywhere:
 
@@ -37,8 +37,15 @@ class Mode:
 
     layer: str = ""
     #: Whether the layer also sees the ops an op's implementation calls (a layout must: a composite over
-    #: sparse tensors calls ops on sparse tensors; autocast must not: the wrapped op's insides run as written).
+    #: sparse tensors calls ops on sparse tensors). See :meth:`sees_inside`.
     inner: bool = False
+
+    def sees_inside(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether the layer stays active while ``op``'s implementation runs on ``args`` (default:
+        :attr:`inner`).
+        Autocast answers False for the ops it casts and True for the others, as PyTorch's, whose
+        composites not on its lists run their insides under autocast."""
+        return self.inner
 
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
@@ -111,14 +118,13 @@ def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     modes = _stack.modes
     if not modes:
         return impl(*args, **kwargs)
-    inside = tuple(m for m in modes if m.inner)
 
     def proceed_at(i: int) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
         def proceed(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
             if i < len(modes):
                 return modes[i].handle(op, a, k, proceed_at(i + 1))
             saved = _stack.modes
-            _stack.modes = inside
+            _stack.modes = tuple(m for m in modes if m.sees_inside(op, args, kwargs))
             try:
                 return impl(*a, **k)
             finally:

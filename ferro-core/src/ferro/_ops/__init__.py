@@ -46,9 +46,15 @@ def _enter() -> None:
     entries: dict[int, Callable[..., Any]] = {}
     for op in REGISTRY.values():
         fn = op.fn
-        if fn is None or hasattr(fn, "__wrapped_op__") or getattr(fn, "__dispatches__", False):
+        if fn is None or getattr(fn, "__dispatches__", False):
             continue
-        op.fn = entries[id(fn)] = entries.get(id(fn)) or entry(op, fn)
+        if getattr(fn, "__wrapped_op__", None) is not op:
+            op.fn = entries[id(fn)] = entries.get(id(fn)) or entry(op, fn)
+            continue
+        inner = fn.__wrapped__
+        while inner is not None:  # the plain functions an entry wraps, wherever a module still holds them
+            entries.setdefault(id(inner), fn)
+            inner = getattr(inner, "__wrapped__", None)
     prefix = __name__ + "."
     for name, module in list(sys.modules.items()):
         if not name.startswith(prefix):

@@ -59,29 +59,38 @@ class _Layer(modes.Mode):
 
     layer = "autocast"
 
+    def sees_inside(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return _category(op, args, kwargs) is None
+
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
-        categories = op.autocast
-        if categories is None:
+        found = _category(op, args, kwargs)
+        if found is None:
             return proceed(args, kwargs)
-        dev = _first_device(args, kwargs)
-        if dev is None or dev.type not in _state.dtypes:
-            return proceed(args, kwargs)
-        how = categories.get("cpu" if dev.type == "cpu" else "gpu")
-        if how is None:
-            return proceed(args, kwargs)
+        how, dev_type = found
         if how == "lower":
-            target = _state.dtypes[dev.type]
+            target = _state.dtypes[dev_type]
         elif how == "float32":
             target = float32
         else:
-            found = [t._dtype for t in _tensors(args, kwargs) if t._dtype.is_floating_point]
-            if not found:
+            dts = [t._dtype for t in _tensors(args, kwargs) if t._dtype.is_floating_point]
+            if not dts:
                 return proceed(args, kwargs)
-            target = max(found, key=lambda d: d.itemsize)
-        cast = functools.partial(_cast, how=how, target=target, dev_type=dev.type)
+            target = max(dts, key=lambda d: d.itemsize)
+        cast = functools.partial(_cast, how=how, target=target, dev_type=dev_type)
         return proceed(_map(cast, args), {k: _map(cast, v) for k, v in kwargs.items()})
 
+
+def _category(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
+    """How autocast treats this call (category, device type), or None: it leaves the call alone."""
+    categories = op.autocast
+    if categories is None:
+        return None
+    dev = _first_device(args, kwargs)
+    if dev is None or dev.type not in _state.dtypes:
+        return None
+    how = categories.get("cpu" if dev.type == "cpu" else "gpu")
+    return None if how is None else (how, dev.type)
 
 _LAYER = _Layer()
 
