@@ -139,7 +139,7 @@ def test_decorator_and_other_device_types():
 def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="autocast\\(\\): argument 'device_type' must be a string"):
         ferro.autocast(0)
-    with pytest.raises(ValueError, match="dtype must be ferro.bfloat16 or ferro.float16, got ferro.float64"):
+    with pytest.raises(ValueError, match=r"dtype must be ferro\.bfloat16 or ferro\.float16, got ferro\.float64"):
         ferro.autocast("cpu", dtype=ferro.float64)
 
 
