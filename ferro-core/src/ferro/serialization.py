@@ -29,7 +29,6 @@ import base64
 import contextlib
 import functools
 import itertools
-import json
 import os
 import re
 import sys
@@ -140,6 +139,8 @@ def save(obj: Any, f: Any) -> None:
     place; threads and processes may save to one path at once (the last rename wins). Temporary files
     that killed writers left behind are removed by the next save to that path.
     """
+    import json  # not at import: ferro's import stays light
+
     from safetensors.numpy import save as st_save
     enc = _Encoder()
     tree = enc.encode(obj, ())
@@ -301,6 +302,7 @@ def _the_files_fault() -> Iterator[None]:
 
 def _json(raw: bytes | str, what: str) -> Any:
     """``raw`` parsed as JSON; anything wrong (encoding, syntax, nesting, huge numbers) is the file's error."""
+    import json
     try:
         return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw, object_pairs_hook=_no_duplicates)
     except RecursionError:

@@ -14,7 +14,6 @@ compliant array library into a ferro backend in a few lines::
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -142,10 +141,13 @@ class ArrayAPIBackend(Backend):
         self._rngs[index] = np.random.Generator(np.random.Philox(seed))
 
     def get_rng_state(self, index: int) -> bytes:
+        import json  # not at import: ferro's import stays light
         state = self._rng(index).bit_generator.state
         return json.dumps(state, default=_jsonable).encode()
 
     def set_rng_state(self, state: bytes, index: int) -> None:
+        import json
+
         import numpy as np
         decoded = json.loads(bytes(state).decode())
         bg = np.random.Philox()

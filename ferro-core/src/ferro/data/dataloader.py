@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ._collate import default_collate, default_convert
@@ -13,6 +12,8 @@ from .dataset import Dataset, IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from .._random import Generator
 
 __all__ = ["DataLoader"]
@@ -195,6 +196,7 @@ class _LoaderIter:
             return out
         if self._pool is None:
             init = self.loader.worker_init_fn
+            from concurrent.futures import ThreadPoolExecutor  # with logging and traceback: only when needed
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="ferro-dataloader",
                                             initializer=None if init is None else init, initargs=(0,))
         while not self._exhausted and len(self._pending) < depth:
