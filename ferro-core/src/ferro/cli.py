@@ -145,7 +145,7 @@ def _demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         run(args.backend, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
             checkpoint=args.checkpoint, progress=not args.no_progress and args.nprocs == 1,
-            distributed=args.nprocs > 1)
+            distributed=args.nprocs > 1, amp=args.amp)
     except (BackendUnavailableError, ImportError) as e:
         print(f"ferro demo: {e}", file=sys.stderr)
         return 2
@@ -174,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     p_demo.add_argument("--nprocs", type=int, default=1,
                         help="train data-parallel in this many processes (through mpiexec, ferro-core[mpi])")
+    p_demo.add_argument("--amp", action="store_true",
+                        help="train in mixed precision (autocast: bfloat16 on cpu, float16 with loss scaling elsewhere)")
     p_run = sub.add_parser("run", help="run a script in N processes through the installed mpiexec")
     p_run.add_argument("-n", "--nprocs", type=int, required=True, help="how many processes")
     p_run.add_argument("--hostfile", help="the hosts file, passed through to mpiexec")

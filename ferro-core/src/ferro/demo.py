@@ -117,7 +117,7 @@ def _progress(batches: Iterable[Any], total: int, desc: str, enabled: bool) -> I
 
 def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, lr: float = 1e-2, seed: int = 0,
         checkpoint: str | None = None, progress: bool = True,
-        out: Callable[[str], None] = print, distributed: bool = False) -> DemoResult:
+        out: Callable[[str], None] = print, distributed: bool = False, amp: bool = False) -> DemoResult:
     """Train the digits CNN on ``backend`` (the selected default when None) and report each epoch.
 
     ``checkpoint`` is where the trained model and optimizer are saved (a
@@ -125,7 +125,9 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
     a fresh model whose accuracy is measured again. ``distributed``: this
     process is one rank of an MPI job (``ferro demo --nprocs N``): the model is
     wrapped in ``DistributedDataParallel``, each rank trains on its shard of
-    every global batch of ``batch_size``, and rank 0 reports and saves.
+    every global batch of ``batch_size``, and rank 0 reports and saves. ``amp``: train in mixed precision
+    (``ferro.autocast`` over the forward pass and the loss, bfloat16 on cpu and float16 elsewhere, with a
+    ``GradScaler`` for float16).
     """
     dev = ferro.device(backend) if backend else ferro.backends.current_device()
     ferro.manual_seed(seed)
@@ -137,10 +139,14 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
     loader = ferro.data.DataLoader(train_set, batch_size=batch_size, shuffle=True,
                                    generator=ferro.Generator().manual_seed(seed))
     net: Any = model
+    half = ferro.amp.get_autocast_dtype(dev.type)
+    scaler = ferro.amp.GradScaler(dev.type, enabled=amp and half == ferro.float16)
     if distributed:
         net, loader, out = _data_parallel(model, train_set, batch_size, seed, out)
     out(f"ferro demo: a CNN ({sum(p.numel() for p in model.parameters()):,} parameters) on scikit-learn's digits "
-        f"({len(y_tr)} train / {len(y_te)} test images) on {dev}")
+        f"({len(y_tr)} train / {len(y_te)} test images) on {dev}"
+        + (f", in mixed precision ({half.name} autocast{', loss scaling' if scaler.is_enabled() else ''})"
+           if amp else ""))
     start = time.perf_counter()
     losses, accuracies = [], []
     for epoch in range(1, epochs + 1):
@@ -149,10 +155,12 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
             loader.sampler.set_epoch(epoch)
         total = None
         for xb, yb in _progress(loader, len(loader), f"epoch {epoch}/{epochs}", progress):
-            loss = F.cross_entropy(net(xb), yb)
+            with ferro.autocast(dev.type, enabled=amp):
+                loss = F.cross_entropy(net(xb), yb)
             opt.zero_grad()
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             total = loss.detach() * len(yb) if total is None else total + loss.detach() * len(yb)
         sched.step()
         if distributed:
