@@ -6,6 +6,7 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
+from ferro import amp as amp
 from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
@@ -20,6 +21,7 @@ from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
 from ferro._core.records import _Ops as _Ops
+from ferro.amp import autocast as autocast
 from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
@@ -44,6 +46,7 @@ __all__ = [
     'allclose',
     'amax',
     'amin',
+    'amp',
     'angle',
     'any',
     'arange',
@@ -57,6 +60,7 @@ __all__ = [
     'atan',
     'atan2',
     'atanh',
+    'autocast',
     'autograd',
     'backends',
     'bernoulli',
