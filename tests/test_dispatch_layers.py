@@ -41,7 +41,9 @@ def test_inactive_layers_leave_the_hot_path_as_it_was(dev):
     assert d._fast is d._ops  # the elementwise hot path reads the kernel table itself
     log: list[tuple[str, str]] = []
     with _active(Recorder("trace", "t", log)):
-        assert d._fast == {} and d._fast is not d._ops  # armed: every op misses into its slow path
+        assert isinstance(d._fast, modes._Armed) and d._fast is not d._ops  # armed: ops the layer wants miss
+        with pytest.raises(KeyError):
+            d._fast["add"]
     assert d._fast is d._ops and modes.ARMED[0] == 0
 
 

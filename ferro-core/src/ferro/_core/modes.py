@@ -10,8 +10,9 @@ see them (:meth:`Mode.sees_inside`): a layout sees every op, autocast the inside
 Nothing of this costs anything while no layer is active anywhere:
 
 - an elementwise op's hot path reads ``device._fast[name]``, which is the device's kernel table itself;
-  while some thread has a layer active ("armed"), every bound device's ``_fast`` is an empty table, so
-  elementwise calls miss into their slow path, which asks :func:`active`;
+  while some thread has a layer active ("armed"), every bound device's ``_fast`` is an :class:`_Armed`
+  view of it, which misses (into the op's slow path, which asks :func:`active`) for the ops a layer of
+  the calling thread wants;
 - every other op's public function is :func:`entry`'s wrapper, which also names errors after the op
   (see ``naming``); it reads one flag before calling the implementation.
 """
@@ -47,6 +48,11 @@ class Mode:
         composites not on its lists run their insides under autocast."""
         return self.inner
 
+    def wants(self, op: Any) -> bool:
+        """Whether the layer handles ``op`` at all (default: every op). A layer that does not is skipped,
+        and stays active inside the op: autocast wants only the ops of its policy."""
+        return True
+
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
         """Run ``op`` on ``args``: return ``proceed(args, kwargs)``, with the arguments changed or not, or
@@ -63,9 +69,30 @@ _stack = _Stack()
 _lock = threading.Lock()
 #: ``ARMED[0]``: the number of layers active over all threads (nonzero: op calls look at the stack).
 ARMED: list[int] = [0]
-_EMPTY: dict[str, Any] = {}
 #: Every device ever bound, so that arming reaches them (see :func:`bind_fast`).
 _devices: list[Any] = []
+#: The op records by name (``records.REGISTRY``, handed over by ``records`` when it loads).
+_records: dict[str, Any] = {}
+
+
+class _Armed(dict):  # type: ignore[type-arg]
+    """A device's hot-path table while some thread has a layer active: the device's kernel table for the
+    ops no layer of the calling thread wants, a miss (into the op's slow path, which asks the layers) for
+    the others."""
+
+    __slots__ = ("ops",)
+
+    def __init__(self, ops: dict[str, Any]) -> None:
+        super().__init__()
+        self.ops = ops
+
+    def __getitem__(self, name: str) -> Any:
+        modes = _stack.modes
+        if modes:
+            op = _records.get(name)
+            if op is None or any(m.wants(op) for m in modes):
+                raise KeyError(name)
+        return self.ops[name]
 
 
 def active() -> tuple[Mode, ...]:
@@ -88,7 +115,7 @@ def push(mode: Mode) -> None:
         ARMED[0] += 1
         if ARMED[0] == 1:
             for dev in _devices:
-                dev._fast = _EMPTY
+                dev._fast = _Armed(dev._ops)
 
 
 def pop(mode: Mode) -> None:
@@ -110,12 +137,13 @@ def bind_fast(dev: Any) -> None:
     with _lock:
         if dev not in _devices:
             _devices.append(dev)
-        dev._fast = _EMPTY if ARMED[0] else dev._ops
+        dev._fast = _Armed(dev._ops) if ARMED[0] else dev._ops
 
 
 def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call ``op`` (implemented by ``impl``) through the layers active on this thread."""
-    modes = _stack.modes
+    """Call ``op`` (implemented by ``impl``) through the layers active on this thread that want it."""
+    every = _stack.modes
+    modes = tuple(m for m in every if m.wants(op))
     if not modes:
         return impl(*args, **kwargs)
 
@@ -124,7 +152,7 @@ def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
             if i < len(modes):
                 return modes[i].handle(op, a, k, proceed_at(i + 1))
             saved = _stack.modes
-            _stack.modes = tuple(m for m in modes if m.sees_inside(op, args, kwargs))
+            _stack.modes = tuple(m for m in every if m not in modes or m.sees_inside(op, args, kwargs))
             try:
                 return impl(*a, **k)
             finally:
@@ -134,9 +162,10 @@ def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 
 
 def layered(op: Any, impl: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """For an elementwise op's slow path: ``impl(*args)`` through the layers, or None when no layer is
-    active on this thread (the caller then goes on as usual)."""
-    if not _stack.modes:
+    """For an elementwise op's slow path: ``impl(*args)`` through the layers, or None when no layer active
+    on this thread wants the op (the caller then goes on as usual)."""
+    modes = _stack.modes
+    if not modes or not any(m.wants(op) for m in modes):
         return None
     return run(op, impl, args, {})
 

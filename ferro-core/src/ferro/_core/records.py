@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import autocast_policy, provided
+from . import autocast_policy, modes, provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
 from .modes import entry
 
@@ -207,6 +207,7 @@ class OpDef:
 
 
 REGISTRY: dict[str, OpDef] = {}
+modes._records = REGISTRY  # the armed tables look ops up by name
 
 
 def register(op: OpDef) -> OpDef:

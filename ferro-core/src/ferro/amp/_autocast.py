@@ -59,6 +59,11 @@ class _Layer(modes.Mode):
 
     layer = "autocast"
 
+    def wants(self, op: Any) -> bool:
+        categories = op.autocast
+        return categories is not None and any(categories.get("cpu" if t == "cpu" else "gpu")
+                                              for t in _state.dtypes)
+
     def sees_inside(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         return _category(op, args, kwargs) is None
 
