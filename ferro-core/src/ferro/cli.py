@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_demo.add_argument("--nprocs", type=int, default=1,
                         help="train data-parallel in this many processes (through mpiexec, ferro-core[mpi])")
     p_demo.add_argument("--amp", action="store_true",
-                        help="train in mixed precision (autocast: bfloat16 on cpu, float16 with loss scaling elsewhere)")
+                        help="train in mixed precision (bfloat16 autocast on cpu, float16 with loss scaling elsewhere)")
     p_run = sub.add_parser("run", help="run a script in N processes through the installed mpiexec")
     p_run.add_argument("-n", "--nprocs", type=int, required=True, help="how many processes")
     p_run.add_argument("--hostfile", help="the hosts file, passed through to mpiexec")
