@@ -3,7 +3,7 @@
 Each test counts the calls of the CPU device's table entries, so a silent fall
 back to the decomposition fails it (and a fused call where the decomposition
 should run fails the fall-back tests); values and gradients are compared with
-torch's and with those of the decomposition (``conv.FUNCTIONS[...].__wrapped__``),
+torch's and with those of the decomposition (the record's ``decomposition``),
 and second derivatives (``create_graph=True``) by ``gradgradcheck``.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 import ferro
 import ferro.nn.functional as F
-from ferro._ops import conv
+from ferro._core.records import REGISTRY
 
 from conftest import count_calls
 
@@ -28,7 +28,7 @@ RNG = np.random.default_rng(0)
 DTYPES = ("float32", "float64")
 TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11}}
 NAMES = ("conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward")
-DECOMPOSITION = {name: conv.FUNCTIONS[name].__wrapped__ for name in ("conv2d", "max_pool2d")}
+DECOMPOSITION = {name: REGISTRY[name].decomposition for name in ("conv2d", "max_pool2d")}
 
 
 @pytest.fixture
