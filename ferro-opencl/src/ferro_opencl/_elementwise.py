@@ -21,12 +21,13 @@ import numpy as np
 
 from ._array import CLArray
 from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
-from ._runtime import MAX_DIMS, Runtime, compute_dtype, ctypes, read_source
+from ._runtime import HALF_DTYPES, MAX_DIMS, Runtime, compute_dtype, ctypes, read_source, scalar_arg
 
 __all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "commit_into", "cast_array",
            "layout"]
 
 _BOOL = np.dtype(bool)
+_F16, _BF16 = HALF_DTYPES
 _I64 = np.int64
 #: Elements of the innermost dimension per work-item in strided kernels (CHUNK in elementwise.cl).
 CHUNK = 16
@@ -67,6 +68,9 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         pos_step.append(f" p{j} += k * m->st[{arrays}][d];")
         pos_next.append(f" p{j} += m->st[{arrays}][last];")
     out_st, out_ct, _, store = ctypes(out_dtype)[:4]
+    if store == "ST_H" and compute == "double":
+        out_ct = "double"  # vstore_half_rte rounds a double to half once, as NumPy does (bfloat16 goes through
+        # float, as ml_dtypes and PyTorch do)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
     prelude = "".join(f"{h}({compute})\n" for h in helpers)
@@ -202,7 +206,8 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
             if fast and not (a.contiguous and a.shape == shape):
                 fast = False
         else:
-            flat.append(a if type(a) is not bool or dt == _BOOL else compute_dtype(dt).type(a))
+            flat.append(a if (type(a) is not bool or dt == _BOOL) and dt is not _F16 and dt is not _BF16
+                        else scalar_arg(dt, a))
     if fast:
         flat.append(n)
         kc(rt.queue, rt.grid(n), None, *flat, *extra)
@@ -368,7 +373,7 @@ _pack_q = struct.Struct("q").pack
 
 def _scalar_bytes(dt: Any, value: Any) -> bytes:
     """A scalar kernel argument for operands of dtype ``dt``, as the kernel reads it (float for 16-bit floats)."""
-    return np.asarray(value, compute_dtype(dt)).tobytes()
+    return np.asarray(scalar_arg(dt, value), compute_dtype(dt)).tobytes()
 
 
 # -- copies and casts ---------------------------------------------------------------------------------------
@@ -408,7 +413,7 @@ def copy_into(dst: CLArray, src: Any, commit: bool = False) -> None:
     else:
         sdt = dst.dtype
         kc, ks = _copier(rt, sdt, dst.dtype, True, commit)
-        launch(rt, kc, ks, dst, (compute_dtype(sdt).type(src),), sdt, extra)
+        launch(rt, kc, ks, dst, (compute_dtype(sdt).type(scalar_arg(sdt, src)),), sdt, extra)
 
 
 def commit_into(dst: CLArray, src: Any) -> None:

@@ -20,12 +20,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ferro._core.dtypes import bfloat16
 from ferro._core.host import numpy_dtype
 
 from ._array import CLArray
 
 __all__ = ["Runtime", "LockedKernel", "KERNEL_DIR", "CType", "ctype", "ctypes", "is_half", "is_floating",
-           "compute_dtype", "bits_dtype", "MAX_DIMS"]
+           "compute_dtype", "bits_dtype", "scalar_arg", "HALF_DTYPES", "MAX_DIMS"]
 
 #: The OpenCL C sources (templates) of the kernels.
 KERNEL_DIR = Path(__file__).parent / "kernels"
@@ -93,6 +94,19 @@ def compute_dtype(dtype: Any) -> Any:
 def bits_dtype(dtype: Any) -> Any:
     """``dtype``, or uint16 for the 16-bit floats: what kernels that only move elements take them as."""
     return _U16 if is_half(dtype) else dtype
+
+
+#: The NumPy dtypes of the 16-bit floats (singletons: compared by identity on the launch path).
+HALF_DTYPES = (np.dtype(np.float16), numpy_dtype(bfloat16))
+
+
+def scalar_arg(dtype: Any, value: Any) -> Any:
+    """A Python number as the by-value kernel argument for operands of ``dtype``: for the 16-bit floats the
+    number rounded to ``dtype`` once (as NumPy's and PyTorch's weak scalars are), then widened to float32."""
+    if dtype is HALF_DTYPES[0] or dtype is HALF_DTYPES[1]:
+        with np.errstate(over="ignore"):
+            return np.float32(np.asarray(value, dtype))
+    return value if type(value) is not bool else dtype.type(value)
 
 
 def is_floating(dtype: Any) -> bool:
