@@ -268,3 +268,20 @@ def test_capabilities_say_how_each_device_does_16_bit(ocl: Any) -> None:
             assert r.supported, (op, dt, r.reason)
     assert ocl.supports("matmul", ferro.bfloat16) and ocl.supports("layer_norm", ferro.float16)
     assert not ocl.supports("linalg.inv", ferro.bfloat16)  # refused as for every dtype: no kernel
+
+
+def test_fused_kernels_round_once(half: Any, ocl: Any) -> None:
+    # below the registry: core routes bfloat16 softmax through its decomposition, the kernels take it anyway
+    name, _, npdt, _ = half
+    k, rt = ocl.kernels(0), ocl.runtime(0)
+    a = (RNG.standard_normal((16, 300)) * 3).astype(npdt)
+    x = a.astype(np.float64)
+    e = np.exp(x - x.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True)
+    got = k["softmax"](rt.from_host(a), 1).get()
+    assert got.dtype == npdt
+    # float32 work, one rounding: within half a unit in the last place (a stored exp rounded twice was not)
+    tiny = 2.0 ** -24 if name == "float16" else 0.0  # float16's subnormals are 2^-24 apart
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=EPS[name] / 2 + 1e-5, atol=tiny)
+    logp = k["log_softmax"](rt.from_host(a), 1).get().astype(np.float64)
+    np.testing.assert_allclose(logp, np.log(want), rtol=EPS[name], atol=EPS[name])

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import cast_array
-from ._runtime import Runtime, compute_dtype, ctypes, read_source
+from ._runtime import Runtime, compute_dtype, ctypes, is_half, read_source
 
 __all__ = ["fused_kernels"]
 
@@ -110,8 +110,9 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
         c = ctypes(dt)
 
         def source() -> str:
-            return Template(read_source("fused.cl")).substitute(T=c.storage, ACC=c.compute, load=c.load,
-                                                                 store=c.store)
+            y = "exp((${ACC})${load}(x, xb + c) - m)" if is_half(dt) else "(${ACC})${load}(y, yb + c)"
+            return Template(Template(read_source("fused.cl")).safe_substitute(scaled=y)).substitute(
+                T=c.storage, ACC=c.compute, load=c.load, store=c.store)
         acc = compute_dtype(dt).type
         return rt.kernel(("fused", dt.name), name, source, [acc if t == _E else t for t in _SIGNATURES[name]])
 
