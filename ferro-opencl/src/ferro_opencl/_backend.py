@@ -88,9 +88,9 @@ class OpenCLBackend(Backend):
         stored in 16 bits and computed in float32, each result rounded once (native half arithmetic, even
         where ``cl_khr_fp16`` offers it, would round after every operation of an expression)."""
         fp16 = "cl_khr_fp16" in self.cl_device(index).extensions.split()
-        return {"float16": "storage only (vload_half / vstore_half_rte), computed in float32"
-                           + (" (the device's native half, cl_khr_fp16, is not used)" if fp16 else ""),
-                "bfloat16": "storage only (16-bit words), computed in float32"}
+        return {"float16": "storage only: computed in float32 (vload_half / vstore_half_rte"
+                           + ("; the device's cl_khr_fp16 is not used)" if fp16 else ")"),
+                "bfloat16": "storage only: computed in float32 (16-bit words)"}
 
     # -- runtime --------------------------------------------------------------
 
