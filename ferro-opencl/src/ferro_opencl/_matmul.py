@@ -110,8 +110,8 @@ def _tiled(rt: Runtime, block: tuple[int, int, int]) -> Callable[..., None]:
     def build(dt: Any) -> tuple[Any, int]:
         st, ct = ctype(dt)
         tile = ts
-        while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
-            tile //= 2  # two tiles must fit in local memory (double on a GPU with 48 KiB)
+        while tile > max(rm, rn) and 2 * tile * (tile + 1) * compute_dtype(dt).itemsize > local_mem:
+            tile //= 2  # two tiles (of the compute type: float for 16-bit) must fit in local memory
 
         def source() -> str:
             return Template(read_source("matmul.cl")).substitute(T=st, ACC=ct, TS=tile, RM=rm, RN=rn, **_io(dt))
