@@ -3,6 +3,7 @@
     git worktree add ../before <base commit>
     python benchmarks/revisions.py ../before .          # every ferro case of run.py, ferro:cpu
     python benchmarks/revisions.py ../before . --case "a + b" --threshold 1.05
+    python benchmarks/revisions.py ../before . --backend opencl --case "a + b"   # ferro:opencl
 
 A worker process per checkout (its sources first on ``sys.path``) builds each case's ferro contender;
 the two are timed in alternating rounds, the order swapped every round, and each round's ratio
@@ -29,7 +30,7 @@ import numpy as np
 from ferro.bench._cases import CASES
 from ferro.bench._harness import _loops_for, _per_call, ferro_contender
 cases = {c.name: c for c in CASES}
-c = ferro_contender("cpu")
+c = ferro_contender(sys.argv[1])
 built = {}
 for line in sys.stdin:
     req = json.loads(line)
@@ -53,11 +54,11 @@ def _src_path(root: Path) -> str:
 class Worker:
     """A Python process timing ferro cases from one checkout."""
 
-    def __init__(self, root: Path, threads: int) -> None:
+    def __init__(self, root: Path, threads: int, backend: str = "cpu") -> None:
         env = dict(os.environ, PYTHONPATH=_src_path(root), OMP_NUM_THREADS=str(threads),
-                   OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), FERRO_BACKEND="cpu")
-        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env)
+                   OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), FERRO_BACKEND=backend)
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, backend], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
 
     def time(self, case: str, budget: float, loops: int | None = None) -> float:
         assert self.proc.stdin and self.proc.stdout
@@ -85,7 +86,7 @@ def _fresh(root: Path, code: str) -> float:
 
 
 def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: float,
-            threads: int) -> dict[str, list[float]]:
+            threads: int, backend: str = "cpu") -> dict[str, list[float]]:
     """Per case, the ratio after / before of each round."""
     out: dict[str, list[float]] = {}
     for name, code in INTERPRETER.items():
@@ -101,7 +102,7 @@ def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: fl
                     tb = _fresh(after, code)
                 ratios.append(tb / ta)
             out[name] = ratios
-    a, b = Worker(before, threads), Worker(after, threads)
+    a, b = Worker(before, threads, backend), Worker(after, threads, backend)
     try:
         for case in cases:
             a.time(case, budget), b.time(case, budget)  # warm up both
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=0.2, help="seconds per round and contender")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--threshold", type=float, default=1.05)
+    p.add_argument("--backend", default="cpu", help="the ferro backend the cases run on (default cpu)")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
@@ -139,9 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     from ferro.bench._cases import CASES
     names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)]
-    got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads)
+    got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads,
+                  args.backend)
     worst = 0.0
-    print(f"{'case':45s} {'after/before (median)':>22s} {'q1':>7s} {'q3':>7s}   threads={args.threads}")
+    print(f"{'case':45s} {'after/before (median)':>22s} {'q1':>7s} {'q3':>7s}   threads={args.threads} "
+          f"ferro:{args.backend}")
     for case, ratios in got.items():
         q = statistics.quantiles(ratios, n=4)
         med = statistics.median(ratios)

@@ -15,7 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ferro._core.dtypes import DType, all_dtypes, bfloat16, float16, float64
+from ferro._core.dtypes import DType, all_dtypes, float64
+from ferro._core.host import numpy_dtype
 from ferro.backends import ArrayAPIBackend, Availability, Backend, host_kernels
 
 from ._devices import default_index, find_devices
@@ -72,17 +73,24 @@ class OpenCLBackend(Backend):
         d = self.cl_device(index)
         return {"platform": d.platform.name.strip(), "vendor": str(d.vendor).strip(),
                 "version": str(d.version).strip(), "global memory": f"{d.global_mem_size / 2**30:.1f} GiB",
-                "compute units": str(d.max_compute_units), "extensions": " ".join(sorted(d.extensions.split()))}
+                "compute units": str(d.max_compute_units), **self.half_modes(index),
+                "extensions": " ".join(sorted(d.extensions.split()))}
 
     def dtypes(self, index: int) -> frozenset[DType]:
-        """Every integer and bool; float32; float64 / float16 only with cl_khr_fp64 / cl_khr_fp16."""
-        ext = set(self.cl_device(index).extensions.split())
-        out = {d for d in all_dtypes if not d.is_complex and d is not bfloat16}
-        if "cl_khr_fp64" not in ext:
+        """Every integer and bool; float32, float16, bfloat16; float64 only with cl_khr_fp64."""
+        out = {d for d in all_dtypes if not d.is_complex}
+        if "cl_khr_fp64" not in self.cl_device(index).extensions.split():
             out.discard(float64)
-        if "cl_khr_fp16" not in ext:
-            out.discard(float16)
         return frozenset(out)
+
+    def half_modes(self, index: int) -> dict[str, str]:
+        """How device ``index`` runs the 16-bit floats (``ferro info`` shows it): on every device they are
+        stored in 16 bits and computed in float32, each result rounded once (native half arithmetic, even
+        where ``cl_khr_fp16`` offers it, would round after every operation of an expression)."""
+        fp16 = "cl_khr_fp16" in self.cl_device(index).extensions.split()
+        return {"float16": "storage only: computed in float32 (vload_half / vstore_half_rte"
+                           + ("; the device's cl_khr_fp16 is not used)" if fp16 else ")"),
+                "bfloat16": "storage only: computed in float32 (16-bit words)"}
 
     # -- runtime --------------------------------------------------------------
 
@@ -126,8 +134,7 @@ class OpenCLBackend(Backend):
             rt.pool.free_held()
 
     def native_dtype(self, dtype: DType) -> Any:
-        import numpy as np
-        return np.dtype(dtype.name)
+        return numpy_dtype(dtype)
 
     def from_numpy(self, array: Any, index: int) -> Any:
         return self.runtime(index).from_host(array)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import layout
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import Runtime, ctypes, read_source
 
 __all__ = ["creation_kernels"]
 
@@ -70,13 +70,12 @@ def creation_kernels(rt: Runtime, rng: Callable[[], Any]) -> dict[str, Callable[
             ov = out.view(kshape, tuple(out.strides[d] for d in kept), 0)
             xv = x.view(kshape, tuple(x.strides[d] for d in kept), 0)
             lines = out.size // x.shape[dim]
-            st, ct = ctype(x.dtype)
+            c = ctypes(x.dtype)
 
             def source() -> str:
                 return Template(read_source("scan.cl")).substitute(
-                    T=st, IN=st, ACC=ct, identity="0" if op == "cumsum" else "1",
-                    reduce="acc + v" if op == "cumsum" else "acc * v", load="LD_H" if st == "half" else "LD",
-                    store="ST_H" if st == "half" else "ST")
+                    T=c.storage, IN=c.storage, ACC=c.compute, identity="0" if op == "cumsum" else "1",
+                    reduce="acc + v" if op == "cumsum" else "acc * v", load=c.load, store=c.store)
             k = rt.kernel(("scan", op, x.dtype), "scan", source, [None, None, _I64, _I64, _I64, _I64, _I64, None])
             k(rt.queue, rt.grid(lines), None, out.buffer, x.buffer, x.offset, x.shape[dim], out.strides[dim],
               x.strides[dim], lines, rt.meta(layout(kshape, [ov, xv])))

@@ -21,13 +21,13 @@ import numpy as np
 
 from ._array import CLArray
 from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
-from ._runtime import MAX_DIMS, Runtime, ctype, read_source
+from ._runtime import HALF_DTYPES, MAX_DIMS, Runtime, compute_dtype, ctypes, read_source, scalar_arg
 
 __all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "commit_into", "cast_array",
            "layout"]
 
 _BOOL = np.dtype(bool)
-_HALF = np.dtype(np.float16)
+_F16, _BF16 = HALF_DTYPES
 _I64 = np.int64
 #: Elements of the innermost dimension per work-item in strided kernels (CHUNK in elementwise.cl).
 CHUNK = 16
@@ -46,10 +46,10 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c.
     ``guard``: a commit, which writes nothing while the device's error flag (its last argument) is set."""
     params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
-    compute = ctype(operands[0][0])[1]
+    compute = ctypes(operands[0][0]).compute
     arrays = 0  # strides of the array operands only: m->st[1], m->st[2], ... (scalars have none)
     for j, (dt, scalar) in enumerate(operands, start=1):
-        st, ct = ctype(dt)
+        st, ct, ld = ctypes(dt)[:3]
         var = "abc"[j - 1]
         if scalar:
             params.append(f", const {ct} s{j}")
@@ -58,7 +58,6 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
                 loads.append(f"    const {ct} {var} = s{j};")
             loads_s.append(f"        const {ct} {var} = s{j};")
             continue
-        ld = "LD_H" if st == "half" else "LD"
         params.append(f", __global const {st} *x{j}, const long off{j}")
         params_z.append(f", __global const {st} *x{j}")
         loads_z.append(f"    const {ct} {var} = {ld}(x{j}, i);")
@@ -68,10 +67,12 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         pos_init.append(f", p{j} = off{j} + lo * m->st[{arrays}][last]")
         pos_step.append(f" p{j} += k * m->st[{arrays}][d];")
         pos_next.append(f" p{j} += m->st[{arrays}][last];")
-    out_st, out_ct = ctype(out_dtype)
+    out_st, out_ct, _, store = ctypes(out_dtype)[:4]
+    if store == "ST_H" and compute == "double":
+        out_ct = "double"  # vstore_half_rte rounds a double to half once, as NumPy does (bfloat16 goes through
+        # float, as ml_dtypes and PyTorch do)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
-    store = "ST_H" if out_st == "half" else "ST"
     prelude = "".join(f"{h}({compute})\n" for h in helpers)
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
@@ -88,7 +89,7 @@ def _needs_flag(expr: str) -> bool:
 
 def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ...]]:
     """The expression of an op for ``dtype`` and the helpers it needs (None: the op refuses the dtype)."""
-    if dtype.kind == "f":
+    if ctypes(dtype).floating:
         return table_entry.floating, tuple(h for h in table_entry.helpers if not h.startswith("DEF_I"))
     if dtype == _BOOL and table_entry.boolean is not None:
         return table_entry.boolean, ()
@@ -100,7 +101,7 @@ def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: 
     types: list[Any] = [None, _I64] if offsets else [None]
     for dt, scalar in operands:
         if scalar:
-            types.append(np.float32 if dt.name == "float16" else dt)
+            types.append(compute_dtype(dt))
         else:
             types += [None, _I64] if offsets else [None]
     types.append(_I64)
@@ -205,7 +206,8 @@ def launch(rt: Runtime, kc: Any, ks: Any, out: CLArray, args: Sequence[Any], dt:
             if fast and not (a.contiguous and a.shape == shape):
                 fast = False
         else:
-            flat.append(a if type(a) is not bool or dt == _BOOL else dt.type(a))
+            flat.append(a if (type(a) is not bool or dt == _BOOL) and dt is not _F16 and dt is not _BF16
+                        else scalar_arg(dt, a))
     if fast:
         flat.append(n)
         kc(rt.queue, rt.grid(n), None, *flat, *extra)
@@ -370,8 +372,8 @@ _pack_q = struct.Struct("q").pack
 
 
 def _scalar_bytes(dt: Any, value: Any) -> bytes:
-    """A scalar kernel argument for operands of dtype ``dt``, as the kernel reads it (float for float16)."""
-    return np.asarray(value, np.float32 if dt == _HALF else dt).tobytes()
+    """A scalar kernel argument for operands of dtype ``dt``, as the kernel reads it (float for 16-bit floats)."""
+    return np.asarray(scalar_arg(dt, value), compute_dtype(dt)).tobytes()
 
 
 # -- copies and casts ---------------------------------------------------------------------------------------
@@ -411,7 +413,7 @@ def copy_into(dst: CLArray, src: Any, commit: bool = False) -> None:
     else:
         sdt = dst.dtype
         kc, ks = _copier(rt, sdt, dst.dtype, True, commit)
-        launch(rt, kc, ks, dst, (sdt.type(src) if sdt != _HALF else np.float32(src),), sdt, extra)
+        launch(rt, kc, ks, dst, (compute_dtype(sdt).type(scalar_arg(sdt, src)),), sdt, extra)
 
 
 def commit_into(dst: CLArray, src: Any) -> None:

@@ -5,8 +5,8 @@ when the device's table has a forward and a backward kernel (names and
 signatures as the CUDA backend's, in ``docs/plugins.md``): each is one
 launch with a work-group per row (plus one for layer_norm's weight and bias
 gradients). A program is built once per dtype from the one template;
-float16 is stored as half and computed in float (only on devices with
-``cl_khr_fp16``, the only ones whose tables hold float16 tensors). Inputs
+float16 and bfloat16 are stored in 16 bits and computed in float on every
+device (``_runtime.CType``). Inputs
 that are not contiguous, and a reduced dimension that is not the last, are
 copied to contiguous rows first; results come back as views in the input's
 layout.
@@ -23,15 +23,14 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import cast_array
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import Runtime, compute_dtype, ctypes, is_half, read_source
 
 __all__ = ["fused_kernels"]
 
 _I64 = np.int64
 _I32 = np.int32
 _LONG = np.dtype(np.int64)
-_FLOATS = ("float16", "float32", "float64")
-_COMPUTE = {"float16": np.dtype(np.float32), "float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 #: kernel name -> its scalar argument types (None for buffers); ``E`` stands for the compute dtype.
 _E = "E"
@@ -94,7 +93,7 @@ class _Rows:
 
 
 def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[..., Any]]:
-    """The fused kernels of ``rt``'s device (float32, float64 where the device has them, float16 likewise);
+    """The fused kernels of ``rt``'s device (float32, float16, bfloat16, float64 where the device has it);
     building the table compiles nothing. ``group`` caps the work-items per row (a power of two up to 256);
     by default 1 on CPU devices, 256 elsewhere."""
     if group is None:
@@ -107,14 +106,14 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
 
     def kernel(name: str, dt: Any) -> Any:
         if dt.name not in _FLOATS:
-            raise TypeError(f"OpenCL fused kernel '{name}' takes float16, float32 or float64, got {dt}")
-        st, ct = ctype(dt)
+            raise TypeError(f"OpenCL fused kernel '{name}' takes float16, bfloat16, float32 or float64, got {dt}")
+        c = ctypes(dt)
 
         def source() -> str:
-            half = st == "half"
-            return Template(read_source("fused.cl")).substitute(
-                T=st, ACC=ct, load="LD_H" if half else "LD", store="ST_H" if half else "ST")
-        acc = _COMPUTE[dt.name].type
+            y = "exp((${ACC})${load}(x, xb + c) - m)" if is_half(dt) else "(${ACC})${load}(y, yb + c)"
+            return Template(Template(read_source("fused.cl")).safe_substitute(scaled=y)).substitute(
+                T=c.storage, ACC=c.compute, load=c.load, store=c.store)
+        acc = compute_dtype(dt).type
         return rt.kernel(("fused", dt.name), name, source, [acc if t == _E else t for t in _SIGNATURES[name]])
 
     def group(cols: int) -> int:
@@ -166,7 +165,7 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
         """``(y, mean, rstd)``; ``mean`` and ``rstd`` hold one value per normalized row, in the compute dtype."""
         _, rows, cols = norm_rows(x, normalized_shape)
         xf = _contig(x)
-        acc = _COMPUTE[x.dtype.name] if x.dtype.name in _COMPUTE else x.dtype
+        acc = compute_dtype(x.dtype)
         y, mean, rstd = rt.empty(x.shape, x.dtype), rt.empty((rows,), acc), rt.empty((rows,), acc)
         w, b = param(weight, x.dtype, xf), param(bias, x.dtype, xf)
         if cols:
@@ -217,7 +216,7 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
                               ignore_index: int = -100) -> tuple[CLArray, CLArray, CLArray]:
         """Per-row ``(loss, (max, log-sum) pairs, weight of the row's target)`` for class-index targets."""
         xf, t, n, c = class_rows(x, target, "cross_entropy")
-        acc = _COMPUTE[x.dtype.name] if x.dtype.name in _COMPUTE else x.dtype
+        acc = compute_dtype(x.dtype)
         loss, lse, roww = rt.empty((n,), acc), rt.empty((n, 2), acc), rt.empty((n,), acc)
         w = param(weight, x.dtype, xf)
         if n:

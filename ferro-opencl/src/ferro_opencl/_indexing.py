@@ -27,7 +27,7 @@ import numpy as np
 from ._array import CLArray
 from ._elementwise import cast_array, commit_into, copy_into, layout
 from ._movement import basic_index
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import Runtime, bits_dtype, ctypes, is_half, read_source
 
 __all__ = ["indexing_kernels"]
 
@@ -42,9 +42,13 @@ def _program(rt: Runtime, dtype: Any, how: str) -> Any:
     key = ("index", dtype, how)
 
     def source() -> str:
-        st, ct = ctype(dtype)
+        c = ctypes(dtype)
+        # gather and scatter only move elements: the 16-bit floats move as their bits (no half arithmetic
+        # needed); their accumulating scatters run on the host (no compare-and-swap of 16 bits)
+        half = is_half(dtype)
+        st, ct = (c.bits, c.bits) if half else (c.storage, c.compute)
         uint, cmpxchg = _WIDTH_UINT.get(dtype.itemsize, ("uint", "atomic_cmpxchg"))
-        reduce = _REDUCE[how][0 if dtype.kind == "f" else 1]
+        reduce = _REDUCE[how][0 if c.floating and not half else 1]
         pragma = "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n" if dtype.itemsize == 8 else ""
         return pragma + Template(read_source("indexing.cl")).substitute(T=st, C=ct, U=uint, cmpxchg=cmpxchg,
                                                                           reduce=reduce)
@@ -163,8 +167,10 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
             return
         if type(value) is not CLArray:
             if how is None:
-                k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, x.dtype, i64, None])
-                k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, x.dtype.type(value), n, rt.error_flag)
+                bits = bits_dtype(x.dtype)
+                k = _kernel(rt, x.dtype, "add", "put_scalar", [None, None, bits, i64, None])
+                k(rt.queue, rt.grid(n), None, x.buffer, pos.buffer, np.asarray(value, x.dtype).view(bits)[()], n,
+                  rt.error_flag)
                 return
             value = rt.from_host(np.asarray(value, x.dtype))
         if value.dtype != x.dtype or value.buffer is x.buffer:  # a copy: the scatter must not read what it writes

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import copy_into, device_layout
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import Runtime, compute_dtype, ctype, ctypes, read_source
 
 __all__ = ["matmul_kernel"]
 
@@ -56,9 +56,15 @@ def _tile() -> tuple[int, int, int] | None:
     return ts, rm, rn
 
 
-def _io(st: str) -> dict[str, str]:
-    """The load / store macros of storage type ``st`` (half goes through vload_half / vstore_half)."""
-    return {"load": "LD_H", "store": "ST_H"} if st == "half" else {"load": "LD", "store": "ST"}
+def _io(dt: Any) -> dict[str, str]:
+    """The load / store macros of ``dt`` (the 16-bit floats read and write through common.cl's LD_H / ST_H and
+    bfloat16.cl's LD_B / ST_B)."""
+    c = ctypes(dt)
+    return {"load": c.load, "store": c.store}
+
+
+#: The vector store of width VW of a 16-bit float's store macro (a float vector rounded once per element).
+_VSTORE = {"ST_H": "vstore_half{}_rte", "ST_B": "VST{}_B"}
 
 
 def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
@@ -104,11 +110,11 @@ def _tiled(rt: Runtime, block: tuple[int, int, int]) -> Callable[..., None]:
     def build(dt: Any) -> tuple[Any, int]:
         st, ct = ctype(dt)
         tile = ts
-        while tile > max(rm, rn) and 2 * tile * (tile + 1) * np.dtype(dt).itemsize > local_mem:
-            tile //= 2  # two tiles must fit in local memory (double on a GPU with 48 KiB)
+        while tile > max(rm, rn) and 2 * tile * (tile + 1) * compute_dtype(dt).itemsize > local_mem:
+            tile //= 2  # two tiles (of the compute type: float for 16-bit) must fit in local memory
 
         def source() -> str:
-            return Template(read_source("matmul.cl")).substitute(T=st, ACC=ct, TS=tile, RM=rm, RN=rn, **_io(st))
+            return Template(read_source("matmul.cl")).substitute(T=st, ACC=ct, TS=tile, RM=rm, RN=rn, **_io(dt))
         return rt.kernel(("matmul", dt.name, tile, rm, rn), "matmul", source, types), tile
 
     def launch(out: CLArray, xv: CLArray, yv: CLArray, batch: tuple[int, ...], m: int, n: int, k: int) -> None:
@@ -132,18 +138,18 @@ def _blocked(rt: Runtime) -> Callable[..., None]:
         st, ct = ctype(dt)
         vw = getattr(rt.device, f"preferred_vector_width_{_WIDTH_OF[ct]}", 4) or 4
         vw = max(w for w in (2, 4, 8, 16) if w <= max(vw, 2))
-        vstore = f"vstore_half{vw}_rte" if st == "half" else f"vstore{vw}"
+        vstore = _VSTORE.get(ctypes(dt).store, "vstore{}").format(vw)
 
         def source() -> str:
             return Template(read_source("matmul_cpu.cl")).substitute(T=st, ACC=ct, RM=RM, NV=NV, VW=vw,
-                                                                     vstore=vstore, **_io(st))
+                                                                     vstore=vstore, **_io(dt))
         key = ("matmul_cpu", dt.name, RM, NV, vw)
         return (rt.kernel(key, "matmul_pack_b", source, pack_types), rt.kernel(key, "matmul_blocked", source, mm_types),
-                np.dtype(np.float32 if st == "half" else dt), NV * vw)
+                compute_dtype(dt), NV * vw)
 
     def launch(out: CLArray, xv: CLArray, yv: CLArray, batch: tuple[int, ...], m: int, n: int, k: int) -> None:
         pack, kern, pdt, nr = built.get(xv.dtype) or built.setdefault(xv.dtype, build(xv.dtype))
-        if pdt != xv.dtype:  # float16: A in float, as the panels of B
+        if pdt != xv.dtype:  # float16, bfloat16: A in float, as the panels of B
             xv, xh = rt.empty(xv.shape, pdt), xv
             copy_into(xv, xh)
         brs, bcs = yv.strides[-2:]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import cast_array, layout
-from ._runtime import MAX_DIMS, Runtime, ctype, read_source
+from ._runtime import MAX_DIMS, Runtime, compute_dtype, ctypes, read_source
 
 __all__ = ["reduction_kernels"]
 
@@ -45,28 +45,28 @@ _REDUCERS: dict[str, Reducer] = {
     "any": Reducer("0", "(acc != 0) || (v != 0)", "(acc != 0) || (v != 0)", "acc != 0"),
     "all": Reducer("1", "(acc != 0) && (v != 0)", "(acc != 0) && (v != 0)", "acc != 0"),
 }
-_LIMITS = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY"), "half": ("-INFINITY", "INFINITY"),
+#: compute type -> (lowest, highest) value, the identities of amax and amin
+_LIMITS = {"float": ("-INFINITY", "INFINITY"), "double": ("-INFINITY", "INFINITY"),
            "uchar": ("0", "UCHAR_MAX"), "char": ("CHAR_MIN", "CHAR_MAX"), "short": ("SHRT_MIN", "SHRT_MAX"),
            "ushort": ("0", "USHRT_MAX"), "int": ("INT_MIN", "INT_MAX"), "uint": ("0", "UINT_MAX"),
            "long": ("LONG_MIN", "LONG_MAX"), "ulong": ("0", "ULONG_MAX")}
 
 
 def _source(op: str, in_dt: Any, acc_dt: Any, out_dt: Any) -> str:
-    in_st, _ = ctype(in_dt)
-    acc = ctype(acc_dt)[1]
-    out_st, out_ct = ctype(out_dt)
+    src, acc_c, dst = ctypes(in_dt), ctypes(acc_dt), ctypes(out_dt)
+    acc, out_ct = acc_c.compute, dst.compute
     r = _REDUCERS.get(op, _REDUCERS["sum"])
-    lo, hi = _LIMITS[ctype(acc_dt)[0]]
-    kind_f = acc_dt.kind == "f"
+    lo, hi = _LIMITS[acc]
+    kind_f = acc_c.floating
     final = Template(r.final).substitute(ACC=acc)
     better, worse = ("v > best", "v < best") if op != "argmin" else ("v < best", "v > best")
     if kind_f:
         better = f"({better} || (isnan(v) && !isnan(best)))"
         worse = f"({worse} || (isnan(best) && !isnan(v)))"
     return Template(read_source("reduce.cl")).substitute(
-        OUT=out_st, IN=in_st, ACC=acc, identity=Template(r.identity).substitute(LOWEST=lo, HIGHEST=hi),
+        OUT=dst.storage, IN=src.storage, ACC=acc, identity=Template(r.identity).substitute(LOWEST=lo, HIGHEST=hi),
         reduce=r.floating if kind_f else r.integer, final=f"({out_ct})({final})",
-        load="LD_H" if in_st == "half" else "LD", store="ST_H" if out_st == "half" else "ST",
+        load=src.load, store=dst.store,
         better=better, worse=worse)
 
 
@@ -155,7 +155,8 @@ def reduction_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
             return out
         # first pass: partials in the accumulator type; second: combine them (a mean divides by n_red there)
         part_op = "sum" if op == "mean" else op
-        part = rt.empty((n_out, chunks), acc_dt if op not in ("any", "all") else _BOOL)
+        # partial results in the compute type: a 16-bit sum is rounded once, at the end
+        part = rt.empty((n_out, chunks), compute_dtype(acc_dt) if op not in ("any", "all") else _BOOL)
         k1 = kernel(part_op, "reduce", x.dtype, acc_dt, part.dtype, types)
         k1(rt.queue, (n_out * chunks * g,), (g,), part.buffer, x.buffer, x.offset, n_red, chunks, n_red, dmo, dmr)
         _pk, pmo, pmr, _, _ = _split(part, (1,))

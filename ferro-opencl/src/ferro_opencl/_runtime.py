@@ -16,33 +16,102 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ferro._core.dtypes import bfloat16
+from ferro._core.host import numpy_dtype
 
 from ._array import CLArray
 
-__all__ = ["Runtime", "LockedKernel", "KERNEL_DIR", "ctype", "MAX_DIMS"]
+__all__ = ["Runtime", "LockedKernel", "KERNEL_DIR", "CType", "ctype", "ctypes", "is_half", "is_floating",
+           "compute_dtype", "bits_dtype", "scalar_arg", "HALF_DTYPES", "MAX_DIMS"]
 
 #: The OpenCL C sources (templates) of the kernels.
 KERNEL_DIR = Path(__file__).parent / "kernels"
 #: The most dimensions a strided kernel takes (more are refused with a clear error).
 MAX_DIMS = 8
 
-#: NumPy dtype name -> (storage type, compute type) in OpenCL C. float16 is stored as half and computed in
-#: float (vload_half / vstore_half need no cl_khr_fp16); bool is stored as uchar 0 / 1.
-_CTYPES: dict[str, tuple[str, str]] = {
-    "bool": ("uchar", "uchar"), "int8": ("char", "char"), "uint8": ("uchar", "uchar"),
-    "int16": ("short", "short"), "uint16": ("ushort", "ushort"), "int32": ("int", "int"), "uint32": ("uint", "uint"),
-    "int64": ("long", "long"), "uint64": ("ulong", "ulong"), "float16": ("half", "float"),
-    "float32": ("float", "float"), "float64": ("double", "double"),
+class CType(NamedTuple):
+    """How kernels hold one dtype: ``storage`` (the C type of an element in memory), ``compute`` (the C type
+    they compute in), ``load`` / ``store`` (the macros of ``common.cl`` reading element ``i`` of a pointer as
+    ``compute`` and writing a ``compute`` value there), ``bits`` (a C type of the element's width, for kernels
+    that only move elements) and whether the dtype is floating."""
+
+    storage: str
+    compute: str
+    load: str
+    store: str
+    bits: str
+    floating: bool
+
+
+def _plain(t: str, floating: bool = False) -> CType:
+    return CType(t, t, "LD", "ST", t, floating)
+
+
+#: NumPy dtype name -> its OpenCL C types. The 16-bit floats are stored in 16 bits and computed in float on
+#: every device (no cl_khr_fp16 needed): float16 through the core builtins vload_half / vstore_half_rte,
+#: bfloat16 as ushort bits (common.cl's bf16_load / bf16_round); each result is rounded once, when stored.
+#: bool is stored as uchar 0 / 1.
+_CTYPES: dict[str, CType] = {
+    "bool": _plain("uchar"), "int8": _plain("char"), "uint8": _plain("uchar"), "int16": _plain("short"),
+    "uint16": _plain("ushort"), "int32": _plain("int"), "uint32": _plain("uint"), "int64": _plain("long"),
+    "uint64": _plain("ulong"), "float32": _plain("float", True), "float64": _plain("double", True),
+    "float16": CType("half", "float", "LD_H", "ST_H", "ushort", True),
+    "bfloat16": CType("ushort", "float", "LD_B", "ST_B", "ushort", True),
 }
+_F32 = np.dtype(np.float32)
+_U16 = np.dtype(np.uint16)
 
 
-def ctype(dtype: Any) -> tuple[str, str]:
-    """(storage, compute) OpenCL C types of a NumPy dtype."""
+def ctypes(dtype: Any) -> CType:
+    """The OpenCL C types, load and store macros of a NumPy dtype (see :class:`CType`)."""
     try:
         return _CTYPES[dtype.name]
     except KeyError:
         raise TypeError(f"the OpenCL backend has no kernels for dtype {dtype}") from None
+
+
+def ctype(dtype: Any) -> tuple[str, str]:
+    """(storage, compute) OpenCL C types of a NumPy dtype."""
+    c = ctypes(dtype)
+    return c.storage, c.compute
+
+
+def is_half(dtype: Any) -> bool:
+    """Whether ``dtype`` is float16 or bfloat16: stored in 16 bits, computed in float32."""
+    return dtype.itemsize == 2 and ctypes(dtype).floating
+
+
+def compute_dtype(dtype: Any) -> Any:
+    """The NumPy dtype kernels compute ``dtype`` in (and take its by-value scalars in): float32 for the 16-bit
+    floats, else ``dtype`` itself."""
+    return _F32 if is_half(dtype) else dtype
+
+
+def bits_dtype(dtype: Any) -> Any:
+    """``dtype``, or uint16 for the 16-bit floats: what kernels that only move elements take them as."""
+    return _U16 if is_half(dtype) else dtype
+
+
+#: The NumPy dtypes of the 16-bit floats (singletons: compared by identity on the launch path).
+HALF_DTYPES = (np.dtype(np.float16), numpy_dtype(bfloat16))
+
+
+def scalar_arg(dtype: Any, value: Any) -> Any:
+    """A Python number as the by-value kernel argument for operands of ``dtype``: for the 16-bit floats the
+    number rounded to ``dtype`` once (as NumPy's and PyTorch's weak scalars are), then widened to float32."""
+    if dtype is HALF_DTYPES[0] or dtype is HALF_DTYPES[1]:
+        with np.errstate(over="ignore"):
+            return np.float32(np.asarray(value, dtype))
+    return value if type(value) is not bool else dtype.type(value)
+
+
+def is_floating(dtype: Any) -> bool:
+    """Whether kernels treat ``dtype`` as floating (bfloat16's NumPy kind is 'V', not 'f')."""
+    return ctypes(dtype).floating
 
 
 def read_source(name: str) -> str:
@@ -79,6 +148,7 @@ class Runtime:
         #: held while the error flag is read and cleared, so that one synchronization reports a flagged error
         self._flag_lock = threading.Lock()
         self._header = read_source("common.cl")
+        self._bf16 = read_source("bfloat16.cl")
         self.max_group = min(256, device.max_work_group_size)
         #: set by kernels that meet a bad index (they cannot raise): checked at each synchronization
         self.error_flag = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
@@ -105,8 +175,7 @@ class Runtime:
         """The NumPy dtype of a ferro dtype."""
         got = _NP.get(dtype)
         if got is None:
-            import numpy as np
-            got = _NP[dtype] = np.dtype(dtype.name)
+            got = _NP[dtype] = numpy_dtype(dtype)
         return got
 
     def meta(self, layout: Any) -> Any:
@@ -176,7 +245,10 @@ class Runtime:
             with self._lock:
                 prog = self.programs.get(key)
                 if prog is None:
-                    src = self._header + make_source()
+                    body = make_source()
+                    # bfloat16's helpers go only into the programs that use them: every other program's source
+                    # stays as it was, byte for byte, and so does its cached binary
+                    src = self._header + (self._bf16 if "_B(" in body else "") + body
                     if self.fp64:
                         src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
                     t0 = time.perf_counter()

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._array import CLArray
 from ._elementwise import copy_contiguous, layout
-from ._runtime import Runtime, ctype, read_source
+from ._runtime import Runtime, ctypes, read_source
 
 __all__ = ["sorting_kernels"]
 
@@ -29,12 +29,12 @@ RANK_SORT_MAX = 2048
 
 
 def _kernel(rt: Runtime, dtype: Any, name: str, types: list[Any]) -> Any:
-    st, ct = ctype(dtype)
-    f = dtype.kind == "f"
+    c = ctypes(dtype)
+    f = c.floating
 
     def source() -> str:
         return Template(read_source("sort.cl")).substitute(
-            T=st, C=ct, load="LD_H" if st == "half" else "LD", store="ST_H" if st == "half" else "ST",
+            T=c.storage, C=c.compute, load=c.load, store=c.store,
             nan_last="|| (isnan(v) && !isnan(w))" if f else "", nan_first="|| (isnan(w) && !isnan(v))" if f else "",
             isnan_acc="isnan(acc)" if f else "0", isnan_v="isnan(v)" if f else "0")
     return rt.kernel(("sort", dtype), name, source, types)

@@ -59,7 +59,8 @@ __kernel void softmax_forward(__global const ${T} *x, const long xoff, __global 
         return;
     }
     /* exp once per element (it dominates on a CPU device): kept in y, then scaled there. Each work-item
-     * reads back only what it wrote itself, so no barrier is needed between the passes. */
+     * reads back only what it wrote itself, so no barrier is needed between the passes. (A 16-bit
+     * y would hold exp rounded, so the 16-bit floats recompute it, to round the result once.) */
     ${ACC} m = -INFINITY;
     for (long c = lid; c < cols; c += ls) m = nanmax(m, (${ACC})${load}(x, xb + c));
     m = group_max(m, s);
@@ -70,7 +71,7 @@ __kernel void softmax_forward(__global const ${T} *x, const long xoff, __global 
         acc += e;
     }
     const ${ACC} inv = (${ACC})1 / group_sum(acc, s);
-    for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, (${ACC})${load}(y, yb + c) * inv);
+    for (long c = lid; c < cols; c += ls) ${store}(y, yb + c, ${scaled} * inv);
 }
 
 /* softmax:     dx = y * (grad - sum(grad * y))

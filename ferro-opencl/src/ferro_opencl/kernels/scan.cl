@@ -13,6 +13,6 @@ __kernel void scan(__global ${T} *out, __global const ${IN} *x, const long xoff,
     for (long j = 0; j < n; ++j, po += ostep, px += xstep) {
         const ${ACC} v = (${ACC})${load}(x, px);
         acc = ${reduce};
-        ${store}(out, po, (${T})acc);
+        ${store}(out, po, acc);
     }
 }

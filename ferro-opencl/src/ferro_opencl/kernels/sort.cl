@@ -78,7 +78,7 @@ __kernel void bitonic_load(__global ${T} *keys, __global long *idx, __global con
     const long g = get_global_id(0);
     if (g >= lines * p) return;
     const long l = g / p, i = g % p;
-    if (i < n) keys[g] = x[xoff + strided_pos(l, mo, 1) + i * xstep];
+    if (i < n) ${store}(keys, g, ${load}(x, xoff + strided_pos(l, mo, 1) + i * xstep));
     idx[g] = i;
 }
 
@@ -104,8 +104,8 @@ __kernel void bitonic_step(__global ${T} *keys, __global long *idx, const long n
     const int up = (i & k) == 0;
     const int swap = up ? pair_before(b, ib, a, ia, n, descending) : pair_before(a, ia, b, ib, n, descending);
     if (swap) {
-        keys[base + i] = keys[base + partner];
-        keys[base + partner] = (${T})a;
+        ${store}(keys, base + i, b);
+        ${store}(keys, base + partner, a);
         idx[base + i] = ib;
         idx[base + partner] = ia;
     }
