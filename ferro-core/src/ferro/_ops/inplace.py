@@ -27,7 +27,7 @@ def refuse_overlap(x: Tensor, name: str) -> None:
     ``expand``ed view: a dimension of stride 0), as PyTorch does: the result would depend on the order of the
     writes. Backends whose arrays have no ``strides`` are not checked here. A view that is a copy (a backend's
     ``view_copies``) and cannot be written back is refused too."""
-    if x._view is not None or x._base is not None:
+    if len(x._vc) > 1:  # its storage has views that are copies
         refuse_write(x, name)
     strides = getattr(x._data, "strides", None)
     if strides is not None and 0 in strides and any(n > 1 and s == 0 for n, s in zip(x._data.shape, strides)):

@@ -9,7 +9,7 @@ contract lets a backend say it is limited:
   semantics by itself, or refuses the write naming the op;
 - some kernels refuse argument values (``argument_checks``): ``sum`` over
   more than two dims (no decomposition: the CPU fallback or an error),
-  ``prod`` over more than one dim (its decomposition runs), and the fused
+  ``angle`` of tensors of more than three dims (its decomposition runs), and the fused
   ``softmax`` kernel (which this backend adds, counting its calls in
   :data:`calls`) along any dim but the last (the decomposition runs).
 
@@ -28,11 +28,11 @@ import numpy as np
 from ferro.backends import ArrayAPIBackend, backend_plugin
 from ferro.backends.contract import VIEW_OPS, ArgumentCheck
 
-#: How many times the fused softmax kernels ran.
-calls = {"softmax": 0}
+#: How many times the fused softmax kernel and the angle kernel ran.
+calls = {"softmax": 0, "angle": 0}
 
 #: The refused values, checked by the tests against explain() and the errors.
-SUM_MAX_DIMS, PROD_MAX_DIMS = 2, 1
+SUM_MAX_DIMS, ANGLE_MAX_NDIM = 2, 3
 
 
 def _copying(kernel: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,9 +52,8 @@ def _sum_check(x: Any, dim: Any = None, keepdim: bool = False, *args: Any, **kwa
     return None if n <= SUM_MAX_DIMS else ("dim", f"it reduces over at most {SUM_MAX_DIMS} dims, not {n}")
 
 
-def _prod_check(x: Any, dim: Any = None, keepdim: bool = False, *args: Any, **kwargs: Any) -> tuple[str, str] | None:
-    n = _ndims(x, dim)
-    return None if n <= PROD_MAX_DIMS else ("dim", f"it reduces over at most {PROD_MAX_DIMS} dim, not {n}")
+def _angle_check(x: Any) -> tuple[str, str] | None:
+    return None if x.ndim <= ANGLE_MAX_NDIM else ("input", f"it takes at most {ANGLE_MAX_NDIM} dims, not {x.ndim}")
 
 
 def _softmax_check(x: Any, dim: Any = -1, *args: Any, **kwargs: Any) -> tuple[str, str] | None:
@@ -77,7 +76,7 @@ class CopyViewsBackend(ArrayAPIBackend):
     """NumPy through the generic backend, with copying view kernels and argument checks."""
 
     name = "copyview"
-    description = "test backend: view kernels return copies; sum, prod and softmax refuse some arguments"
+    description = "test backend: view kernels return copies; sum, angle and softmax refuse some arguments"
     module_name = "numpy"
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
@@ -85,6 +84,12 @@ class CopyViewsBackend(ArrayAPIBackend):
         for name in self.view_copies(index):
             table[name] = _copying(table[name])
         table["softmax"], table["softmax_backward"] = _softmax, _softmax_backward
+        angle = table["angle"]
+
+        def counting_angle(x: Any) -> Any:
+            calls["angle"] += 1
+            return angle(x)
+        table["angle"] = counting_angle
         return table
 
     def view_copies(self, index: int) -> frozenset[str]:
@@ -93,7 +98,7 @@ class CopyViewsBackend(ArrayAPIBackend):
 
     def argument_checks(self, index: int) -> dict[str, ArgumentCheck]:
         return {"sum": ArgumentCheck(_sum_check, f"a reduction over more than {SUM_MAX_DIMS} dims"),
-                "prod": ArgumentCheck(_prod_check, f"a reduction over more than {PROD_MAX_DIMS} dim"),
+                "angle": ArgumentCheck(_angle_check, f"tensors of more than {ANGLE_MAX_NDIM} dims"),
                 "softmax": ArgumentCheck(_softmax_check, "a dim other than the last")}
 
 
