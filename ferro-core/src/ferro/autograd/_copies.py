@@ -14,10 +14,11 @@ chain of view ops that made it):
   only such storages pay) makes them again from the base, in place
   (:func:`sync_copies`);
 - **what cannot be written back is refused before anything is written**
-  (:func:`refuse_write`): through ``expand`` (several elements of the view
-  stand for one of the base, which PyTorch refuses for expanded tensors too)
-  and through the parts of complex numbers (``real``, ``imag``,
-  ``view_as_real``: a part of an element cannot be scattered without a view).
+  (:func:`refuse_write`): views whose elements overlap in the base (made by
+  ``expand`` or ``as_strided``: PyTorch refuses writes to those too), and the
+  parts of complex numbers (``real``, ``imag``, ``view_as_real``: a part of
+  an element cannot be scattered back without a view, and building the
+  element again by arithmetic would turn an infinite part into nan).
 - ``reshape``, ``view`` and ``contiguous`` ask :func:`layout` for the
   strides the view would have in its base, so that they copy (or, for
   ``view``, refuse) exactly where PyTorch does.
@@ -32,15 +33,20 @@ import math
 import weakref
 from typing import Any
 
-from .._core.dtypes import int64
-from .._core.tensor import Tensor
+from .._core import grad_mode as _mode
+from .._core.dtypes import DType, int64
+from .._core.tensor import Tensor, _wrap
 
-__all__ = ["track", "sync_copies", "write_back", "refuse_write", "layout", "contiguous_layout", "view_possible"]
+__all__ = ["replay", "track", "sync_copies", "write_back", "refuse_write", "layout", "contiguous_layout",
+           "view_possible"]
+
+#: Where the view ``chain`` reads one element of its base more than once, a write through it is refused (as
+#: PyTorch refuses writes to tensors whose elements overlap in memory).
+_OVERLAP = "more than one element of the view stands for a single element of its base (PyTorch refuses writes to " \
+           "tensors whose elements overlap in memory too); clone() the view first"
 
 #: View ops whose copies core cannot write back, and why.
 _UNWRITABLE = {
-    "expand": "more than one element of the view stands for a single element of its base (PyTorch refuses "
-              "writes to expanded tensors too); clone() the view first",
     "real": "the view holds one part of each complex element, which core cannot write back without a view; "
             "write to the base instead (e.g. base.real.add_ as base.add_ of a real tensor)",
     "imag": "the view holds one part of each complex element, which core cannot write back without a view; "
@@ -63,9 +69,45 @@ def _key(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     return (*key, Ellipsis) if len(key) == ndim and all(type(i) is int for i in key) else key
 
 
-def _make(dev: Any, data: Any, chain: tuple[Any, ...]) -> Any:
-    """The array the view ``chain`` makes of the base's array ``data``, by the device's kernels."""
+def replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
+    """The view of ``t`` that ``chain`` describes, made again with ferro ops (recorded if grad is on)."""
+    for name, attrs, shape in chain:
+        if name in ("reshape", "view"):
+            t = t.reshape(shape)
+        elif name == "permute":
+            t = t.permute(attrs["dims"])
+        elif name == "expand":
+            t = t.expand(*shape)
+        elif name in ("real", "imag"):  # a complex tensor's parts (ferro._ops.complex)
+            t = getattr(t, name)
+        elif name == "diagonal":
+            t = t.diagonal(attrs["offset"], attrs["dim1"], attrs["dim2"])
+        elif "replay" in attrs:  # a view op that records the function making it (view_as_real)
+            t = attrs["replay"](t)
+        elif name == "as_strided":  # its offset counts from the storage's start: the same from any view
+            t = t.as_strided(attrs["size"], attrs["stride"], attrs["offset"])
+        else:  # getitem with a basic key
+            t = t[attrs["key"]]
+    return t
+
+
+#: The kernel each view op of a chain is made again by natively (any other step: by ferro ops).
+_KERNEL_OF = {"reshape": "reshape", "view": "reshape", "permute": "permute", "expand": "expand", "real": "real",
+              "imag": "imag", "view_as_real": "view_as_real", "diagonal": "diagonal", "as_strided": "as_strided",
+              "getitem": "getitem"}
+
+
+def _make(dev: Any, data: Any, dtype: DType, chain: tuple[Any, ...]) -> Any:
+    """The array the view ``chain`` makes of the base's array ``data``: by the device's kernels, or by ferro ops
+    where one is missing (a view op that ran by its decomposition, such as diagonal without its kernel)."""
     k, root = dev._kernels, data
+    if any(_KERNEL_OF.get(name, "") not in k for name, _, _ in chain):
+        prev = _mode._state.enabled
+        _mode._state.enabled = False
+        try:
+            return replay(_wrap(data, dtype, dev), chain)._data
+        finally:
+            _mode._state.enabled = prev
     for name, attrs, shape in chain:
         if name in ("reshape", "view"):
             data = k["reshape"](data, shape)
@@ -89,7 +131,7 @@ def _positions(base: Tensor, chain: tuple[Any, ...]) -> Any:
     dev, shape = base._device, tuple(base._data.shape)
     k = dev._kernels
     idx = k["reshape"](k["arange"](0, math.prod(shape), 1, int64), shape)
-    return _make(dev, idx, chain)
+    return _make(dev, idx, int64, chain)
 
 
 def write_back(base: Tensor, chain: tuple[Any, ...], value: Any) -> None:
@@ -114,8 +156,12 @@ def refuse_write(x: Tensor, name: str) -> None:
     rec = _owner(x)._view
     if rec is None or not rec[2]:
         return
-    for op, _, _ in rec[0]:
+    chain = rec[0]
+    for op, _, _ in chain:
         why = _UNWRITABLE.get(op)
+        if why is None and op in ("expand", "as_strided"):
+            pos = x._device.backend.to_numpy(_positions(_owner(x)._base, chain))
+            why = _OVERLAP if len(set(pos.reshape(-1).tolist())) < pos.size else None
         if why is not None:
             raise RuntimeError(f"{name}: cannot write through a view made by '{op}' on backend '{x._device.type}', "
                                f"whose kernels return copies instead of views: {why}")
@@ -137,7 +183,7 @@ def sync_copies(x: Tensor) -> None:
         live.append(ref)
         if v is not owner:
             base = v._base
-            v._device._kernels["copy_"](v._data, _make(v._device, base._data, v._view[0]))
+            v._device._kernels["copy_"](v._data, _make(v._device, base._data, base._dtype, v._view[0]))
     refs[:] = live
 
 

@@ -25,9 +25,10 @@ from .._core import grad_mode as _mode
 from .._core.node import Node
 from .._core.tensor import Tensor, full
 from ..backends.contract import VIEW_OPS
-from ._copies import sync_copies, write_back
+from ._copies import replay as _replay
+from ._copies import sync_copies, track, write_back
 
-__all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
+__all__ = ["VIEW_OPS", "view_record", "as_copied_view", "refresh", "check_inplace", "after_inplace"]
 
 
 def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
@@ -41,26 +42,15 @@ def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape:
     return [parent[0] + step, version, copied or parent[2]]
 
 
-def _replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
-    """The view of ``t`` that ``chain`` describes, made again with ferro ops (recorded if grad is on)."""
-    for name, attrs, shape in chain:
-        if name in ("reshape", "view"):
-            t = t.reshape(shape)
-        elif name == "permute":
-            t = t.permute(attrs["dims"])
-        elif name == "expand":
-            t = t.expand(*shape)
-        elif name in ("real", "imag"):  # a complex tensor's parts (ferro._ops.complex)
-            t = getattr(t, name)
-        elif name == "diagonal":
-            t = t.diagonal(attrs["offset"], attrs["dim1"], attrs["dim2"])
-        elif "replay" in attrs:  # a view op that records the function making it (view_as_real)
-            t = attrs["replay"](t)
-        elif name == "as_strided":  # its offset counts from the storage's start: the same from any view
-            t = t.as_strided(attrs["size"], attrs["stride"], attrs["offset"])
-        else:  # getitem with a basic key
-            t = t[attrs["key"]]
-    return t
+def as_copied_view(r: Tensor, x: Tensor, name: str, attrs: dict[str, Any]) -> Tensor:
+    """Make ``r``, a copy of the view op ``name`` of ``x`` (its decomposition, where the backend has no view
+    kernel), a copied view of ``x``: as a kernel's copy, kept in step with its base (``_copies``)."""
+    r._vc = vc = x._vc
+    base = x._base
+    r._base = x if base is None or x._view is None else base
+    r._view = view_record(x, name, attrs, r._data.shape, vc[0], True)
+    track(r)
+    return r
 
 
 def refresh(t: Tensor) -> None:
