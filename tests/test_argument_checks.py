@@ -142,6 +142,14 @@ class _BadCopies(ArrayAPIBackend):
         return frozenset({"permute", "exp"})
 
 
+class _BadPair(ArrayAPIBackend):
+    name = "badpair"
+    module_name = "numpy"
+
+    def view_copies(self, index: int) -> frozenset[str]:
+        return frozenset({"view"})
+
+
 class _BadPlugin:
     def __init__(self, backend: ArrayAPIBackend) -> None:
         self.backend = backend
@@ -158,6 +166,7 @@ class _BadPlugin:
 @pytest.mark.parametrize(("backend", "error"), [
     (_BadChecks, r"no op named 'nosuchop'.*the check of 'prod' is builtin_function_or_method, not an ArgumentCheck"),
     (_BadCopies, r"'exp' is not a view op"),
+    (_BadPair, r"'reshape' and 'view' go together"),
 ])
 def test_malformed_answers_make_the_plugin_broken_when_a_device_binds(backend: type, error: str) -> None:
     if backend.name not in ferro.backends.installed():

@@ -257,6 +257,19 @@ def test_a_view_of_a_leaf_is_refused_in_place_as_in_pytorch() -> None:
         fl[0].add_(1)
 
 
+def test_views_made_and_dropped_between_writes_do_not_pile_up() -> None:
+    fx, tx = _pair()
+    for i in range(300):
+        fx[i % 2].sum()
+    assert len(fx._vc[1]) < 130  # weak references, pruned as they grow
+    keep = [fx[i % 2] for i in range(3)]
+    fx.add_(1)
+    tx.add_(1)
+    assert len(fx._vc[1]) == 3
+    for i, v in enumerate(keep):
+        _same(v, tx[i % 2])
+
+
 def test_explain_says_copy_instead_of_view() -> None:
     r = ferro.backends.explain("permute", ferro.float32, DEV)
     assert r.route == "kernel" and any(n.startswith("copy instead of view") for n in r.notes), str(r)

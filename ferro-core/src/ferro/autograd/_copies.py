@@ -61,7 +61,11 @@ def track(view: Tensor) -> None:
     vc = view._vc
     if len(vc) == 1:
         vc.append([])
-    vc[1].append(weakref.ref(view))
+    refs = vc[1]
+    refs.append(weakref.ref(view))
+    n = len(refs)
+    if n >= 64 and not n & (n - 1):  # at powers of two: views made and dropped between writes do not pile up
+        refs[:] = [r for r in refs if r() is not None]
 
 
 def _key(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
@@ -196,6 +200,11 @@ def layout(x: Tensor) -> tuple[int, ...] | None:
     shape = tuple(x._data.shape)
     strides = [0] * len(shape)
     if 0 in shape or not shape:
+        return tuple(strides)
+    if all(op in ("reshape", "view") for op, _, _ in rec[0]):  # the whole base, reshaped: row-major
+        step = 1
+        for d in range(len(shape) - 1, -1, -1):
+            strides[d], step = step, step * shape[d]
         return tuple(strides)
     pos = x._device.backend.to_numpy(_positions(x._base, rec[0]))
     origin = int(pos[(0,) * len(shape)])

@@ -327,11 +327,19 @@ class ArgumentCheck(NamedTuple):
 
 
 def check_view_copies(names: Any) -> list[str]:
-    """What is wrong with a backend's ``view_copies`` answer (empty: nothing): a set of :data:`VIEW_OPS`."""
+    """What is wrong with a backend's ``view_copies`` answer (empty: nothing): a set of :data:`VIEW_OPS`
+    (``reshape`` and ``view`` both or neither).
+
+    >>> check_view_copies({"permute", "view", "reshape"})
+    []
+    """
     if not isinstance(names, (set, frozenset, tuple, list)):
         return [f"view_copies() must return a set of view op names, got {type(names).__name__}"]
-    return [f"view_copies(): '{n}' is not a view op (known: {', '.join(sorted(VIEW_OPS))})"
-            for n in names if n not in VIEW_OPS]
+    problems = [f"view_copies(): '{n}' is not a view op (known: {', '.join(sorted(VIEW_OPS))})"
+                for n in names if n not in VIEW_OPS]
+    if len({"reshape", "view"} & set(names)) == 1:  # reshape runs the view kernel where it can
+        problems.append("view_copies(): 'reshape' and 'view' go together (reshape runs the view kernel)")
+    return problems
 
 
 def check_argument_checks(checks: Any) -> list[str]:
