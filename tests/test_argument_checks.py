@@ -19,9 +19,11 @@ import torch
 
 import ferro
 import ferro_testplugins.copyviews as copyviews
+from ferro._core.records import REGISTRY
 from ferro.backends import PLUGIN_API_VERSION, ArrayAPIBackend, hookimpl
-from ferro.backends.contract import ArgumentCheck
+from ferro.backends.contract import UNCHECKED_OPS, ArgumentCheck
 from ferro.errors import BackendUnavailableError, UnsupportedOperationError
+from ferro.testing._opinfo import OP_DB, samples
 
 DEV = "copyview"
 A = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
@@ -131,7 +133,7 @@ class _BadChecks(ArrayAPIBackend):
     module_name = "numpy"
 
     def argument_checks(self, index: int) -> dict[str, object]:
-        return {"sum": ArgumentCheck(lambda *a: None), "nosuchop": ArgumentCheck(lambda *a: None), "prod": len}  # type: ignore[dict-item]
+        return {"sum": ArgumentCheck(lambda *a: None), "nosuchop": ArgumentCheck(lambda *a: None), "exp": len}  # type: ignore[dict-item]
 
 
 class _BadCopies(ArrayAPIBackend):
@@ -140,6 +142,14 @@ class _BadCopies(ArrayAPIBackend):
 
     def view_copies(self, index: int) -> frozenset[str]:
         return frozenset({"permute", "exp"})
+
+
+class _Unchecked(ArrayAPIBackend):
+    name = "badunchecked"
+    module_name = "numpy"
+
+    def argument_checks(self, index: int) -> dict[str, ArgumentCheck]:
+        return {"argsort": ArgumentCheck(lambda *a, **k: None)}
 
 
 class _BadPair(ArrayAPIBackend):
@@ -164,9 +174,10 @@ class _BadPlugin:
 
 
 @pytest.mark.parametrize(("backend", "error"), [
-    (_BadChecks, r"no op named 'nosuchop'.*the check of 'prod' is builtin_function_or_method, not an ArgumentCheck"),
+    (_BadChecks, r"no op named 'nosuchop'.*the check of 'exp' is builtin_function_or_method, not an ArgumentCheck"),
     (_BadCopies, r"'exp' is not a view op"),
     (_BadPair, r"'reshape' and 'view' go together"),
+    (_Unchecked, r"the kernel of 'argsort' is called by name from other ops"),
 ])
 def test_malformed_answers_make_the_plugin_broken_when_a_device_binds(backend: type, error: str) -> None:
     if backend.name not in ferro.backends.installed():
@@ -176,3 +187,45 @@ def test_malformed_answers_make_the_plugin_broken_when_a_device_binds(backend: t
         with pytest.raises(BackendUnavailableError, match=error):
             ferro.ones(2, device=backend.name)
     assert f"test-bad-{backend.name}" in ferro.backends.broken()
+
+
+#: The ops the probe backend's checks were asked for.
+_ASKED: set[str] = set()
+
+
+def _probe(name: str) -> ArgumentCheck:
+    def check(*args: object, **kwargs: object) -> None:
+        _ASKED.add(name)
+    return ArgumentCheck(check, "nothing (it records that it was asked)")
+
+
+class _Probe(ArrayAPIBackend):
+    name = "argprobe"
+    module_name = "numpy"
+
+    def argument_checks(self, index: int) -> dict[str, ArgumentCheck]:
+        return {n: _probe(n) for n in REGISTRY if n not in UNCHECKED_OPS}
+
+
+def test_every_op_run_by_its_kernel_asks_the_check() -> None:
+    """A check that takes everything, on every op but UNCHECKED_OPS: each op whose kernel is bound and that the
+    op database's samples run must have asked it (else a refusal would be ignored, the kernel run anyway)."""
+    if _Probe.name not in ferro.backends.installed():
+        assert ferro.backends.register_plugin(_BadPlugin(_Probe()), "test-argprobe")
+    dev = ferro.device(_Probe.name)
+    dev.backend  # binds
+    rng = np.random.default_rng(0)
+    ran = set()
+    for info in OP_DB:
+        for dt in ("float32", "complex64", "int64"):
+            for sample in list(samples(info, dt, rng))[:2]:
+                args = tuple(ferro.tensor(a, device=dev) if isinstance(a, np.ndarray) else a for a in sample.args)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        info(ferro, *args, **sample.kwargs)
+                except Exception:  # a dtype the op refuses: not a run
+                    continue
+                ran.add(info.name)
+    assert len(ran & set(dev._checked)) > 80
+    assert sorted((ran & set(dev._checked)) - _ASKED) == []

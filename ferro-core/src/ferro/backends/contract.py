@@ -45,8 +45,8 @@ from .._core.records import REGISTRY
 __all__ = [
     "Param", "Primitive", "Group", "PRIMITIVES", "REQUIRED", "GROUPS", "KERNELS", "FUSED_PAIRS",
     "validate_table", "check_signatures", "check_backend", "op_kernels", "kernel_names", "markdown",
-    "DeviceRuntime", "NativeStream", "NativeEvent", "VIEW_OPS", "ArgumentCheck", "check_view_copies",
-    "check_argument_checks",
+    "DeviceRuntime", "NativeStream", "NativeEvent", "VIEW_OPS", "ArgumentCheck", "UNCHECKED_OPS",
+    "check_view_copies", "check_argument_checks",
 ]
 
 #: The group of the primitives every complete backend has.
@@ -326,6 +326,13 @@ class ArgumentCheck(NamedTuple):
     doc: str = ""
 
 
+#: Ops whose kernel ferro calls by name from inside ops (``argsort`` from ``sort``, ``cast`` from ``to``...),
+#: not through the op table: their arguments cannot be checked, and ``argument_checks`` may not name them
+#: (``tests/test_argument_checks.py`` checks that every other op asks its check).
+UNCHECKED_OPS: frozenset[str] = frozenset(("argsort", "bincount", "cast", "cummax", "cummin", "histc", "prod",
+                                           "searchsorted", "unique", "view_as_real"))
+
+
 def check_view_copies(names: Any) -> list[str]:
     """What is wrong with a backend's ``view_copies`` answer (empty: nothing): a set of :data:`VIEW_OPS`
     (``reshape`` and ``view`` both or neither).
@@ -351,6 +358,9 @@ def check_argument_checks(checks: Any) -> list[str]:
     for name, c in checks.items():
         if name not in REGISTRY:
             problems.append(f"argument_checks(): no op named {name!r} in the registry")
+        elif name in UNCHECKED_OPS:
+            problems.append(f"argument_checks(): the kernel of '{name}' is called by name from other ops, so its "
+                            "arguments cannot be checked (check the ops calling it, or refuse a dtype instead)")
         elif not isinstance(c, ArgumentCheck) or not callable(c.check):
             problems.append(f"argument_checks(): the check of '{name}' is {type(c).__name__}, not an ArgumentCheck "
                             "with a callable check")
