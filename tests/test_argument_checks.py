@@ -54,6 +54,10 @@ def test_accepted_arguments_run_the_kernel(dim: object) -> None:
     got = _x().sum(dim=dim)
     np.testing.assert_allclose(got.numpy(), A.sum(axis=dim), rtol=1e-12)
     assert got.device == ferro.device(DEV)
+    as_int = ferro.tensor(A * 10, dtype=ferro.int32, device=DEV).sum(dim, dtype=ferro.float64)  # every argument
+    want = torch.tensor(A * 10).to(torch.int32).sum(dim, dtype=torch.float64)
+    assert as_int.dtype is ferro.float64
+    np.testing.assert_array_equal(as_int.numpy(), want.numpy())
 
 
 def test_refused_arguments_without_decomposition_are_an_error_naming_op_argument_and_reason(
