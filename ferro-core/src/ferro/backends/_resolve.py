@@ -154,7 +154,8 @@ def _kernel_limits(name: str, dtype: DType, facts: DeviceFacts, out: Resolution)
     notes = list(out.notes)
     if name in facts.copies:
         notes.append("copy instead of view: the kernel returns a copy; core writes through it into the base and "
-                     "makes it again after writes to the base (writes through expand or complex parts are refused)")
+                     "makes it again after writes to the base (writes through overlapping elements or complex parts "
+                     "are refused)")
     doc = facts.arg_checks.get(name)
     if doc is None:
         return out._replace(notes=tuple(notes))
