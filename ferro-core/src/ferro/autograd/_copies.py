@@ -48,7 +48,7 @@ _OVERLAP = "more than one element of the view stands for a single element of its
 #: View ops whose copies core cannot write back, and why.
 _UNWRITABLE = {
     "real": "the view holds one part of each complex element, which core cannot write back without a view; "
-            "write to the base instead (e.g. base.real.add_ as base.add_ of a real tensor)",
+            "write to the base instead",
     "imag": "the view holds one part of each complex element, which core cannot write back without a view; "
             "write to the base instead",
     "view_as_real": "the view holds the parts of each complex element, which core cannot write back without a "
