@@ -39,7 +39,8 @@ MODELS: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
 }
 
 
-def _step_fn(lib: Any, build: Callable[[Any], Any], shape: tuple[int, ...], device: str, amp: bool) -> Callable[[], None]:
+def _step_fn(lib: Any, build: Callable[[Any], Any], shape: tuple[int, ...], device: str,
+             amp: bool) -> Callable[[], None]:
     """One training step of the model in ``lib`` (ferro or torch) on ``device``, with or without autocast."""
     rng = np.random.default_rng(0)
     lib.manual_seed(0)
@@ -72,7 +73,7 @@ def _contenders(build: Callable[[Any], Any], shape: tuple[int, ...]) -> dict[str
     try:
         ferro.ones(1, device="opencl:0")
         devices.append("opencl:0")
-    except Exception as e:  # noqa: BLE001  (reported, not hidden)
+    except Exception as e:  # reported, not hidden
         print(f"  (opencl left out: {e})")
     for dev in devices:
         for amp in (False, True):
@@ -80,7 +81,7 @@ def _contenders(build: Callable[[Any], Any], shape: tuple[int, ...]) -> dict[str
                 fn = _step_fn(ferro, build, shape, dev, amp)
                 fn()  # a contender that cannot run here is reported and left out
                 out[f"ferro {dev} {'autocast' if amp else 'float32'}"] = fn
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 print(f"  (ferro {dev} {'autocast' if amp else 'float32'} left out: {type(e).__name__}: {e})")
     for amp in (False, True):
         out[f"torch cpu {'autocast' if amp else 'float32'}"] = _step_fn(torch, build, shape, "cpu", amp)
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             for k in order:
                 times[k].append(_time(fns[k], args.steps))
 
-        def ratio(a: str, b: str) -> str:
+        def ratio(a: str, b: str, times: dict[str, list[float]] = times) -> str:
             if a not in times or b not in times:
                 return "-"
             return f"{statistics.median(x / y for x, y in zip(times[a], times[b])):.2f}"

@@ -4,6 +4,7 @@
     python benchmarks/revisions.py ../before .          # every ferro case of run.py, ferro:cpu
     python benchmarks/revisions.py ../before . --case "a + b" --threshold 1.05
     python benchmarks/revisions.py ../before . --backend opencl --case "a + b"   # ferro:opencl
+    python benchmarks/revisions.py ../before . --case none --stmt "x[0]" --stmt "x.add_(1)"
 
 A worker process per checkout (its sources first on ``sys.path``) builds each case's ferro contender;
 the two are timed in alternating rounds, the order swapped every round, and each round's ratio
@@ -36,9 +37,14 @@ for line in sys.stdin:
     req = json.loads(line)
     name = req["case"]
     if name not in built:
-        case = cases[name]
-        host = [np.random.default_rng(0).standard_normal(s, dtype=np.float32) for s in case.shapes]
-        fn = functools.partial(case.op, c.xp, *(c.to_native(a, case.requires_grad) for a in host))
+        if name.startswith("stmt: "):  # --stmt: an expression of x, y (64x64 float32 tensors) and ferro
+            import ferro
+            x, y = (ferro.tensor(np.random.default_rng(i).standard_normal((64, 64), dtype=np.float32)) for i in (0, 1))
+            fn = eval("lambda: " + name[6:], {"ferro": ferro, "x": x, "y": y})
+        else:
+            case = cases[name]
+            host = [np.random.default_rng(0).standard_normal(s, dtype=np.float32) for s in case.shapes]
+            fn = functools.partial(case.op, c.xp, *(c.to_native(a, case.requires_grad) for a in host))
         for _ in range(3):
             fn()
         built[name] = (fn, req.get("loops") or _loops_for(fn, c.sync, req["budget"]))
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--threshold", type=float, default=1.05)
     p.add_argument("--backend", default="cpu", help="the ferro backend the cases run on (default cpu)")
+    p.add_argument("--stmt", action="append", default=[],
+                   help="also time this expression of x, y (64x64 float32 tensors) and ferro, e.g. 'x.add_(1)'")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
@@ -140,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
     names = [c.name for c in CASES] + list(INTERPRETER)
-    names = [n for n in names if not args.case or any(t in n for t in args.case)]
+    names = [n for n in names if not args.case or any(t in n for t in args.case)] + [f"stmt: {e}" for e in args.stmt]
     got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads,
                   args.backend)
     worst = 0.0

@@ -18,7 +18,8 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
     True
     """
 
-    __slots__ = ("__weakref__", "_backend", "_dtypes", "_fast", "_kernels", "_ops", "index", "type")
+    __slots__ = ("__weakref__", "_backend", "_checked", "_copies", "_dtypes", "_fast", "_kernels", "_ops", "index",
+                 "type")
     _interned: dict[tuple[str, int], device] = {}
 
     type: str
@@ -28,6 +29,8 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
     _kernels: dict[str, Any] | None  # kernel name -> kernel
     _dtypes: frozenset[Any]
     _backend: Any
+    _checked: dict[str, Any]  # op name -> (kernel, dtype table, ArgumentCheck): bound off the fast path
+    _copies: frozenset[str]  # the view ops whose kernel returns a copy
 
     def __new__(cls, spec: str | device | None = None, index: int | None = None) -> device:
         if isinstance(spec, device):
@@ -52,7 +55,8 @@ class device:  # noqa: N801  (spelled as PyTorch spells it)
             dev = object.__new__(cls)
             dev.type, dev.index = key
             dev._ops = dev._fast = dev._kernels = dev._backend = None
-            dev._dtypes = frozenset()
+            dev._dtypes = dev._copies = frozenset()
+            dev._checked = {}
             cls._interned[key] = dev
         return dev
 

@@ -37,7 +37,7 @@ def in_op(name: str, err: BaseException) -> None:
     if isinstance(err, (KeyError, *_NOT_THE_CALL)) or len(err.args) != 1 or not isinstance(err.args[0], str):
         return
     msg = err.args[0]
-    if not msg.startswith(name):
+    if not msg.startswith((name, f"op '{name}'")):  # the message names the op already
         err.args = (f"{name}: {msg}",)
 
 

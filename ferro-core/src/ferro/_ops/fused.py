@@ -357,6 +357,9 @@ def run(op: OpDef, decomposition: Callable[..., Tensor], x: Any, args: tuple[Any
         dev.backend  # binds the device  # noqa: B018
         ops = dev._ops
     entry = ops.get(op.name)
+    if entry is None and dev._checked:  # the backend checks the kernels' arguments: these run the decomposition
+        checked = dev._checked.get(op.name)
+        entry = checked[:2] if checked is not None and checked[2].check(x, *args, **kwargs) is None else None
     if entry is None or x._dtype not in entry[1]:
         return None
     return op.rule(op.name, entry[0], decomposition, x, args, dict(kwargs))  # type: ignore[misc]

@@ -166,11 +166,16 @@ def _put(x_data: Any, x: Tensor, kernel: Callable[..., Any], fkey: tuple[Any, ..
          accumulate: bool) -> None:
     v = _value_native(x, value)
     split = _torch_order(fkey)
+    dev = x._device
     try:
         if split is not None:  # integers first (PyTorch's order): write through the basic part's view
-            x_data = x._device._kernels["getitem"](x_data, _native(split[0], x._device))
-            fkey = split[1]
-        kernel(x_data, _native(fkey, x._device), v, accumulate)
+            whole, first = x_data, _native(split[0], dev)
+            x_data = dev._kernels["getitem"](whole, first)
+            kernel(x_data, _native(split[1], dev), v, accumulate)
+            if "getitem" in dev._copies:  # the basic part was a copy: put it back
+                dev._kernels["setitem"](whole, first, x_data)
+            return
+        kernel(x_data, _native(fkey, dev), v, accumulate)
     except ValueError as e:
         raise ShapeError(f"index_put: values of shape {list(getattr(value, 'shape', ()))} cannot be broadcast to "
                          f"the indexed shape of a tensor of shape {list(x.shape)} ({e})") from None

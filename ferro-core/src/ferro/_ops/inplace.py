@@ -15,6 +15,7 @@ from .._core.dtypes import can_cast
 from .._core.grad_mode import _state
 from .._core.records import REGISTRY
 from .._core.tensor import Tensor, _wrap
+from ..autograd._copies import refuse_write
 from ..autograd._views import after_inplace, check_inplace
 from ..errors import DTypeError, ShapeError
 
@@ -24,7 +25,10 @@ __all__ = ["make_inplace", "copy_", "fill_", "zero_", "refuse_overlap"]
 def refuse_overlap(x: Tensor, name: str) -> None:
     """Refuse an in-place write into ``x`` when several of its elements share one memory location (an
     ``expand``ed view: a dimension of stride 0), as PyTorch does: the result would depend on the order of the
-    writes. Backends whose arrays have no ``strides`` are not checked here."""
+    writes. Backends whose arrays have no ``strides`` are not checked here. A view that is a copy (a backend's
+    ``view_copies``) and cannot be written back is refused too."""
+    if len(x._vc) > 1:  # its storage has views that are copies
+        refuse_write(x, name)
     strides = getattr(x._data, "strides", None)
     if strides is not None and 0 in strides and any(n > 1 and s == 0 for n, s in zip(x._data.shape, strides)):
         raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor refers "

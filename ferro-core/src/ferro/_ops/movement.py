@@ -13,6 +13,7 @@ from typing import Any
 
 from .._core.records import REGISTRY, register_composites
 from .._core.tensor import Tensor, _wrap_dim
+from ..autograd._views import as_copied_view
 from ..dispatch._dispatch import finish
 from ..errors import ShapeError
 from .shape import cat, permute, reshape
@@ -235,10 +236,10 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     if dev._kernels is None:
         dev.backend  # binds the device  # noqa: B018
     k = dev._kernels.get("diagonal")
-    if k is None:
-        return _diagonal_copy(x, offset, d1, d2)
-    return finish(_DIAGONAL, k(x._data, offset, d1, d2), x._dtype, dev, (x,),
-                  attrs={"offset": offset, "dim1": d1, "dim2": d2, "in_shape": tuple(x.shape)}, view_of=x)
+    attrs = {"offset": offset, "dim1": d1, "dim2": d2, "in_shape": tuple(x.shape)}
+    if k is None:  # a copy, which core keeps in step with x as a view (autograd._copies)
+        return as_copied_view(_diagonal_copy(x, offset, d1, d2), x, "diagonal", attrs)
+    return finish(_DIAGONAL, k(x._data, offset, d1, d2), x._dtype, dev, (x,), attrs=attrs, view_of=x)
 
 
 def _diagonal_copy(x: Tensor, offset: int, d1: int, d2: int) -> Tensor:

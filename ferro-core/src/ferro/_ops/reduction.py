@@ -100,7 +100,7 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     in_dt = x._dtype if dtype is None else dtype
     k = kernel_for(op, dev, in_dt)
     if k is None:
-        return run_elsewhere(op, dev, in_dt, (x, dim, keepdim), {})
+        return run_elsewhere(op, dev, in_dt, (x, dim, keepdim), {} if dtype is None else {"dtype": dtype})
     compute, out_dt = op.table[in_dt]
     if dtype is not None:  # an explicit dtype= is both the compute and the result dtype (sum(dtype=int32))
         compute = out_dt = dtype

@@ -11,6 +11,7 @@ from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
 from .._creation import arange, full, zeros
+from ..autograd._copies import contiguous_layout, layout, view_possible
 from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
 
@@ -65,6 +66,12 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
         return run_elsewhere(op, dev, x._dtype, (x, *new), {})
     view_of: Tensor | None = x
     data = None
+    if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
+        # x is a copy standing for a view: where PyTorch could not view it so, reshape copies and view fails
+        if op is _VIEW:
+            raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                             f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
+        return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
     if op is _RESHAPE and "view" in dev._kernels:
         # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
         # must not be taken as writes to x, by the version counter or by autograd).
@@ -259,6 +266,9 @@ def contiguous(x: Tensor) -> Tensor:
     if k is None:
         return run_elsewhere(_CONTIGUOUS, dev, x._dtype, (x,), {})
     data = k(x._data)
+    if data is x._data and dev._copies and (strides := layout(x)) is not None \
+            and not contiguous_layout(x._data.shape, strides):  # a copy standing for a strided view: copy
+        data = dev._kernels["clone"](data)
     return x if data is x._data else finish(_CONTIGUOUS, data, x._dtype, dev, (x,))
 
 

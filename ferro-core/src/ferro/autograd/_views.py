@@ -9,6 +9,12 @@ records how it was made from its base (``Tensor._view``: the chain of view ops
 and the version of the storage when its graph position was last set), so
 that views whose base changed in place since are re-derived from the base
 before they are used in an op (:func:`refresh`).
+
+Backends whose arrays cannot alias declare, per view op, that their kernel
+returns a copy (``Backend.view_copies``). Such a result is still a view for
+ferro: its record says it is *detached* from its base's memory
+(``_view[2]``), and core keeps PyTorch's semantics by hand (see
+:mod:`ferro.autograd._copies`).
 """
 
 from __future__ import annotations
@@ -18,42 +24,33 @@ from typing import Any
 from .._core import grad_mode as _mode
 from .._core.node import Node
 from .._core.tensor import Tensor, full
+from ..backends.contract import VIEW_OPS
+from ._copies import replay as _replay
+from ._copies import sync_copies, track, write_back
 
-__all__ = ["VIEW_OPS", "view_record", "refresh", "check_inplace", "after_inplace"]
-
-#: Ops whose result is a view of their input (when it is one, ``finish`` gets ``view_of``).
-VIEW_OPS = frozenset(("reshape", "view", "permute", "expand", "getitem", "real", "imag", "diagonal", "view_as_real",
-                      "as_strided"))
+__all__ = ["VIEW_OPS", "view_record", "as_copied_view", "refresh", "check_inplace", "after_inplace"]
 
 
 def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
-                version: int) -> list[Any]:
-    """The ``_view`` of a new view of ``view_of``: ``[chain of (op, attrs, shape), version]``."""
+                version: int, copied: bool = False) -> list[Any]:
+    """The ``_view`` of a new view of ``view_of``: ``[chain of (op, attrs, shape), version, detached]``,
+    detached where this step's kernel returned a copy (``copied``) or an earlier step's did."""
     parent = view_of._view
     step = ((name, attrs, shape),)
-    return [parent[0] + step if parent is not None else step, version]
+    if parent is None:
+        return [step, version, copied]
+    return [parent[0] + step, version, copied or parent[2]]
 
 
-def _replay(t: Tensor, chain: tuple[Any, ...]) -> Tensor:
-    """The view of ``t`` that ``chain`` describes, made again with ferro ops (recorded if grad is on)."""
-    for name, attrs, shape in chain:
-        if name in ("reshape", "view"):
-            t = t.reshape(shape)
-        elif name == "permute":
-            t = t.permute(attrs["dims"])
-        elif name == "expand":
-            t = t.expand(*shape)
-        elif name in ("real", "imag"):  # a complex tensor's parts (ferro._ops.complex)
-            t = getattr(t, name)
-        elif name == "diagonal":
-            t = t.diagonal(attrs["offset"], attrs["dim1"], attrs["dim2"])
-        elif "replay" in attrs:  # a view op that records the function making it (view_as_real)
-            t = attrs["replay"](t)
-        elif name == "as_strided":  # its offset counts from the storage's start: the same from any view
-            t = t.as_strided(attrs["size"], attrs["stride"], attrs["offset"])
-        else:  # getitem with a basic key
-            t = t[attrs["key"]]
-    return t
+def as_copied_view(r: Tensor, x: Tensor, name: str, attrs: dict[str, Any]) -> Tensor:
+    """Make ``r``, a copy of the view op ``name`` of ``x`` (its decomposition, where the backend has no view
+    kernel), a copied view of ``x``: as a kernel's copy, kept in step with its base (``_copies``)."""
+    r._vc = vc = x._vc
+    base = x._base
+    r._base = x if base is None or x._view is None else base
+    r._view = view_record(x, name, attrs, r._data.shape, vc[0], True)
+    track(r)
+    return r
 
 
 def refresh(t: Tensor) -> None:
@@ -97,6 +94,8 @@ def _region_mask(g: Tensor, chain: tuple[Any, ...]) -> Tensor:
             mask = mask * (1 + 1j)
         region = _replay(mask, chain)
         region._device._kernels["setitem"](region._data, Ellipsis, 0)
+        if region._view is not None and region._view[2]:  # the region is a copy: write the zeros back into the mask
+            write_back(mask, chain, region._data)
     finally:
         _mode._state.enabled = prev
     return mask
@@ -119,7 +118,10 @@ def _grad_src(g: Tensor, *, chain: tuple[Any, ...]) -> Tensor:
 
 def after_inplace(x: Tensor) -> None:
     """After ``x`` was written in place (its ``grad_fn`` now giving its new value): if ``x`` is a
-    view, record the write into its base's graph and make ``x`` a view of the new base."""
+    view, record the write into its base's graph and make ``x`` a view of the new base. Where the storage
+    has views that are copies, the write is carried to the base and to them first."""
+    if len(x._vc) > 1:
+        sync_copies(x)
     rec = x._view
     if rec is None or not _mode._state.enabled:
         return

@@ -15,12 +15,13 @@ the backend and the method, so a new backend can be grown one piece at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .._core.dtypes import DType, all_dtypes
 from .._core.records import REGISTRY, get
 from ._resolve import Resolution, facts_of, resolve
+from .contract import ArgumentCheck
 
 __all__ = ["Backend", "Availability"]
 
@@ -104,6 +105,20 @@ class Backend:
         """Why ``kernel`` (any name of the table, raw kernels included) cannot take ``dtype`` on device
         ``index``, or None; the resolver asks it for every kernel it would use."""
         return None
+
+    def argument_checks(self, index: int) -> Mapping[str, ArgumentCheck]:
+        """Op name to the argument values its kernel on device ``index`` does not take
+        (:class:`~ferro.backends.contract.ArgumentCheck`): a conv kernel without dilation, a sort that is
+        not stable, a reduction over at most two dims. Refused calls run the op's decomposition, else the
+        opt-in CPU fallback, else fail naming the op, the argument and the reason. Asked once per device."""
+        return {}
+
+    def view_copies(self, index: int) -> frozenset[str]:
+        """The view ops (:data:`~ferro.backends.contract.VIEW_OPS`) whose kernel on device ``index``
+        returns a copy rather than a view sharing memory (arrays that cannot alias). Core then keeps
+        PyTorch's semantics: writes through such a view reach its base and writes to the base show in the
+        view, or the write is refused naming the op and why. Asked once per device."""
+        return frozenset()
 
     # -- data movement ----------------------------------------------------
 

@@ -26,7 +26,7 @@ from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
 from ._base import Availability
-from .contract import KERNELS, validate_table
+from .contract import KERNELS, check_argument_checks, check_view_copies, validate_table
 
 if TYPE_CHECKING:
     import pluggy
@@ -440,7 +440,15 @@ def bind_device(dev: device) -> None:
         kernels.update(_state.overrides[backend.name])
         dtypes = _from_backend(backend, f"dtypes({dev.index})", lambda: backend.dtypes(dev.index))
         unsupported = _from_backend(backend, f"unsupported({dev.index})", lambda: backend.unsupported(dev.index))
-        dev._ops = bind_tables(kernels, dtypes, unsupported)
+        copies = _from_backend(backend, f"view_copies({dev.index})", lambda: backend.view_copies(dev.index))
+        checks = _from_backend(backend, f"argument_checks({dev.index})", lambda: backend.argument_checks(dev.index))
+        if problems := check_view_copies(copies) + check_argument_checks(checks):
+            raise _refuse(backend, f"backend '{backend.name}': " + "; ".join(problems))
+        ops = bind_tables(kernels, dtypes, unsupported)
+        # ops whose kernel refuses some arguments leave the fast path: dispatch's slow path asks the check
+        dev._checked = {n: (*ops.pop(n), c) for n, c in checks.items() if n in ops}
+        dev._copies = frozenset(copies)
+        dev._ops = ops
         dev._kernels = kernels
         dev._dtypes = dtypes
         backend.manual_seed(_seed[0] or 0, dev.index)  # the last manual seed applies to devices bound later
@@ -483,3 +491,4 @@ def reset() -> None:
         _state.__dict__.update(new.__dict__)
         for d in device._interned.values():
             d._backend = d._kernels = d._ops = d._fast = None
+            d._checked, d._copies = {}, frozenset()

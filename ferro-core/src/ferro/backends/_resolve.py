@@ -55,6 +55,8 @@ class Resolution(NamedTuple):
     refused: tuple[str, ...] = ()
     #: the dtype the op computes in for this input dtype (None: not defined for it, or a raw kernel)
     compute: DType | None = None
+    #: where the kernel refuses some argument values (``Backend.argument_checks``): how the op runs for those
+    arguments: Resolution | None = None
 
     @property
     def supported(self) -> bool:
@@ -78,6 +80,8 @@ class Resolution(NamedTuple):
         out = [head] + [f"{pad}  ({n})" for n in self.notes]
         for p in self.parts:
             out += p.lines(depth + 1)
+        if self.arguments is not None:
+            out += self.arguments.lines(depth + 1)
         return out
 
     def __str__(self) -> str:
@@ -87,7 +91,8 @@ class Resolution(NamedTuple):
 class DeviceFacts(NamedTuple):
     """What the resolver knows of a device: its kernel names, dtypes, the backend's refusals per op,
     the kernels plugins overrode (name -> plugin), a per-kernel refusal check (``kernel_refusal(name, dtype)``
-    -> why not, or None), and whether the CPU fallback is on."""
+    -> why not, or None), whether the CPU fallback is on, the view ops it copies and the ops whose
+    kernel refuses some arguments."""
 
     device: str
     backend: str
@@ -97,6 +102,10 @@ class DeviceFacts(NamedTuple):
     overrides: Mapping[str, str] = MappingProxyType({})
     kernel_refusal: Callable[[str, DType], str | None] | None = None
     fallback: bool = False
+    #: the view ops whose kernel returns a copy (``Backend.view_copies``)
+    copies: frozenset[str] = frozenset()
+    #: op name -> what its kernel refuses of its arguments, in words (``Backend.argument_checks``)
+    arg_checks: Mapping[str, str] = MappingProxyType({})
 
 
 def missing_group(kernels: Iterable[str]) -> str:
@@ -127,12 +136,37 @@ def resolve(name: str, dtype: DType, facts: DeviceFacts,
     # a decomposition that comes back to an op being resolved adds nothing new
     memo[key] = Resolution(name, dtype, facts.device, "decomposition", reason="(resolved above)")
     out = _resolve(name, dtype, facts, memo)
+    if name in facts.copies or name in facts.arg_checks:
+        out = _kernel_limits(name, dtype, facts, out)
     op = REGISTRY.get(name)
     cr = op.table.get(dtype) if op is not None else None
     if cr is not None:
         out = out._replace(compute=cr[0])
     memo[key] = out
     return out
+
+
+def _kernel_limits(name: str, dtype: DType, facts: DeviceFacts, out: Resolution) -> Resolution:
+    """``out`` (a kernel) with what the backend says of its limits: a copy instead of a view, the argument
+    values it refuses and how the op runs for those (resolved as if the kernel were absent)."""
+    if out.route not in ("kernel", "override"):
+        return out
+    notes = list(out.notes)
+    if name in facts.copies:
+        notes.append("copy instead of view: the kernel returns a copy; core writes through it into the base and "
+                     "makes it again after writes to the base (writes through overlapping elements or complex parts "
+                     "are refused)")
+    doc = facts.arg_checks.get(name)
+    if doc is None:
+        return out._replace(notes=tuple(notes))
+    op = REGISTRY[name]
+    without = facts._replace(kernels=frozenset(facts.kernels) - set(op.kernels), arg_checks=MappingProxyType({}),
+                             copies=frozenset())
+    alt = resolve(name, dtype, without)
+    if alt.route == "unsupported" and op.decomposition is None:
+        alt = alt._replace(reason="its kernel does not take these arguments and the op has no decomposition")
+    notes.append(f"refuses arguments: {doc}; for those: {alt.route}")
+    return out._replace(notes=tuple(notes), arguments=alt)
 
 
 def _raw(name: str, dtype: DType, facts: DeviceFacts) -> Resolution:
@@ -213,4 +247,5 @@ def facts_of(dev: Any, overrides: Mapping[str, str] | None = None, fallback: boo
     def refusal(kernel: str, dtype: DType) -> str | None:
         return backend.refuses(kernel, dtype, index)
     return DeviceFacts(str(dev), backend.name, dev._kernels, dev._dtypes, backend.unsupported(index),
-                       overrides or {}, refusal, fallback and dev.type != "cpu")
+                       overrides or {}, refusal, fallback and dev.type != "cpu", dev._copies,
+                       {n: c[2].doc for n, c in dev._checked.items()})

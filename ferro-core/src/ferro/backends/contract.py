@@ -36,7 +36,7 @@ True
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -45,7 +45,8 @@ from .._core.records import REGISTRY
 __all__ = [
     "Param", "Primitive", "Group", "PRIMITIVES", "REQUIRED", "GROUPS", "KERNELS", "FUSED_PAIRS",
     "validate_table", "check_signatures", "check_backend", "op_kernels", "kernel_names", "markdown",
-    "DeviceRuntime", "NativeStream", "NativeEvent",
+    "DeviceRuntime", "NativeStream", "NativeEvent", "VIEW_OPS", "ArgumentCheck", "UNCHECKED_OPS",
+    "check_view_copies", "check_argument_checks",
 ]
 
 #: The group of the primitives every complete backend has.
@@ -297,6 +298,74 @@ FUSED_PAIRS: dict[str, str] = {
     **{n: f"{n}_backward" for n in (*_ACTIVATIONS, "softmax", "log_softmax")},
     **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "conv2d", "max_pool2d")},
 }
+
+#: The ops whose result is a view of their input, sharing its memory. A backend whose arrays cannot alias
+#: names, in ``Backend.view_copies``, those whose kernel returns a copy instead: core then keeps PyTorch's
+#: write-through semantics itself (``docs/plugins.md``, "Views on backends that copy").
+VIEW_OPS: frozenset[str] = frozenset(("reshape", "view", "permute", "expand", "getitem", "real", "imag", "diagonal",
+                                      "view_as_real", "as_strided"))
+
+
+class ArgumentCheck(NamedTuple):
+    """Argument values a backend's kernel for one op does not take (``Backend.argument_checks``).
+
+    ``check`` receives the op's arguments as the op's public function takes them (the same values the
+    op's decomposition and the CPU fallback receive) and returns None where the kernel takes them, else
+    ``(argument name, why not)``; ``doc`` says in words what is refused, for ``ferro.backends.explain``.
+    Refused arguments run the op's decomposition if it has one, else the opt-in CPU fallback, else raise
+    ``UnsupportedOperationError`` naming the op, the argument and ``why``. Only the ops a backend checks
+    pay for the check (their kernel is bound off the fast path).
+
+    >>> stable_only = ArgumentCheck(lambda x, dim=-1, descending=False, stable=False:
+    ...                             None if stable else ("stable", "this sort is not stable"), "stable=False")
+    >>> stable_only.check(None, stable=False)
+    ('stable', 'this sort is not stable')
+    """
+
+    check: Callable[..., tuple[str, str] | None]
+    doc: str = ""
+
+
+#: Ops whose kernel ferro calls by name from inside ops (``argsort`` from ``sort``, ``cast`` from ``to``...),
+#: not through the op table: their arguments cannot be checked, and ``argument_checks`` may not name them
+#: (``tests/test_argument_checks.py`` checks that every other op asks its check).
+UNCHECKED_OPS: frozenset[str] = frozenset(("argsort", "bincount", "cast", "cummax", "cummin", "histc", "prod",
+                                           "searchsorted", "unique", "view_as_real"))
+
+
+def check_view_copies(names: Any) -> list[str]:
+    """What is wrong with a backend's ``view_copies`` answer (empty: nothing): a set of :data:`VIEW_OPS`
+    (``reshape`` and ``view`` both or neither).
+
+    >>> check_view_copies({"permute", "view", "reshape"})
+    []
+    """
+    if not isinstance(names, (set, frozenset, tuple, list)):
+        return [f"view_copies() must return a set of view op names, got {type(names).__name__}"]
+    problems = [f"view_copies(): '{n}' is not a view op (known: {', '.join(sorted(VIEW_OPS))})"
+                for n in names if n not in VIEW_OPS]
+    if len({"reshape", "view"} & set(names)) == 1:  # reshape runs the view kernel where it can
+        problems.append("view_copies(): 'reshape' and 'view' go together (reshape runs the view kernel)")
+    return problems
+
+
+def check_argument_checks(checks: Any) -> list[str]:
+    """What is wrong with a backend's ``argument_checks`` answer (empty: nothing): registered op names
+    mapped to :class:`ArgumentCheck` with a callable ``check``."""
+    if not isinstance(checks, Mapping):
+        return [f"argument_checks() must return a dict of op name -> ArgumentCheck, got {type(checks).__name__}"]
+    problems = []
+    for name, c in checks.items():
+        if name not in REGISTRY:
+            problems.append(f"argument_checks(): no op named {name!r} in the registry")
+        elif name in UNCHECKED_OPS:
+            problems.append(f"argument_checks(): the kernel of '{name}' is called by name from other ops, so its "
+                            "arguments cannot be checked (check the ops calling it, or refuse a dtype instead)")
+        elif not isinstance(c, ArgumentCheck) or not callable(c.check):
+            problems.append(f"argument_checks(): the check of '{name}' is {type(c).__name__}, not an ArgumentCheck "
+                            "with a callable check")
+    return problems
+
 
 def op_kernels() -> set[str]:
     """The kernel names the registered ops name (``OpDef.kernels``), plugins' ops included."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from .._core.naming import RENAMED, in_op
 from .._core.node import OUT, Node
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
+from ..autograd._copies import track
 from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..backends._resolve import missing_group
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
@@ -155,6 +157,9 @@ def resolve(op: OpDef, dev: Any, dtype: DType) -> tuple[Callable[..., Any] | Non
     if cr is None:
         raise DTypeError(f"{op.name}: not defined for dtype {dtype}; it takes {op.dtype_words}")
     entry = dev._ops.get(op.name)
+    if entry is None and _accepted.op is op:  # its kernel checks arguments and took these (run_elsewhere)
+        _accepted.op = None
+        entry = dev._checked[op.name][:2]
     if entry is not None:
         k, table = entry
         if dtype in table:
@@ -167,8 +172,42 @@ def resolve(op: OpDef, dev: Any, dtype: DType) -> tuple[Callable[..., Any] | Non
     return None, cr[0], cr[1]
 
 
+class _Accepted(threading.local):
+    #: the op whose kernel's argument check passed, so that the next :func:`resolve` of it binds the kernel
+    op: OpDef | None = None
+
+
+_accepted = _Accepted()
+
+
+def _refusal(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """Whether ``dev``'s kernel for ``op``, which checks its arguments (``Backend.argument_checks``), takes
+    ``args``: None where it does, else why not ("" where no check applies)."""
+    checked = dev._checked.get(op.name)
+    if checked is None or dtype not in checked[1]:
+        return ""
+    if _accepted.op is op:  # accepted, yet the op came back here without binding its kernel: do not loop
+        _accepted.op = None
+        return ""
+    refused = checked[2].check(*args, **kwargs)
+    if refused is None:
+        return None
+    arg, why = refused
+    return f"its kernel does not take this value of argument '{arg}': {why}"
+
+
 def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run ``op`` without a kernel on ``dev``: its decomposition, else the opt-in CPU fallback."""
+    """Run ``op`` without a kernel on ``dev``: its decomposition, else the opt-in CPU fallback. Where the kernel
+    is there but checks its arguments, the kernel if it takes them."""
+    refused: str | None = ""
+    if dev._checked:
+        refused = _refusal(op, dev, dtype, args, kwargs)
+        if refused is None:  # the kernel takes them: run the op again, its next resolve binding the kernel
+            _accepted.op = op
+            try:
+                return (op.fn or public_function(op))(*args, **kwargs)
+            finally:
+                _accepted.op = None
     if op.decomposition is not None:
         try:
             return op.decomposition(*args, **kwargs)
@@ -176,13 +215,13 @@ def run_elsewhere(op: OpDef, dev: Any, dtype: DType, args: tuple[Any, ...], kwar
             in_op(op.name, e)
             raise
     if fallback_enabled() and dev.type != "cpu":
-        warn_fallback(op.name, dev)
+        warn_fallback(op.name, dev, refused or "")
         moved = tuple(a.to("cpu") if isinstance(a, Tensor) else a for a in args)
         result = op.fn(*moved, **kwargs)  # type: ignore[misc]
         if isinstance(result, tuple):
             return type(result)(*(r.to(dev) if isinstance(r, Tensor) else r for r in result))
         return result.to(dev)
-    raise _unsupported(op, dtype, dev, f"the backend has no kernel for it{missing_group(op.kernels)}")
+    raise _unsupported(op, dtype, dev, refused or f"the backend has no kernel for it{missing_group(op.kernels)}")
 
 
 def fallback_enabled() -> bool:
@@ -204,12 +243,14 @@ def reported_as(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def warn_fallback(op: str, dev: Any) -> None:
-    """Warn, once per op and backend, that ``op`` runs on the CPU backend instead of ``dev``."""
+def warn_fallback(op: str, dev: Any, why: str = "") -> None:
+    """Warn, once per op and backend, that ``op`` runs on the CPU backend instead of ``dev`` (``why``: the
+    reason where it is not a missing kernel)."""
     key = (op, dev.type)
     if key not in _warned_fallback:
         _warned_fallback.add(key)
-        warnings.warn(f"op '{op}' has no kernel on backend '{dev.type}'; running it on the CPU backend because "
+        what = f"cannot take these arguments ({why})" if why else "has no kernel"
+        warnings.warn(f"op '{op}' {what} on backend '{dev.type}'; running it on the CPU backend because "
                       "FERRO_FALLBACK=cpu (data moves to the host and back)", RuntimeWarning, stacklevel=4)
 
 
@@ -247,7 +288,10 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
         r._vc = vc = view_of._vc
         base = view_of._base
         r._base = view_of if base is None or view_of._view is None else base
-        r._view = view_record(view_of, op.name, attrs, r._data.shape, vc[0])
+        copied = op.name in dev._copies
+        r._view = view_record(view_of, op.name, attrs, r._data.shape, vc[0], copied)
+        if copied:  # the backend's kernel returned a copy: core keeps it in step with its base
+            track(r)
     if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
         record(r, op, inputs, saved, attrs, fns)
     return r
@@ -272,7 +316,7 @@ def call(op: OpDef, *args: Any, **attrs: Any) -> Tensor:
     k = kernel_for(op, dev, dtype)
     if k is None:
         return run_elsewhere(op, dev, dtype, args, attrs)
-    compute, out = dev._ops[op.name][1][dtype]
+    compute, out = op.table[dtype]  # as bound (kernel_table keeps the op's own rows)
     cast = dev._kernels["cast"]
     natives = [(a._data if a._dtype is compute else cast(a._data, compute)) if isinstance(a, Tensor) else a
                for a in args]
