@@ -21,9 +21,10 @@ kernel's casts, a nested decomposition's own parts) belongs to that op, which
 the resolver resolves in turn. Each use is written with the dtype it runs at
 relative to the op's compute dtype: ``"exp"`` (the same), ``"abs:real"`` (the
 real dtype of a complex compute dtype), ``"where:input"`` (the op's input
-dtype), ``"mul:float"`` (the default float dtype), ``"eq:bool"`` (a fixed dtype). Input dtypes with the same list share
-a row. The table is written to ``ferro/backends/uses.json``; ``--check`` (run
-by ``tests/test_uses_table.py``) compares instead of writing.
+dtype), ``"mul:float"`` (the default float dtype), ``"eq:bool"`` (a fixed
+dtype). Input dtypes with the same list share a row. The table is written to
+``ferro/backends/uses.json``; ``--check`` (run by ``tests/test_uses_table.py``)
+compares instead of writing, naming the ops whose rows changed.
 
 Branches the samples never reach are not seen: an op keeps those uses by hand
 (``OpDef(uses=...)``), with a comment saying why; the resolver adds them to
@@ -311,11 +312,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ferro._usesgen", description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true", help="compare with the checked-in table instead of writing")
     args = p.parse_args(argv)
-    text = render(derive())
+    table = derive()
+    text = render(table)
     if args.check:
         old = TABLE_PATH.read_text() if TABLE_PATH.exists() else ""
         if old != text:
-            print(f"{TABLE_PATH} is out of date: run python -m ferro._usesgen", file=sys.stderr)
+            was = json.loads(old) if old else {}
+            ops = sorted(n for n in set(was) | set(table) if was.get(n) != table.get(n))
+            print(f"{TABLE_PATH} is out of date for {', '.join(ops) or 'its layout'}: run python -m ferro._usesgen",
+                  file=sys.stderr)
             return 1
         return 0
     TABLE_PATH.write_text(text)
