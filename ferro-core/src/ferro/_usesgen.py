@@ -8,8 +8,9 @@ with a decomposition is run on its conformance samples
 (the one with the most kernels), with the op's own kernel hidden so that the
 decomposition runs. While it runs, the device's tables are recording views:
 
-- ``device._ops`` (op -> (kernel, dtype table)): each op whose table is read
-  at an input dtype, which is how every op's fast path starts;
+- ``device._ops`` (op -> (kernel, dtype table)), and ``device._fast`` where
+  the device has it: each op whose table is read at an input dtype, which is
+  how every op's fast path starts;
 - ``device._kernels``: each raw kernel taken by ``[]`` (``cast``, ``full``,
   ``copy_``...); a ``.get()`` is a probe with a way around a missing kernel
   and is not a use;
@@ -235,13 +236,18 @@ def derive_op(op: OpDef, infos: list[OpInfo], dev: Any, decompositions: dict[Cod
               fast: dict[CodeType, str | None]) -> dict[DType, tuple[str, ...]]:
     """Per input dtype of ``op``, the uses its decomposition made on ``dev`` over its samples."""
     out: dict[DType, tuple[str, ...]] = {}
-    ops, kernels = dev._ops, dev._kernels
+    # the tables the device's hot paths read (``_fast``, where the device has it, is ``_ops`` while no
+    # dispatch layer is on)
+    names = [n for n in ("_ops", "_fast", "_kernels") if hasattr(type(dev), n)]
+    saved = {n: getattr(dev, n) for n in names}
     for dtype, (compute, _) in op.table.items():
         if dtype not in dev._dtypes:
             continue
         rec = _Recorder(op, decompositions, fast)
         for info, args, kwargs in _calls(infos, dtype, dev):
-            dev._ops, dev._kernels = _Ops(ops, rec), _Kernels(kernels, rec)
+            views = _Ops(saved["_ops"], rec)
+            for n in names:
+                setattr(dev, n, _Kernels(saved[n], rec) if n == "_kernels" else views)
             sys.setprofile(rec.profile)
             try:
                 info(ferro, *args, **kwargs)
@@ -249,7 +255,8 @@ def derive_op(op: OpDef, infos: list[OpInfo], dev: Any, decompositions: dict[Cod
                 pass
             finally:
                 sys.setprofile(None)
-                dev._ops, dev._kernels = ops, kernels
+                for n in names:
+                    setattr(dev, n, saved[n])
         uses = (n + (f":{rel}" if (rel := relation(d, dtype, compute) if d is not None else "") else "")
                 for n, d in rec.uses())
         out[dtype] = tuple(dict.fromkeys(uses))
