@@ -14,7 +14,7 @@ the kernel and the dtypes it accepts there. The hot path is then
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import autocast_policy, modes, provided
@@ -122,8 +122,9 @@ class OpDef:
     ``saves`` lists what backward needs: input positions (0, 1, ...) or
     ``OUT``; ``grads`` holds one formula per input,
     ``f(grad, *saved, **attrs) -> grad_input`` (None: not differentiable);
-    ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops (named
-    in ``uses``), used where a backend has no kernel; ``kernels`` names the kernels the op calls
+    ``decomposition`` is ``f(*inputs, **attrs) -> Tensor`` in other ops, used where a backend has no
+    kernel; what it calls is derived (``python -m ferro._usesgen``), and ``uses`` adds what the op's test
+    data cannot reach (a plugin's op names all of it); ``kernels`` names the kernels the op calls
     (by default just its own name).
 
     An op whose kernels are an optional fast path of its decomposition (a
@@ -172,7 +173,7 @@ class OpDef:
         #: given); for real dtypes, an elementwise op's backward formulas are its forward rules.
         self.jvp = jvp
         self.decomposition = decomposition
-        #: the ops (or raw kernels) the decomposition calls, so capability queries can tell whether it runs.
+        #: ops (or raw kernels) the decomposition calls beyond those derived (``ferro.backends._resolve.uses_of``).
         self.uses = uses
         self.kernels = kernels
         self.optional_kernels = optional_kernels or rule is not None
@@ -223,18 +224,19 @@ def register(op: OpDef) -> OpDef:
     return op
 
 
-def register_composites(kind: str, rows: list[tuple[str, Callable[..., Any], tuple[str, ...]]], *,
+def register_composites(kind: str, rows: Sequence[tuple[Any, ...]], *,
                         dtype_rule: str = "same", prefix: str = "") -> dict[str, Callable[..., Any]]:
-    """Register ops written in other ops: ``(name, function, ops or kernels it uses)`` per row.
+    """Register ops written in other ops: ``(name, function)`` per row, or ``(name, function, uses)`` where
+    the decomposition calls what its test data cannot reach (``OpDef.uses``).
 
     The function is the decomposition; the public function is its dispatch entry (``modes.entry``: the
     active layers, errors named after the op). Its docstring's first line is the op's doc. Returns
     name -> public function.
     """
     out: dict[str, Callable[..., Any]] = {}
-    for name, fn, uses in rows:
+    for name, fn, *uses in rows:
         op = register(OpDef(prefix + name, kind, (fn.__doc__ or "").split("\n")[0], dtype_rule=dtype_rule,
-                            decomposition=fn, uses=uses))
+                            decomposition=fn, uses=uses[0] if uses else ()))
         op.fn = out[name] = entry(op, fn)
     return out
 

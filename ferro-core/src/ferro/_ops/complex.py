@@ -91,11 +91,10 @@ def _angle_decomposition(x: Tensor) -> Tensor:
 
 # The registry's op is the complex case; real(x) of a real x is x itself, with no kernel (as in PyTorch).
 _REAL = register(OpDef("real", "complex", "The real part of a complex tensor (a view); a real tensor itself.",
-                       dtype_rule="magnitude", grads=(lambda g: g,), decomposition=_re, uses=("cast",)))
+                       dtype_rule="magnitude", grads=(lambda g: g,), decomposition=_re))
 # d imag(x) = Im(dx): the gradient of a complex input is i * g.
 _IMAG = register(OpDef("imag", "complex", "The imaginary part of a complex tensor (a view).",
-                       dtype_rule="complex_to_real", grads=(lambda g: g * 1j,), decomposition=_im,
-                       uses=("mul", "cast")))
+                       dtype_rule="complex_to_real", grads=(lambda g: g * 1j,), decomposition=_im))
 
 
 def _part(op: OpDef, x: Tensor) -> Tensor:
@@ -126,8 +125,7 @@ _REAL.fn, _IMAG.fn = real, imag
 # -- conj and angle: elementwise ------------------------------------------------------------------
 
 _CONJ = register(OpDef("conj", "unary", "The complex conjugate (a new tensor; real tensors are returned as is).",
-                       dtype_rule="same", grads=(lambda g: conj(g),), decomposition=_conj_decomposition,
-                       uses=("cast", "mul", "add")))
+                       dtype_rule="same", grads=(lambda g: conj(g),), decomposition=_conj_decomposition))
 _conj_kernel = build_unary(_CONJ)
 
 
@@ -152,8 +150,7 @@ def _angle_grad(g: Tensor, x: Tensor) -> Tensor:
 
 _ANGLE = register(OpDef("angle", "unary", "The argument of each complex element (pi for negative reals, else 0).",
                         dtype_rule="to_real_float", saves=(0,), grads=(_angle_grad,),
-                        decomposition=_angle_decomposition,
-                        uses=("cast", "mul", "atan2:real", "lt:real", "ge:real", "where:real")))
+                        decomposition=_angle_decomposition))
 angle = build_unary(_ANGLE)
 angle.__doc__ = "The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."
 _CONJ.fn, _ANGLE.fn = conj, angle
@@ -262,17 +259,18 @@ def is_neg(x: Tensor) -> bool:
     return False
 
 
-_ANY_DTYPE: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("sgn", sgn, ("abs", "div", "where")),
-    ("conj_physical", conj_physical, ("conj",)),
-    ("resolve_conj", resolve_conj, ()),
-    ("resolve_neg", resolve_neg, ()),
+_ANY_DTYPE: list[tuple[str, Callable[..., Any]]] = [
+    ("sgn", sgn),
+    ("conj_physical", conj_physical),
+    ("resolve_conj", resolve_conj),
+    ("resolve_neg", resolve_neg),
 ]
-_FROM_REAL: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("complex", complex, ("cast", "mul", "add")),
-    ("polar", polar, ("cos", "sin", "mul", "cast", "add")),
-    ("view_as_complex", view_as_complex, ("getitem", "cast", "mul", "add")),
+_FROM_REAL: list[tuple[str, Callable[..., Any]]] = [
+    ("complex", complex),
+    ("polar", polar),
+    ("view_as_complex", view_as_complex),
 ]
+# view_as_real uses its kernel where the device has one (cpu, which derives the uses, does): by hand, the rest
 _COMPOSITES = _ANY_DTYPE + _FROM_REAL + [("view_as_real", view_as_real, ("real", "imag", "stack"))]
 register_composites("complex", _ANY_DTYPE, dtype_rule="numeric")
 register_composites("complex", _FROM_REAL, dtype_rule="make_complex")
@@ -281,7 +279,7 @@ _VIEW_AS_REAL = REGISTRY["view_as_real"]
 _VIEW_AS_REAL.grads = (lambda g, **_: view_as_complex(g.contiguous()),)  # of the view kernel's result
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "real": real, "imag": imag, "conj": conj, "angle": angle, **{n: f for n, f, _ in _COMPOSITES},
+    "real": real, "imag": imag, "conj": conj, "angle": angle, **{n: f for n, f, *_ in _COMPOSITES},
     "is_complex": is_complex, "is_conj": is_conj, "is_neg": is_neg,
 }
 #: Tensor methods (``x.real`` and ``x.imag`` are properties, set in ``_tensor``).

@@ -439,17 +439,17 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     return top * (1 - fy.reshape(-1, 1)) + bottom * fy.reshape(-1, 1)
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("conv1d", conv1d, ("getitem", "matmul")), ("conv2d", conv2d, ("getitem", "matmul")),
-    ("conv3d", conv3d, ("getitem", "matmul")),
-    ("conv_transpose1d", conv_transpose1d, ("getitem", "matmul", "index_put")),
-    ("conv_transpose2d", conv_transpose2d, ("getitem", "matmul", "index_put")),
-    ("max_pool1d", max_pool1d, ("getitem", "argmax", "eq", "where", "sum")),
-    ("max_pool2d", max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
-    ("avg_pool1d", avg_pool1d, ("getitem", "sum", "div")), ("avg_pool2d", avg_pool2d, ("getitem", "sum", "div")),
-    ("adaptive_avg_pool2d", adaptive_avg_pool2d, ("getitem", "mean")),
-    ("adaptive_max_pool2d", adaptive_max_pool2d, ("getitem", "argmax", "eq", "where", "sum")),
-    ("interpolate", interpolate, ("getitem", "mul", "add")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("conv1d", conv1d), ("conv2d", conv2d),
+    ("conv3d", conv3d),
+    ("conv_transpose1d", conv_transpose1d, ("index_put",)),  # a stride > 1 (the samples have 1)
+    ("conv_transpose2d", conv_transpose2d, ("index_put",)),
+    ("max_pool1d", max_pool1d),
+    ("max_pool2d", max_pool2d),
+    ("avg_pool1d", avg_pool1d), ("avg_pool2d", avg_pool2d),
+    ("adaptive_avg_pool2d", adaptive_avg_pool2d),
+    ("adaptive_max_pool2d", adaptive_max_pool2d),
+    ("interpolate", interpolate, ("mul", "add")),  # the linear modes (the samples are nearest)
 ]
 
 

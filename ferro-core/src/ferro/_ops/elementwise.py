@@ -191,13 +191,12 @@ BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | N
 ]
 
 #: Ops without a primitive kernel, written in other ops (backends may still supply one).
-DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any],
-                           tuple[str, ...], str]] = [
-    ("reciprocal", "float", (OUT,), (lambda g, out: -g * _c(out * out),), lambda x: 1 / x, ("div",), "1 / x."),
+DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any], str]] = [
+    ("reciprocal", "float", (OUT,), (lambda g, out: -g * _c(out * out),), lambda x: 1 / x, "1 / x."),
     ("rsqrt", "float", (OUT,), (lambda g, out: g * _c(out * out * out) * -0.5,), lambda x: 1 / x.sqrt(),
-     ("sqrt", "div"), "1 / sqrt(x)."),
-    ("exp2", "float", (OUT,), (lambda g, out: g * _c(out) * math.log(2),), lambda x: 2.0 ** x, ("pow",), "2 ** x."),
-    ("frac", "real_floating", (), (lambda g: g,), lambda x: x - x.trunc(), ("trunc", "sub"),
+     "1 / sqrt(x)."),
+    ("exp2", "float", (OUT,), (lambda g, out: g * _c(out) * math.log(2),), lambda x: 2.0 ** x, "2 ** x."),
+    ("frac", "real_floating", (), (lambda g: g,), lambda x: x - x.trunc(),
      "The fractional part x - trunc(x)."),
 ]
 
@@ -437,9 +436,9 @@ def _register_table() -> dict[str, Callable[..., Any]]:
     for name, rule, saves, grads, doc in BINARY:
         op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads))
         op.fn = fns[name] = build_binary(op)
-    for name, rule, saves, grads, decomp, uses, doc in DECOMPOSITIONS:
+    for name, rule, saves, grads, decomp, doc in DECOMPOSITIONS:
         op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp,
-                            uses=uses, jvp=grads))
+                            jvp=grads))
         op.fn = fns[name] = build_unary(op)
     return fns
 

@@ -400,21 +400,14 @@ def _no_grad() -> Any:
     return no_grad()
 
 
-_USES_C2C = ("cast", "fft_c2c", "cat", "getitem")
-_USES_R2C = ("cast", "fft_r2c", "cat", "getitem")
-_USES_C2R = ("cast", "conj", "fft_c2r", "cat", "getitem")
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
-    *((n, f, _USES_C2C, "fft_complex") for n, f in (("fft", fft), ("ifft", ifft), ("fft2", fft2), ("ifft2", ifft2),
-                                                    ("fftn", fftn), ("ifftn", ifftn))),
-    *((n, f, _USES_R2C, "fft_real") for n, f in (("rfft", rfft), ("rfft2", rfft2), ("rfftn", rfftn))),
-    ("ihfft", ihfft, (*_USES_R2C, "conj"), "fft_real"),
-    *((n, f, _USES_C2R, "fft_complex") for n, f in (("irfft", irfft), ("irfft2", irfft2), ("irfftn", irfftn),
-                                                    ("hfft", hfft))),
-    ("fftshift", fftshift, ("cat", "getitem"), "same"),
-    ("ifftshift", ifftshift, ("cat", "getitem"), "same"),
-    ("fftfreq", fftfreq, ("arange", "sub", "mul", "div", "ge"), "real_floating"),
-    ("rfftfreq", rfftfreq, ("arange", "div"), "real_floating"),
+_ROWS: list[tuple[str, Callable[..., Any], str]] = [
+    *((n, f, "fft_complex") for n, f in (("fft", fft), ("ifft", ifft), ("fft2", fft2), ("ifft2", ifft2),
+                                         ("fftn", fftn), ("ifftn", ifftn), ("irfft", irfft), ("irfft2", irfft2),
+                                         ("irfftn", irfftn), ("hfft", hfft))),
+    *((n, f, "fft_real") for n, f in (("rfft", rfft), ("rfft2", rfft2), ("rfftn", rfftn), ("ihfft", ihfft))),
+    ("fftshift", fftshift, "same"), ("ifftshift", ifftshift, "same"),
+    ("fftfreq", fftfreq, "real_floating"), ("rfftfreq", rfftfreq, "real_floating"),
 ]
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
-for _name, _fn, _uses, _rule in _ROWS:
-    FUNCTIONS.update(register_composites("fft", [(_name, _fn, _uses)], dtype_rule=_rule, prefix="fft."))
+for _name, _fn, _rule in _ROWS:
+    FUNCTIONS.update(register_composites("fft", [(_name, _fn)], dtype_rule=_rule, prefix="fft."))

@@ -513,21 +513,17 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
     return norm(diff, p if p != 2 else "fro", dim=-1)
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("inv", inv, ("linalg_inv",)), ("det", det, ("linalg_slogdet", "linalg_inv", "exp")),
-    ("slogdet", slogdet, ("linalg_slogdet", "linalg_inv")), ("solve", solve, ("linalg_solve",)),
-    ("cholesky", cholesky, ("linalg_cholesky", "linalg_inv")), ("eigh", eigh, ("linalg_eigh",)),
-    ("eigvalsh", eigvalsh, ("linalg_eigh",)), ("svd", svd, ("linalg_svd",)), ("svdvals", svdvals, ("linalg_svd",)),
-    ("qr", qr, ("linalg_qr",)), ("pinv", pinv, ("linalg_pinv",)),
-    ("lu_factor", lu_factor, ("linalg_lu_factor", "linalg_solve")), ("lu", lu, ("linalg_lu_factor", "linalg_solve")),
-    ("lstsq", lstsq, ("linalg_solve",)),
-    ("vector_norm", vector_norm, ("sum", "sqrt", "sqrt:real")),
-    ("matrix_norm", matrix_norm, ("sum", "sqrt", "sqrt:real")),
-    ("cross", cross, ("mul", "sub")), ("cdist", cdist, ("sub", "sum", "sqrt", "sqrt:real")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("inv", inv), ("det", det), ("slogdet", slogdet), ("solve", solve), ("cholesky", cholesky), ("eigh", eigh),
+    ("eigvalsh", eigvalsh), ("svd", svd), ("svdvals", svdvals), ("qr", qr), ("pinv", pinv),
+    ("lu_factor", lu_factor), ("lu", lu), ("lstsq", lstsq),
+    ("vector_norm", vector_norm), ("matrix_norm", matrix_norm), ("cross", cross), ("cdist", cdist),
 ]
+#: The ops that call a factorization kernel (``linalg_*``, the contract's optional group "linalg").
+_FACTORIZING = frozenset({"inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr",
+                          "pinv", "lu_factor", "lu", "lstsq"})
 
 
 # a factorization kernel the backend lacks (the optional group "linalg") is reported under the op called
-_ROWS = [(n, reported_as(f"linalg.{n}", f) if any(u.startswith("linalg_") for u in uses) else f, uses)
-         for n, f, uses in _ROWS]
+_ROWS = [(n, reported_as(f"linalg.{n}", f) if n in _FACTORIZING else f) for n, f in _ROWS]
 FUNCTIONS = register_composites("linalg", _ROWS, dtype_rule="floating", prefix="linalg.")

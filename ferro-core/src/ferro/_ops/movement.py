@@ -332,26 +332,26 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.
     return out
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("narrow", narrow, ("getitem",)),
-    ("select", select, ("getitem",)),
-    ("unbind", unbind, ("getitem",)),
-    ("split", split, ("getitem",)),
-    ("chunk", chunk, ("getitem",)),
-    ("tensor_split", tensor_split, ("getitem",)),
-    ("unflatten", unflatten, ("reshape",)),
-    ("movedim", movedim, ("permute",)),
-    ("flip", flip, ("getitem",)),
-    ("roll", roll, ("getitem", "cat")),
-    ("repeat", repeat, ("reshape", "expand")),
-    ("tile", tile, ("reshape", "expand")),
-    ("repeat_interleave", repeat_interleave, ("reshape", "expand", "getitem")),
-    ("tril", tril, ("where", "sub", "le")),
-    ("triu", triu, ("where", "sub", "ge")),
-    ("diagonal", diagonal, ("permute", "getitem")),
-    ("diag_embed", diag_embed, ("index_put", "permute")),
-    ("diag", diag, ("getitem", "index_put")),
-    ("pad", pad, ("cat", "getitem")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("narrow", narrow),
+    ("select", select),
+    ("unbind", unbind),
+    ("split", split),
+    ("chunk", chunk),
+    ("tensor_split", tensor_split),
+    ("unflatten", unflatten),
+    ("movedim", movedim),
+    ("flip", flip),
+    ("roll", roll),
+    ("repeat", repeat),
+    ("tile", tile),
+    ("repeat_interleave", repeat_interleave),
+    ("tril", tril),
+    ("triu", triu),
+    ("diagonal", diagonal, ("permute", "getitem")),  # where no diagonal kernel (cpu, which derives, has one)
+    ("diag_embed", diag_embed),
+    ("diag", diag),
+    ("pad", pad, ("cat",)),  # reflect, replicate, circular (the samples pad with a constant)
 ]
 
 

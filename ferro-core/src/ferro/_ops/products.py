@@ -115,10 +115,10 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     return prod.reshape([prod.shape[i] for i in range(len(out))]) if out else prod.reshape(())
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("outer", outer, ("mul",)), ("inner", inner, ("matmul",)), ("vdot", vdot, ("mul", "sum")),
-    ("tensordot", tensordot, ("matmul", "permute")), ("kron", kron, ("mul", "reshape")),
-    ("einsum", einsum, ("mul", "sum", "permute")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("outer", outer), ("inner", inner), ("vdot", vdot),
+    ("tensordot", tensordot), ("kron", kron),
+    ("einsum", einsum),
 ]
 
 

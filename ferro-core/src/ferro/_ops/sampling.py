@@ -101,11 +101,11 @@ INPLACE_METHODS: dict[str, Callable[..., Tensor]] = {
     "bernoulli_": _fill("bernoulli_", _bern),
 }
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("bernoulli", bernoulli, ("rand", "lt")),
-    ("multinomial", multinomial, ("rand", "cumsum", "searchsorted", "argsort")),
-    ("normal", normal, ("randn", "mul", "add")),
-    ("randperm", randperm, ("rand", "argsort")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("bernoulli", bernoulli),
+    ("multinomial", multinomial, ("argsort",)),  # without replacement (the samples draw with it)
+    ("normal", normal),
+    ("randperm", randperm, ("argsort",)),  # not derived: its keys are float64 or float32 by device
 ]
 
 

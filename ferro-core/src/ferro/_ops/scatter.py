@@ -285,20 +285,20 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
 _NONZERO.fn = nonzero
 _NONZERO.table = {d: (d, d) for d in _NONZERO.table}  # the result is int64 whatever the input
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("gather", gather, ("getitem",)),
-    ("take_along_dim", take_along_dim, ("getitem", "expand")),
-    ("scatter", scatter, ("index_put",)),
-    ("scatter_add", scatter_add, ("index_put",)),
-    ("scatter_reduce", scatter_reduce, ("index_put", "index_reduce")),
-    ("index_select", index_select, ("getitem",)),
-    ("index_add", index_add, ("index_put",)),
-    ("index_copy", index_copy, ("index_put",)),
-    ("index_fill", index_fill, ("index_put",)),
-    ("masked_fill", masked_fill, ("where",)),
-    ("masked_select", masked_select, ("getitem", "expand")),
-    ("masked_scatter", masked_scatter, ("index_put", "sum")),
-    ("take", take, ("getitem", "reshape")),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("gather", gather),
+    ("take_along_dim", take_along_dim),
+    ("scatter", scatter),
+    ("scatter_add", scatter_add),
+    ("scatter_reduce", scatter_reduce),
+    ("index_select", index_select),
+    ("index_add", index_add),
+    ("index_copy", index_copy),
+    ("index_fill", index_fill),
+    ("masked_fill", masked_fill),
+    ("masked_select", masked_select),
+    ("masked_scatter", masked_scatter),
+    ("take", take),
 ]
 
 

@@ -396,27 +396,27 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     return _wrap(data, dtype, x._device)
 
 
-_ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("argsort", argsort, ("argsort",)),
-    ("sort", sort, ("argsort", "getitem")),
-    ("topk", topk, ("argsort", "getitem")),
-    ("kthvalue", kthvalue, ("argsort", "getitem")),
-    ("median", median, ("argsort", "getitem")),
-    ("mode", mode, ("argsort", "getitem", "eq", "sum")),
-    ("cummax", cummax, ("cummax", "getitem")),
-    ("cummin", cummin, ("cummin", "getitem")),
-    ("logcumsumexp", logcumsumexp, ("logaddexp", "where", "ge", "cat", "arange")),
-    ("prod", prod, ("cumprod", "getitem")),
-    ("var", var, ("mean", "sum", "pow")),
-    ("std", std, ("mean", "sum", "pow", "sqrt", "sqrt:real")),
-    ("norm", norm, ("sum", "sqrt", "abs", "pow", "sqrt:real")),
-    ("count_nonzero", count_nonzero, ("ne", "sum")),
-    ("searchsorted", searchsorted, ("searchsorted",)),
-    ("bucketize", bucketize, ("searchsorted",)),
-    ("unique", unique, ("unique",)),
-    ("unique_consecutive", unique_consecutive, ("unique",)),
-    ("histc", histc, ("histc",)),
-    ("bincount", bincount, ("bincount",)),
+_ROWS: list[tuple[str, Callable[..., Any]]] = [
+    ("argsort", argsort),
+    ("sort", sort),
+    ("topk", topk),
+    ("kthvalue", kthvalue),
+    ("median", median),
+    ("mode", mode),
+    ("cummax", cummax),
+    ("cummin", cummin),
+    ("logcumsumexp", logcumsumexp),
+    ("prod", prod),
+    ("var", var),
+    ("std", std),
+    ("norm", norm, ("pow",)),  # p other than 0, 1, 2, inf (the samples take the default)
+    ("count_nonzero", count_nonzero),
+    ("searchsorted", searchsorted),
+    ("bucketize", bucketize),
+    ("unique", unique),
+    ("unique_consecutive", unique_consecutive),
+    ("histc", histc),
+    ("bincount", bincount),
 ]
 
 

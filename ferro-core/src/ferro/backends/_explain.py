@@ -7,7 +7,7 @@ itself is ``ferro.backends._resolve``, over the device's bound kernel table.
 >>> import ferro
 >>> r = ferro.backends.explain("softmax", ferro.float32, "cpu")
 >>> r.route, [p.op for p in r.parts]
-('decomposition', ['amax', 'exp', 'sum', 'div'])
+('decomposition', ['amax', 'isfinite', 'where', 'sub', 'exp', 'sum', 'div'])
 >>> ferro.backends.explain("add", "int64", "cpu").route
 'kernel'
 """

@@ -12,21 +12,71 @@ same way, else the opt-in CPU fallback, else unsupported with the reason.
 An op whose kernels are an optional fast path (fused kernels) resolves to its
 decomposition where the kernels are missing or refuse the dtype; any other op
 whose kernel refuses the dtype is unsupported, as on the hot path.
+
+What a decomposition calls (:func:`uses_of`) is derived, not written by hand:
+``python -m ferro._usesgen`` runs every decomposition on its test data and
+writes ``uses.json`` beside this module, read on the first query (not at
+import). An op's own ``OpDef.uses`` adds what the test data cannot reach, and
+is the whole list for a plugin's op.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .._core.dtypes import DType, complex64, complex128, float32, float64
-from .._core.records import REGISTRY, kernel_table
+from .._core.dtypes import DType, by_name, complex64, complex128, float32, float64, get_default_dtype
+from .._core.records import REGISTRY, OpDef, kernel_table
 from .contract import KERNELS, REQUIRED
 
-__all__ = ["Resolution", "DeviceFacts", "resolve", "facts_of", "RUNS", "missing_group"]
+__all__ = ["Resolution", "DeviceFacts", "resolve", "facts_of", "RUNS", "missing_group", "uses_of", "used_dtype"]
 
 _REAL_OF = {complex64: float32, complex128: float64}
+
+#: The derived uses (``python -m ferro._usesgen``): op -> input dtype name -> uses; loaded on first need.
+_USES_FILE = os.path.join(os.path.dirname(__file__), "uses.json")
+_derived: dict[str, dict[str, tuple[str, ...]]] = {}
+
+
+def _load_derived() -> dict[str, dict[str, tuple[str, ...]]]:
+    if not _derived:
+        import json  # here, not at the top: ``import ferro`` loads no JSON parser
+        with open(_USES_FILE, encoding="utf-8") as f:
+            rows = json.load(f)
+        for name, groups in rows.items():
+            per = {d: tuple(uses) for dtypes, uses in groups for d in dtypes.split()}
+            per[""] = tuple(dict.fromkeys(u for _, uses in groups for u in uses))  # any other dtype: every use
+            _derived[name] = per
+    return _derived
+
+
+def uses_of(op: OpDef, dtype: DType) -> tuple[str, ...]:
+    """What ``op``'s decomposition calls at input ``dtype``: the derived uses, then the record's own
+    additions (``OpDef.uses``: branches the test data cannot reach; everything for a plugin's op).
+    Each is ``name`` or ``name:at``, ``at`` as :func:`used_dtype` reads it."""
+    derived = _derived_uses(op, dtype)
+    return tuple(dict.fromkeys((*derived, *op.uses))) if op.uses else derived
+
+
+def _derived_uses(op: OpDef, dtype: DType) -> tuple[str, ...]:
+    per = _load_derived().get(op.name)
+    return () if per is None else per.get(dtype.name, per[""])
+
+
+def used_dtype(at: str, dtype: DType, compute: DType) -> DType:
+    """The dtype a use runs at, from the op's input and compute dtypes: ``""`` the compute dtype, ``real``
+    its real dtype, ``input`` the input dtype, ``float`` the default float dtype, else the named dtype."""
+    if not at:
+        return compute
+    if at == "real":
+        return _REAL_OF.get(compute, compute)
+    if at == "input":
+        return dtype
+    if at == "float":
+        return get_default_dtype()
+    return by_name[at]
 
 #: The routes that run on the device itself.
 RUNS = frozenset({"kernel", "override", "decomposition"})
@@ -220,9 +270,12 @@ def _resolve(name: str, dtype: DType, facts: DeviceFacts, memo: dict[tuple[str, 
                               notes=tuple(notes))
         compute = cr[0]
         parts = []
-        for use in op.uses:
+        derived = _derived_uses(op, dtype)
+        for use in uses_of(op, dtype):
             part, _, at = use.partition(":")
-            d = _REAL_OF.get(compute, compute) if at == "real" else compute
+            d = used_dtype(at, dtype, compute)
+            if use not in derived and part in REGISTRY and d not in REGISTRY[part].table:
+                continue  # an addition by hand for a branch this dtype cannot take (the derived ones it takes)
             parts.append(resolve(part, d, facts, memo) if part != name else _raw(part, d, facts))
         bad = [p for p in parts if not p.supported]
         if not bad:

@@ -65,4 +65,4 @@ def _adagrad(p: Tensor, g: Tensor, s: Tensor, step: float, lr: float, lr_decay: 
     p.add_(g / (s.sqrt() + eps) * -clr)
 
 
-register_step("adagrad_step", "fused_adagrad", _adagrad, ('add', 'mul', 'neg', 'sqrt', 'div'))
+register_step("adagrad_step", "fused_adagrad", _adagrad)

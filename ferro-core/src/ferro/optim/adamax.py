@@ -52,4 +52,4 @@ def _adamax(p: Tensor, g: Tensor, m: Tensor, u: Tensor, step: float, lr: float, 
     p.add_(m / u * -(lr / (1 - beta1 ** step)))
 
 
-register_step("adamax_step", "fused_adamax", _adamax, ('add', 'mul', 'neg', 'lerp', 'abs', 'maximum', 'div'))
+register_step("adamax_step", "fused_adamax", _adamax)

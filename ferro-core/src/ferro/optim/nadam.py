@@ -65,4 +65,4 @@ def _nadam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, step: float, lr: float, b
     p.add_(m / denom * ((-lr * mu_next) / (1.0 - mu_product * mu_next)))
 
 
-register_step("nadam_step", "fused_nadam", _nadam, ('add', 'mul', 'neg', 'lerp', 'sqrt', 'div'))
+register_step("nadam_step", "fused_nadam", _nadam)

@@ -103,9 +103,10 @@ _SET_ERROR = ("optimizer parameters need to be organized in ordered collections,
               "sets will change between runs. Please use a list instead.")
 
 
-def register_step(name: str, kernel: str, unfused: Callable[..., None], uses: tuple[str, ...]) -> OpDef:
-    """Register an optimizer's per-parameter update as op ``name``: ``unfused`` (ferro in-place ops, using
-    ``uses``) is its decomposition, ``kernel`` its optional fused kernel, bound like every kernel."""
+def register_step(name: str, kernel: str, unfused: Callable[..., None], uses: tuple[str, ...] = ("neg",)) -> OpDef:
+    """Register an optimizer's per-parameter update as op ``name``: ``unfused`` (ferro in-place ops) is its
+    decomposition, ``kernel`` its optional fused kernel, bound like every kernel. What ``unfused`` calls is
+    derived from its test data; ``uses`` adds what that data does not reach (``neg``: ``maximize=True``)."""
     op = register(OpDef(name, "optimizer", (unfused.__doc__ or "").split("\n")[0], dtype_rule="real_floating",
                         decomposition=unfused, uses=uses, kernels=(kernel,), optional_kernels=True))
 

@@ -68,4 +68,4 @@ def _rmsprop(p: Tensor, g: Tensor, sq: Tensor, ga: Tensor | None, buf: Tensor | 
         p.add_(g / avg * -lr)
 
 
-register_step("rmsprop_step", "fused_rmsprop", _rmsprop, ('add', 'mul', 'neg', 'lerp', 'sub', 'sqrt', 'div'))
+register_step("rmsprop_step", "fused_rmsprop", _rmsprop, ("neg", "lerp", "sub"))  # maximize, centered: not sampled

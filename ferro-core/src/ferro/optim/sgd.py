@@ -76,4 +76,4 @@ def _sgd(p: Tensor, g: Tensor, buf: Tensor | None, lr: float, momentum: float, d
     p.add_(g * -lr)
 
 
-register_step("sgd_step", "fused_sgd", _sgd, ('add', 'mul', 'neg', 'copy_'))
+register_step("sgd_step", "fused_sgd", _sgd)
