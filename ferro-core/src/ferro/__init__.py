@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import cuda, data, nn, optim, random, utils
+from . import amp, cuda, data, nn, optim, random, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -41,4 +41,4 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-__all__ = [*_api_all, "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, "amp", "cuda", "data", "nn", "optim", "random", "utils"]

@@ -6,6 +6,7 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
+from ferro import amp as amp
 from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
@@ -44,6 +45,7 @@ __all__ = [
     'allclose',
     'amax',
     'amin',
+    'amp',
     'angle',
     'any',
     'arange',
