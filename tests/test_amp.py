@@ -146,20 +146,21 @@ class _Run:
 #: iteration -> the gradient element injected; iterations whose gradients are unscaled and clipped first.
 POISON = {7: np.inf, 8: np.nan, 15: -np.inf}
 CLIPPED = {4, 11}
-#: Two sequences: gradients made inf / nan at POISON, and a first scale that overflows float32 for real (the
-#: scaled loss is inf: inf and nan gradients), then backs off far from float32's limit, where no rounding of an
-#: intermediate decides whether a gradient overflows. What is skipped, and the scale after each update.
+#: Two sequences (settings, injected gradients, iterations whose targets are multiplied by 1000, the skipped
+#: iterations): gradients made inf / nan at POISON; and a first batch whose scaled gradients overflow float32 for
+#: real (1000 times larger than the others', at the largest scale), after which the scale backs off far from
+#: float32's limit, where no rounding of an intermediate can decide whether a gradient overflows.
 SEQUENCES = {
     "injected": ({"init_scale": 2.0**20, "growth_factor": 4.0, "backoff_factor": 0.25, "growth_interval": 3},
-                 POISON, [7, 8, 15]),
-    "overflow": ({"init_scale": 2.0**127, "backoff_factor": 2.0**-100, "growth_interval": 4}, {}, [0]),
+                 POISON, set(), [7, 8, 15]),
+    "overflow": ({"init_scale": 2.0**127, "backoff_factor": 2.0**-100, "growth_interval": 4}, {}, {0}, [0]),
 }
 
 
-def _data(steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _data(steps: int, spikes: set[int] = frozenset()) -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(1)
-    return [(rng.standard_normal((16, 6)).astype(np.float32), (rng.standard_normal((16, 1)) * 2).astype(
-        np.float32)) for _ in range(steps)]
+    return [(rng.standard_normal((16, 6)).astype(np.float32),
+             (rng.standard_normal((16, 1)) * (2000 if i in spikes else 2)).astype(np.float32)) for i in range(steps)]
 
 
 def _trace(run: _Run, data: list[Any], poison: dict[int, float], start: int = 0) -> list[tuple[int, float, int]]:
@@ -173,8 +174,8 @@ def _trace(run: _Run, data: list[Any], poison: dict[int, float], start: int = 0)
 
 @pytest.mark.parametrize("sequence", list(SEQUENCES))
 def test_a_training_sequence_matches_torch(dev: str, sequence: str) -> None:
-    settings, poison, skips = SEQUENCES[sequence]
-    data = _data(20)
+    settings, poison, spikes, skips = SEQUENCES[sequence]
+    data = _data(20, spikes)
     ours, theirs = _Run(ferro, dev, settings), _Run(torch, dev, settings)
     got, want = _trace(ours, data, poison), _trace(theirs, data, poison)
     assert got == want
@@ -201,7 +202,7 @@ def test_the_scale_grows_after_the_interval_and_saturates_below_float32s_max() -
 
 
 def test_the_state_round_trips_through_ferro_save_and_resumes_exactly(tmp_path: Any) -> None:
-    settings, poison, _ = SEQUENCES["injected"]
+    settings, poison, _, _ = SEQUENCES["injected"]
     data = _data(20)
     whole = _Run(ferro, "cpu", settings)
     want = _trace(whole, data, poison)
@@ -244,12 +245,15 @@ def _one(lib: Any) -> tuple[Any, Any, Any]:
 
 @pytest.mark.parametrize("misuse", ["unscale twice", "unscale after step", "step twice", "step before scale",
                                     "update before scale", "closure", "growth factor", "backoff factor",
-                                    "empty state", "fp16 grads", "update with no inf checks", "scale a string"])
+                                    "empty state", "fp16 grads", "update with no inf checks", "scale a number"])
 def test_misuse_raises_pytorchs_error(misuse: str) -> None:
     caught = []
     for lib in (torch, ferro):
         p, opt, scaler = _one(lib)
         cls = torch.amp.GradScaler if lib is torch else GradScaler
+        half = torch.ones(3, dtype=torch.float16, requires_grad=True) if lib is torch else \
+            ferro.nn.Parameter(ferro.ones(3, dtype=ferro.float16))
+        half_opt, ones = lib.optim.SGD([half], lr=0.1), lib.ones(2)
 
         def scaled_backward() -> None:
             scaler.scale((p * p).sum()).backward()
@@ -263,9 +267,9 @@ def test_misuse_raises_pytorchs_error(misuse: str) -> None:
             "growth factor": lambda: cls("cpu", growth_factor=1.0),
             "backoff factor": lambda: cls("cpu", backoff_factor=1.0),
             "empty state": lambda: scaler.load_state_dict({}),
-            "fp16 grads": lambda: (scaled_backward(), setattr(p, "grad", p.grad.half()), scaler.unscale_(opt)),
+            "fp16 grads": lambda: (scaler.scale((half * 2).sum()).backward(), scaler.unscale_(half_opt)),
             "update with no inf checks": lambda: (scaled_backward(), scaler.update()),
-            "scale a string": lambda: scaler.scale(["x"]),
+            "scale a number": lambda: scaler.scale([ones, 3]),
         }
         with pytest.raises(Exception) as info:
             calls[misuse]()
