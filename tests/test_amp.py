@@ -65,6 +65,40 @@ def test_unscale_matches_torch(dev: str, monkeypatch: Any, path: str, kind: str,
         np.testing.assert_array_equal(got, b.to(torch.float64).numpy())  # bit for bit, inf and nan included
 
 
+@pytest.mark.parametrize("path", ["kernel", "decomposition"])
+def test_unscale_of_strided_views_matches_torch(dev: str, monkeypatch: Any, path: str) -> None:
+    base = RNG.standard_normal((6, 8)).astype(np.float32) * 100
+    base[5, 6] = np.nan  # outside both views: not seen
+    ours, theirs = ferro.tensor(base, device=dev), torch.tensor(base)
+    if path == "decomposition":
+        monkeypatch.delitem(ours._device._ops, "amp_unscale_")
+    found, tfound = ferro.zeros((), device=dev), torch.zeros(())
+    ferro.amp.amp_unscale_([ours[:4, ::3], ours[1:3].T], found, 1 / 3)
+    torch._amp_foreach_non_finite_check_and_unscale_([theirs[:4, ::3], theirs[1:3].T], tfound,
+                                                     torch.tensor(1 / 3))
+    assert found.item() == tfound.item() == 0.0
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())  # the views written through, the rest untouched
+
+
+def test_opencl_kernel_unscales_float16_storage_on_any_device(ocl: Any) -> None:
+    # float16 is stored as half and computed in float (vload_half / vstore_half need no cl_khr_fp16): the kernel
+    # runs it even on a device whose table does not claim float16 (PoCL's CPU device), checked below the registry
+    from ferro_opencl._fused import fused_kernels
+    rt = ocl.runtime(0)
+    kernel = fused_kernels(rt)["fused_amp_unscale"]
+    for kind in ("finite", "nan"):
+        arrays = [a.astype(np.float16) for a in _grads(kind)[:3]]
+        found = rt.from_host(np.zeros((), np.float32))
+        got = [rt.from_host(a) for a in arrays]
+        kernel(got, found, 1 / 3)
+        want = [torch.tensor(a) for a in arrays]
+        tfound = torch.zeros(())
+        torch._amp_foreach_non_finite_check_and_unscale_(want, tfound, torch.tensor(1 / 3))
+        assert found.get().item() == tfound.item()
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a.get(), b.numpy())
+
+
 def test_unscale_keeps_a_raised_flag_and_skips_multiplying_by_one(dev: str) -> None:
     g = ferro.tensor([1.5, -2.0], device=dev)
     found = ferro.ones((), device=dev)  # raised by an earlier group: stays raised
