@@ -86,8 +86,9 @@ class GradScaler:
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if enabled and device != "cpu" and device not in available():
-            warnings.warn(f"ferro.amp.GradScaler is enabled, but backend '{device}' is not available.  Disabling.",
+        kind = str(device).split(":")[0]
+        if enabled and kind != "cpu" and kind not in available():
+            warnings.warn(f"ferro.amp.GradScaler is enabled, but backend '{kind}' is not available.  Disabling.",
                           stacklevel=2)
             self._enabled = False
         if self._enabled:
@@ -202,7 +203,8 @@ class GradScaler:
             if isinstance(new_scale, Tensor):
                 reason = ("new_scale should be a float or a 1-element ferro float32 Tensor with "
                           "requires_grad=False.")
-                if new_scale.device.type != self._device or new_scale.numel() != 1 or new_scale.requires_grad:
+                if (new_scale.device.type != str(self._device).split(":")[0] or new_scale.numel() != 1
+                        or new_scale.requires_grad):
                     raise AssertionError(reason)
                 new_scale = new_scale.item()
             self._scale = _float32(float(new_scale))
