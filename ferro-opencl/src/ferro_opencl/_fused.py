@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._array import CLArray
-from ._elementwise import cast_array, copy_into
+from ._elementwise import cast_array
 from ._runtime import Runtime, ctype, read_source
 
 __all__ = ["fused_kernels"]
@@ -266,6 +266,7 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
             kernel("amp_unscale", x.dtype)(rt.queue, rt.grid(min(x.size, _AMP_ITEMS)), None, x.buffer, x.offset,
                                            x.size, found_inf.buffer, found_inf.offset, inv)
             if x is not g:
+                from ._elementwise import copy_into
                 copy_into(g, x)
 
     table: dict[str, Callable[..., Any]] = {"fused_amp_unscale": fused_amp_unscale}

@@ -12,12 +12,6 @@ GPU (on a CPU, packing B reads it through its strides); a 1-D operand is a
 row (left) or a column (right) whose dimension is dropped from the result,
 as in NumPy. ``FERRO_OPENCL_MATMUL_TILE=TS,RM,RN`` selects the tiled kernel
 on any device, with that tile and block of outputs per work-item (tuning).
-
-16-bit floats accumulate in float32 and are rounded once, at the store: float16
-is read as float by both kernels (vload_half; the CPU kernel converts A and
-packs B in float first) into float accumulators and written with
-vstore_half_rte; bfloat16, which OpenCL C has no type for, is multiplied as
-float32 copies of the operands and the product converted back.
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._array import CLArray
-from ._elementwise import cast_array, copy_into, device_layout
+from ._elementwise import copy_into, device_layout
 from ._runtime import Runtime, ctype, read_source
 
 __all__ = ["matmul_kernel"]
@@ -47,10 +41,6 @@ RM, NV, GROUP = 6, 2, 8
 DIRECT_B = 1 << 16
 
 #: compute type -> the device attribute giving its preferred vector width
-#: dtypes without kernels of their own: computed as float32 copies, the product rounded back once.
-_WIDENED = frozenset({"bfloat16"})
-_F32 = np.dtype(np.float32)
-
 _WIDTH_OF = {"float": "float", "double": "double", "int": "int", "uint": "int", "long": "long", "ulong": "long",
              "short": "short", "ushort": "short", "char": "char", "uchar": "char"}
 
@@ -80,8 +70,6 @@ def matmul_kernel(rt: Runtime) -> Callable[..., Any]:
     def matmul(x: CLArray, y: CLArray) -> CLArray:
         if x.ndim == 0 or y.ndim == 0:
             raise ValueError("matmul: both operands need at least one dimension")
-        if x.dtype.name in _WIDENED:
-            return cast_array(matmul(cast_array(x, _F32), cast_array(y, _F32)), x.dtype)
         xv = x.view((1, *x.shape), (0, *x.strides)) if x.ndim == 1 else x
         yv = y.view((*y.shape, 1), (*y.strides, 0)) if y.ndim == 1 else y
         m, k = xv.shape[-2:]
