@@ -46,8 +46,6 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cross_entropy_backward": [None, _I64, _I64, None, _I64, None, _I64, None, _I64, None, None, _I64, _I64, _I32],
     "amp_unscale": [None, _I64, _I64, None, _I64, np.float32],
 }
-#: Work-items of one amp_unscale launch at most (a grid-stride loop covers the rest).
-_AMP_ITEMS = 1 << 16
 
 
 def _permute(x: CLArray, dims: Sequence[int]) -> CLArray:
@@ -263,7 +261,7 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
                 continue
             own = g.dtype.name in _FLOATS
             x = g if own and g.contiguous else _contig(g, g.dtype if own else np.dtype(np.float32))
-            kernel("amp_unscale", x.dtype)(rt.queue, rt.grid(min(x.size, _AMP_ITEMS)), None, x.buffer, x.offset,
+            kernel("amp_unscale", x.dtype)(rt.queue, rt.grid(x.size), None, x.buffer, x.offset,
                                            x.size, found_inf.buffer, found_inf.offset, inv)
             if x is not g:
                 from ._elementwise import copy_into
