@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((Case("a @ b (512^3 bf16)", ((512, 512), (512, 512)), lambda xp, a, b: a @ b, vs_torch),
                      _matmul_contenders(backend)))
         for case, contenders in rows:
-            res = measure(case, contenders, args.rounds, args.budget, 0.02)
+            res = measure(case, contenders, args.rounds, args.budget, 0.05)
             ours = res[f"ferro:{backend}"]
             for c in contenders:
                 r = res[c.name]
