@@ -347,3 +347,27 @@ def test_step_returns_the_optimizers_return_value_and_unscales_once(monkeypatch:
     calls = count_calls(monkeypatch, p._device, ["fused_amp_unscale"])
     assert scaler.step(opt, 1, x=2) == ("stepped", (1,), {"x": 2})
     assert calls["fused_amp_unscale"] == 1 and p.grad.tolist() == [2.0, 4.0]
+
+
+def test_a_scaler_for_an_unavailable_backend_warns_and_disables_itself() -> None:
+    missing = [n for n in ("cuda", "opencl") if n not in ferro.backends.available()]
+    if not missing:
+        pytest.skip("every backend is available here")
+    with pytest.warns(UserWarning, match=f"backend '{missing[0]}' is not available"):
+        scaler = GradScaler(missing[0])
+    assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+
+
+def test_update_with_a_new_scale_as_pytorch() -> None:
+    results = []
+    for lib in (torch, ferro):
+        p, opt, scaler = _one(lib)
+        scaler.scale((p * p).sum()).backward()
+        scaler.step(opt)
+        scaler.update(0.1)  # rounded to float32, as PyTorch's tensor holds it
+        first = scaler.get_scale()
+        scaler.update(lib.tensor(3.0))
+        results.append((first, scaler.get_scale()))
+        with pytest.raises(AssertionError, match="new_scale should be a float or a 1-element"):
+            scaler.update(lib.tensor([3.0, 4.0]))
+    assert results[0] == results[1] == (float(np.float32(0.1)), 3.0)
