@@ -2,10 +2,10 @@
 
 ``amp_unscale_(grads, found_inf, inv_scale)`` is PyTorch's
 ``torch._amp_foreach_non_finite_check_and_unscale_``: every gradient (all on one
-device, of one dtype) is multiplied by ``inv_scale`` (rounded to float32, as
-PyTorch's tensor holds it) in place (16-bit floats in
-float32, rounded once), and ``found_inf``, a one-element float32 tensor on their
-device, is set to 1 where any of them held an inf or a nan (else left as it was).
+device, of one dtype) is multiplied in place by ``inv_scale``, rounded to float32
+first as PyTorch's tensor holds it (a 16-bit gradient is multiplied in float32 and
+rounded once); ``found_inf``, a one-element float32 tensor on their device, is set
+to 1 where any of them held an inf or a nan (else left as it was).
 Nothing waits for the device: :class:`~ferro.amp.GradScaler` reads ``found_inf``
 once, when it decides whether to step.
 
