@@ -41,4 +41,4 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-__all__ = [*_api_all, "amp", "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, "cuda", "data", "nn", "optim", "random", "utils"]

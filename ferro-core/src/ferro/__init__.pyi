@@ -6,7 +6,6 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
-from ferro import amp as amp
 from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
@@ -45,7 +44,6 @@ __all__ = [
     'allclose',
     'amax',
     'amin',
-    'amp',
     'angle',
     'any',
     'arange',

@@ -1,4 +1,4 @@
-"""Mixed precision's pieces beside PyTorch CPU, in one run: ``python benchmarks/amp.py``.
+"""Mixed precision's pieces beside PyTorch CPU, in one run: ``python benchmarks/amp_unscale.py``.
 
 Rows, per ferro backend (``--backend``, default every available one):
 
