@@ -246,6 +246,7 @@ SKIPPED: dict[str, str] = {
     "bernoulli": "samples 0 / 1: no gradient (PyTorch has none)",
     **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim.py compares it with torch"
        for n in ("sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam")},
+    "amp_unscale_": "GradScaler's in-place unscale under no_grad; tests/test_amp.py compares it with torch",
 }
 
 GRADGRAD_KINDS = ("unary", "binary", "ternary")

@@ -205,6 +205,7 @@ EXTRA: dict[str, Callable[[ferro.DType, str], Any]] = {
     "linalg.cdist": lambda d, dev: ferro.linalg.cdist(_x(d, dev, (2, 3)), _x(d, dev, (4, 3))),
     **{f"{n.lower()}_step": (lambda d, dev, _n=n: _optimizer_step(_n, d, dev))
        for n in ("SGD", "Adam", "RMSprop", "Adagrad", "Adamax", "NAdam")},
+    "amp_unscale_": lambda d, dev: ferro.ops.amp_unscale_([_x(d, dev)], ferro.zeros((), device=dev), 0.5),
 }
 
 

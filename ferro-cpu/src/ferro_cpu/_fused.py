@@ -1,4 +1,5 @@
-"""Fused optimizer kernels on NumPy: one call updates one parameter and its state in place.
+"""Fused optimizer kernels on NumPy: one call updates one parameter and its state in place (and ferro.amp's
+``fused_amp_unscale``, all of a device's gradients of one dtype in one call).
 
 Their contract is in ``docs/plugins.md`` (``fused_sgd``, ``fused_adam``,
 ``fused_rmsprop``, ``fused_adagrad``, ``fused_adamax``, ``fused_nadam``).
@@ -150,5 +151,23 @@ def fused_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         add_scaled_(param, divide(g, denom, out=t), -lr * (1.0 - mu) / (1.0 - mu_product), c)
         add_scaled_(param, divide(exp_avg, denom, out=t), (-lr * mu_next) / (1.0 - mu_product * mu_next), c)
 
-    return {"fused_sgd": fused_sgd, "fused_adam": fused_adam, "fused_rmsprop": fused_rmsprop,
+    @quiet
+    def fused_amp_unscale(grads: list[Any], found_inf: Any, inv_scale: float) -> None:
+        """ferro.amp's check for inf/nan and unscale: a gradient's max and min are finite exactly when all of its
+        values are (nan propagates through both); 16-bit gradients are multiplied in float32 and rounded once."""
+        bad = False
+        for g in grads:
+            if not g.size:
+                continue
+            x = g.astype(np.float32) if g.itemsize == 2 else g
+            bad = bad or not (np.isfinite(x.max()) and np.isfinite(x.min()))
+            if inv_scale != 1.0:
+                multiply(x, x.dtype.type(inv_scale), out=x)
+                if x is not g:
+                    np.copyto(g, x, casting="unsafe")
+        if bad:
+            found_inf[...] = 1
+
+    return {"fused_amp_unscale": fused_amp_unscale,
+            "fused_sgd": fused_sgd, "fused_adam": fused_adam, "fused_rmsprop": fused_rmsprop,
             "fused_adagrad": fused_adagrad, "fused_adamax": fused_adamax, "fused_nadam": fused_nadam}

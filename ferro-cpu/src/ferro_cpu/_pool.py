@@ -65,7 +65,9 @@ class BufferPool:
             self._peak = max(self._peak, self._in_use)
         if raw is None:
             raw = np.empty(nbytes, np.uint8)
-        return np.asarray(_Block(self, raw, tuple(shape), dtype))
+        out = np.asarray(_Block(self, raw, tuple(shape), dtype))
+        # the interface spells ml_dtypes' bfloat16 as raw bytes ('V2'): a view restores the dtype
+        return out if out.dtype == dtype else out.view(dtype)
 
     def _give_back(self, raw: np.ndarray) -> None:
         n = raw.nbytes

@@ -197,7 +197,8 @@ class CudaBackend(ArrayAPIBackend):
         from ._device_kernels import device_kernels
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         generic = self._generic_kernels(index)
-        table = {**device_kernels(self.xp), **fused_kernels(), "index_put": index_put_kernel(generic["index_put"]),
+        table = {**device_kernels(self.xp, self.cupy_bfloat16()), **fused_kernels(),
+                 "index_put": index_put_kernel(generic["index_put"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
                  "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2)}  # a view in CuPy

@@ -242,6 +242,8 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
                                         ("maximum", 2), ("negative", 1)) for r in _ufunc(f"cupy.{f}", n)), COPY),
         "fused_sgd": (*(r for f, n in (("multiply", 2), ("add", 2), ("negative", 1)) for r in _ufunc(f"cupy.{f}", n)),
                       COPY),
+        # bfloat16 gradients are copied to float32, run amp.cu's float32 kernel and are copied back (_fused)
+        "fused_amp_unscale": (COPY,),
     })
     own = {"softmax": "softmax", "log_softmax": "softmax", "layer_norm": "layer_norm",
            "cross_entropy": "cross_entropy", **{name: "activations" for name in _activation_names()}}

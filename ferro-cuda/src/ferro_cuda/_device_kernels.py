@@ -5,7 +5,8 @@ and the special functions through a copy to the host and back; CuPy has them
 on the GPU, so the CUDA backend replaces them here with the same signatures
 (``docs/plugins.md``) and results. (cummax / cummin are ferro's own scan
 kernel, in :mod:`._fused`: CuPy has no ``maximum.accumulate``.) ``as_strided`` and ``storage_layout``
-are the views of a tensor's storage that ``Tensor.as_strided`` and ``Tensor.stride()`` need.
+are the views of a tensor's storage that ``Tensor.as_strided`` and ``Tensor.stride()`` need. ``matmul``
+is CuPy's, computing 16-bit products in float32 where CuPy would not (:func:`widened_matmul`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,34 @@ from typing import Any
 
 from ferro.backends import with_torch_special_values
 
-__all__ = ["device_kernels"]
+__all__ = ["device_kernels", "widened_matmul"]
 
 #: ferro op -> cupyx.scipy.special function.
 _SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 
 
-def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
-    """The table; ``cp`` is the CuPy module."""
+def widened_matmul(cp: Any, halves: tuple[Any, ...]) -> Callable[[Any, Any], Any]:
+    """``cp.matmul``, with 16-bit operands (``halves``) computed in float32 and rounded once where CuPy would
+    accumulate in 16 bits.
+
+    CuPy's 2-D float16 / bfloat16 products are cuBLAS ``GemmEx`` with ``CUBLAS_COMPUTE_32F`` (float32
+    accumulation: they are left to it, tensor cores included); but a product with one element per matrix
+    (a row times a column: ``tensordot_core``'s m == n == 1 case) is a multiply-sum reduction in the output
+    dtype, and batched bfloat16 goes to an integer kernel accumulating in bfloat16. Those run in float32.
+    """
+    f32 = cp.float32
+
+    def matmul(a: Any, b: Any) -> Any:
+        if a.dtype in halves and (a.ndim > 2 or b.ndim > 2 or ((a.ndim == 1 or a.shape[-2] == 1)
+                                                               and (b.ndim == 1 or b.shape[-1] == 1))):
+            return cp.matmul(a.astype(f32), b.astype(f32)).astype(a.dtype)
+        return cp.matmul(a, b)
+    matmul.__wrapped__ = cp.matmul  # type: ignore[attr-defined]
+    return matmul
+
+
+def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
+    """The table; ``cp`` is the CuPy module, ``bf16`` its bfloat16 dtype (None where it has none)."""
     from cupyx.scipy import special
 
     def same_dtype(f: Any) -> Callable[[Any], Any]:
@@ -78,6 +99,7 @@ def device_kernels(cp: Any) -> dict[str, Callable[..., Any]]:
 
     table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
                                             for op, fn in _SPECIAL.items()}
+    halves = (cp.dtype(cp.float16), *(() if bf16 is None else (bf16,)))
     table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
-                  "as_strided": as_strided, "storage_layout": storage_layout})
+                  "as_strided": as_strided, "storage_layout": storage_layout, "matmul": widened_matmul(cp, halves)})
     return table

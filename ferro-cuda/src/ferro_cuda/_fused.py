@@ -440,6 +440,26 @@ def cum_extreme_kernel(is_max: bool, generic: Callable[..., Any]) -> Callable[..
     return cum_extreme
 
 
+# -- ferro.amp's check for inf/nan and unscale (the contract's fused_amp_unscale) ---------------
+
+
+def fused_amp_unscale(grads: Sequence[Any], found_inf: Any, inv_scale: float) -> None:
+    """Multiply each gradient by ``inv_scale`` in place and set ``found_inf`` (one float32 element) to 1 where
+    one holds inf or nan: one launch of ``amp.cu`` per gradient, none waiting for the device. float16, bfloat16
+    and strided gradients run on a contiguous float32 (float64) copy, written back rounded once."""
+    import numpy as np
+    inv = np.float32(inv_scale)
+    for g in grads:
+        if not g.size:
+            continue
+        native = g.dtype.name in _NATIVE and g.flags.c_contiguous
+        x = g if native else _contig(g, "float64" if g.dtype.name == "float64" else "float32")
+        kern.kernel("amp", "amp_unscale", x.dtype.name)(*kern.launch_config(x.size), (
+            x, _int64(x.size), found_inf, inv))
+        if x is not g:
+            g[...] = x
+
+
 # -- the table -----------------------------------------------------------------------
 
 
@@ -458,5 +478,6 @@ def fused_kernels() -> dict[str, Callable[..., Any]]:
         "layer_norm": layer_norm, "layer_norm_forward": layer_norm_forward, "layer_norm_backward": layer_norm_backward,
         "cross_entropy": cross_entropy, "cross_entropy_forward": cross_entropy_forward,
         "cross_entropy_backward": cross_entropy_backward, "fused_adam": fused_adam, "fused_sgd": fused_sgd,
+        "fused_amp_unscale": fused_amp_unscale,
     })
     return table

@@ -1,4 +1,5 @@
-"""Fused kernels of composite ops (softmax, log_softmax, layer_norm, cross_entropy) from ``kernels/fused.cl``.
+"""Fused kernels of composite ops (softmax, log_softmax, layer_norm, cross_entropy) and ferro.amp's check for
+inf/nan and unscale (``fused_amp_unscale``), from ``kernels/fused.cl``.
 
 Core's ``ferro._ops.fused`` runs these instead of the ops' decompositions
 when the device's table has a forward and a backward kernel (names and
@@ -42,6 +43,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "layer_norm_param_grads": [None, _I64, None, _I64, None, None, None, None, _I64, _I64],
     "cross_entropy_forward": [None, _I64, None, _I64, None, _I64, None, None, None, _I64, _I64, _I32, None],
     "cross_entropy_backward": [None, _I64, _I64, None, _I64, None, _I64, None, _I64, None, None, _I64, _I64, _I32],
+    "amp_unscale": [None, _I64, _I64, None, _I64, np.float32],
 }
 
 
@@ -246,7 +248,25 @@ def fused_kernels(rt: Runtime, group: int | None = None) -> dict[str, Callable[.
         moved = dx.view((x.shape[0], *x.shape[2:], x.shape[1]))
         return _permute(moved, _inverse((0, *range(2, x.ndim), 1)))
 
-    table: dict[str, Callable[..., Any]] = {}
+    # -- ferro.amp's check for inf/nan and unscale ----------------------------------------------------------
+
+    def fused_amp_unscale(grads: Sequence[CLArray], found_inf: CLArray, inv_scale: float) -> None:
+        """Each gradient times ``inv_scale`` in place, ``found_inf`` set to 1 where one holds inf or nan: one
+        launch per gradient, none waiting for the device. A strided gradient, or one of a dtype without its own
+        instance (bfloat16), runs on a contiguous copy (in float32) written back, rounded once."""
+        inv = np.float32(inv_scale)
+        for g in grads:
+            if not g.size:
+                continue
+            own = g.dtype.name in _FLOATS
+            x = g if own and g.contiguous else _contig(g, g.dtype if own else np.dtype(np.float32))
+            kernel("amp_unscale", x.dtype)(rt.queue, rt.grid(x.size), None, x.buffer, x.offset,
+                                           x.size, found_inf.buffer, found_inf.offset, inv)
+            if x is not g:
+                from ._elementwise import copy_into
+                copy_into(g, x)
+
+    table: dict[str, Callable[..., Any]] = {"fused_amp_unscale": fused_amp_unscale}
     table["softmax"], table["softmax_backward"] = softmax_pair(log=False)
     table["log_softmax"], table["log_softmax_backward"] = softmax_pair(log=True)
     table.update({

@@ -1,5 +1,10 @@
-"""Mixed precision: ``autocast`` regions (ops of PyTorch's policy in 16 bits or float32)."""
+"""Mixed precision: ``autocast`` regions (the ops of PyTorch's policy in 16 bits or float32), loss scaling
+(:class:`GradScaler`) and the fused gradient check it runs (``amp_unscale_``)."""
+
+from __future__ import annotations
 
 from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from ._unscale import amp_unscale_
+from .grad_scaler import GradScaler, OptState
 
-__all__ = ["autocast", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["GradScaler", "OptState", "amp_unscale_", "autocast", "get_autocast_dtype", "is_autocast_enabled"]

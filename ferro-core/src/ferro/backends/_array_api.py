@@ -326,7 +326,7 @@ class ArrayAPIBackend(Backend):
             "amin": reduce("min"), "prod": in_float32(xp, halves, reduce("prod")), "any": reduce("any"),
             "all": reduce("all"),
             "argmax": arg("argmax"), "argmin": arg("argmin"),
-            "matmul": xp.matmul, "reshape": reshape, "view": view,
+            "matmul": in_float32(xp, halves, xp.matmul, operands=2), "reshape": reshape, "view": view,
             "permute": xp.permute_dims, "expand": xp.broadcast_to,
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
@@ -516,13 +516,20 @@ def _zero_division_checked(xp: Any, kernel: Callable[..., Any], name: str) -> Ca
     return k
 
 
-def in_float32(xp: Any, halves: tuple[Any, ...], kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """``kernel(x, ...)`` computed in float32 when ``x`` is float16 or bfloat16 (``halves``), rounded back once.
+def in_float32(xp: Any, halves: tuple[Any, ...], kernel: Callable[..., Any], operands: int = 1) -> Callable[..., Any]:
+    """``kernel(x, ...)`` computed in float32 when ``x`` is float16 or bfloat16 (``halves``), rounded back once;
+    the first ``operands`` arguments are arrays of ``x``'s dtype, all widened.
 
-    Sums, means, products and scans of 16-bit floats accumulate in float32, as PyTorch's do: added up in
-    bfloat16, 12,288 values near 1 stop at 512 (1 is below half the spacing of bfloat16 there).
+    Sums, means, products, scans and matrix products of 16-bit floats accumulate in float32, as PyTorch's do:
+    added up in bfloat16, 12,288 values near 1 stop at 512 (1 is below half the spacing of bfloat16 there).
     """
     f32 = xp.float32
+    if operands == 2:
+        def accumulating2(x: Any, y: Any, *args: Any) -> Any:
+            if x.dtype in halves:
+                return xp.astype(kernel(xp.astype(x, f32), xp.astype(y, f32), *args), x.dtype)
+            return kernel(x, y, *args)
+        return accumulating2
 
     def accumulating(x: Any, *args: Any) -> Any:
         if x.dtype in halves:

@@ -274,6 +274,12 @@ PRIMITIVES: tuple[Primitive, ...] = (
                 f"One {n} step of one parameter, in place, with the values of the unfused {n}_step "
                 "(docs/plugins.md gives the hyperparameters' order).", group="fused", op=f"{n}_step")
       for n, state in _OPTIMIZERS.items()),
+    Primitive("fused_amp_unscale", ("fused_amp_unscale",),
+              _p("grads: Sequence[Array]; found_inf: Array; inv_scale: float"), "None",
+              "Every gradient (one device, one dtype) multiplied by inv_scale in place, computed in float32 for "
+              "16-bit floats and rounded once; found_inf (one float32 element) set to 1 where any held inf or "
+              "nan, else left as it was (torch._amp_foreach_non_finite_check_and_unscale_).", group="fused",
+              op="amp_unscale_"),
 )
 
 #: Kernel name -> its primitive.

@@ -99,6 +99,15 @@ def _floor_divide_by_zero(f: Any, x: Any) -> Any:
 
 #: The op's own error inputs: op name -> [(note, call(ferro, *tensors), args, exception, regex)].
 SPECIFIC: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...], Any, str]]] = {
+    "amp_unscale_": [
+        ("integer gradients", lambda f, g: f.ops.amp_unscale_([g], f.zeros((), device=g.device), 0.5),
+         (_a(3, 4, dtype="int64"),), DTYPE, r"amp_unscale_.*int64"),
+        ("gradients of two dtypes", lambda f, a, b: f.ops.amp_unscale_([a, b], f.zeros((), device=a.device), 0.5),
+         (_a(3, 4), _a(2, dtype="int32")), DTYPE, r"amp_unscale_.*one dtype|amp_unscale_.*int32"),
+        ("an int64 found_inf", lambda f, g: f.ops.amp_unscale_([g], f.zeros((), dtype=f.int64, device=g.device),
+                                                                 0.5), (_a(3, 4),), TypeError,
+         r"amp_unscale_.*found_inf"),
+    ],
     "narrow": [("past the end", lambda f, x: f.narrow(x, 1, 3, 2), (_a(3, 4),), SHAPE, r"narrow.*start.*length")],
     "select": [("index out of range", lambda f, x: f.select(x, 1, 4), (_a(3, 4),), IndexError, r"select.*index")],
     "gather": [("index out of range", lambda f, x: f.gather(x, 0, _t(f, x, [[3, 0]])), (_a(3, 4),), IndexError,

@@ -814,3 +814,13 @@ _STEPS = {
 OP_DB += [OpInfo(name, ref, arity=2, call=lambda f, p, g, _n=name, _o=opt: _one_step(_n, _o, f, p, g),
                  dtypes=FLOATS, grad=False, edge=False, shapes=(((3, 4), (3, 4)), ((5,), (5,))), domain=(0.5, 2.0))
           for name, (opt, ref) in _STEPS.items()]
+
+
+def _unscaled(f: Any, g: Any) -> Any:
+    """One gradient through ferro.amp's check-and-unscale (inf and nan stay, the flag aside)."""
+    out = g.detach().clone()
+    f.ops.amp_unscale_([out], f.zeros((), device=g.device), 0.25)
+    return out
+
+
+OP_DB.append(OpInfo("amp_unscale_", lambda g: g * 0.25, call=_unscaled, grad=False))

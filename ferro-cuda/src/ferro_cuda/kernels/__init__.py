@@ -34,6 +34,7 @@ SOURCES: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "layer_norm": ("layer_norm.cu", _FLOATS),
     "cross_entropy": ("cross_entropy.cu", _FLOATS),
     "optim": ("optim.cu", _FLOATS),
+    "amp": ("amp.cu", _FLOATS),
     "scatter_add": ("scatter_add.cu", (*_FLOATS, "int32", "int64")),
     "scan": ("scan.cu", (*_FLOATS, "int32", "int64")),
 }

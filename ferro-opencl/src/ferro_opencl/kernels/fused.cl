@@ -226,3 +226,19 @@ __kernel void cross_entropy_backward(__global const ${T} *g, const long goff, co
     for (long c = lid; c < classes; c += ls)
         ${store}(dx, db + c, gr * (exp(((${ACC})${load}(x, xb + c) - m) - l) - (c == t ? (${ACC})1 : (${ACC})0)));
 }
+
+/* ferro.amp's check for inf/nan and unscale of one contiguous gradient (torch's
+ * _amp_foreach_non_finite_check_and_unscale_), one element per work-item: g[i] * inv_scale in ${ACC}, stored once;
+ * a non-finite element sets found_inf[foff] to 1 (every writer writes the same value, so no atomic is needed). */
+__kernel void amp_unscale(__global ${T} *g, const long off, const long n, __global float *found_inf,
+                          const long foff, const float inv_scale)
+{
+    const long i = get_global_id(0);
+    if (i >= n)
+        return;
+    const ${ACC} v = (${ACC})${load}(g, off + i);
+    if (!isfinite(v))
+        found_inf[foff] = 1.0f;
+    if (inv_scale != 1.0f)
+        ${store}(g, off + i, v * (${ACC})inv_scale);
+}
