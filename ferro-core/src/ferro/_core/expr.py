@@ -30,8 +30,17 @@ from collections.abc import Iterable
 from string import Template
 from typing import NamedTuple
 
-__all__ = ["Expr", "Helper", "Dialect", "OPENCL", "CUDA", "substitute", "helper_source", "uses_flag", "same",
-           "floating"]
+__all__ = ["Expr", "Helper", "Dialect", "OPENCL", "CUDA", "BUILTINS", "substitute", "helper_source", "uses_flag",
+           "calls", "same", "floating"]
+
+#: The functions OpenCL C and CUDA C both have, with the same names and meaning, that expressions and helpers
+#: may call (at float and double; ``abs``, ``min``, ``max`` at integer types).
+BUILTINS = frozenset({
+    "fabs", "fmod", "fmax", "fmin", "copysign", "signbit", "isnan", "isinf", "isfinite", "floor", "ceil", "trunc",
+    "rint", "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "erf", "erfc", "lgamma",
+    "abs", "min", "max",
+})
 
 
 class Helper(NamedTuple):
@@ -88,9 +97,12 @@ class Dialect(NamedTuple):
 
 OPENCL = Dialect("OpenCL C", "inline", "volatile __global int *", "")
 #: NVRTC compiles without the C headers: INFINITY and NAN are defined here (as in ferro-cuda's common.cuh).
+#: One expression serves signed and unsigned types, so ``b < 0`` is pointless for some: NVRTC is told not to warn
+#: (186, 514: comparisons of an unsigned value with zero or a negative constant).
 CUDA = Dialect("CUDA C", "__device__ inline", "int *",
                "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
-               "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n")
+               "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
+               "#pragma nv_diag_suppress 186\n#pragma nv_diag_suppress 514\n")
 
 
 def substitute(text: str, ctype: str, dialect: Dialect) -> str:
@@ -98,7 +110,7 @@ def substitute(text: str, ctype: str, dialect: Dialect) -> str:
     return Template(text).substitute(T=ctype, FN=dialect.function, ERR=dialect.flag)
 
 
-_CALL = re.compile(r"\b(ferro_\w+)\s*\(")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 
 
 def _used(text: str, helpers: Iterable[Helper]) -> list[Helper]:
@@ -115,6 +127,11 @@ def _used(text: str, helpers: Iterable[Helper]) -> list[Helper]:
             out.append(h)
     visit(text, frozenset())
     return out
+
+
+def calls(text: str) -> set[str]:
+    """The names of the functions C ``text`` calls (builtins and helpers; ``sizeof``-like keywords aside)."""
+    return set(_CALL.findall(text)) - {"if", "while", "for", "return", "sizeof"}
 
 
 def helper_source(text: str, helpers: Iterable[Helper], ctype: str, dialect: Dialect) -> str:
