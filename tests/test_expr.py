@@ -161,3 +161,19 @@ def test_a_plugin_binary_expression_with_integer_c_on_opencl(ocl: Any) -> None:
     np.testing.assert_array_equal(s.numpy(), (a - 3) ** 2)
     with pytest.raises(ferro.errors.DTypeError, match="squared_difference"):  # its dtype rule: not bool
         ferro.ops.squared_difference(ferro.tensor([True], device="opencl"), ferro.tensor([False], device="opencl"))
+
+
+def test_the_plugin_expression_ops_on_every_backend(device: ferro.device) -> None:
+    # cpu runs the decompositions; opencl and cuda the kernels generated from the expressions
+    a = np.linspace(-6, 6, 13)
+    dtype = ferro.float64 if ferro.float64 in device._dtypes else ferro.float32
+    x = ferro.tensor(a, dtype=dtype, device=device, requires_grad=True)
+    y = ferro.ops.logcosh(x)
+    ferro.ops.squared_difference(y, x).sum().backward()
+    tx = torch.tensor(a, requires_grad=True)
+    ty = torch.log(torch.cosh(tx))
+    ((ty - tx) ** 2).sum().backward()
+    np.testing.assert_allclose(y.detach().cpu().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    i = ferro.tensor([3, -4, 7], dtype=ferro.int32, device=device)
+    np.testing.assert_array_equal(ferro.ops.squared_difference(i, i * 2).cpu().numpy(), [9, 16, 49])

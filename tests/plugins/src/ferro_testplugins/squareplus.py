@@ -81,7 +81,7 @@ def ferro_register_ops() -> list[OpDef]:
     return [OpDef("squareplus", "unary", squareplus.__doc__.split("\n")[0], dtype_rule="real_floating",
                   saves=(0,), grads=(_grad,), decomposition=squareplus, uses=("mul", "add", "sqrt", "div"),
                   tests=_tests),
-            OpDef("logcosh", "unary", logcosh.__doc__.split("\n")[0], dtype_rule="real_float", saves=(0,),
+            OpDef("logcosh", "unary", logcosh.__doc__.split("\n")[0], dtype_rule="real_floating", saves=(0,),
                   grads=(lambda g, x: g * x.tanh(),), decomposition=logcosh, uses=("abs", "mul", "exp", "log1p", "sub"),
                   tests=lambda: _expr_tests("logcosh"), expr=LOGCOSH),
             OpDef("squared_difference", "binary", squared_difference.__doc__.split("\n")[0], dtype_rule="numeric",
