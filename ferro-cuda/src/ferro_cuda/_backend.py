@@ -188,6 +188,10 @@ class CudaBackend(ArrayAPIBackend):
         if self.availability():
             self.set_allow_tf32(ferro.cuda.matmul.allow_tf32)  # the switch may have been set before CUDA started
         table = super().kernels(index)
+        bf16 = self.cupy_bfloat16()
+        if bf16 is not None:  # round, sigmoid: on bfloat16, the kernels generated from their expressions
+            from ._bfloat16 import generated_bfloat16_kernels
+            table.update(generated_bfloat16_kernels(bf16, table))
         if index:
             table = {name: _on_device(kernel, self._on, index) for name, kernel in table.items()}
         return table
