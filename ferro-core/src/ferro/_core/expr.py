@@ -49,7 +49,7 @@ class Helper(NamedTuple):
 
         Helper("ferro_sq", "$FN $T ferro_sq($T x) { return x * x; }")
 
-    A helper may call helpers listed before it in the op's ``Expr.helpers``.
+    A helper may call the other helpers of its ``Expr``: the generator defines each before its callers.
     """
 
     name: str
