@@ -78,12 +78,12 @@ def test_the_core_ops_are_claimed_and_the_missing_ones_refused(fresh: Any) -> No
                "prod", "where", "relu", "cast", "getitem", "cat", "erf", "eq", "isnan"):
         assert op not in refused, (op, fresh.bfloat16_refusals(0).get(op))
     why = fresh.bfloat16_refusals(0)
-    from cupy._core.core import _round_ufunc  # what cupy.round runs (ndarray.round), with int64 decimals
-    # without an 'Eq' loop, bfloat16 would be rounded in float32 and come back float32
-    assert ("round" in why) != _has_loop(_round_ufunc.types, "Eq")
+    # CuPy has no bfloat16 loop for round, and core's generic sigmoid asks xp.isdtype: both run the kernel
+    # generated from their expression (ferro_cuda._bfloat16.GENERATED), and silu, built on sigmoid, is claimed
+    assert {"round", "sigmoid", "silu"}.isdisjoint(why)
     assert "Thrust" in why["argsort"] and "uses argsort" in why["sort"] and "uses argsort" in why["topk"]
     assert "scan" in why["cummax"]  # ferro's scan.cu is not instantiated for bfloat16
-    assert "isdtype" in why["sigmoid"] and "uses sigmoid" in why["silu"]
+    assert "isdtype" in why["angle"]
     for op in ("linalg.inv", "linalg.solve", "linalg.svd", "linalg.qr", "cumsum"):
         assert op in why, op
 
@@ -100,7 +100,7 @@ def test_every_claimed_elementwise_op_has_a_bfloat16_loop_in_cupy(fresh: Any, cu
         assert (op not in refused) == _has_loop(getattr(cupy, fn).types, inputs), (op, fn)
         checked += 1
     assert checked >= 40
-    assert "round" in refused and not isinstance(cupy.round, cupy.ufunc)
+    assert "round" not in refused and not isinstance(cupy.round, cupy.ufunc)  # round: a generated kernel
 
 
 def test_claimed_reductions_have_bfloat16_loops(fresh: Any) -> None:
@@ -142,6 +142,14 @@ def test_every_kernel_of_a_bfloat16_op_is_recorded(fresh: Any) -> None:
         kernels = REGISTRY[op].kernels
         if all(k in table for k in kernels):
             assert all(k in REQUIREMENTS for k in kernels) or REGISTRY[op].decomposition, op
+
+
+def test_generated_kernels_claim_only_ops_with_floating_c(cupy: Any) -> None:
+    from ferro_cuda._bfloat16 import GENERATED, REQUIREMENTS, Generated, kernel_refusals
+    for op in GENERATED:
+        assert REQUIREMENTS[op] == (Generated(op),) and kernel_refusals(cupy, BF16, op) == []
+    assert "no floating expression" in Generated("bitwise_not").check(cupy, BF16)
+    assert "no floating expression" in Generated("no_such_op").check(cupy, BF16)
 
 
 def test_fused_ops_are_judged_by_their_decomposition(fresh: Any) -> None:
@@ -265,6 +273,9 @@ ELEMENTWISE: list[tuple[str, Any, tuple[float, float]]] = [
     ("softmax", lambda x, y: ferro.softmax(x, -1), (-3, 3)),
     ("layer_norm", lambda x, y: ferro.nn.functional.layer_norm(x, (x.shape[-1],)), (-3, 3)),
     ("gelu", lambda x, y: ferro.nn.functional.gelu(x), (-3, 3)),
+    # kernels generated from the ops' expressions (ferro_cuda._bfloat16.GENERATED)
+    ("round", lambda x, y: ferro.round(x * 10), (-3, 3)), ("sigmoid", lambda x, y: ferro.sigmoid(x), (-6, 6)),
+    ("silu", lambda x, y: ferro.nn.functional.silu(x), (-6, 6)),
 ]
 
 
@@ -301,7 +312,7 @@ def test_gpu_bfloat16_argmax_and_any_match_cpu(gpu_bf16: Any) -> None:
     assert bool((xc > 2.5).any()) == bool((xa > 2.5).any())
 
 
-@pytest.mark.parametrize("name, fn", [("round", lambda x: ferro.round(x)), ("sort", lambda x: ferro.sort(x).values),
+@pytest.mark.parametrize("name, fn", [("sort", lambda x: ferro.sort(x).values),
                                       ("linalg.inv", lambda x: ferro.linalg.inv(x)), ("cumsum", lambda x: x.cumsum(0))])
 def test_gpu_bfloat16_refused_ops_say_so(gpu_bf16: Any, name: str, fn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FERRO_FALLBACK", raising=False)

@@ -90,3 +90,52 @@ def test_source_names_and_dtypes_are_checked() -> None:
         kernels.source("softmax", "int32")
     with pytest.raises(KeyError, match="no CUDA kernel source named 'nope'"):
         kernels.source("nope", "float32")
+
+
+# -- elementwise kernels generated from the ops' records (ferro_cuda.kernels.elementwise) ------------------
+
+def _elementwise() -> tuple[Any, dict[str, Any], dict[str, list[str]]]:
+    import ferro
+    from ferro.backends import elementwise_ops
+    ferro.backends.installed()  # a plugin's ops with an expression are generated too
+    from ferro_cuda.kernels import elementwise
+    ops = elementwise_ops()
+    per_op: dict[str, list[str]] = {}
+    for name, dtype in elementwise.elementwise_sources(ops):
+        per_op.setdefault(name, []).append(dtype)
+    return elementwise, ops, per_op
+
+
+EW, EW_OPS, EW_DTYPES = _elementwise()
+
+
+@pytest.mark.parametrize("name", sorted(EW_DTYPES))
+def test_every_generated_elementwise_kernel_compiles(nvrtc: Any, name: str) -> None:
+    for dtype in EW_DTYPES[name]:
+        src = EW.elementwise_source(EW_OPS[name], dtype)
+        ptx = kernels.compile_ptx(src, name=f"{name}_{dtype}.cu")
+        assert _entry_points(ptx) == {EW.elementwise_entry(name, dtype)}, (name, dtype)
+
+
+def test_generated_elementwise_kernels_cover_every_op_and_dtype_kind() -> None:
+    assert len(EW_DTYPES) == len(EW_OPS)  # every op with an expression
+    assert set(EW_DTYPES["add"]) == {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                                     "float32", "float64"}
+    assert EW_DTYPES["bitwise_not"] == ["bool", "int16", "int32", "int64", "int8", "uint8"]
+    assert set(EW_DTYPES["logcosh"]) == {"float16", "bfloat16", "float32", "float64"}  # the test plugin's op
+
+
+@pytest.mark.parametrize("name", ["digamma", "floor_divide", "lt", "logcosh"])
+def test_a_generated_source_defines_only_the_ops_helpers_and_one_entry(name: str) -> None:
+    import re
+    op = EW_OPS[name]
+    helpers = {h.name for h in op.expr.helpers}
+    conversions = {"ferro_h2f", "ferro_f2h", "ferro_bf2f", "ferro_f2bf"}
+    for dtype in EW_DTYPES[name]:
+        src = EW.elementwise_source(op, dtype)
+        defined = set(re.findall(r"__device__ inline [\w ]+? (\w+)\(", src))
+        assert defined <= helpers | conversions, (dtype, defined - helpers - conversions)
+        assert (defined & conversions != set()) == (dtype in ("float16", "bfloat16"))
+        assert src.count('extern "C" __global__') == 1 and "$" not in src
+    with pytest.raises(TypeError, match="no expression for float32"):
+        EW.elementwise_source(EW_OPS["bitwise_and"], "float32")

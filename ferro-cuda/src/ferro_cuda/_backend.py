@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ferro._core.dtypes import DType, bfloat16
-from ferro.backends import ArrayAPIBackend, Availability
+from ferro.backends import ArrayAPIBackend, Availability, elementwise_ops
 
 from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
@@ -188,6 +188,10 @@ class CudaBackend(ArrayAPIBackend):
         if self.availability():
             self.set_allow_tf32(ferro.cuda.matmul.allow_tf32)  # the switch may have been set before CUDA started
         table = super().kernels(index)
+        bf16 = self.cupy_bfloat16()
+        if bf16 is not None:  # round, sigmoid: on bfloat16, the kernels generated from their expressions
+            from ._bfloat16 import generated_bfloat16_kernels
+            table.update(generated_bfloat16_kernels(bf16, table))
         if index:
             table = {name: _on_device(kernel, self._on, index) for name, kernel in table.items()}
         return table
@@ -196,12 +200,17 @@ class CudaBackend(ArrayAPIBackend):
         """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
         from ._device_kernels import device_kernels
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
+        from ._generated import generated_kernels
         generic = self._generic_kernels(index)
         table = {**device_kernels(self.xp, self.cupy_bfloat16()), **fused_kernels(),
                  "index_put": index_put_kernel(generic["index_put"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
                  "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2)}  # a view in CuPy
+        # a plugin's op that gives an expression and no CUDA kernel: generated from its record (ferro's own
+        # elementwise ops run CuPy's ufuncs; reciprocal, rsqrt, exp2, frac their decompositions)
+        table.update(generated_kernels({name: op for name, op in elementwise_ops().items()
+                                        if op.plugin and name not in generic and name not in table}))
         bf16 = self.cupy_bfloat16()
         if bf16 is not None:
             from ferro.errors import UnsupportedOperationError

@@ -13,7 +13,8 @@ claimed from a guess:
   CuPy: a routine with the input types it is called with (:class:`Loop`,
   checked with CuPy's own loop resolution on the routine's type table), a
   host-side check (:class:`Probe`), one of ferro's CUDA C sources
-  (:class:`OwnKernel`: only if instantiated for bfloat16), a fact of CuPy's
+  (:class:`OwnKernel`: only if instantiated for bfloat16), a kernel generated
+  from the op's expression (:class:`Generated`), a fact of CuPy's
   source that Python cannot reach (:class:`Cited`), or :class:`Refused`.
   A kernel not in the table is refused.
 - :func:`refused_ops` asks core's resolver (``ferro.backends.explain``'s
@@ -25,11 +26,13 @@ claimed from a guess:
 
 All of it reads type tables and needs no GPU, so CI checks the claims; the
 values themselves are checked on a GPU (``tests/test_cuda_bfloat16.py``).
-:func:`bfloat16_kernels` adds the two kernels that make claims possible:
+:func:`bfloat16_kernels` adds the kernels that make claims possible:
 ``where`` on bfloat16 selects through the arrays' int16 views (selection moves
-bits only), and batched (3-D and up) bfloat16 matmul, which CuPy sends to
+bits only), batched (3-D and up) bfloat16 matmul, which CuPy sends to
 its integer kernel accumulating in bfloat16, computes in float32 through
-cuBLAS and rounds once.
+cuBLAS and rounds once, and the ops of :data:`GENERATED` (CuPy has no bfloat16
+loop for them) run, on bfloat16, the kernel generated from their records'
+expressions (``kernels/elementwise.py``: computed in float, rounded once).
 """
 
 from __future__ import annotations
@@ -41,13 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferro._core.dtypes import DType, bfloat16
-from ferro.backends import BINARY_FUNCS, UNARY_FUNCS
+from ferro.backends import BINARY_FUNCS, UNARY_FUNCS, elementwise_ops
 
 from ._device_kernels import _SPECIAL
 from .kernels import SOURCES
 
-__all__ = ["cupy_bfloat16", "REQUIREMENTS", "Loop", "Probe", "OwnKernel", "Cited", "Refused", "kernel_refusals",
-           "refused_ops", "bfloat16_kernels"]
+__all__ = ["cupy_bfloat16", "REQUIREMENTS", "Loop", "Probe", "OwnKernel", "Generated", "Cited", "Refused",
+           "kernel_refusals", "refused_ops", "bfloat16_kernels", "GENERATED", "generated_bfloat16_kernels"]
 
 #: The first CuPy with bfloat16 (through ml_dtypes).
 MIN_CUPY = 14
@@ -140,6 +143,21 @@ class OwnKernel:
 
 
 @dataclass(frozen=True)
+class Generated:
+    """The kernel generated from op ``op``'s expression (``kernels/elementwise.py``, compiled by NVRTC): it needs
+    the expression to have floating C. bfloat16 is loaded as bits, computed in float and rounded once."""
+
+    op: str
+
+    def check(self, cp: Any, bf16: Any) -> str | None:
+        """None when the op's expression covers floating dtypes; otherwise why not."""
+        op = elementwise_ops().get(self.op)
+        if op is None or op.expr.text("f") is None:
+            return f"op '{self.op}' has no floating expression to generate a kernel from"
+        return None
+
+
+@dataclass(frozen=True)
 class Cited:
     """Claimed from CuPy's source where Python cannot reach the table (a ``cdef`` reduction); ``why`` says
     where, and the GPU tests check it."""
@@ -162,7 +180,11 @@ class Refused:
         return self.why
 
 
-Requirement = Loop | Probe | OwnKernel | Cited | Refused
+Requirement = Loop | Probe | OwnKernel | Generated | Cited | Refused
+
+#: Ops CuPy has no bfloat16 loop for (``round``: its ufunc's is ``fq->f``; ``sigmoid``: core's generic kernel
+#: asks ``xp.isdtype``) that run, on bfloat16, the kernel generated from their expression.
+GENERATED = ("round", "sigmoid")
 
 #: CuPy's copy kernel: casts, and every kernel that only moves elements (views, concatenation, indexing,
 #: CuPy's type-generic ``T`` templates), need nothing more of bfloat16 than this loop.
@@ -200,8 +222,6 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
     table: dict[str, tuple[Requirement, ...]] = {}
     table.update({op: _ufunc(f"cupy.{fn}", 1) for op, fn in UNARY_FUNCS.items()})
     table.update({op: _ufunc(f"cupy.{fn}", 2) for op, fn in BINARY_FUNCS.items()})
-    # cupy.round is a function: around -> ndarray.round -> this ufunc, with the decimals as an int64
-    table["round"] = (Loop("cupy._core.core._round_ufunc", "Eq"),)
     # CuPy's special functions compute float16 / bfloat16 in float32; the kernel rounds back (_device_kernels)
     table.update({op: _ufunc(f"cupyx.scipy.special.{fn}", 1, rounded=True) for op, fn in _SPECIAL.items()})
     moves = ("cast", "reshape", "view", "permute", "expand", "cat", "stack", "getitem", "setitem", "copy_",
@@ -214,8 +234,6 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
     table.update({
         "relu": _ufunc("cupy.maximum", 2),
         "arange": _ufunc("cupy._creation.ranges._arange_ufunc", 2),  # (start, step) -> element
-        "sigmoid": (ISDTYPE, *_ufunc("cupy.exp", 1), *_ufunc("cupy.abs", 1), *_ufunc("cupy.greater_equal", 2),
-                    *_ufunc("cupy.divide", 2), *_ufunc("cupy.add", 2), COPY),
         "angle": (ISDTYPE, *_ufunc("cupy.isnan", 1), *_ufunc("cupy.less", 2), COPY),
         "conj": _ufunc("cupy.conj", 1),
         "sum": _ufunc("cupy._core._routines_math._sum_keep_dtype", 1),  # called with dtype=
@@ -245,6 +263,7 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
         # bfloat16 gradients are copied to float32, run amp.cu's float32 kernel and are copied back (_fused)
         "fused_amp_unscale": (COPY,),
     })
+    table.update({op: (Generated(op),) for op in GENERATED})
     own = {"softmax": "softmax", "log_softmax": "softmax", "layer_norm": "layer_norm",
            "cross_entropy": "cross_entropy", **{name: "activations" for name in _activation_names()}}
     # each fused op's pair (ferro._ops.fused) and the one-call forwards run the same CUDA C source
@@ -268,6 +287,9 @@ REQUIREMENTS: dict[str, tuple[Requirement, ...]] = _requirements()
 def kernel_refusals(cp: Any, bf16: Any, kernel: str) -> list[str]:
     """Why ``kernel`` cannot take bfloat16 on this CuPy (empty: it can)."""
     reqs = REQUIREMENTS.get(kernel)
+    op = elementwise_ops().get(kernel)
+    if reqs is None and op is not None and op.plugin:  # a plugin's op with an expression: its generated kernel
+        reqs = (Generated(kernel),)
     if reqs is None:
         return [f"no record of what kernel '{kernel}' runs on CuPy"]
     return [why for r in reqs if (why := r.check(cp, bf16)) is not None]
@@ -335,6 +357,23 @@ def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
         if reasons and name in REQUIREMENTS:
             out[name] = _guarded(name, kernel, bf16, unsupported, "; ".join(reasons))
     return out
+
+
+def generated_bfloat16_kernels(bf16: Any, table: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """The kernels of :data:`GENERATED` in ``table`` (the backend's whole table), each running the kernel
+    generated from its op's expression on a bfloat16 array and the table's kernel on anything else."""
+    from ._generated import generated_kernels
+    exprs = elementwise_ops()
+    made = generated_kernels({name: exprs[name] for name in GENERATED})
+    return {name: _on_bfloat16(made[name], table[name], bf16) for name in GENERATED}
+
+
+def _on_bfloat16(kernel: Callable[..., Any], other: Callable[..., Any], bf16: Any) -> Callable[..., Any]:
+    """``kernel`` for one bfloat16 array, ``other`` for anything else."""
+    @functools.wraps(other)
+    def run(x: Any, *rest: Any) -> Any:
+        return kernel(x) if not rest and getattr(x, "dtype", None) == bf16 else other(x, *rest)
+    return run
 
 
 def _guarded(name: str, kernel: Callable[..., Any], bf16: Any, unsupported: Callable[[str, str], Exception],

@@ -1,4 +1,4 @@
-"""Elementwise kernels generated from ``kernels/elementwise.cl`` and the op table (``_ops_table``).
+"""Elementwise kernels generated from ``kernels/elementwise.cl`` and the ops' expressions (``OpDef.expr``).
 
 A program is built once per (op, operand dtypes, result dtype, which
 operands are Python scalars) on first use, and holds two kernels: ``_c``
@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ferro._core.dtypes import bool_
+from ferro.backends import ARITY, OPENCL, Expr, Helper, elementwise_ops, helper_source
+
 from ._array import CLArray
-from ._ops_table import BINARY, BOOL_RESULT, UNARY, Expr
 from ._runtime import HALF_DTYPES, MAX_DIMS, Runtime, compute_dtype, ctypes, read_source, scalar_arg
 
 __all__ = ["Elementwise", "elementwise_kernels", "copy_contiguous", "copy_into", "commit_into", "cast_array",
@@ -42,7 +44,7 @@ def _template() -> Template:
 
 
 def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype: Any,
-           helpers: Sequence[str] = (), guard: bool = False) -> str:
+           helpers: Sequence[Helper] = (), guard: bool = False) -> str:
     """The source of kernels ``{name}_c`` / ``{name}_s``: ``operands`` are (dtype, is_scalar) bound to a, b, c.
     ``guard``: a commit, which writes nothing while the device's error flag (its last argument) is set."""
     params, loads_c, loads_s, pos_init, pos_step, params_z, loads_z, pos_next = [], [], [], [], [], [], [], []
@@ -73,7 +75,7 @@ def render(name: str, expr: str, operands: Sequence[tuple[Any, bool]], out_dtype
         # float, as ml_dtypes and PyTorch do)
     body = Template(expr).substitute(T=compute)
     result = f"(({out_ct})(({body}) != 0))" if out_dtype == _BOOL else f"(({out_ct})({body}))"
-    prelude = "".join(f"{h}({compute})\n" for h in helpers)
+    prelude = helper_source(expr, helpers, compute, OPENCL)
     return prelude + _template().substitute(
         name=name, out_t=out_st, params="".join(params), loads_c="\n".join(loads_c), loads_s="\n".join(loads_s),
         params_z="".join(params_z), loads_z="\n".join(loads_z), pos_next="".join(pos_next),
@@ -87,13 +89,9 @@ def _needs_flag(expr: str) -> bool:
     return "err)" in expr
 
 
-def expression(table_entry: Expr, dtype: Any) -> tuple[str | None, tuple[str, ...]]:
-    """The expression of an op for ``dtype`` and the helpers it needs (None: the op refuses the dtype)."""
-    if ctypes(dtype).floating:
-        return table_entry.floating, tuple(h for h in table_entry.helpers if not h.startswith("DEF_I"))
-    if dtype == _BOOL and table_entry.boolean is not None:
-        return table_entry.boolean, ()
-    return table_entry.integer, tuple(h for h in table_entry.helpers if h.startswith("DEF_I"))
+def expression(op_expr: Expr, dtype: Any) -> tuple[str | None, tuple[Helper, ...]]:
+    """The expression of an op for ``dtype`` and the helpers it may call (None: the op refuses the dtype)."""
+    return op_expr.text("f" if ctypes(dtype).floating else dtype.kind), op_expr.helpers
 
 
 def _scalar_types(operands: Sequence[tuple[Any, bool]], strided: bool, offsets: bool = True,
@@ -273,14 +271,16 @@ def layout(shape: tuple[int, ...], arrays: Sequence[CLArray]) -> np.ndarray:
 
 
 def elementwise_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
-    """Every unary and binary op of the table, ``where``, ``cast``, ``copy_``, ``clone``, ``contiguous``."""
+    """A kernel for every op with an expression (``ferro.backends.elementwise_ops``: ferro's, ``where``
+    included, and plugins')."""
     table: dict[str, Callable[..., Any]] = {}
-    for name, entry in (*UNARY.items(), *BINARY.items()):
-        def expr_of(dt: Any, _e: Expr = entry) -> tuple[str | None, tuple[str, ...]]:
+    for name, op in elementwise_ops().items():
+        def expr_of(dt: Any, _e: Expr = op.expr) -> tuple[str | None, tuple[Helper, ...]]:
             return expression(_e, dt)
-        out_of = (lambda dt: _BOOL) if name in BOOL_RESULT else (lambda dt: _BOOL if dt == _BOOL else dt)
-        table[name] = _fast(Elementwise(rt, name, expr_of, out_of))
-    table["where"] = Elementwise(rt, "where", lambda dt: ("a ? b : c", ()), lambda dt: dt)
+        to_bool = all(r is bool_ for _, r in op.table.values())
+        out_of = (lambda dt: _BOOL) if to_bool else (lambda dt: _BOOL if dt == _BOOL else dt)
+        kernel = Elementwise(rt, name, expr_of, out_of)
+        table[name] = _fast(kernel) if ARITY[op.kind] < 3 else kernel
     return table
 
 

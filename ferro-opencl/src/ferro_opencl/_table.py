@@ -13,13 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ferro._core.dtypes import DType
+from ferro.backends import elementwise_ops
 
 from ._creation import creation_kernels
 from ._elementwise import elementwise_kernels
 from ._indexing import indexing_kernels
 from ._matmul import matmul_kernel
 from ._movement import movement_kernels
-from ._ops_table import BINARY, UNARY
 from ._reduction import reduction_kernels
 from ._runtime import Runtime
 from ._sorting import sorting_kernels
@@ -36,12 +36,10 @@ def kernel_table(rt: Runtime, rng: Callable[[], Any],
 
 
 def refused(dtypes: frozenset[DType]) -> dict[str, frozenset[DType]]:
-    """Op -> the dtypes whose kind (floating or integer) the op table has no expression for."""
+    """Op -> the dtypes whose kind (floating, integer or bool) the op's expression has no C for."""
     out: dict[str, frozenset[DType]] = {}
-    for name, entry in (*UNARY.items(), *BINARY.items()):
-        bad = frozenset(d for d in dtypes if (entry.floating if d.is_floating_point else
-                                                (entry.boolean or entry.integer) if d.kind == "b" else
-                                                entry.integer) is None)
+    for name, op in elementwise_ops().items():
+        bad = frozenset(d for d in dtypes if op.expr.text(d.kind) is None)
         if bad:
             out[name] = bad
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import autocast_policy, modes, provided
 from .dtypes import DType, all_dtypes, bool_, get_default_dtype
+from .expr import Expr
 from .modes import entry
 
 __all__ = ["OpDef", "REGISTRY", "register", "get", "DTYPE_RULES", "bind_tables", "kernel_table"]
@@ -134,6 +135,10 @@ class OpDef:
     returns None for arguments they do not take) refuse the arguments, the
     decomposition runs. ``kernel_dtypes`` limits the input dtypes the kernels
     are bound for (None: every dtype of the op).
+
+    An elementwise op may give ``expr``, its C expression per kind of dtype
+    (:class:`ferro._core.expr.Expr`), from which device backends (OpenCL,
+    CUDA) generate its kernels: the op then needs no kernel code of its own.
     """
 
     __slots__ = (
@@ -141,6 +146,7 @@ class OpDef:
         "decomposition",
         "doc",
         "dtype_rule",
+        "expr",
         "fn",
         "grads",
         "jvp",
@@ -162,7 +168,7 @@ class OpDef:
                  decomposition: Callable[..., Any] | None = None, uses: tuple[str, ...] = (),
                  kernels: tuple[str, ...] = (), tests: Any = None, optional_kernels: bool = False,
                  kernel_dtypes: frozenset[DType] | None = None, rule: Callable[..., Any] | None = None,
-                 jvp: tuple[Callable[..., Any] | None, ...] | None = None) -> None:
+                 jvp: tuple[Callable[..., Any] | None, ...] | None = None, expr: Expr | None = None) -> None:
         self.name = name
         self.kind = kind  # unary, binary, reduction, shape, linalg, indexing, conversion, ...
         self.doc = doc
@@ -180,6 +186,8 @@ class OpDef:
         self.kernel_dtypes = kernel_dtypes
         #: maps the op's arguments onto its fused kernels (see ``fused``); None for an ordinary op.
         self.rule = rule
+        #: the elementwise C expression backends generate kernels from (None: the op has none).
+        self.expr = expr
         #: input dtype -> (compute dtype, result dtype), filled from dtype_rule at registration.
         self.table: dict[DType, tuple[DType, DType]] = {}
         #: the public function, filled in by the module that builds it (for a plugin's op, by dispatch).

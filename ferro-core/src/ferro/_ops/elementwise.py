@@ -16,7 +16,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._core.c_helpers import DIGAMMA, ERFINV, FFLOORDIV, FREM, IFLOORDIV, IPOW, IREM, LOGADDEXP, SIGMOID
 from .._core.dtypes import bfloat16, bool_, result_type
+from .._core.expr import Expr, floating, same
 from .._core.grad_mode import _state
 from .._core.modes import ARMED, layered
 from .._core.node import OUT
@@ -110,94 +112,113 @@ def _max_grad(g: Tensor, x: Any, y: Any) -> Tensor:
 
 X, Y = 0, 1
 
-#: (name, dtype rule, saves, grads, doc). grads None: not differentiable.
-UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
-    ("neg", "numeric", (), (lambda g: -g,), "Negate each element."),
-    ("positive", "numeric", (), (lambda g: g,), "Each element unchanged (unary +)."),
-    ("abs", "magnitude", (X,), (_abs_grad,), "Absolute value (the modulus for complex)."),
-    ("sign", "real_numeric", (), (_zero,), "-1, 0 or 1 by the sign of each element (nan for nan)."),
-    ("exp", "float", (OUT,), (lambda g, out: g * _c(out),), "e to the power of each element."),
-    ("log", "float", (X,), (lambda g, x: g / _c(x),), "Natural logarithm."),
-    ("sqrt", "float", (OUT,), (lambda g, out: g / _c(out * 2),), "Square root."),
-    ("sin", "float", (X,), (lambda g, x: g * _c(x.cos()),), "Sine."),
-    ("cos", "float", (X,), (lambda g, x: -g * _c(x.sin()),), "Cosine."),
-    ("tan", "float", (OUT,), (lambda g, out: g * _c(out * out + 1),), "Tangent."),
-    ("tanh", "float", (OUT,), (lambda g, out: g * _c(1 - out * out),), "Hyperbolic tangent."),
-    ("sigmoid", "float", (OUT,), (lambda g, out: g * _c(out * (1 - out)),), "Logistic sigmoid 1 / (1 + exp(-x))."),
-    ("relu", "real_numeric", (OUT,), (lambda g, out: g * (out > 0),), "max(x, 0)."),
-    ("square", "numeric", (X,), (lambda g, x: g * _c(x) * 2,), "x * x."),
-    ("log1p", "float", (X,), (lambda g, x: g / _c(x + 1),), "log(1 + x), accurate near 0."),
-    ("expm1", "float", (OUT,), (lambda g, out: g * _c(out + 1),), "exp(x) - 1, accurate near 0."),
-    ("floor", "real", (), (_zero,), "Round down."),
-    ("ceil", "real", (), (_zero,), "Round up."),
-    ("trunc", "real", (), (_zero,), "Round toward zero."),
-    ("round", "real", (), (_zero,), "Round half to even."),
-    ("asin", "float", (X,), (lambda g, x: g / _c((1 - x * x).sqrt()),), "Inverse sine."),
-    ("acos", "float", (X,), (lambda g, x: -g / _c((1 - x * x).sqrt()),), "Inverse cosine."),
-    ("atan", "float", (X,), (lambda g, x: g / _c(x * x + 1),), "Inverse tangent."),
-    ("sinh", "float", (X,), (lambda g, x: g * _c(x.cosh()),), "Hyperbolic sine."),
-    ("cosh", "float", (X,), (lambda g, x: g * _c(x.sinh()),), "Hyperbolic cosine."),
-    ("asinh", "float", (X,), (lambda g, x: g / _c((x * x + 1).sqrt()),), "Inverse hyperbolic sine."),
+#: (name, dtype rule, saves, grads, doc, expression). grads None: not differentiable. The expression is the C
+#: the device backends generate the op's kernels from (``ferro/_core/expr.py``; its helpers: ``c_helpers.py``).
+UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str, Expr]] = [
+    ("neg", "numeric", (), (lambda g: -g,), "Negate each element.", same("-a")),
+    ("positive", "numeric", (), (lambda g: g,), "Each element unchanged (unary +).", same("a")),
+    ("abs", "magnitude", (X,), (_abs_grad,), "Absolute value (the modulus for complex).",
+     Expr("fabs(a)", "($T)abs(a)")),
+    ("sign", "real_numeric", (), (_zero,), "-1, 0 or 1 by the sign of each element (nan for nan).",
+     Expr("isnan(a) ? a : ($T)((a > 0) - (a < 0))", "($T)((a > 0) - (a < 0))")),
+    ("exp", "float", (OUT,), (lambda g, out: g * _c(out),), "e to the power of each element.", floating("exp(a)")),
+    ("log", "float", (X,), (lambda g, x: g / _c(x),), "Natural logarithm.", floating("log(a)")),
+    ("sqrt", "float", (OUT,), (lambda g, out: g / _c(out * 2),), "Square root.", floating("sqrt(a)")),
+    ("sin", "float", (X,), (lambda g, x: g * _c(x.cos()),), "Sine.", floating("sin(a)")),
+    ("cos", "float", (X,), (lambda g, x: -g * _c(x.sin()),), "Cosine.", floating("cos(a)")),
+    ("tan", "float", (OUT,), (lambda g, out: g * _c(out * out + 1),), "Tangent.", floating("tan(a)")),
+    ("tanh", "float", (OUT,), (lambda g, out: g * _c(1 - out * out),), "Hyperbolic tangent.", floating("tanh(a)")),
+    ("sigmoid", "float", (OUT,), (lambda g, out: g * _c(out * (1 - out)),), "Logistic sigmoid 1 / (1 + exp(-x)).",
+     floating("ferro_sigmoid(a)", SIGMOID)),
+    ("relu", "real_numeric", (OUT,), (lambda g, out: g * (out > 0),), "max(x, 0).",
+     Expr("(a > ($T)0 || isnan(a)) ? a : ($T)0", "a > 0 ? a : ($T)0")),
+    ("square", "numeric", (X,), (lambda g, x: g * _c(x) * 2,), "x * x.", same("a * a")),
+    ("log1p", "float", (X,), (lambda g, x: g / _c(x + 1),), "log(1 + x), accurate near 0.", floating("log1p(a)")),
+    ("expm1", "float", (OUT,), (lambda g, out: g * _c(out + 1),), "exp(x) - 1, accurate near 0.", floating("expm1(a)")),
+    ("floor", "real", (), (_zero,), "Round down.", Expr("floor(a)", "a")),
+    ("ceil", "real", (), (_zero,), "Round up.", Expr("ceil(a)", "a")),
+    ("trunc", "real", (), (_zero,), "Round toward zero.", Expr("trunc(a)", "a")),
+    ("round", "real", (), (_zero,), "Round half to even.", Expr("rint(a)", "a")),
+    ("asin", "float", (X,), (lambda g, x: g / _c((1 - x * x).sqrt()),), "Inverse sine.", floating("asin(a)")),
+    ("acos", "float", (X,), (lambda g, x: -g / _c((1 - x * x).sqrt()),), "Inverse cosine.", floating("acos(a)")),
+    ("atan", "float", (X,), (lambda g, x: g / _c(x * x + 1),), "Inverse tangent.", floating("atan(a)")),
+    ("sinh", "float", (X,), (lambda g, x: g * _c(x.cosh()),), "Hyperbolic sine.", floating("sinh(a)")),
+    ("cosh", "float", (X,), (lambda g, x: g * _c(x.sinh()),), "Hyperbolic cosine.", floating("cosh(a)")),
+    ("asinh", "float", (X,), (lambda g, x: g / _c((x * x + 1).sqrt()),), "Inverse hyperbolic sine.",
+     floating("asinh(a)")),
     # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x > 1, the right branch for complex x.
-    ("acosh", "float", (X,), (lambda g, x: g / _c((x - 1).sqrt() * (x + 1).sqrt()),), "Inverse hyperbolic cosine."),
-    ("atanh", "float", (X,), (lambda g, x: g / _c(1 - x * x),), "Inverse hyperbolic tangent."),
-    ("log2", "float", (X,), (lambda g, x: g / _c(x * math.log(2)),), "Base-2 logarithm."),
-    ("log10", "float", (X,), (lambda g, x: g / _c(x * math.log(10)),), "Base-10 logarithm."),
-    ("erf", "real_float", (X,), (lambda g, x: g * (-x * x).exp() * (2 / math.sqrt(math.pi)),), "Error function."),
+    ("acosh", "float", (X,), (lambda g, x: g / _c((x - 1).sqrt() * (x + 1).sqrt()),), "Inverse hyperbolic cosine.",
+     floating("acosh(a)")),
+    ("atanh", "float", (X,), (lambda g, x: g / _c(1 - x * x),), "Inverse hyperbolic tangent.", floating("atanh(a)")),
+    ("log2", "float", (X,), (lambda g, x: g / _c(x * math.log(2)),), "Base-2 logarithm.", floating("log2(a)")),
+    ("log10", "float", (X,), (lambda g, x: g / _c(x * math.log(10)),), "Base-10 logarithm.", floating("log10(a)")),
+    ("erf", "real_float", (X,), (lambda g, x: g * (-x * x).exp() * (2 / math.sqrt(math.pi)),), "Error function.",
+     floating("erf(a)")),
     ("erfc", "real_float", (X,), (lambda g, x: g * (-x * x).exp() * (-2 / math.sqrt(math.pi)),),
-     "Complementary error function 1 - erf(x)."),
+     "Complementary error function 1 - erf(x).", floating("erfc(a)")),
     ("erfinv", "real_float", (OUT,), (lambda g, out: g * (out * out).exp() * (math.sqrt(math.pi) / 2),),
-     "Inverse error function."),
-    ("lgamma", "real_float", (X,), (lambda g, x: g * x.digamma(),), "log |Gamma(x)|."),
-    ("digamma", "real_float", (X,), (lambda g, x: g * _trigamma(x),), "The logarithmic derivative of Gamma."),
-    ("isnan", "to_bool", (), None, "Whether each element is NaN."),
-    ("isinf", "to_bool", (), None, "Whether each element is infinite."),
-    ("isfinite", "to_bool", (), None, "Whether each element is finite."),
-    ("logical_not", "logical", (), None, "Logical not (zero is False)."),
-    ("bitwise_not", "integral", (), None, "Bitwise not (logical not for bool)."),
+     "Inverse error function.", floating("ferro_erfinv(a)", ERFINV)),
+    ("lgamma", "real_float", (X,), (lambda g, x: g * x.digamma(),), "log |Gamma(x)|.",
+     floating("isinf(a) ? fabs(a) : lgamma(a)")),
+    ("digamma", "real_float", (X,), (lambda g, x: g * _trigamma(x),), "The logarithmic derivative of Gamma.",
+     floating("ferro_digamma(a)", DIGAMMA)),
+    ("isnan", "to_bool", (), None, "Whether each element is NaN.", Expr("isnan(a)", "0")),
+    ("isinf", "to_bool", (), None, "Whether each element is infinite.", Expr("isinf(a)", "0")),
+    ("isfinite", "to_bool", (), None, "Whether each element is finite.", Expr("isfinite(a)", "1")),
+    ("logical_not", "logical", (), None, "Logical not (zero is False).", same("a == 0")),
+    ("bitwise_not", "integral", (), None, "Bitwise not (logical not for bool).", Expr(None, "~a", "a == 0")),
 ]
 
-BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str]] = [
-    ("add", "same", (), (lambda g: g, lambda g: g), "x + y."),
-    ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y."),
-    ("mul", "same", (X, Y), (lambda g, x, y: g * _c(y), lambda g, x, y: g * _c(x)), "x * y."),
+BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str, Expr]] = [
+    ("add", "same", (), (lambda g: g, lambda g: g), "x + y.", same("a + b")),
+    ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y.", same("a - b")),
+    ("mul", "same", (X, Y), (lambda g, x, y: g * _c(y), lambda g, x, y: g * _c(x)), "x * y.", same("a * b")),
     ("div", "float", (X, Y), (lambda g, x, y: g / _c(y), lambda g, x, y: -g * _c(x / (y * y))),
-     "x / y (true division)."),
-    ("pow", "numeric", (X, Y), (_pow_grad_base, _pow_grad_exponent), "x ** y."),
-    ("maximum", "real", (X, Y), (_max_grad, lambda g, x, y: _max_grad(g, y, x)), "Elementwise maximum."),
-    ("minimum", "real", (X, Y), (lambda g, x, y: _max_grad(g, y, x), _max_grad), "Elementwise minimum."),
-    ("atan2", "real_float", (X, Y), _atan2_grads(), "atan(x / y) by quadrant."),
-    ("floor_divide", "real_numeric", (), (_zero, _zero), "floor(x / y)."),
+     "x / y (true division).", floating("a / b")),
+    ("pow", "numeric", (X, Y), (_pow_grad_base, _pow_grad_exponent), "x ** y.",
+     Expr("pow(a, b)", "ferro_ipow(a, b)", None, (IPOW,))),
+    ("maximum", "real", (X, Y), (_max_grad, lambda g, x, y: _max_grad(g, y, x)), "Elementwise maximum.",
+     Expr("(isnan(a) || isnan(b)) ? a + b : fmax(a, b)", "max(a, b)")),
+    ("minimum", "real", (X, Y), (lambda g, x, y: _max_grad(g, y, x), _max_grad), "Elementwise minimum.",
+     Expr("(isnan(a) || isnan(b)) ? a + b : fmin(a, b)", "min(a, b)")),
+    ("atan2", "real_float", (X, Y), _atan2_grads(), "atan(x / y) by quadrant.", floating("atan2(a, b)")),
+    ("floor_divide", "real_numeric", (), (_zero, _zero), "floor(x / y).",
+     Expr("ferro_ffloordiv(a, b)", "ferro_ifloordiv(a, b, err)", None, (FFLOORDIV, IFLOORDIV))),
     ("remainder", "real_numeric", (X, Y), (lambda g, x, y: g, lambda g, x, y: -g * (x / y).floor()),
-     "x - floor(x / y) * y (the sign of y, as Python's %)."),
+     "x - floor(x / y) * y (the sign of y, as Python's %).",
+     Expr("ferro_frem(a, b)", "ferro_irem(a, b, err)", None, (FREM, IREM))),
     ("hypot", "real_float", (X, Y, OUT), (lambda g, x, y, out: g * x / out, lambda g, x, y, out: g * y / out),
-     "sqrt(x**2 + y**2) without overflow."),
+     "sqrt(x**2 + y**2) without overflow.", floating("hypot(a, b)")),
     ("logaddexp", "real_float", (X, Y, OUT), (lambda g, x, y, out: g * (x - out).exp(),
-                                              lambda g, x, y, out: g * (y - out).exp()), "log(exp(x) + exp(y))."),
-    ("eq", "to_bool", (), None, "x == y."),
-    ("ne", "to_bool", (), None, "x != y."),
-    ("lt", "real_to_bool", (), None, "x < y."),
-    ("le", "real_to_bool", (), None, "x <= y."),
-    ("gt", "real_to_bool", (), None, "x > y."),
-    ("ge", "real_to_bool", (), None, "x >= y."),
-    ("logical_and", "logical", (), None, "Logical and."),
-    ("logical_or", "logical", (), None, "Logical or."),
-    ("logical_xor", "logical", (), None, "Logical xor."),
-    ("bitwise_and", "integral", (), None, "Bitwise and (logical for bool)."),
-    ("bitwise_or", "integral", (), None, "Bitwise or."),
-    ("bitwise_xor", "integral", (), None, "Bitwise xor."),
-    ("bitwise_left_shift", "integer", (), None, "x << y."),
-    ("bitwise_right_shift", "integer", (), None, "x >> y (arithmetic for signed)."),
+                                              lambda g, x, y, out: g * (y - out).exp()), "log(exp(x) + exp(y)).",
+     floating("ferro_logaddexp(a, b)", LOGADDEXP)),
+    ("eq", "to_bool", (), None, "x == y.", same("a == b")),
+    ("ne", "to_bool", (), None, "x != y.", same("a != b")),
+    ("lt", "real_to_bool", (), None, "x < y.", same("a < b")),
+    ("le", "real_to_bool", (), None, "x <= y.", same("a <= b")),
+    ("gt", "real_to_bool", (), None, "x > y.", same("a > b")),
+    ("ge", "real_to_bool", (), None, "x >= y.", same("a >= b")),
+    ("logical_and", "logical", (), None, "Logical and.", same("(a != 0) && (b != 0)")),
+    ("logical_or", "logical", (), None, "Logical or.", same("(a != 0) || (b != 0)")),
+    ("logical_xor", "logical", (), None, "Logical xor.", same("(a != 0) != (b != 0)")),
+    ("bitwise_and", "integral", (), None, "Bitwise and (logical for bool).", Expr(None, "a & b")),
+    ("bitwise_or", "integral", (), None, "Bitwise or.", Expr(None, "a | b")),
+    ("bitwise_xor", "integral", (), None, "Bitwise xor.", Expr(None, "a ^ b")),
+    ("bitwise_left_shift", "integer", (), None, "x << y.", Expr(None, "a << b")),
+    ("bitwise_right_shift", "integer", (), None, "x >> y (arithmetic for signed).", Expr(None, "a >> b")),
 ]
 
 #: Ops without a primitive kernel, written in other ops (backends may still supply one).
-DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any], str]] = [
-    ("reciprocal", "float", (OUT,), (lambda g, out: -g * _c(out * out),), lambda x: 1 / x, "1 / x."),
+DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...], Callable[..., Any], str,
+                           Expr]] = [
+    ("reciprocal", "float", (OUT,), (lambda g, out: -g * _c(out * out),), lambda x: 1 / x, "1 / x.",
+     floating("($T)1 / a")),
     ("rsqrt", "float", (OUT,), (lambda g, out: g * _c(out * out * out) * -0.5,), lambda x: 1 / x.sqrt(),
-     "1 / sqrt(x)."),
-    ("exp2", "float", (OUT,), (lambda g, out: g * _c(out) * math.log(2),), lambda x: 2.0 ** x, "2 ** x."),
+     "1 / sqrt(x).", floating("($T)1 / sqrt(a)")),
+    ("exp2", "float", (OUT,), (lambda g, out: g * _c(out) * math.log(2),), lambda x: 2.0 ** x, "2 ** x.",
+     floating("exp2(a)")),
     ("frac", "real_floating", (), (lambda g: g,), lambda x: x - x.trunc(),
-     "The fractional part x - trunc(x)."),
+     "The fractional part x - trunc(x).", floating("a - trunc(a)")),
 ]
 
 
@@ -386,7 +407,7 @@ def _where_grads() -> tuple[Callable[..., Any] | None, ...]:
 
 
 WHERE = register(OpDef("where", "ternary", "Elements of x where condition is True, else of y.",
-                       dtype_rule="same", saves=(0,), grads=_where_grads()))
+                       dtype_rule="same", saves=(0,), grads=_where_grads(), expr=same("a ? b : c")))
 
 
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
@@ -430,15 +451,15 @@ def _register_table() -> dict[str, Callable[..., Any]]:
     fns: dict[str, Callable[..., Any]] = {"where": where}
     # An elementwise formula multiplies the incoming gradient by the derivative, so for real dtypes the
     # backward formulas are also the forward-mode rules (tangent in, tangent out).
-    for name, rule, saves, grads, doc in UNARY:
-        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads))
+    for name, rule, saves, grads, doc, expr in UNARY:
+        op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads, expr=expr))
         op.fn = fns[name] = build_unary(op)
-    for name, rule, saves, grads, doc in BINARY:
-        op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads))
+    for name, rule, saves, grads, doc, expr in BINARY:
+        op = register(OpDef(name, "binary", doc, dtype_rule=rule, saves=saves, grads=grads, jvp=grads, expr=expr))
         op.fn = fns[name] = build_binary(op)
-    for name, rule, saves, grads, decomp, doc in DECOMPOSITIONS:
+    for name, rule, saves, grads, decomp, doc, expr in DECOMPOSITIONS:
         op = register(OpDef(name, "unary", doc, dtype_rule=rule, saves=saves, grads=grads, decomposition=decomp,
-                            jvp=grads))
+                            jvp=grads, expr=expr))
         op.fn = fns[name] = build_unary(op)
     return fns
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.expr import CUDA, OPENCL, Dialect, Expr, Helper, helper_source, substitute, uses_flag
 from .._core.records import OpDef
 from . import contract
 from ._array_api import (
@@ -21,6 +22,7 @@ from ._array_api import (
     in_float32,
 )
 from ._base import Availability, Backend
+from ._expressions import ARITY, elementwise_ops
 from ._registry import FerroPluginWarning, register_plugin
 from ._selection import current_backend, current_device, set_backend, use_backend
 from ._special import with_torch_special_values
@@ -33,6 +35,8 @@ __all__ = [
     "set_backend", "use_backend", "current_backend", "current_device",
     "register_plugin", "hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "backend_plugin", "explain",
     "explain_table", "op_names", "Resolution", "contract",
+    "Expr", "Helper", "Dialect", "OPENCL", "CUDA", "substitute", "helper_source", "uses_flag", "elementwise_ops",
+    "ARITY",
 ]
 
 

@@ -4,7 +4,7 @@ call, give others: one rule for every backend built on ``scipy.special`` or ``cu
 - ``lgamma(-inf)`` is ``+inf`` (C99 and PyTorch; ``gammaln`` gives ``-inf``);
 - ``erfinv(-0.0)`` is ``-0.0`` (erfinv is odd; ``scipy.special.erfinv`` drops the sign).
 
-OpenCL kernels follow the same rule in their expressions (``ferro_opencl/_ops_table.py``).
+Kernels generated from the ops' expressions follow the same rule (``ferro/_ops/elementwise.py``).
 """
 
 from __future__ import annotations

@@ -20,13 +20,6 @@ __device__ __forceinline__ T ferro_max(T a, T b) {
 }
 
 template <typename T>
-__device__ __forceinline__ T ferro_sigmoid(T x) {
-    // Stable on both tails: exp of a non-positive number never overflows.
-    T e = exp(-fabs(x));
-    return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
-}
-
-template <typename T>
 __device__ __forceinline__ T ferro_warp_sum(T v) {
     for (int offset = FERRO_WARP / 2; offset > 0; offset >>= 1)
         v += __shfl_down_sync(FERRO_FULL_MASK, v, offset);
