@@ -23,6 +23,7 @@ from typing import Any
 
 from .._core.dtypes import bfloat16, float16, float32
 from .._core.grad_mode import no_grad
+from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, ops, register
 from .._core.tensor import Tensor
 from ..errors import DeviceMismatchError, DTypeError
@@ -91,7 +92,7 @@ def _checked(grads: Any, found_inf: Any, inv_scale: Any) -> tuple[list[Tensor], 
     return grads, float32_value(float(inv_scale))
 
 
-def amp_unscale_(grads: Sequence[Tensor], found_inf: Tensor, inv_scale: float | Tensor) -> None:
+def _amp_unscale(grads: Sequence[Tensor], found_inf: Tensor, inv_scale: float | Tensor) -> None:
     """Multiply every tensor of ``grads`` by ``inv_scale`` in place; set ``found_inf`` to 1 where any holds inf
     or nan (PyTorch's ``_amp_foreach_non_finite_check_and_unscale_``).
 
@@ -118,4 +119,5 @@ _OP = register(OpDef(_NAME, "amp", "Check gradients for inf/nan and multiply the
                      dtype_rule="real_floating", decomposition=_unscale,
                      uses=("isfinite", "logical_not", "any", "cast", "maximum", "mul", "copy_"),
                      kernels=("fused_amp_unscale",), optional_kernels=True))
-_OP.fn = amp_unscale_
+#: The op's public function: its dispatch entry (``_core.modes``).
+amp_unscale_ = _OP.fn = entry(_OP, _amp_unscale)
