@@ -3,6 +3,7 @@
     git worktree add ../before <base commit>
     python benchmarks/revisions.py ../before .          # every ferro case of run.py, ferro:cpu
     python benchmarks/revisions.py ../before . --case "a + b" --threshold 1.05
+    python benchmarks/revisions.py ../before . --ops --case "a * 2.0"   # the rows of ops.py
 
 A worker process per checkout (its sources first on ``sys.path``) builds each case's ferro contender;
 the two are timed in alternating rounds, the order swapped every round, and each round's ratio
@@ -24,11 +25,13 @@ import time
 from pathlib import Path
 
 _WORKER = r'''
-import functools, json, sys
+import functools, json, os, runpy, sys
 import numpy as np
 from ferro.bench._cases import CASES
 from ferro.bench._harness import _loops_for, _per_call, ferro_contender
 cases = {c.name: c for c in CASES}
+if os.environ.get("FERRO_BENCH_OPS"):  # the after checkout's ops.py: the same cases on both sides
+    cases.update((c.name, c) for c in runpy.run_path(os.environ["FERRO_BENCH_OPS"])["OPS"])
 c = ferro_contender("cpu")
 built = {}
 for line in sys.stdin:
@@ -53,8 +56,8 @@ def _src_path(root: Path) -> str:
 class Worker:
     """A Python process timing ferro cases from one checkout."""
 
-    def __init__(self, root: Path, threads: int) -> None:
-        env = dict(os.environ, PYTHONPATH=_src_path(root), OMP_NUM_THREADS=str(threads),
+    def __init__(self, root: Path, threads: int, ops: str = "") -> None:
+        env = dict(os.environ, FERRO_BENCH_OPS=ops, PYTHONPATH=_src_path(root), OMP_NUM_THREADS=str(threads),
                    OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), FERRO_BACKEND="cpu")
         self.proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env)
@@ -85,7 +88,7 @@ def _fresh(root: Path, code: str) -> float:
 
 
 def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: float,
-            threads: int) -> dict[str, list[float]]:
+            threads: int, ops: str = "") -> dict[str, list[float]]:
     """Per case, the ratio after / before of each round."""
     out: dict[str, list[float]] = {}
     for name, code in INTERPRETER.items():
@@ -101,7 +104,7 @@ def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: fl
                     tb = _fresh(after, code)
                 ratios.append(tb / ta)
             out[name] = ratios
-    a, b = Worker(before, threads), Worker(after, threads)
+    a, b = Worker(before, threads, ops), Worker(after, threads, ops)
     try:
         for case in cases:
             a.time(case, budget), b.time(case, budget)  # warm up both
@@ -131,15 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=0.2, help="seconds per round and contender")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--threshold", type=float, default=1.05)
+    p.add_argument("--ops", action="store_true", help="the cases of benchmarks/ops.py instead of run.py's")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
             compileall.compile_dir(src, quiet=1)
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
-    names = [c.name for c in CASES] + list(INTERPRETER)
+    ops = str(args.after.resolve() / "benchmarks" / "ops.py") if args.ops else ""
+    if ops:
+        import runpy
+        names = [c.name for c in runpy.run_path(ops)["OPS"]]
+    else:
+        names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)]
-    got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads)
+    got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads, ops)
     worst = 0.0
     print(f"{'case':45s} {'after/before (median)':>22s} {'q1':>7s} {'q3':>7s}   threads={args.threads}")
     for case, ratios in got.items():
