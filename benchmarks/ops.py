@@ -127,9 +127,10 @@ OPS: list[Case] = _cases()
 
 def _run_one(args: argparse.Namespace) -> dict[str, Any]:
     """This interpreter's share: every selected case at the thread count the environment set."""
-    from ferro.bench._cases import selected
-    from ferro.bench._harness import measure, numpy_contender, paired_ratio, torch_contender, ferro_contender
     import torch
+
+    from ferro.bench._cases import selected
+    from ferro.bench._harness import ferro_contender, measure, numpy_contender, paired_ratio, torch_contender
     torch.set_num_threads(args.threads[0])
     contenders = [numpy_contender(), torch_contender(), ferro_contender("cpu")]
     rows: dict[str, Any] = {}
@@ -171,7 +172,8 @@ def _first_op(runs: int) -> float:
 def render(tables: dict[int, dict[str, Any]], first_op: float | None) -> str:
     """The markdown table: ferro's median time and the paired ratios at each thread count."""
     threads = sorted(tables)
-    head = "| case | " + " | ".join(f"ferro µs ({t}t) | ferro/torch ({t}t) | ferro/numpy ({t}t)" for t in threads) + " |"
+    cols = (f"ferro µs ({t}t) | ferro/torch ({t}t) | ferro/numpy ({t}t)" for t in threads)
+    head = "| case | " + " | ".join(cols) + " |"
     lines = [head, "|---|" + "---:|" * (3 * len(threads))]
     for name in tables[threads[0]]:
         cells = []
