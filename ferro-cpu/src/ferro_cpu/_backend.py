@@ -57,6 +57,7 @@ class NumpyBackend(ArrayAPIBackend):
         super().__init__()
         #: Large kernel outputs come from here (see ``_pool``): no page faults on reuse.
         self.pool = BufferPool()
+        self._native: dict[DType, Any] = {}  # native_dtype's answers
 
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
@@ -77,10 +78,16 @@ class NumpyBackend(ArrayAPIBackend):
         return frozenset(all_dtypes)
 
     def native_dtype(self, dtype: DType) -> Any:
+        nd = self._native.get(dtype)  # kernels ask on every call: a dict, not np.dtype(name)
+        if nd is not None:
+            return nd
         if dtype is bfloat16:
             import ml_dtypes
-            return self.xp.dtype(ml_dtypes.bfloat16)
-        return self.xp.dtype(dtype.name)
+            nd = self.xp.dtype(ml_dtypes.bfloat16)
+        else:
+            nd = self.xp.dtype(dtype.name)
+        self._native[dtype] = nd
+        return nd
 
     def from_numpy(self, array: Any, index: int) -> Any:
         return self.xp.asarray(array)
@@ -122,17 +129,21 @@ class NumpyBackend(ArrayAPIBackend):
 
         halves = half_dtypes(nd)  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
 
+        add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
+
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)
             if out in halves:
-                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
-            return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=out))
+                return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
+            return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
 
         @quiet
         def mean_(x: Any, dims: Any, keepdim: bool) -> Any:
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
-            return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
+            total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
         mean = in_float32(np, halves, mean_)
 
         def arg(f: Any) -> Callable[..., Any]:
