@@ -226,6 +226,16 @@ class NumpyBackend(ArrayAPIBackend):
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
 
+        concatenate = np.concatenate
+
+        def cat(xs: list[Any], dim: int) -> Any:
+            return concatenate(xs, axis=dim)
+
+        def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
+            s = xs[0].shape
+            new = (*s[:dim], 1, *s[dim:])
+            return concatenate([x.reshape(new) for x in xs], axis=dim)
+
         rint = table["round"]
 
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
@@ -244,7 +254,7 @@ class NumpyBackend(ArrayAPIBackend):
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
             "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
-            "getitem": getitem, "full": full, "empty": empty,
+            "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
             "where": where, "permute": np.transpose, "expand": np.broadcast_to,
             "as_strided": _as_strided, "storage_layout": _storage_layout,
         })

@@ -6,10 +6,11 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
+from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
@@ -294,9 +295,10 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
-    if not all(isinstance(t, Tensor) for t in tensors):
-        raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
-                        f"{[type(t).__name__ for t in tensors]}")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
+                            f"{[type(t).__name__ for t in tensors]}")
     dev = check_devices(op.name, tensors)
     if op is _CAT:
         # PyTorch skips 1-d empty tensors in cat (legacy behavior).
@@ -308,19 +310,27 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     if nd == 0:
         raise ShapeError(f"{op.name}(): zero-dimensional tensor cannot be concatenated")
     d = _wrap_dim(dim, nd, op.name)
+    rest = ref if new_dim else ref[:d] + ref[d + 1:]  # what every input's shape must match
+    dtype = shaped[0]._dtype
+    mixed = False
     for i, tt in enumerate(shaped):
         s = tt._data.shape
-        ok = s == ref if new_dim else (len(s) == len(ref) and all(a == b for j, (a, b) in enumerate(zip(s, ref))
-                                                                   if j != d))
-        if not ok:
+        if (s if new_dim else s[:d] + s[d + 1:]) != rest or len(s) != len(ref):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
-    dtype = result_type([t._dtype for t in shaped], [], [])
+        mixed = mixed or tt._dtype is not dtype
+    if mixed:
+        dtype = result_type([t._dtype for t in shaped], [], [])
     k = kernel_for(op, dev, dtype)
     if k is None:
         return run_elsewhere(op, dev, dtype, (shaped, dim), {})
-    cast = dev._kernels["cast"]
-    data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
+    if mixed:
+        cast = dev._kernels["cast"]
+        data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
+    else:
+        data = k([t._data for t in shaped], d)
+    if not (_mode._state.enabled and any(t._rg for t in shaped)):
+        return _wrap(data, dtype, dev)
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:
