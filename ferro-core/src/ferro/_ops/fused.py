@@ -26,6 +26,8 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import float16, float32, float64
+from .._core.host import from_numpy_dtype
+from .._core.host import np as host_np
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
@@ -39,8 +41,14 @@ _DTYPES = frozenset({float16, float32, float64})
 
 def _native_wrap(data: Any, dev: Any) -> Tensor:
     """A tensor around a kernel's output, of the dtype the array itself has (kernels may compute wider)."""
-    from .._core.host import from_numpy_dtype, np
-    return _wrap(data, from_numpy_dtype(np().dtype(str(data.dtype))), dev)
+    native = data.dtype
+    dtype = _BY_NATIVE.get(native)
+    if dtype is None:  # once per native dtype: str() and NumPy's dtype() are microseconds per call
+        dtype = _BY_NATIVE[native] = from_numpy_dtype(host_np().dtype(str(native)))
+    return _wrap(data, dtype, dev)
+
+
+_BY_NATIVE: dict[Any, Any] = {}  # a kernel output's dtype -> ferro's
 
 
 def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...], call: Callable[..., Any],
