@@ -112,8 +112,8 @@ class _Softmax(Function):
 def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     dim = kwargs.pop("dim", args[0] if args else -1)
-    if kwargs or len(args) > 1 or not isinstance(dim, int) or x.ndim == 0:
-        return None
+    if kwargs or len(args) > 1 or not isinstance(dim, int) or not -x.ndim <= dim < x.ndim:
+        return None  # (a dim out of range: the decomposition's error)
     return _Softmax.apply(x, kernels, dim, decomposition)
 
 
