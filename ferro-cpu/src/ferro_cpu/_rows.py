@@ -21,8 +21,9 @@ from typing import Any
 __all__ = ["row_kernels"]
 
 
-def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
-    """``softmax``, ``log_softmax``, their backward kernels and the ``layer_norm`` pair over NumPy ``np``."""
+def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """``softmax``, ``log_softmax``, their backward kernels and the ``layer_norm`` pair over NumPy ``np``;
+    their outputs come from ``pool`` (large buffers reused, without page faults)."""
     f16, f32 = np.dtype(np.float16), np.float32
     add, maximum = np.add.reduce, np.maximum.reduce
     quiet = np.errstate(all="ignore")  # inf - inf and NaN inputs give NaN, as PyTorch, without NumPy's warnings
@@ -33,9 +34,12 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def back(y: Any, dtype: Any) -> Any:
         return y.astype(dtype) if y.dtype != dtype else y
 
+    def new(like: Any) -> Any:
+        return pool.empty(like.shape, like.dtype)
+
     def shifted(x: Any, dim: int) -> Any:
         """``x - max(x)`` along ``dim``, a new array (a row holding +inf or only -inf gives NaN, as PyTorch's)."""
-        return np.subtract(x, maximum(x, axis=dim, keepdims=True))
+        return np.subtract(x, maximum(x, axis=dim, keepdims=True), out=new(x))
 
     @quiet
     def softmax(x: Any, dim: int) -> Any:
@@ -49,7 +53,7 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     @quiet
     def softmax_backward(g: Any, y: Any, dim: int) -> Any:  # y * (g - sum(g * y))
         gw, yw = wide(g), wide(y)
-        t = np.multiply(gw, yw)
+        t = np.multiply(gw, yw, out=new(yw))
         s = add(t, axis=dim, keepdims=True)
         np.subtract(gw, s, out=t)
         np.multiply(t, yw, out=t)
@@ -60,7 +64,8 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         if x.size == 0:
             return x.copy()
         sh = shifted(wide(x), dim)
-        s = add(np.exp(sh), axis=dim, keepdims=True)
+        e = np.exp(sh, out=new(sh))
+        s = add(e, axis=dim, keepdims=True)
         np.log(s, out=s)
         np.subtract(sh, s, out=sh)
         return back(sh, x.dtype)
@@ -68,7 +73,8 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     @quiet
     def log_softmax_backward(g: Any, y: Any, dim: int) -> Any:  # g - exp(y) * sum(g)
         gw = wide(g)
-        e = np.exp(wide(y))
+        yw = wide(y)
+        e = np.exp(yw, out=new(yw))
         np.multiply(e, add(gw, axis=dim, keepdims=True), out=e)
         np.subtract(gw, e, out=e)
         return back(e, y.dtype)
@@ -85,7 +91,7 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             return x.copy(), empty, empty
         mean = add(xr, axis=1, keepdims=True)
         mean /= cols
-        y = np.subtract(xr, mean)
+        y = np.subtract(xr, mean, out=new(xr))
         var = np.einsum("ij,ij->i", y, y)[:, None]  # one pass, no squared temporary
         var /= cols
         var += eps
@@ -102,7 +108,7 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def layer_norm_backward(g: Any, x: Any, shape: tuple[int, ...], weight: Any, mean: Any, rstd: Any) -> Any:
         xr, cols = as_rows(x, shape)
         gr = wide(g).reshape(-1, cols)
-        xhat = np.subtract(xr, mean)
+        xhat = np.subtract(xr, mean, out=new(xr))
         xhat *= rstd
         db = add(gr, axis=0)
         dw = None if weight is None else np.einsum("ij,ij->j", gr, xhat)
@@ -110,7 +116,7 @@ def row_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         # dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), per row
         a = add(gw, axis=1, keepdims=True) / cols
         b = np.einsum("ij,ij->i", gw, xhat)[:, None] / cols
-        dx = xhat * b
+        dx = np.multiply(xhat, b, out=new(xhat))
         np.subtract(gw, dx, out=dx)
         dx -= a
         dx *= rstd

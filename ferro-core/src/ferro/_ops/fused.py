@@ -96,7 +96,12 @@ class _Softmax(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, kernels: Any, dim: int, decomposition: Callable[..., Tensor]) -> Tensor:
         y = _native_wrap(kernels[0](x._data, dim), x._device)
-        ctx.save_for_backward(x, y)  # the output too: an in-place change to it is caught at backward
+        # The output too, so that an in-place change to it is caught at backward: as an alias sharing its
+        # storage and version counter, not y itself (y -> its node -> ctx -> y would be a reference cycle,
+        # which keeps every output alive until the garbage collector runs).
+        alias = _wrap(y._data, y._dtype, y._device)
+        alias._vc = y._vc
+        ctx.save_for_backward(x, alias)
         ctx.rule = (kernels, dim, decomposition)
         return y
 
