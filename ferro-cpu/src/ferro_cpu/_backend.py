@@ -287,15 +287,30 @@ def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return k
 
 
+_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
+
 def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
-    """erf, erfc, erfinv, lgamma, digamma from scipy.special (ufuncs too, imported on first use)."""
-    from scipy import special
-    names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
-    # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
-    ufuncs = {op: getattr(getattr(special, fn), "__wrapped__", getattr(special, fn)) for op, fn in names.items()}
-    import numpy as np
-    return {op: with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
-            for op, u in ufuncs.items()}
+    """erf, erfc, erfinv, lgamma, digamma from scipy.special, imported when one of them first runs: importing
+    it (with its array API layer, numpy.testing, unittest, numpy.f2py) would take most of the first op's time."""
+    built: dict[str, Callable[..., Any]] = {}
+
+    def build(op: str) -> Callable[..., Any]:
+        import numpy as np
+        from scipy import special
+        fn = getattr(special, _SPECIAL[op])
+        # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
+        u = getattr(fn, "__wrapped__", fn)
+        built[op] = k = with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
+        return k
+
+    def lazy(op: str) -> Callable[..., Any]:
+        def kernel(x: Any) -> Any:
+            k = built.get(op)
+            return (k or build(op))(x)
+        kernel.__name__ = kernel.__qualname__ = op
+        return kernel
+    return {op: lazy(op) for op in _SPECIAL}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
