@@ -25,7 +25,7 @@ def _shape_arg(shape: tuple[Any, ...], op: str, arg: str = "shape") -> tuple[int
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     try:
-        return tuple(operator.index(s) for s in shape)
+        return tuple(map(operator.index, shape))
     except TypeError:
         raise TypeError(f"{op}(): argument '{arg}' must be a tuple of ints, got {list(shape)!r:.80}") from None
 
@@ -110,15 +110,20 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
         n = x.ndim
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
-    norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
+    norm = tuple([d if type(d) is int and 0 <= d < n else _wrap_dim(d, n, "permute") for d in dims])
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
                          f"{list(x.shape)}")
+    return _permuted(x, norm)
+
+
+def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """``x.permute(dims)`` for a valid permutation ``dims`` of non-negative dims."""
     dev = x._device
     k = kernel_for(_PERMUTE, dev, x._dtype)
     if k is None:
-        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *norm), {})
-    return finish(_PERMUTE, k(x._data, norm), x._dtype, dev, (x,), attrs={"dims": norm}, view_of=x)
+        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
+    return finish(_PERMUTE, k(x._data, dims), x._dtype, dev, (x,), attrs={"dims": dims}, view_of=x)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -129,7 +134,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return permute(x, *dims)
+    return _permuted(x, tuple(dims))
 
 
 swapaxes = swapdims = transpose
