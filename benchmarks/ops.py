@@ -2,6 +2,7 @@
 
     python benchmarks/ops.py                       # 1 and 2 threads, every case
     python benchmarks/ops.py --threads 1 --case sum --rounds 7
+    python benchmarks/ops.py --table models        # the model table (benchmarks/models.py)
 
 Each case runs with and without ``requires_grad`` where that means something (the ``[grad]`` rows: the
 inputs require grad, so ferro and PyTorch record the graph; NumPy has no column there). Every thread
@@ -125,6 +126,13 @@ def _cases() -> list[Case]:
 OPS: list[Case] = _cases()
 
 
+def _table(name: str) -> list[Case]:
+    if name == "models":
+        from models import MODELS  # benchmarks/models.py, beside this script
+        return MODELS
+    return OPS
+
+
 def _run_one(args: argparse.Namespace) -> dict[str, Any]:
     """This interpreter's share: every selected case at the thread count the environment set."""
     import torch
@@ -134,7 +142,7 @@ def _run_one(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads[0])
     contenders = [numpy_contender(), torch_contender(), ferro_contender("cpu")]
     rows: dict[str, Any] = {}
-    for case in selected(OPS, args.case):
+    for case in selected(_table(args.table), args.case):
         res = measure(case, contenders, args.rounds, args.budget, args.pause)
         f = res.get("ferro:cpu")
         row: dict[str, Any] = {"us": {k: (r.stat("median") * 1e6 if r.seconds else r.error) for k, r in res.items()}}
@@ -194,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", default="1,2", type=lambda s: [int(t) for t in s.split(",")])
     p.add_argument("--case", action="append", help="only cases whose name holds TEXT (repeatable)")
+    p.add_argument("--table", choices=("ops", "models"), default="ops")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--budget", type=float, default=0.03, help="seconds per round and contender")
     p.add_argument("--pause", type=float, default=0.005)
@@ -209,12 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t), MKL_NUM_THREADS=str(t),
                    FERRO_BACKEND="cpu")
         cmd = [sys.executable, __file__, "--child", "--threads", str(t), "--rounds", str(args.rounds),
-               "--budget", str(args.budget), "--pause", str(args.pause)]
+               "--budget", str(args.budget), "--pause", str(args.pause), "--table", args.table]
         for c in args.case or []:
             cmd += ["--case", c]
         out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
         tables[t] = json.loads(out.strip().splitlines()[-1])
-    first = _first_op(args.first_op_runs) if args.first_op_runs else None
+    first = _first_op(args.first_op_runs) if args.first_op_runs and args.table == "ops" else None
     print(render(tables, first))
     if args.json:
         with open(args.json, "w") as f:

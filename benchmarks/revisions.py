@@ -31,7 +31,9 @@ from ferro.bench._cases import CASES
 from ferro.bench._harness import _loops_for, _per_call, ferro_contender
 cases = {c.name: c for c in CASES}
 if os.environ.get("FERRO_BENCH_OPS"):  # the after checkout's ops.py: the same cases on both sides
-    cases.update((c.name, c) for c in runpy.run_path(os.environ["FERRO_BENCH_OPS"])["OPS"])
+    ops = os.environ["FERRO_BENCH_OPS"]
+    cases.update((c.name, c) for c in runpy.run_path(ops)["OPS"])
+    cases.update((c.name, c) for c in runpy.run_path(os.path.join(os.path.dirname(ops), "models.py"))["MODELS"])
 c = ferro_contender("cpu")
 built = {}
 for line in sys.stdin:
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=0.2, help="seconds per round and contender")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--threshold", type=float, default=1.05)
-    p.add_argument("--ops", action="store_true", help="the cases of benchmarks/ops.py instead of run.py's")
+    p.add_argument("--ops", action="store_true", help="the cases of benchmarks/ops.py and models.py instead of "
+                   "run.py's")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
@@ -145,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if ops:
         import runpy
         names = [c.name for c in runpy.run_path(ops)["OPS"]]
+        names += [c.name for c in runpy.run_path(str(Path(ops).with_name("models.py")))["MODELS"]]
     else:
         names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)]
