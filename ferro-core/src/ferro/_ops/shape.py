@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,7 +60,7 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
         in_shape = x._data.shape
     except AttributeError:
         raise not_a_tensor(op.name, "input", x) from None
-    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape, op.name))
+    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
