@@ -68,9 +68,20 @@ def _np_chain(xp: Any, a: Any, b: Any) -> Any:
     return y.sum(axis=1).mean()
 
 
+def _backward(op: Any) -> Any:
+    """``op`` and, on inputs that require grad, ``.sum().backward()`` through it (forward + backward rows)."""
+    def run(xp: Any, *inputs: Any) -> Any:
+        out = op(xp, *inputs)
+        if any(getattr(a, "requires_grad", False) for a in inputs):
+            out.sum().backward()
+        return out
+    return run
+
+
 S = (64, 64)
-# (name, shapes, op, numpy's op or None when NumPy has no such op, whether a [grad] row is run)
-_ROWS: list[tuple[str, tuple[tuple[int, ...], ...], Any, Any, bool]] = [
+# (name, shapes, op, numpy's op or None when NumPy has no such op, whether a [grad] row is run: True, False, or
+# "only" for the forward + backward rows)
+_ROWS: list[tuple[str, tuple[tuple[int, ...], ...], Any, Any, bool | str]] = [
     ("zeros(64, 64)", (), lambda xp: xp.zeros((64, 64)), "same", False),
     ("ones(64, 64)", (), lambda xp: xp.ones((64, 64)), "same", False),
     ("empty(64, 64)", (), lambda xp: xp.empty((64, 64)), "same", False),
@@ -107,6 +118,12 @@ _ROWS: list[tuple[str, tuple[tuple[int, ...], ...], Any, Any, bool]] = [
     ("linear(x, w, b) (32x64, 64->64)", ((32, 64), (64, 64), (64,)),
      lambda xp, x, w, b: _f(xp).linear(x, w, b), lambda xp, x, w, b: x @ w.T + b, True),
     ("conv2d (8,3,16,16) 3x3->8", ((8, 3, 16, 16), (8, 3, 3, 3)), lambda xp, x, w: _f(xp).conv2d(x, w), None, True),
+    ("conv2d (32,16,32,32) 3x3->16 fwd+bwd", ((32, 16, 32, 32), (16, 16, 3, 3)),
+     _backward(lambda xp, x, w: _f(xp).conv2d(x, w, padding=1)), None, "only"),
+    ("softmax (4096x1024) fwd+bwd", ((4096, 1024),), _backward(lambda xp, a: _f(xp).softmax(a, dim=-1)), None,
+     "only"),
+    ("layer_norm (4096x1024) fwd+bwd", ((4096, 1024),), _backward(lambda xp, a: _f(xp).layer_norm(a, (1024,))),
+     None, "only"),
     ("a.sum().item()", (S,), lambda xp, a: a.sum().item(), "same", False),
     ("10-op chain + backward (64x64)", (S, S), _chain, _np_chain, True),
 ]
@@ -116,7 +133,8 @@ def _cases() -> list[Case]:
     out = []
     for name, shapes, op, np_op, grad in _ROWS:
         overrides = {} if np_op == "same" else {"numpy": np_op}
-        out.append(Case(name, shapes, op, TORCH, overrides=overrides))
+        if grad != "only":
+            out.append(Case(name, shapes, op, TORCH, overrides=overrides))
         if grad:
             out.append(Case(name + " [grad]", shapes, op, TORCH, requires_grad=True))
     return out
