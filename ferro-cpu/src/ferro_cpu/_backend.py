@@ -112,12 +112,24 @@ class NumpyBackend(ArrayAPIBackend):
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool)
 
+        plain_floats = (np.dtype(np.float32), np.dtype(np.float64))
+        f16 = np.dtype(np.float16)
+
         @quiet
         def sigmoid(x: Any) -> Any:
             if x.dtype.kind == "c":  # no sign to split on: the plain formula, as PyTorch
                 return 1 / (1 + np.exp(-x))
-            e = np.exp(-np.abs(x))
-            return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            if x.dtype == f16:  # in float32, rounded once (as PyTorch): exp(-x) overflows float16 from -11 on
+                return sigmoid(x.astype(np.float32)).astype(f16)
+            if x.dtype not in plain_floats:  # bfloat16: the two-sided formula, as before
+                e = np.exp(-np.abs(x))
+                return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            # PyTorch's CPU formula, 1 / (1 + exp(-x)), in place: four passes, one buffer (exp overflows to
+            # inf below about -88 in float32, giving 0, as PyTorch's kernel does)
+            t = np.negative(x, out=pool.empty(x.shape, x.dtype))
+            np.exp(t, out=t)
+            np.add(t, 1, out=t)
+            return np.reciprocal(t, out=t)
 
         def relu(x: Any) -> Any:
             return np.maximum(x, 0, out=..., dtype=x.dtype)

@@ -257,11 +257,8 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
         base = view_of._base
         r._base = view_of if base is None or view_of._view is None else base
         r._view = view_record(view_of, op.name, attrs, r._data.shape, vc[0])
-    if _mode._state.enabled:
-        for t in inputs:
-            if isinstance(t, Tensor) and t._rg:
-                record(r, op, inputs, saved, attrs, fns)
-                break
+    if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
+        record(r, op, inputs, saved, attrs, fns)
     return r
 
 
