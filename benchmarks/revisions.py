@@ -5,6 +5,7 @@
     python benchmarks/revisions.py ../before . --case "a + b" --threshold 1.05
     python benchmarks/revisions.py ../before . --backend opencl --case "a + b"   # ferro:opencl
     python benchmarks/revisions.py ../before . --case none --stmt "x[0]" --stmt "x.add_(1)"
+    python benchmarks/revisions.py ../before . --ops --case "a * 2.0"   # the rows of ops.py
 
 A worker process per checkout (its sources first on ``sys.path``) builds each case's ferro contender;
 the two are timed in alternating rounds, the order swapped every round, and each round's ratio
@@ -26,11 +27,15 @@ import time
 from pathlib import Path
 
 _WORKER = r'''
-import functools, json, sys
+import functools, json, os, runpy, sys
 import numpy as np
 from ferro.bench._cases import CASES
 from ferro.bench._harness import _loops_for, _per_call, ferro_contender
 cases = {c.name: c for c in CASES}
+if os.environ.get("FERRO_BENCH_OPS"):  # the after checkout's ops.py: the same cases on both sides
+    ops = os.environ["FERRO_BENCH_OPS"]
+    cases.update((c.name, c) for c in runpy.run_path(ops)["OPS"])
+    cases.update((c.name, c) for c in runpy.run_path(os.path.join(os.path.dirname(ops), "models.py"))["MODELS"])
 c = ferro_contender(sys.argv[1])
 built = {}
 for line in sys.stdin:
@@ -60,8 +65,8 @@ def _src_path(root: Path) -> str:
 class Worker:
     """A Python process timing ferro cases from one checkout."""
 
-    def __init__(self, root: Path, threads: int, backend: str = "cpu") -> None:
-        env = dict(os.environ, PYTHONPATH=_src_path(root), OMP_NUM_THREADS=str(threads),
+    def __init__(self, root: Path, threads: int, backend: str = "cpu", ops: str = "") -> None:
+        env = dict(os.environ, FERRO_BENCH_OPS=ops, PYTHONPATH=_src_path(root), OMP_NUM_THREADS=str(threads),
                    OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), FERRO_BACKEND=backend)
         self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, backend], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
@@ -92,7 +97,7 @@ def _fresh(root: Path, code: str) -> float:
 
 
 def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: float,
-            threads: int, backend: str = "cpu") -> dict[str, list[float]]:
+            threads: int, backend: str = "cpu", ops: str = "") -> dict[str, list[float]]:
     """Per case, the ratio after / before of each round."""
     out: dict[str, list[float]] = {}
     for name, code in INTERPRETER.items():
@@ -108,7 +113,7 @@ def compare(before: Path, after: Path, cases: list[str], rounds: int, budget: fl
                     tb = _fresh(after, code)
                 ratios.append(tb / ta)
             out[name] = ratios
-    a, b = Worker(before, threads, backend), Worker(after, threads, backend)
+    a, b = Worker(before, threads, backend, ops), Worker(after, threads, backend, ops)
     try:
         for case in cases:
             a.time(case, budget), b.time(case, budget)  # warm up both
@@ -141,16 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="cpu", help="the ferro backend the cases run on (default cpu)")
     p.add_argument("--stmt", action="append", default=[],
                    help="also time this expression of x, y (64x64 float32 tensors) and ferro, e.g. 'x.add_(1)'")
+    p.add_argument("--ops", action="store_true", help="the cases of benchmarks/ops.py and models.py instead of "
+                   "run.py's")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
             compileall.compile_dir(src, quiet=1)
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
-    names = [c.name for c in CASES] + list(INTERPRETER)
+    ops = str(args.after.resolve() / "benchmarks" / "ops.py") if args.ops else ""
+    if ops:
+        import runpy
+        names = [c.name for c in runpy.run_path(ops)["OPS"]]
+        names += [c.name for c in runpy.run_path(str(Path(ops).with_name("models.py")))["MODELS"]]
+    else:
+        names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)] + [f"stmt: {e}" for e in args.stmt]
     got = compare(args.before.resolve(), args.after.resolve(), names, args.rounds, args.budget, args.threads,
-                  args.backend)
+                  args.backend, ops)
     worst = 0.0
     print(f"{'case':45s} {'after/before (median)':>22s} {'q1':>7s} {'q3':>7s}   threads={args.threads} "
           f"ferro:{args.backend}")

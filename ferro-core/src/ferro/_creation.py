@@ -12,6 +12,7 @@ from ._core.device import device as _device_cls
 from ._core.dtypes import DType, as_dtype, bool_, get_default_dtype, int64
 from ._core.naming import names_errors
 from ._core.tensor import Tensor, _wrap
+from .backends._selection import current_device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn", "randint",
@@ -20,11 +21,13 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", 
 
 def _device(device: Any) -> _device_cls:
     if device is None:
-        from .backends import current_device
         dev = current_device()
+    elif type(device) is _device_cls:
+        dev = device
     else:
         dev = _device_cls(device)
-    dev.backend  # binds; BackendUnavailableError carries the reason  # noqa: B018
+    if dev._backend is None:
+        dev.backend  # binds; BackendUnavailableError carries the reason  # noqa: B018
     return dev
 
 
@@ -61,10 +64,10 @@ def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     try:
-        out = tuple(operator.index(s) for s in size)  # 2.5 is refused, as in PyTorch (int() would truncate)
+        out = tuple(map(operator.index, size))  # 2.5 is refused, as in PyTorch (int() would truncate)
     except TypeError:
         raise TypeError(f"argument 'size' must be a tuple of ints, got {list(size)}") from None
-    if any(s < 0 for s in out):
+    if out and min(out) < 0:
         raise ValueError(f"negative dimension in size {list(out)}")
     return out
 
@@ -132,14 +135,16 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, de
 
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
-    dtype = as_dtype(dtype, "zeros")
-    return full(_size(size), 0, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
+    dtype = as_dtype(dtype, "zeros") or get_default_dtype()
+    shape = _size(size)
+    return _finish(_make("full", _device(device), dtype, shape, 0, dtype), requires_grad)
 
 
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
-    dtype = as_dtype(dtype, "ones")
-    return full(_size(size), 1, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)
+    dtype = as_dtype(dtype, "ones") or get_default_dtype()
+    shape = _size(size)
+    return _finish(_make("full", _device(device), dtype, shape, 1, dtype), requires_grad)
 
 
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:

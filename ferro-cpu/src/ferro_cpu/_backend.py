@@ -26,6 +26,7 @@ from ._conv import conv_kernels
 from ._fused import fused_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
+from ._rows import row_kernels
 
 __all__ = ["NumpyBackend"]
 
@@ -57,6 +58,7 @@ class NumpyBackend(ArrayAPIBackend):
         super().__init__()
         #: Large kernel outputs come from here (see ``_pool``): no page faults on reuse.
         self.pool = BufferPool()
+        self._native: dict[DType, Any] = {}  # native_dtype's answers
 
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
@@ -77,10 +79,16 @@ class NumpyBackend(ArrayAPIBackend):
         return frozenset(all_dtypes)
 
     def native_dtype(self, dtype: DType) -> Any:
+        nd = self._native.get(dtype)  # kernels ask on every call: a dict, not np.dtype(name)
+        if nd is not None:
+            return nd
         if dtype is bfloat16:
             import ml_dtypes
-            return self.xp.dtype(ml_dtypes.bfloat16)
-        return self.xp.dtype(dtype.name)
+            nd = self.xp.dtype(ml_dtypes.bfloat16)
+        else:
+            nd = self.xp.dtype(dtype.name)
+        self._native[dtype] = nd
+        return nd
 
     def from_numpy(self, array: Any, index: int) -> Any:
         return self.xp.asarray(array)
@@ -104,12 +112,24 @@ class NumpyBackend(ArrayAPIBackend):
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool)
 
+        plain_floats = (np.dtype(np.float32), np.dtype(np.float64))
+        f16 = np.dtype(np.float16)
+
         @quiet
         def sigmoid(x: Any) -> Any:
             if x.dtype.kind == "c":  # no sign to split on: the plain formula, as PyTorch
                 return 1 / (1 + np.exp(-x))
-            e = np.exp(-np.abs(x))
-            return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            if x.dtype == f16:  # in float32, rounded once (as PyTorch): exp(-x) overflows float16 from -11 on
+                return sigmoid(x.astype(np.float32)).astype(f16)
+            if x.dtype not in plain_floats:  # bfloat16: the two-sided formula, as before
+                e = np.exp(-np.abs(x))
+                return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            # PyTorch's CPU formula, 1 / (1 + exp(-x)), in place: four passes, one buffer (exp overflows to
+            # inf below about -88 in float32, giving 0, as PyTorch's kernel does)
+            t = np.negative(x, out=pool.empty(x.shape, x.dtype))
+            np.exp(t, out=t)
+            np.add(t, 1, out=t)
+            return np.reciprocal(t, out=t)
 
         def relu(x: Any) -> Any:
             return np.maximum(x, 0, out=..., dtype=x.dtype)
@@ -122,17 +142,21 @@ class NumpyBackend(ArrayAPIBackend):
 
         halves = half_dtypes(nd)  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
 
+        add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
+
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)
             if out in halves:
-                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
-            return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=out))
+                return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
+            return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
 
         @quiet
         def mean_(x: Any, dims: Any, keepdim: bool) -> Any:
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
-            return np.asarray(np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
+            total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
         mean = in_float32(np, halves, mean_)
 
         def arg(f: Any) -> Callable[..., Any]:
@@ -217,6 +241,16 @@ class NumpyBackend(ArrayAPIBackend):
         def where(c: Any, x: Any, y: Any) -> Any:
             return np.asarray(np.where(c, x, y))
 
+        concatenate = np.concatenate
+
+        def cat(xs: list[Any], dim: int) -> Any:
+            return concatenate(xs, axis=dim)
+
+        def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
+            s = xs[0].shape
+            new = (*s[:dim], 1, *s[dim:])
+            return concatenate([x.reshape(new) for x in xs], axis=dim)
+
         rint = table["round"]
 
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
@@ -225,6 +259,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
+        table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
@@ -235,8 +270,8 @@ class NumpyBackend(ArrayAPIBackend):
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
             "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
-            "getitem": getitem, "full": full, "empty": empty,
-            "where": where, "permute": np.transpose, "expand": np.broadcast_to,
+            "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
+            "where": where, "permute": _transpose, "expand": np.broadcast_to,
             "as_strided": _as_strided, "storage_layout": _storage_layout,
         })
         return table
@@ -258,6 +293,10 @@ def _storage_layout(base: Any, x: Any) -> tuple[tuple[int, ...], int]:
     return tuple(s // item for s in x.strides), start // item
 
 
+def _transpose(x: Any, dims: tuple[int, ...]) -> Any:
+    return x.transpose(dims)  # the method: np.transpose adds a Python wrapper
+
+
 def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
     """``kernel`` giving its input's dtype: SciPy's ufuncs compute float16 and bfloat16 in a wider type."""
     def k(x: Any) -> Any:
@@ -266,15 +305,30 @@ def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return k
 
 
+_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
+
 def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
-    """erf, erfc, erfinv, lgamma, digamma from scipy.special (ufuncs too, imported on first use)."""
-    from scipy import special
-    names = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
-    # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
-    ufuncs = {op: getattr(getattr(special, fn), "__wrapped__", getattr(special, fn)) for op, fn in names.items()}
-    import numpy as np
-    return {op: with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
-            for op, u in ufuncs.items()}
+    """erf, erfc, erfinv, lgamma, digamma from scipy.special, imported when one of them first runs: importing
+    it (with its array API layer, numpy.testing, unittest, numpy.f2py) would take most of the first op's time."""
+    built: dict[str, Callable[..., Any]] = {}
+
+    def build(op: str) -> Callable[..., Any]:
+        import numpy as np
+        from scipy import special
+        fn = getattr(special, _SPECIAL[op])
+        # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
+        u = getattr(fn, "__wrapped__", fn)
+        built[op] = k = with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
+        return k
+
+    def lazy(op: str) -> Callable[..., Any]:
+        def kernel(x: Any) -> Any:
+            k = built.get(op)
+            return (k or build(op))(x)
+        kernel.__name__ = kernel.__qualname__ = op
+        return kernel
+    return {op: lazy(op) for op in _SPECIAL}
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

@@ -60,7 +60,7 @@ class Node:
         self.fns = fns
         self.next = nxt
         self.saved = saved
-        self.versions = tuple(s._vc[0] if isinstance(s, _Tensor) else -1 for s in saved) if saved else ()
+        self.versions = tuple([s._vc[0] if isinstance(s, _Tensor) else -1 for s in saved]) if saved else ()
         self.meta = meta  # per input: (shape, dtype) to unbroadcast and cast its gradient
         self.attrs = attrs
         self.out: Any = None  # (data, dtype, device, version counter, version) when OUT is saved

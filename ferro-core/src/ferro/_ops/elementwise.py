@@ -318,10 +318,42 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _binary_slow(op: OpDef, x: Any, y: Any) -> Tensor:
-    """Active dispatch layers, then :func:`_binary_run`."""
-    if ARMED[0] and (r := layered(op, functools.partial(_binary_run, op), (x, y))) is not None:
-        return r
+    """Active dispatch layers, a floating tensor with a Python number, then :func:`_binary_run`."""
+    if ARMED[0]:
+        if (r := layered(op, functools.partial(_binary_run, op), (x, y))) is not None:
+            return r
+    elif (ty := type(y)) is float or ty is int:
+        if (r := _binary_weak(op, x, y, x)) is not None:
+            return r
+    elif (tx := type(x)) is float or tx is int:
+        if (r := _binary_weak(op, x, y, y)) is not None:
+            return r
     return _binary_run(op, x, y)
+
+
+def _binary_weak(op: OpDef, x: Any, y: Any, t: Any) -> Tensor | None:
+    """``t * 2.0`` and ``2.0 - t``: a floating tensor ``t`` with a Python float or int (not bool) keeps its dtype
+    (the number is "weak", as in PyTorch), so the kernel takes the number as it is; None where that does not
+    hold (bfloat16, integer or complex tensors, a device without the kernel): :func:`_binary_run` decides."""
+    try:
+        dt = t._dtype
+        if dt.kind != "f" or dt is bfloat16:  # before any table lookup: a capability trace sees none
+            return None
+        dev = t._device
+        k, table = dev._fast[op.name]
+        compute, out_dt = table[dt]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if compute is not dt:
+        return None
+    r = _new_object(Tensor)  # _wrap, inlined, as on the hot path
+    r._data = k(x._data if x is t else x, y._data if y is t else y)
+    r._dtype, r._device, r.grad_fn = out_dt, dev, None
+    if t._rg and _state.enabled:
+        record(r, op, (x, y), _saved(op.saves, (x, y)))
+    else:
+        r._rg = False
+    return r
 
 
 def _binary_run(op: OpDef, x: Any, y: Any) -> Tensor:

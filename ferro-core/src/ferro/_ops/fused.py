@@ -26,6 +26,8 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import float16, float32, float64
+from .._core.host import from_numpy_dtype
+from .._core.host import np as host_np
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
@@ -39,8 +41,14 @@ _DTYPES = frozenset({float16, float32, float64})
 
 def _native_wrap(data: Any, dev: Any) -> Tensor:
     """A tensor around a kernel's output, of the dtype the array itself has (kernels may compute wider)."""
-    from .._core.host import from_numpy_dtype, np
-    return _wrap(data, from_numpy_dtype(np().dtype(str(data.dtype))), dev)
+    native = data.dtype
+    dtype = _BY_NATIVE.get(native)
+    if dtype is None:  # once per native dtype: str() and NumPy's dtype() are microseconds per call
+        dtype = _BY_NATIVE[native] = from_numpy_dtype(host_np().dtype(str(native)))
+    return _wrap(data, dtype, dev)
+
+
+_BY_NATIVE: dict[Any, Any] = {}  # a kernel output's dtype -> ferro's
 
 
 def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...], call: Callable[..., Any],
@@ -88,7 +96,12 @@ class _Softmax(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, kernels: Any, dim: int, decomposition: Callable[..., Tensor]) -> Tensor:
         y = _native_wrap(kernels[0](x._data, dim), x._device)
-        ctx.save_for_backward(x, y)  # the output too: an in-place change to it is caught at backward
+        # The output too, so that an in-place change to it is caught at backward: as an alias sharing its
+        # storage and version counter, not y itself (y -> its node -> ctx -> y would be a reference cycle,
+        # which keeps every output alive until the garbage collector runs).
+        alias = _wrap(y._data, y._dtype, y._device)
+        alias._vc = y._vc
+        ctx.save_for_backward(x, alias)
         ctx.rule = (kernels, dim, decomposition)
         return y
 
@@ -104,8 +117,8 @@ class _Softmax(Function):
 def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     dim = kwargs.pop("dim", args[0] if args else -1)
-    if kwargs or len(args) > 1 or not isinstance(dim, int) or x.ndim == 0:
-        return None
+    if kwargs or len(args) > 1 or not isinstance(dim, int) or not -x.ndim <= dim < x.ndim:
+        return None  # (a dim out of range: the decomposition's error)
     return _Softmax.apply(x, kernels, dim, decomposition)
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _dim_int, _wrap_dim
+from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
 from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
@@ -25,7 +27,7 @@ def _shape_arg(shape: tuple[Any, ...], op: str, arg: str = "shape") -> tuple[int
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     try:
-        return tuple(operator.index(s) for s in shape)
+        return tuple(map(operator.index, shape))
     except TypeError:
         raise TypeError(f"{op}(): argument '{arg}' must be a tuple of ints, got {list(shape)!r:.80}") from None
 
@@ -59,7 +61,7 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
         in_shape = x._data.shape
     except AttributeError:
         raise not_a_tensor(op.name, "input", x) from None
-    new = _infer(op.name, Size(in_shape).numel(), in_shape, _shape_arg(shape, op.name))
+    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
@@ -116,15 +118,20 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
         n = x.ndim
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
-    norm = tuple(_wrap_dim(d, n, "permute") for d in dims)
+    norm = tuple([d if type(d) is int and 0 <= d < n else _wrap_dim(d, n, "permute") for d in dims])
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
                          f"{list(x.shape)}")
+    return _permuted(x, norm)
+
+
+def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """``x.permute(dims)`` for a valid permutation ``dims`` of non-negative dims."""
     dev = x._device
     k = kernel_for(_PERMUTE, dev, x._dtype)
     if k is None:
-        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *norm), {})
-    return finish(_PERMUTE, k(x._data, norm), x._dtype, dev, (x,), attrs={"dims": norm}, view_of=x)
+        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
+    return finish(_PERMUTE, k(x._data, dims), x._dtype, dev, (x,), attrs={"dims": dims}, view_of=x)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -135,7 +142,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
     dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return permute(x, *dims)
+    return _permuted(x, tuple(dims))
 
 
 swapaxes = swapdims = transpose
@@ -304,9 +311,10 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
-    if not all(isinstance(t, Tensor) for t in tensors):
-        raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
-                        f"{[type(t).__name__ for t in tensors]}")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
+                            f"{[type(t).__name__ for t in tensors]}")
     dev = check_devices(op.name, tensors)
     if op is _CAT:
         # PyTorch skips 1-d empty tensors in cat (legacy behavior).
@@ -318,19 +326,27 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     if nd == 0:
         raise ShapeError(f"{op.name}(): zero-dimensional tensor cannot be concatenated")
     d = _wrap_dim(dim, nd, op.name)
+    rest = ref if new_dim else ref[:d] + ref[d + 1:]  # what every input's shape must match
+    dtype = shaped[0]._dtype
+    mixed = False
     for i, tt in enumerate(shaped):
         s = tt._data.shape
-        ok = s == ref if new_dim else (len(s) == len(ref) and all(a == b for j, (a, b) in enumerate(zip(s, ref))
-                                                                   if j != d))
-        if not ok:
+        if (s if new_dim else s[:d] + s[d + 1:]) != rest or len(s) != len(ref):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
-    dtype = result_type([t._dtype for t in shaped], [], [])
+        mixed = mixed or tt._dtype is not dtype
+    if mixed:
+        dtype = result_type([t._dtype for t in shaped], [], [])
     k = kernel_for(op, dev, dtype)
     if k is None:
         return run_elsewhere(op, dev, dtype, (shaped, dim), {})
-    cast = dev._kernels["cast"]
-    data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
+    if mixed:
+        cast = dev._kernels["cast"]
+        data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
+    else:
+        data = k([t._data for t in shaped], d)
+    if not (_mode._state.enabled and any(t._rg for t in shaped)):
+        return _wrap(data, dtype, dev)
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:

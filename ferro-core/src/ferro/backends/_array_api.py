@@ -68,6 +68,7 @@ class ArrayAPIBackend(Backend):
     def __init__(self) -> None:
         self._xp: Any = None
         self._rngs: dict[int, Any] = {}
+        self._seeds: dict[int, int] = {}  # manual_seed's seed per device, until its generator is made
         self._avail: Availability | None = None
 
     # -- the namespace ----------------------------------------------------
@@ -131,14 +132,15 @@ class ArrayAPIBackend(Backend):
 
     def _rng(self, index: int) -> Any:
         gen = self._rngs.get(index)
-        if gen is None:
+        if gen is None:  # made at first use: numpy.random costs a fifth of NumPy's import (the first op's time)
             import numpy as np
-            gen = self._rngs.setdefault(index, np.random.Generator(np.random.Philox(0)))
+            seed = self._seeds.get(index, 0)
+            gen = self._rngs.setdefault(index, np.random.Generator(np.random.Philox(seed)))
         return gen
 
     def manual_seed(self, seed: int, index: int) -> None:
-        import numpy as np
-        self._rngs[index] = np.random.Generator(np.random.Philox(seed))
+        self._seeds[index] = seed
+        self._rngs.pop(index, None)
 
     def get_rng_state(self, index: int) -> bytes:
         import json  # not at import: ferro's import stays light

@@ -47,11 +47,17 @@ def current_device() -> device:
         current_backend()
         name = _global[0]
     assert name is not None
-    dev = device(name)
+    dev = _named.get(name)
+    if dev is None:
+        dev = _named[name] = device(name)
     if ":" not in name:
-        backend = _registry.get_backend(dev.type)
-        dev = device(dev.type, backend.default_device_index())
+        index = _registry.get_backend(dev.type).default_device_index()
+        if index != dev.index:
+            dev = device(dev.type, index)
     return dev
+
+
+_named: dict[str, device] = {}  # a backend's name -> its device (index 0 when the name has none)
 
 
 def set_backend(name: str) -> None:

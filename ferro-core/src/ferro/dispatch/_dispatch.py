@@ -45,26 +45,35 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
         return out
     nxt = []
     meta = []
+    partial = False  # some input gets no gradient
     for t in inputs:
         if isinstance(t, Tensor):
             if t._rg:
                 gf = t.grad_fn
-                if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
-                    refresh(t)
-            nxt.append((t.grad_fn or t) if t._rg else None)
+                if gf is None:
+                    nxt.append(t)
+                else:
+                    if gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                        refresh(t)
+                        gf = t.grad_fn
+                    nxt.append(gf)
+            else:
+                nxt.append(None)
+                partial = True
             meta.append((t._data.shape, t._dtype))
         else:
             nxt.append(None)
             meta.append(None)
+            partial = True
     if fns is None:
         fns = op.grads if op.grads is not None else _no_derivative(op.name, len(nxt))
-    uses = _SAVED_USES.get(op.name)
-    if uses is not None and None in nxt:  # keep only what the needed formulas read (as PyTorch saves)
+    if partial and saved and (uses := _SAVED_USES.get(op.name)) is not None:
+        # keep only what the needed formulas read (as PyTorch saves)
         keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
         saved = tuple(v if j in keep else None for j, v in enumerate(saved))
     node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
-    for s in saved:
-        if s is OUT:
+    for v in saved:
+        if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
             vc = out._vc
             node.out = (out._data, out._dtype, out._device, vc, vc[0])
             break

@@ -1,0 +1,107 @@
+"""ferro-cpu's fused softmax, log_softmax and layer_norm kernels (ferro_cpu/_rows.py) against torch, counting
+that they run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+
+from conftest import count_calls
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+RNG = np.random.default_rng(0)
+NAMES = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
+         "layer_norm_backward")
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    yield count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize(("shape", "dim"), [((6,), 0), ((4, 7), -1), ((3, 5, 6), 1), ((2, 3, 4), 0)])
+def test_softmax_matches_torch_and_runs_the_kernels(calls: dict[str, int], fn: str, shape: tuple[int, ...],
+                                                    dim: int) -> None:
+    x, g = RNG.standard_normal(shape) * 3, RNG.standard_normal(shape)
+    x.reshape(-1)[0] = 40.0  # a large logit: the shift keeps exp finite
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, ref = getattr(F, fn)(fx, dim=dim), getattr(TF, fn)(tx, dim=dim)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    got.backward(ferro.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert calls[fn] == 1 and calls[f"{fn}_backward"] == 1
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_rows_of_minus_inf_and_nan_as_torch(calls: dict[str, int], fn: str) -> None:
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [np.nan, 0.0, 1.0], [np.inf, 0.0, 1.0]])
+    got = getattr(F, fn)(ferro.tensor(x), dim=1).numpy()
+    ref = getattr(TF, fn)(torch.tensor(x), dim=1).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12, equal_nan=True)
+    assert calls[fn] == 1
+
+
+@pytest.mark.parametrize(("shape", "normalized"), [((4, 8), (8,)), ((2, 3, 4, 5), (4, 5)), ((7,), (7,))])
+@pytest.mark.parametrize("affine", [False, True])
+def test_layer_norm_matches_torch_and_runs_the_kernels(calls: dict[str, int], shape: tuple[int, ...],
+                                                       normalized: tuple[int, ...], affine: bool) -> None:
+    x, g = RNG.standard_normal(shape) * 2 + 1, RNG.standard_normal(shape)
+    w, b = RNG.standard_normal(normalized), RNG.standard_normal(normalized)
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fw, fb = (ferro.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    tw, tb = (torch.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    got, ref = F.layer_norm(fx, normalized, fw, fb, eps=1e-5), TF.layer_norm(tx, normalized, tw, tb, eps=1e-5)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    got.backward(ferro.tensor(g))
+    ref.backward(torch.tensor(g))
+    pairs = [(fx, tx)] + ([(fw, tw), (fb, tb)] if affine else [])
+    for f, t in pairs:
+        np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-11)
+    assert calls["layer_norm_forward"] == 1 and calls["layer_norm_backward"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_low_precision_inputs_keep_their_dtype(calls: dict[str, int], dtype: str) -> None:
+    x, w = RNG.standard_normal((16, 32)).astype(dtype), RNG.standard_normal(32).astype(dtype)
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x.astype(np.float32), requires_grad=True)
+    fw, tw = ferro.tensor(w, requires_grad=True), torch.tensor(w.astype(np.float32), requires_grad=True)
+    got = (F.softmax(fx, -1) + F.log_softmax(fx, 0) + F.layer_norm(fx, (32,), fw)).sum()
+    ref = (TF.softmax(tx, -1) + TF.log_softmax(tx, 0) + TF.layer_norm(tx, (32,), tw)).sum()
+    got.backward()
+    ref.backward()
+    assert got.dtype is getattr(ferro, dtype) and fx.grad.dtype is getattr(ferro, dtype)
+    assert fw.grad.dtype is getattr(ferro, dtype)
+    tol = 5e-2 if dtype == "float16" else 1e-4
+    np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(fw.grad.float().numpy(), tw.grad.numpy(), rtol=tol, atol=tol)
+    assert calls["softmax"] == calls["log_softmax"] == calls["layer_norm_forward"] == 1
+
+
+def test_second_derivatives_use_the_decomposition(calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((3, 5))
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    w = RNG.standard_normal((3, 5))
+    (gx,) = ferro.autograd.grad((F.softmax(fx, -1) * ferro.tensor(w)).sum(), fx, create_graph=True)
+    (ggx,) = ferro.autograd.grad((gx * gx).sum(), fx)
+    (tg,) = torch.autograd.grad((TF.softmax(tx, -1) * torch.tensor(w)).sum(), tx, create_graph=True)
+    (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
+    np.testing.assert_allclose(ggx.numpy(), tgg.numpy(), rtol=1e-10, atol=1e-12)
+    assert calls["softmax"] == 1 and calls["softmax_backward"] == 0
+
+
+def test_empty_inputs_as_torch(calls: dict[str, int]) -> None:
+    for shape, dim in [((0, 3), 1), ((2, 0), 1)]:
+        x = np.zeros(shape)
+        for fn in ("softmax", "log_softmax"):
+            assert getattr(F, fn)(ferro.tensor(x), dim=dim).shape == getattr(TF, fn)(torch.tensor(x), dim=dim).shape
+    y = F.layer_norm(ferro.tensor(np.zeros((0, 4))), (4,))
+    assert y.shape == (0, 4)
