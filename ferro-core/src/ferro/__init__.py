@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import amp, cuda, data, nn, optim, random, utils
+from . import accelerator, amp, cuda, data, nn, optim, random, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -27,6 +27,7 @@ from ._api import long as long
 from ._api import set_default_dtype as set_default_dtype
 from ._api import short as short
 from ._core.tensor import Tensor as _Tensor
+from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import autocast as autocast
 
 __version__ = "0.1.0"
@@ -42,4 +43,7 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-__all__ = [*_api_all, "amp", "autocast", "cuda", "data", "nn", "optim", "random", "utils"]
+_LEGACY = _typed_tensor_classes()
+globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
+
+__all__ = [*_api_all, *_LEGACY, "accelerator", "amp", "autocast", "cuda", "data", "nn", "optim", "random", "utils"]

@@ -6,6 +6,17 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
+from ferro import BFloat16Tensor as BFloat16Tensor
+from ferro import BoolTensor as BoolTensor
+from ferro import ByteTensor as ByteTensor
+from ferro import CharTensor as CharTensor
+from ferro import DoubleTensor as DoubleTensor
+from ferro import FloatTensor as FloatTensor
+from ferro import HalfTensor as HalfTensor
+from ferro import IntTensor as IntTensor
+from ferro import LongTensor as LongTensor
+from ferro import ShortTensor as ShortTensor
+from ferro import accelerator as accelerator
 from ferro import amp as amp
 from ferro import autograd as autograd
 from ferro import backends as backends
@@ -32,13 +43,24 @@ from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.random import Generator as Generator
 
 __all__ = [
+    'BFloat16Tensor',
     'BackendUnavailableError',
+    'BoolTensor',
+    'ByteTensor',
+    'CharTensor',
     'DType',
+    'DoubleTensor',
+    'FloatTensor',
     'Generator',
+    'HalfTensor',
+    'IntTensor',
+    'LongTensor',
+    'ShortTensor',
     'Size',
     'Tensor',
     'UnsupportedOperationError',
     'abs',
+    'accelerator',
     'acos',
     'acosh',
     'add',
@@ -414,13 +436,15 @@ class Tensor:
         """Negate each element."""
     def __new__(
         cls,
-        data: Any = None,
-        *,
+        *args: Any,
         dtype: DType | None = None,
         device: Any = None,
         requires_grad: builtins.bool = False,
     ) -> Tensor:
-        """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``, as ``torch.Tensor``."""
+        """
+        ``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``; ``ferro.Tensor(3, 4)``
+        or ``ferro.Tensor(ferro.Size([3, 4]))``: an uninitialized one of that shape, as ``torch.Tensor``.
+        """
     def __or__(self, y: Any) -> Tensor:
         """Bitwise or."""
     def __pos__(self) -> Tensor:
@@ -833,6 +857,14 @@ class Tensor:
         """Whether the dtype is complex."""
     def is_conj(self) -> builtins.bool:
         """False: ferro has no lazily conjugated tensors."""
+    def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
+        """
+        Whether ``x``'s elements lie in its storage in row-major order without gaps (dims of size 1 and empty
+        tensors do not count, as in PyTorch).
+        """
+    @property
+    def is_cpu(self) -> builtins.bool:
+        """Whether the tensor lives on the ``cpu`` backend."""
     @property
     def is_cuda(self) -> builtins.bool:
         """Whether the tensor lives on a CUDA device."""
@@ -841,10 +873,49 @@ class Tensor:
     @property
     def is_floating_point_(self) -> builtins.bool: ...
     @property
+    def is_ipu(self) -> Any:
+        """``is_ipu``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
     def is_leaf(self) -> builtins.bool:
         """True for tensors not made by a recorded op (user-made, or not requiring grad)."""
+    @property
+    def is_maia(self) -> Any:
+        """``is_maia``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_meta(self) -> Any:
+        """``is_meta``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mkldnn(self) -> Any:
+        """``is_mkldnn``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mps(self) -> Any:
+        """``is_mps``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mtia(self) -> Any:
+        """``is_mtia``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     def is_neg(self) -> builtins.bool:
         """False: ferro has no lazily negated tensors."""
+    @property
+    def is_nested(self) -> Any:
+        """``is_nested``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_quantized(self) -> Any:
+        """``is_quantized``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_sparse(self) -> Any:
+        """``is_sparse``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_sparse_csr(self) -> Any:
+        """``is_sparse_csr``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_vulkan(self) -> Any:
+        """``is_vulkan``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_xla(self) -> Any:
+        """``is_xla``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_xpu(self) -> Any:
+        """``is_xpu``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     def isclose(
         self,
         y: Any,
@@ -1034,6 +1105,8 @@ class Tensor:
     @property
     def ndim(self) -> builtins.int:
         """The number of dimensions."""
+    def ndimension(self) -> builtins.int:
+        """The number of dimensions."""
     def ne(self, y: Any) -> Tensor:
         """x != y."""
     def ne_(self, y: Any) -> Tensor:
@@ -1152,6 +1225,8 @@ class Tensor:
         """Set whether autograd records ops on this leaf; returns self."""
     def reshape(self, *shape: Any) -> Tensor:
         """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """``x.reshape(other.shape)``."""
     def resolve_conj(self) -> Tensor:
         """``x`` itself: ferro never holds a lazily conjugated tensor."""
     def resolve_neg(self) -> Tensor:
@@ -1398,6 +1473,8 @@ class Tensor:
         """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
     def view(self, *shape: Any) -> Tensor:
         """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
+    def view_as(self, other: Tensor) -> Tensor:
+        """``x.view(other.shape)``."""
     def where(self, x: Any, y: Any) -> Tensor:
         """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
     def xlogy(self, y: Any) -> Tensor:

@@ -8,6 +8,7 @@ this module rather than ``ferro`` itself, so that no import runs in a circle.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from . import _ops, autograd, backends, errors, fft, linalg
@@ -107,10 +108,19 @@ provided.install(current_device=backends.current_device, bind_device=backends._r
                  load_plugins=backends._registry.load, public_function=public_function)
 
 
-def _tensor_new(cls: type[Tensor], data: Any = None, *, dtype: DType | None = None, device: Any = None,
+def _tensor_new(cls: type[Tensor], *args: Any, dtype: DType | None = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-    """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``, as ``torch.Tensor``."""
-    t = tensor([] if data is None else data, dtype=dtype or get_default_dtype(), device=device)
+    """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``; ``ferro.Tensor(3, 4)``
+    or ``ferro.Tensor(ferro.Size([3, 4]))``: an uninitialized one of that shape, as ``torch.Tensor``."""
+    dtype = dtype or get_default_dtype()
+    sizes = builtins.all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool) for a in args)
+    if args and (isinstance(args[0], Size) or sizes):
+        t = empty(*args, dtype=dtype, device=device)
+    elif len(args) > 1:
+        raise TypeError(f"Tensor(): expected data or the sizes of a new tensor, got {len(args)} arguments that "
+                        f"are not all ints")
+    else:
+        t = tensor(args[0] if args else [], dtype=dtype, device=device)
     if cls is not Tensor:
         t = t._as_subclass(cls)
     if requires_grad:
