@@ -22,6 +22,7 @@ from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
 from ferro import data as data
+from ferro import distributions as distributions
 from ferro import errors as errors
 from ferro import fft as fft
 from ferro import linalg as linalg
@@ -31,6 +32,8 @@ from ferro import random as random
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
+from ferro._core.numeric_info import finfo as finfo
+from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
 from ferro.amp import autocast as autocast
 from ferro.autograd import Node as _Node
@@ -130,6 +133,7 @@ __all__ = [
     'diag_embed',
     'diagonal',
     'digamma',
+    'distributions',
     'div',
     'divide',
     'dot',
@@ -149,6 +153,7 @@ __all__ = [
     'expm1',
     'eye',
     'fft',
+    'finfo',
     'flatten',
     'flip',
     'float16',
@@ -169,6 +174,7 @@ __all__ = [
     'gt',
     'histc',
     'hypot',
+    'iinfo',
     'imag',
     'index_add',
     'index_copy',

@@ -33,6 +33,7 @@ from ._core.dtypes import (
     uint8,
 )
 from ._core.dtypes import set_default_dtype as _set_default_dtype
+from ._core.numeric_info import finfo, iinfo
 from ._core.records import ops
 from ._core.tensor import Size, Tensor, _assign, install_methods
 from ._creation import NEW_METHODS as _NEW_METHODS
@@ -205,6 +206,6 @@ __all__ = [
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
-    "index_put", "is_tensor", "numel", "UnsupportedOperationError", "BackendUnavailableError",
+    "index_put", "is_tensor", "numel", "finfo", "iinfo", "UnsupportedOperationError", "BackendUnavailableError",
     *sorted(_FUNCTIONS),
 ]
