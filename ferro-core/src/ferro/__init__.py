@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda, data, distributions, nn, optim, random, utils
+from . import accelerator, amp, cuda, data, distributions, nn, optim, random, special, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -46,4 +46,5 @@ _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 _LEGACY = _typed_tensor_classes()
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_LEGACY, "accelerator", "amp", "distributions", "autocast", "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, *_LEGACY, "accelerator", "amp", "distributions", "special",
+            "autocast", "cuda", "data", "nn", "optim", "random", "utils"]

@@ -29,6 +29,7 @@ from ferro import linalg as linalg
 from ferro import nn as nn
 from ferro import optim as optim
 from ferro import random as random
+from ferro import special as special
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
@@ -63,31 +64,63 @@ __all__ = [
     'Tensor',
     'UnsupportedOperationError',
     'abs',
+    'abs_',
+    'absolute',
     'accelerator',
     'acos',
+    'acos_',
     'acosh',
+    'acosh_',
     'add',
+    'addbmm',
+    'addcdiv',
+    'addcmul',
+    'addmm',
+    'addmv',
+    'addr',
     'all',
     'allclose',
     'amax',
     'amin',
+    'aminmax',
     'amp',
     'angle',
     'any',
     'arange',
+    'arccos',
+    'arccos_',
+    'arccosh',
+    'arccosh_',
+    'arcsin',
+    'arcsin_',
+    'arcsinh',
+    'arcsinh_',
+    'arctan',
+    'arctan2',
+    'arctan_',
+    'arctanh',
+    'arctanh_',
     'argmax',
     'argmin',
     'argsort',
     'as_strided',
     'as_tensor',
     'asin',
+    'asin_',
     'asinh',
+    'asinh_',
     'atan',
     'atan2',
+    'atan_',
     'atanh',
+    'atanh_',
+    'atleast_1d',
+    'atleast_2d',
+    'atleast_3d',
     'autocast',
     'autograd',
     'backends',
+    'baddbmm',
     'bernoulli',
     'bfloat16',
     'bincount',
@@ -100,17 +133,25 @@ __all__ = [
     'bmm',
     'bool_',
     'broadcast_shapes',
+    'broadcast_tensors',
     'broadcast_to',
     'bucketize',
     'can_cast',
     'cat',
     'cdist',
     'ceil',
+    'ceil_',
     'chunk',
     'clamp',
+    'clamp_',
     'clamp_max',
+    'clamp_max_',
     'clamp_min',
+    'clamp_min_',
+    'clip',
+    'clip_',
     'clone',
+    'column_stack',
     'complex',
     'complex128',
     'complex64',
@@ -120,7 +161,9 @@ __all__ = [
     'conj_physical',
     'contiguous',
     'cos',
+    'cos_',
     'cosh',
+    'cosh_',
     'count_nonzero',
     'cuda',
     'cummax',
@@ -128,51 +171,73 @@ __all__ = [
     'cumprod',
     'cumsum',
     'data',
+    'deg2rad',
+    'deg2rad_',
+    'det',
+    'detach_',
     'device',
     'diag',
     'diag_embed',
     'diagonal',
+    'diff',
     'digamma',
     'distributions',
     'div',
     'divide',
     'dot',
+    'dstack',
     'einsum',
     'empty',
     'empty_like',
     'enable_grad',
     'eq',
     'erf',
+    'erf_',
     'erfc',
+    'erfc_',
     'erfinv',
     'errors',
     'exp',
     'exp2',
+    'exp2_',
+    'exp_',
     'expand',
     'expand_as',
     'expm1',
+    'expm1_',
     'eye',
     'fft',
+    'fill_',
     'finfo',
+    'fix',
+    'fix_',
     'flatten',
     'flip',
+    'fliplr',
+    'flipud',
     'float16',
     'float32',
     'float64',
     'floor',
+    'floor_',
     'floor_divide',
     'fmod',
     'frac',
+    'frac_',
     'from_dlpack',
     'from_numpy',
     'full',
     'full_like',
     'gather',
     'ge',
+    'ger',
     'get_default_dtype',
     'get_rng_state',
+    'greater',
+    'greater_equal',
     'gt',
     'histc',
+    'hstack',
     'hypot',
     'iinfo',
     'imag',
@@ -187,6 +252,7 @@ __all__ = [
     'int32',
     'int64',
     'int8',
+    'inverse',
     'is_complex',
     'is_conj',
     'is_grad_enabled',
@@ -200,14 +266,20 @@ __all__ = [
     'kthvalue',
     'le',
     'lerp',
+    'less',
+    'less_equal',
     'lgamma',
     'linalg',
     'linspace',
     'load',
     'log',
     'log10',
+    'log10_',
     'log1p',
+    'log1p_',
     'log2',
+    'log2_',
+    'log_',
     'log_softmax',
     'logaddexp',
     'logcumsumexp',
@@ -215,6 +287,8 @@ __all__ = [
     'logical_not',
     'logical_or',
     'logical_xor',
+    'logit',
+    'logit_',
     'logsumexp',
     'lt',
     'manual_seed',
@@ -226,6 +300,7 @@ __all__ = [
     'maximum',
     'mean',
     'median',
+    'meshgrid',
     'min',
     'minimum',
     'mm',
@@ -237,15 +312,22 @@ __all__ = [
     'multiply',
     'mv',
     'nan_to_num',
+    'nan_to_num_',
+    'nanmean',
     'nanmedian',
+    'nansum',
     'narrow',
     'ne',
     'neg',
+    'neg_',
+    'negative',
+    'negative_',
     'nn',
     'no_grad',
     'nonzero',
     'norm',
     'normal',
+    'not_equal',
     'numel',
     'ones',
     'ones_like',
@@ -259,6 +341,8 @@ __all__ = [
     'pow',
     'prod',
     'promote_types',
+    'rad2deg',
+    'rad2deg_',
     'rand',
     'rand_like',
     'randint',
@@ -270,7 +354,9 @@ __all__ = [
     'ravel',
     'real',
     'reciprocal',
+    'reciprocal_',
     'relu',
+    'relu_',
     'remainder',
     'repeat',
     'repeat_interleave',
@@ -278,8 +364,12 @@ __all__ = [
     'resolve_conj',
     'resolve_neg',
     'roll',
+    'rot90',
     'round',
+    'round_',
+    'row_stack',
     'rsqrt',
+    'rsqrt_',
     'save',
     'scatter',
     'scatter_add',
@@ -293,14 +383,23 @@ __all__ = [
     'set_rng_state',
     'sgn',
     'sigmoid',
+    'sigmoid_',
     'sign',
     'sin',
+    'sin_',
+    'sinc',
+    'sinc_',
     'sinh',
+    'sinh_',
+    'slogdet',
     'softmax',
     'sort',
+    'special',
     'split',
     'sqrt',
+    'sqrt_',
     'square',
+    'square_',
     'squeeze',
     'stack',
     'std',
@@ -313,17 +412,21 @@ __all__ = [
     'take',
     'take_along_dim',
     'tan',
+    'tan_',
     'tanh',
+    'tanh_',
     'tensor',
     'tensor_split',
     'tensordot',
     'tile',
     'topk',
+    'trace',
     'transpose',
     'tril',
     'triu',
     'true_divide',
     'trunc',
+    'trunc_',
     'uint8',
     'unbind',
     'unflatten',
@@ -337,8 +440,10 @@ __all__ = [
     'view',
     'view_as_complex',
     'view_as_real',
+    'vstack',
     'where',
     'xlogy',
+    'zero_',
     'zeros',
     'zeros_like',
 ]
@@ -516,6 +621,10 @@ class Tensor:
         """Absolute value (the modulus for complex)."""
     def abs_(self) -> Tensor:
         """In-place :func:`ferro.abs`; returns self."""
+    def absolute(self) -> Tensor:
+        """Absolute value (the modulus for complex)."""
+    def absolute_(self) -> Tensor:
+        """In-place :func:`ferro.abs`; returns self."""
     def acos(self) -> Tensor:
         """Inverse cosine."""
     def acos_(self) -> Tensor:
@@ -528,6 +637,30 @@ class Tensor:
         """``input + alpha * other``."""
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.add`; returns self."""
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``."""
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addbmm`; returns self."""
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """``input + value * tensor1 / tensor2`` (broadcast); integer tensors are refused, as in PyTorch."""
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addcdiv`; returns self."""
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """``input + value * tensor1 * tensor2`` (broadcast)."""
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addcmul`; returns self."""
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (mat1 @ mat2)`` for matrices (``input`` broadcast to the product)."""
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addmm`; returns self."""
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (mat @ vec)``."""
+    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addmv`; returns self."""
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * outer(vec1, vec2)``."""
+    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addr`; returns self."""
     def adjoint(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mH``)."""
     def all(
@@ -556,6 +689,8 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """Minimum over ``dim`` (all when empty or None)."""
+    def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> _AminmaxResult:
+        """The minimum and maximum (of all elements, or along ``dim``), as ``(min, max)``."""
     def angle(self) -> Tensor:
         """The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."""
     def any(
@@ -564,6 +699,34 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """Whether any element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    def arccos(self) -> Tensor:
+        """Inverse cosine."""
+    def arccos_(self) -> Tensor:
+        """In-place :func:`ferro.acos`; returns self."""
+    def arccosh(self) -> Tensor:
+        """Inverse hyperbolic cosine."""
+    def arccosh_(self) -> Tensor:
+        """In-place :func:`ferro.acosh`; returns self."""
+    def arcsin(self) -> Tensor:
+        """Inverse sine."""
+    def arcsin_(self) -> Tensor:
+        """In-place :func:`ferro.asin`; returns self."""
+    def arcsinh(self) -> Tensor:
+        """Inverse hyperbolic sine."""
+    def arcsinh_(self) -> Tensor:
+        """In-place :func:`ferro.asinh`; returns self."""
+    def arctan(self) -> Tensor:
+        """Inverse tangent."""
+    def arctan2(self, y: Any) -> Tensor:
+        """atan(x / y) by quadrant."""
+    def arctan2_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.atan2`; returns self."""
+    def arctan_(self) -> Tensor:
+        """In-place :func:`ferro.atan`; returns self."""
+    def arctanh(self) -> Tensor:
+        """Inverse hyperbolic tangent."""
+    def arctanh_(self) -> Tensor:
+        """In-place :func:`ferro.atanh`; returns self."""
     def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
     def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
@@ -614,6 +777,10 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.baddbmm`; returns self."""
     def bernoulli(self, *, generator: Generator | None = None) -> Tensor:
         """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
     def bernoulli_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
@@ -670,6 +837,10 @@ class Tensor:
         """max(x, min)."""
     def clamp_min_(self, min: Any) -> Tensor:
         """In-place :func:`ferro.clamp_min`; returns self."""
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:
+        """Limit values to [min, max]."""
+    def clip_(self, min: Any = None, max: Any = None) -> Tensor:
+        """In-place :func:`ferro.clamp`; returns self."""
     def clone(self) -> Tensor:
         """A copy of ``x`` with its own storage, differentiable."""
     def conj(self) -> Tensor:
@@ -707,6 +878,12 @@ class Tensor:
         """This tensor's values, detached from autograd (shares storage)."""
     @data.setter
     def data(self, value: Tensor) -> None: ...
+    def deg2rad(self) -> Tensor:
+        """Degrees to radians (integers give the default float dtype)."""
+    def deg2rad_(self) -> Tensor:
+        """In-place :func:`ferro.deg2rad`; returns self."""
+    def det(self) -> Tensor:
+        """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
     def detach(self) -> Tensor:
         """A tensor sharing this one's storage, cut off from the graph."""
     def detach_(self) -> Tensor:
@@ -723,6 +900,14 @@ class Tensor:
         The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the
         backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
         """
+    def diff(
+        self,
+        n: builtins.int = 1,
+        dim: builtins.int = -1,
+        prepend: Tensor | None = None,
+        append: Tensor | None = None,
+    ) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined first)."""
     def digamma(self) -> Tensor:
         """The logarithmic derivative of Gamma."""
     def digamma_(self) -> Tensor:
@@ -783,6 +968,10 @@ class Tensor:
         """In-place :func:`ferro.expm1`; returns self."""
     def fill_(self, value: Any) -> Tensor:
         """Fill ``x`` with ``value`` in place; returns ``x``."""
+    def fix(self) -> Tensor:
+        """Round toward zero."""
+    def fix_(self) -> Tensor:
+        """In-place :func:`ferro.trunc`; returns self."""
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
     def flip(
@@ -794,6 +983,10 @@ class Tensor:
         Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as
         its own argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
         """
+    def fliplr(self) -> Tensor:
+        """Reverse dim 1 (left to right); needs at least 2 dims."""
+    def flipud(self) -> Tensor:
+        """Reverse dim 0 (up to down); needs at least 1 dim."""
     def float(self) -> Tensor:
         """``self.to(ferro.float32)``."""
     def floor(self) -> Tensor:
@@ -818,12 +1011,22 @@ class Tensor:
         """x >= y."""
     def ge_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.ge`; returns self."""
+    def ger(self, b: Tensor) -> Tensor:
+        """Outer product of two vectors."""
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
     @grad.setter
     def grad(self, value: Tensor | None) -> None: ...
     grad_fn: _Node | None
+    def greater(self, y: Any) -> Tensor:
+        """x > y."""
+    def greater_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.gt`; returns self."""
+    def greater_equal(self, y: Any) -> Tensor:
+        """x >= y."""
+    def greater_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.ge`; returns self."""
     def gt(self, y: Any) -> Tensor:
         """x > y."""
     def gt_(self, y: Any) -> Tensor:
@@ -857,8 +1060,12 @@ class Tensor:
         """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         """The entries ``index`` of dimension ``dim``."""
+    def inner(self, b: Tensor) -> Tensor:
+        """Sum over the last dimension of both (a scalar times a tensor for 0-d inputs)."""
     def int(self) -> Tensor:
         """``self.to(ferro.int32)``."""
+    def inverse(self) -> Tensor:
+        """The inverse of a (batch of) square matrices."""
     def is_complex(self) -> builtins.bool:
         """Whether the dtype is complex."""
     def is_conj(self) -> builtins.bool:
@@ -941,6 +1148,8 @@ class Tensor:
     @property
     def itemsize(self) -> builtins.int:
         """Bytes per element."""
+    def kron(self, b: Tensor) -> Tensor:
+        """Kronecker product."""
     def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
         """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
     def le(self, y: Any) -> Tensor:
@@ -951,6 +1160,14 @@ class Tensor:
         """start + weight * (end - start)."""
     def lerp_(self, end: Any, weight: Any) -> Tensor:
         """In-place :func:`ferro.lerp`; returns self."""
+    def less(self, y: Any) -> Tensor:
+        """x < y."""
+    def less_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.lt`; returns self."""
+    def less_equal(self, y: Any) -> Tensor:
+        """x <= y."""
+    def less_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.le`; returns self."""
     def lgamma(self) -> Tensor:
         """log |Gamma(x)|."""
     def lgamma_(self) -> Tensor:
@@ -999,6 +1216,10 @@ class Tensor:
         """Logical xor."""
     def logical_xor_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logical_xor`; returns self."""
+    def logit(self, eps: builtins.float | None = None) -> Tensor:
+        """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    def logit_(self, eps: builtins.float | None = None) -> Tensor:
+        """In-place :func:`ferro.logit`; returns self."""
     def logsumexp(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) over dim, stably."""
     def long(self) -> Tensor:
@@ -1098,11 +1319,15 @@ class Tensor:
         neginf: builtins.float | None = None,
     ) -> Tensor:
         """In-place :func:`ferro.nan_to_num`; returns self."""
+    def nanmean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The mean of the values that are not NaN (NaN where all are)."""
     def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
         """
         ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
         along ``dim``.
         """
+    def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The sum, NaN counted as zero."""
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
     @property
@@ -1120,6 +1345,10 @@ class Tensor:
     def neg(self) -> Tensor:
         """Negate each element."""
     def neg_(self) -> Tensor:
+        """In-place :func:`ferro.neg`; returns self."""
+    def negative(self) -> Tensor:
+        """Negate each element."""
+    def negative_(self) -> Tensor:
         """In-place :func:`ferro.neg`; returns self."""
     def nelement(self) -> builtins.int:
         """The number of elements."""
@@ -1178,10 +1407,16 @@ class Tensor:
         """
     def normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with normal samples, in place; returns self."""
+    def not_equal(self, y: Any) -> Tensor:
+        """x != y."""
+    def not_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.ne`; returns self."""
     def numel(self) -> builtins.int:
         """The number of elements."""
     def numpy(self, *, force: builtins.bool = False) -> Any:
         """The values as a NumPy array (a copy for non-CPU devices)."""
+    def outer(self, b: Tensor) -> Tensor:
+        """Outer product of two vectors."""
     def permute(self, *dims: Any) -> Tensor:
         """A view of ``x`` with its dimensions in the order ``dims``."""
     def positive(self) -> Tensor:
@@ -1192,6 +1427,10 @@ class Tensor:
         """In-place :func:`ferro.pow`; returns self."""
     def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Product of elements (over ``dim``); integers multiply in int64."""
+    def rad2deg(self) -> Tensor:
+        """Radians to degrees (integers give the default float dtype)."""
+    def rad2deg_(self) -> Tensor:
+        """In-place :func:`ferro.rad2deg`; returns self."""
     def ravel(self) -> Tensor:
         """``x`` flattened to one dimension."""
     @property
@@ -1248,6 +1487,8 @@ class Tensor:
         dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     ) -> Tensor:
         """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
+    def rot90(self, k: builtins.int = 1, dims: collections.abc.Sequence[builtins.int] = ...) -> Tensor:
+        """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first dim toward the second."""
     def round(self, *, decimals: builtins.int = 0) -> Tensor:
         """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
     def round_(self, *, decimals: builtins.int = 0) -> Tensor:
@@ -1318,12 +1559,18 @@ class Tensor:
         """Sine."""
     def sin_(self) -> Tensor:
         """In-place :func:`ferro.sin`; returns self."""
+    def sinc(self) -> Tensor:
+        """``sin(pi x) / (pi x)``, 1 at 0."""
+    def sinc_(self) -> Tensor:
+        """In-place :func:`ferro.sinc`; returns self."""
     def sinh(self) -> Tensor:
         """Hyperbolic sine."""
     def sinh_(self) -> Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
+    def slogdet(self) -> _SlogdetResult:
+        """``(sign, log|det|)`` of square matrices; the log is differentiable."""
     def softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """exp(x) / sum(exp(x)) over dim."""
     def sort(
@@ -1421,6 +1668,8 @@ class Tensor:
         sorted: builtins.bool = True,
     ) -> _ValuesIndices:
         """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+    def trace(self) -> Tensor:
+        """The sum of the main diagonal of a matrix."""
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
@@ -1474,6 +1723,8 @@ class Tensor:
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
         """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
+    def vdot(self, b: Tensor) -> Tensor:
+        """Dot product of two vectors (the first conjugated for complex inputs)."""
     @property
     def version(self) -> builtins.int:
         """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
@@ -1501,6 +1752,18 @@ class Size(builtins.tuple[Any, ...]):
         """The number of elements a tensor of this shape holds."""
 
 
+class _AminmaxResult(NamedTuple):
+    """AminmaxResult(min, max)"""
+    min: Tensor
+    max: Tensor
+
+
+class _SlogdetResult(NamedTuple):
+    """SlogdetResult(sign, logabsdet)"""
+    sign: Tensor
+    logabsdet: Tensor
+
+
 class _ValuesIndices(NamedTuple):
     """ValuesIndices(values, indices)"""
     values: Tensor
@@ -1509,12 +1772,32 @@ class _ValuesIndices(NamedTuple):
 
 def abs(x: Tensor) -> Tensor:
     """Absolute value (the modulus for complex)."""
+def abs_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.abs`; returns self."""
+def absolute(x: Tensor) -> Tensor:
+    """Absolute value (the modulus for complex)."""
 def acos(x: Tensor) -> Tensor:
     """Inverse cosine."""
+def acos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acos`; returns self."""
 def acosh(x: Tensor) -> Tensor:
     """Inverse hyperbolic cosine."""
+def acosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acosh`; returns self."""
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``."""
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (broadcast); integer tensors are refused, as in PyTorch."""
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (broadcast)."""
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices (``input`` broadcast to the product)."""
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
 def all(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1541,6 +1824,8 @@ def amin(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """Minimum over ``dim`` (all when empty or None)."""
+def aminmax(input: Tensor, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> _AminmaxResult:
+    """The minimum and maximum (of all elements, or along ``dim``), as ``(min, max)``."""
 def angle(x: Tensor) -> Tensor:
     """The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."""
 def any(
@@ -1559,6 +1844,32 @@ def arange(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
+def arccos(x: Tensor) -> Tensor:
+    """Inverse cosine."""
+def arccos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acos`; returns self."""
+def arccosh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine."""
+def arccosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acosh`; returns self."""
+def arcsin(x: Tensor) -> Tensor:
+    """Inverse sine."""
+def arcsin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asin`; returns self."""
+def arcsinh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic sine."""
+def arcsinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asinh`; returns self."""
+def arctan(x: Tensor) -> Tensor:
+    """Inverse tangent."""
+def arctan2(x: Any, y: Any) -> Tensor:
+    """atan(x / y) by quadrant."""
+def arctan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atan`; returns self."""
+def arctanh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent."""
+def arctanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atanh`; returns self."""
 def argmax(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
 def argmin(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
@@ -1585,14 +1896,30 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
 def asin(x: Tensor) -> Tensor:
     """Inverse sine."""
+def asin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asin`; returns self."""
 def asinh(x: Tensor) -> Tensor:
     """Inverse hyperbolic sine."""
+def asinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asinh`; returns self."""
 def atan(x: Tensor) -> Tensor:
     """Inverse tangent."""
 def atan2(x: Any, y: Any) -> Tensor:
     """atan(x / y) by quadrant."""
+def atan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atan`; returns self."""
 def atanh(x: Tensor) -> Tensor:
     """Inverse hyperbolic tangent."""
+def atanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atanh`; returns self."""
+def atleast_1d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 1 dim (a 0-d tensor becomes shape (1,)); one tensor in, one out."""
+def atleast_2d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 2 dims, new dims in front."""
+def atleast_3d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 3 dims (a vector (n,) becomes (1, n, 1), a matrix (r, c) becomes (r, c, 1))."""
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
 bfloat16: DType
@@ -1619,6 +1946,8 @@ def broadcast_shapes(*shapes: Any) -> Size:
     The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them if they
     do not).
     """
+def broadcast_tensors(*tensors: Any) -> builtins.tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape (views)."""
 def broadcast_to(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def bucketize(x: Tensor, boundaries: Tensor, *, right: builtins.bool = False) -> Tensor:
@@ -1641,17 +1970,31 @@ def cdist(
 cdouble: DType
 def ceil(x: Tensor) -> Tensor:
     """Round up."""
+def ceil_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.ceil`; returns self."""
 cfloat: DType
 def chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit values to [min, max]."""
+def clamp_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp`; returns self."""
 def clamp_max(x: Any, max: Any) -> Tensor:
     """min(x, max)."""
+def clamp_max_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp_max`; returns self."""
 def clamp_min(x: Any, min: Any) -> Tensor:
     """max(x, min)."""
+def clamp_min_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp_min`; returns self."""
+def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Limit values to [min, max]."""
+def clip_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp`; returns self."""
 def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
+def column_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 1, 0-D and 1-D tensors as columns."""
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
 complex128: DType
@@ -1668,8 +2011,12 @@ def contiguous(x: Tensor) -> Tensor:
     """``x`` itself when row-major already, else a row-major copy."""
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
+def cos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.cos`; returns self."""
 def cosh(x: Tensor) -> Tensor:
     """Hyperbolic cosine."""
+def cosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.cosh`; returns self."""
 def count_nonzero(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """Number of nonzero elements (over ``dim``), as int64."""
 def cummax(x: Tensor, dim: builtins.int) -> _ValuesIndices:
@@ -1680,6 +2027,14 @@ def cumprod(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative product along ``dim`` (in ``dtype`` when given)."""
 def cumsum(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians (integers give the default float dtype)."""
+def deg2rad_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.deg2rad`; returns self."""
+def det(a: Tensor) -> Tensor:
+    """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+def detach_(self: Any) -> Tensor:
+    """Cut this tensor off from the graph, in place."""
 def diag(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """A 1-D tensor's diagonal matrix, or a 2-D tensor's diagonal."""
 def diag_embed(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
@@ -1689,6 +2044,14 @@ def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: 
     The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the backend
     has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
     """
+def diff(
+    input: Tensor,
+    n: builtins.int = 1,
+    dim: builtins.int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor:
+    """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined first)."""
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
 def div(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
@@ -1701,6 +2064,8 @@ def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None)
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
 double: DType
+def dstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 2, after making each at least 3-D."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
     """Einstein summation, with ``...`` and implicit output; written as broadcast products and sums."""
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -1717,20 +2082,30 @@ def eq(x: Any, y: Any) -> Tensor:
     """x == y."""
 def erf(x: Tensor) -> Tensor:
     """Error function."""
+def erf_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.erf`; returns self."""
 def erfc(x: Tensor) -> Tensor:
     """Complementary error function 1 - erf(x)."""
+def erfc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.erfc`; returns self."""
 def erfinv(x: Tensor) -> Tensor:
     """Inverse error function."""
 def exp(x: Tensor) -> Tensor:
     """e to the power of each element."""
 def exp2(x: Tensor) -> Tensor:
     """2 ** x."""
+def exp2_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.exp2`; returns self."""
+def exp_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.exp`; returns self."""
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """``x`` expanded to ``other``'s shape."""
 def expm1(x: Tensor) -> Tensor:
     """exp(x) - 1, accurate near 0."""
+def expm1_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.expm1`; returns self."""
 def eye(
     n: builtins.int,
     m: builtins.int | None = None,
@@ -1740,6 +2115,12 @@ def eye(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+def fill_(x: Tensor, value: Any) -> Tensor:
+    """Fill ``x`` with ``value`` in place; returns ``x``."""
+def fix(x: Tensor) -> Tensor:
+    """Round toward zero."""
+def fix_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.trunc`; returns self."""
 def flatten(x: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
     """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
 def flip(
@@ -1751,18 +2132,26 @@ def flip(
     Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as its own
     argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
     """
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse dim 1 (left to right); needs at least 2 dims."""
+def flipud(input: Tensor) -> Tensor:
+    """Reverse dim 0 (up to down); needs at least 1 dim."""
 float: DType
 float16: DType
 float32: DType
 float64: DType
 def floor(x: Tensor) -> Tensor:
     """Round down."""
+def floor_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.floor`; returns self."""
 def floor_divide(x: Any, y: Any) -> Tensor:
     """floor(x / y)."""
 def fmod(x: Any, y: Any) -> Tensor:
     """Remainder with the sign of x (C's fmod)."""
 def frac(x: Tensor) -> Tensor:
     """The fractional part x - trunc(x)."""
+def frac_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.frac`; returns self."""
 def from_dlpack(obj: Any, device: Any = None) -> Tensor:
     """A tensor viewing a DLPack-capable array (NumPy, CuPy, PyTorch...) without a copy where possible."""
 def from_numpy(array: Any) -> Tensor:
@@ -1789,15 +2178,23 @@ def gather(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """``out[i][j][k] = x[index[i][j][k]][j][k]`` for ``dim == 0`` (and so on)."""
 def ge(x: Any, y: Any) -> Tensor:
     """x >= y."""
+def ger(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two vectors."""
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
+def greater(x: Any, y: Any) -> Tensor:
+    """x > y."""
+def greater_equal(x: Any, y: Any) -> Tensor:
+    """x >= y."""
 def gt(x: Any, y: Any) -> Tensor:
     """x > y."""
 half: DType
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 1 (dim 0 for 1-D tensors)."""
 def hypot(x: Any, y: Any) -> Tensor:
     """sqrt(x**2 + y**2) without overflow."""
 def imag(x: Tensor) -> Tensor:
@@ -1821,6 +2218,8 @@ int16: DType
 int32: DType
 int64: DType
 int8: DType
+def inverse(a: Tensor) -> Tensor:
+    """The inverse of a (batch of) square matrices."""
 def is_complex(x: Tensor) -> builtins.bool:
     """Whether ``x`` has a complex dtype."""
 def is_conj(x: Tensor) -> builtins.bool:
@@ -1853,6 +2252,10 @@ def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
 def lerp(start: Any, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start)."""
+def less(x: Any, y: Any) -> Tensor:
+    """x < y."""
+def less_equal(x: Any, y: Any) -> Tensor:
+    """x <= y."""
 def lgamma(x: Tensor) -> Tensor:
     """log |Gamma(x)|."""
 def linspace(
@@ -1871,10 +2274,18 @@ def log(x: Tensor) -> Tensor:
     """Natural logarithm."""
 def log10(x: Tensor) -> Tensor:
     """Base-10 logarithm."""
+def log10_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log10`; returns self."""
 def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate near 0."""
+def log1p_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log1p`; returns self."""
 def log2(x: Tensor) -> Tensor:
     """Base-2 logarithm."""
+def log2_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log2`; returns self."""
+def log_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log`; returns self."""
 def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
@@ -1893,6 +2304,10 @@ def logical_or(x: Any, y: Any) -> Tensor:
     """Logical or."""
 def logical_xor(x: Any, y: Any) -> Tensor:
     """Logical xor."""
+def logit(input: Tensor, eps: builtins.float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+def logit_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.logit`; returns self."""
 def logsumexp(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, stably."""
 long: DType
@@ -1924,6 +2339,11 @@ def median(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = 
     """
     The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's index) where
     there is a NaN, as in PyTorch (``nanmedian`` ignores them).
+    """
+def meshgrid(*tensors: Any, indexing: builtins.str | None = None) -> builtins.tuple[Tensor, ...]:
+    """
+    Coordinate grids from 1-D tensors: with ``indexing='ij'`` (the default, as PyTorch's) grid ``i`` varies along
+    dim ``i``; with ``'xy'`` the first two dims are swapped (Cartesian, as NumPy's default).
     """
 def min(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
@@ -1966,17 +2386,29 @@ def nan_to_num(
     neginf: builtins.float | None = None,
 ) -> Tensor:
     """Replace nan, +inf and -inf by finite numbers."""
+def nan_to_num_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.nan_to_num`; returns self."""
+def nanmean(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean of the values that are not NaN (NaN where all are)."""
 def nanmedian(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
     """
     ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)`` along
     ``dim``.
     """
+def nansum(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    """The sum, NaN counted as zero."""
 def narrow(x: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
     """A view of ``length`` elements of ``dim`` from ``start``."""
 def ne(x: Any, y: Any) -> Tensor:
     """x != y."""
 def neg(x: Tensor) -> Tensor:
     """Negate each element."""
+def neg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.neg`; returns self."""
+def negative(x: Tensor) -> Tensor:
+    """Negate each element."""
+def negative_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.neg`; returns self."""
 def nonzero(x: Tensor, *, as_tuple: builtins.bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
 def norm(
@@ -2000,6 +2432,8 @@ def normal(
     device: Any = None,
 ) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
+def not_equal(x: Any, y: Any) -> Tensor:
+    """x != y."""
 def numel(x: Tensor) -> builtins.int:
     """The number of elements of ``x``."""
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -2034,6 +2468,10 @@ def prod(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = Fa
     """Product of elements (over ``dim``); integers multiply in int64."""
 def promote_types(a: DType, b: DType) -> DType:
     """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's rules."""
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees (integers give the default float dtype)."""
+def rad2deg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rad2deg`; returns self."""
 def rand(
     *size: Any,
     dtype: DType | None = None,
@@ -2093,8 +2531,12 @@ def real(x: Tensor) -> Tensor:
     """The real part of ``x``: a view sharing its storage for complex ``x``, ``x`` itself otherwise."""
 def reciprocal(x: Tensor) -> Tensor:
     """1 / x."""
+def reciprocal_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.reciprocal`; returns self."""
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
+def relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.relu`; returns self."""
 def remainder(x: Any, y: Any) -> Tensor:
     """x - floor(x / y) * y (the sign of y, as Python's %)."""
 def repeat(x: Tensor, *sizes: Any) -> Tensor:
@@ -2113,10 +2555,18 @@ def roll(
     dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
 ) -> Tensor:
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
+def rot90(input: Tensor, k: builtins.int = 1, dims: collections.abc.Sequence[builtins.int] = ...) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first dim toward the second."""
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
+def round_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.round`; returns self."""
+def row_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 0, 1-D tensors as rows."""
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)."""
+def rsqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rsqrt`; returns self."""
 def save(obj: Any, f: Any) -> None:
     """Save ``obj`` to ``f`` (a path or a binary file object) in the safetensors format."""
 def scatter(
@@ -2162,12 +2612,24 @@ def sgn(x: Tensor) -> Tensor:
 short: DType
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
+def sigmoid_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sigmoid`; returns self."""
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of each element (nan for nan)."""
 def sin(x: Tensor) -> Tensor:
     """Sine."""
+def sin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sin`; returns self."""
+def sinc(input: Tensor) -> Tensor:
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+def sinc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sinc`; returns self."""
 def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
+def sinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sinh`; returns self."""
+def slogdet(a: Tensor) -> _SlogdetResult:
+    """``(sign, log|det|)`` of square matrices; the log is differentiable."""
 def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def sort(
@@ -2185,8 +2647,12 @@ def split(
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
 def sqrt(x: Tensor) -> Tensor:
     """Square root."""
+def sqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sqrt`; returns self."""
 def square(x: Tensor) -> Tensor:
     """x * x."""
+def square_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.square`; returns self."""
 def squeeze(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
 def stack(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
@@ -2224,8 +2690,12 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: builtins.int | None = None) 
     """``gather`` with broadcasting of ``indices`` and ``x`` in the other dimensions."""
 def tan(x: Tensor) -> Tensor:
     """Tangent."""
+def tan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.tan`; returns self."""
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent."""
+def tanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.tanh`; returns self."""
 def tensor(
     data: Any,
     *,
@@ -2256,6 +2726,8 @@ def topk(
     sorted: builtins.bool = True,
 ) -> _ValuesIndices:
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix."""
 def transpose(x: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
 def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
@@ -2266,6 +2738,8 @@ def true_divide(x: Any, y: Any) -> Tensor:
     """x / y (alias of div)."""
 def trunc(x: Tensor) -> Tensor:
     """Round toward zero."""
+def trunc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.trunc`; returns self."""
 uint8: DType
 def unbind(x: Tensor, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """All slices along ``dim``."""
@@ -2313,10 +2787,14 @@ def view_as_real(x: Tensor) -> Tensor:
     A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its storage, as in
     PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy.
     """
+def vstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 0, 1-D tensors as rows."""
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
 def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0."""
+def zero_(x: Tensor) -> Tensor:
+    """Fill ``x`` with zeros in place; returns ``x``."""
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
 def zeros_like(

@@ -163,6 +163,14 @@ for _name, _fn in _NEW_METHODS.items():  # new_zeros(), new_tensor()...
     setattr(Tensor, _name, _fn)
 for _name, _fn in _CONVERSIONS.items():
     setattr(Tensor, _name, _fn)
+for _alias, _target in _ops.aliases.ALIASES.items():  # arccos is acos, ...: the same function and methods
+    _space, _, _name = _target.rpartition(".")
+    _fn = getattr(linalg, _name) if _space == "linalg" else globals()[_name]
+    globals()[_alias] = _fn
+    if _space or hasattr(Tensor, _name):  # det, inverse, slogdet are methods too, as in PyTorch
+        setattr(Tensor, _alias, getattr(Tensor, _name, _fn))
+    if hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))
 Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
 Tensor.copy_ = _copy_
@@ -207,5 +215,9 @@ __all__ = [
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS),
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES,
 ]
+for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()
+    if hasattr(Tensor, _name):
+        globals()[_name] = getattr(Tensor, _name)
+        __all__.append(_name)

@@ -16,7 +16,9 @@ from typing import Any
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, get, register
 from . import (  # noqa: F401  (each module registers its ops)
+    aliases,
     arithmetic,
+    blas,
     complex,
     composite,
     conv,
@@ -30,12 +32,15 @@ from . import (  # noqa: F401  (each module registers its ops)
     movement,
     nn,
     norms,
+    numeric,
     products,
     reduction,
     sampling,
     scatter,
     shape,
     sorting,
+    special_functions,
+    stacking,
 )
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -78,13 +83,17 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
     **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
-    **norms.FUNCTIONS,
+    **norms.FUNCTIONS, **blas.FUNCTIONS, **stacking.FUNCTIONS, **numeric.FUNCTIONS,
+    "sinc": special_functions.FUNCTIONS["sinc"],  # the others are ferro.special's only, as in PyTorch
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
-                      + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES))
+                      + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES)
+                      + blas.METHODS + stacking.METHODS + numeric.METHODS + products.METHODS
+                      + special_functions.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",
-                       "fmod", "true_divide", "nan_to_num"]
+                       "fmod", "true_divide", "nan_to_num", *blas.INPLACE, *numeric.INPLACE,
+                       *special_functions.INPLACE]

@@ -16,6 +16,7 @@ from .._ops.conv import adaptive_max_pool
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from .._ops.numeric import NN_FUNCTIONS as _NUMERIC
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]
@@ -42,6 +43,7 @@ glu = _COMPOSITES["glu"]
 
 globals().update(_NN)
 globals().update(_CONV)
+globals().update(_NUMERIC)  # normalize
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -57,5 +59,5 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     return adaptive_max_pool(2, input, output_size, return_indices)
 
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV,
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
            "adaptive_max_pool1d"]

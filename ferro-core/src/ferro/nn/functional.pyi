@@ -55,6 +55,7 @@ __all__ = [
     'mish',
     'mse_loss',
     'nll_loss',
+    'normalize',
     'one_hot',
     'pad',
     'pairwise_distance',
@@ -362,6 +363,14 @@ def nll_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """Negative log-likelihood of class indices ``target`` given log-probabilities ``x`` (N, C, ...)."""
+def normalize(
+    input: Tensor,
+    p: builtins.float = 2.0,
+    dim: builtins.int = 1,
+    eps: builtins.float = 1e-12,
+    out: Any = None,
+) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm kept at least ``eps``."""
 def one_hot(x: Tensor, num_classes: builtins.int = -1) -> Tensor:
     """int64 one-hot encoding of the integer tensor ``x``, a new last dimension of ``num_classes``."""
 def pad(

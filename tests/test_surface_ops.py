@@ -1,0 +1,181 @@
+"""PyTorch's everyday names that ferro gained as op records, aliases and in-place variants, compared with
+torch where the conformance suite's NumPy references do not reach: keyword semantics, in-place forms,
+aliases, and finfo / iinfo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+
+torch = pytest.importorskip("torch")
+RNG = np.random.default_rng(0)
+
+
+def _pair(*shape: int) -> tuple[ferro.Tensor, object]:
+    a = RNG.normal(size=shape)
+    return ferro.tensor(a), torch.tensor(a)
+
+
+def _same(mine: ferro.Tensor, theirs: object, **kw: float) -> None:
+    np.testing.assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=kw.get("rtol", 1e-12),
+                               atol=kw.get("atol", 1e-12))
+
+
+@pytest.mark.parametrize("alias", sorted(ferro._ops.aliases.ALIASES))
+def test_aliases_are_their_ops(alias: str) -> None:
+    target = ferro._ops.aliases.ALIASES[alias]
+    space, _, name = target.rpartition(".")
+    assert getattr(ferro, alias) is getattr(ferro.linalg if space else ferro, name)
+    assert hasattr(torch, alias)
+    if hasattr(torch.Tensor, alias):
+        assert hasattr(ferro.Tensor, alias), alias
+    if hasattr(torch.Tensor, alias + "_") and hasattr(ferro.Tensor, name + "_"):
+        assert getattr(ferro.Tensor, alias + "_") is getattr(ferro.Tensor, name + "_")
+
+
+def test_alias_values_match_torch() -> None:
+    x, t = _pair(3, 4)
+    x, t = x.clamp(-0.9, 0.9), t.clamp(-0.9, 0.9)
+    _same(x.arccos(), t.arccos())
+    _same(ferro.arctan2(x, x.flip(0)), torch.arctan2(t, t.flip(0)))
+    _same(x.clone().arcsinh_(), t.clone().arcsinh_())
+    _same(ferro.clip(x, -0.1, 0.2), torch.clip(t, -0.1, 0.2))
+    _same(ferro.greater_equal(x, 0), torch.greater_equal(t, 0))
+    m, tm = _pair(3, 3)
+    _same(m.det(), tm.det(), rtol=1e-10)
+    _same(ferro.inverse(m), torch.inverse(tm), rtol=1e-9, atol=1e-9)
+    _same(ferro.slogdet(m)[1], torch.slogdet(tm)[1], rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", [n for n in ferro._ops.aliases.TORCH_INPLACE if hasattr(ferro, n)])
+def test_top_level_inplace_functions(name: str) -> None:
+    assert hasattr(torch, name), name
+    args = {"clamp_": (-0.5, 0.5), "clamp_max_": (0.3,), "clamp_min_": (0.1,), "clip_": (-0.5, 0.5),
+            "fill_": (2.0,), "xlogy_": (2.0,), "index_put_": ((torch.tensor([0]),), 5.0)}.get(name, ())
+    if name in ("detach_", "zero_", "fill_"):
+        x = ferro.rand(4) + 0.1
+    else:
+        x = ferro.rand(4) * 0.8 + 0.1
+    t = torch.tensor(x.numpy())
+    targs = args
+    fargs = tuple((ferro.tensor([0]),) if isinstance(a, tuple) else a for a in args)
+    out = getattr(ferro, name)(x, *fargs)
+    assert out is x
+    getattr(torch, name)(t, *targs)
+    np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(("name", "shapes"), [("addmm", ((2, 4), (2, 3), (3, 4))), ("addmv", ((2,), (2, 3), (3,))),
+                                              ("addr", ((2, 3), (2,), (3,))),
+                                              ("baddbmm", ((2, 2, 4), (2, 2, 3), (2, 3, 4))),
+                                              ("addbmm", ((2, 4), (3, 2, 3), (3, 3, 4)))])
+def test_multiply_adds_match_torch(name: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    pairs = [_pair(*s) for s in shapes]
+    mine, theirs = [p[0] for p in pairs], [p[1] for p in pairs]
+    for kw in ({}, {"beta": 0.5, "alpha": -2.0}):
+        _same(getattr(ferro, name)(*mine, **kw), getattr(torch, name)(*theirs, **kw))
+        _same(getattr(mine[0].clone(), name + "_")(*mine[1:], **kw), getattr(theirs[0].clone(), name + "_")(
+            *theirs[1:], **kw))
+    nan = mine[0].clone().fill_(float("nan"))  # beta=0: input ignored, NaN too, as PyTorch
+    got = getattr(ferro, name)(nan, *mine[1:], beta=0)
+    assert not got.isnan().any()
+    _same(got, getattr(torch, name)(theirs[0].clone().fill_(float("nan")), *theirs[1:], beta=0))
+
+
+def test_addcmul_addcdiv_match_torch() -> None:
+    (x, tx), (a, ta), (b, tb) = _pair(3, 4), _pair(4), _pair(3, 1)
+    _same(ferro.addcmul(x, a, b, value=0.5), torch.addcmul(tx, ta, tb, value=0.5))
+    _same(ferro.addcdiv(x, a, b, value=-2), torch.addcdiv(tx, ta, tb, value=-2))
+    _same(x.clone().addcdiv_(a, b), tx.clone().addcdiv_(ta, tb))
+    _same(x.clone().addcmul_(a, b, value=3), tx.clone().addcmul_(ta, tb, value=3))
+    with pytest.raises(ferro.errors.DTypeError, match="addcdiv"):
+        ferro.addcdiv(ferro.ones(2), ferro.ones(2, dtype=ferro.int64), ferro.ones(2, dtype=ferro.int64))
+    with pytest.raises(RuntimeError):
+        torch.addcdiv(torch.ones(2), torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64))
+
+
+def test_multiply_add_gradients_match_torch() -> None:
+    mine = [ferro.tensor(RNG.normal(size=s), requires_grad=True) for s in ((4,), (2, 3), (3, 4))]
+    theirs = [torch.tensor(m.detach().numpy(), requires_grad=True) for m in mine]
+    ferro.addmm(*mine, beta=0.3, alpha=2).square().sum().backward()
+    torch.addmm(*theirs, beta=0.3, alpha=2).square().sum().backward()
+    for m, t in zip(mine, theirs, strict=True):
+        _same(m.grad, t.grad, rtol=1e-10)
+
+
+def test_shape_ops_match_torch() -> None:
+    x, t = _pair(2, 3, 4)
+    for k, dims in ((1, (0, 1)), (2, (1, 2)), (3, (0, 2)), (-1, (2, 0))):
+        _same(x.rot90(k, dims), t.rot90(k, dims))
+    _same(x.fliplr(), t.fliplr())
+    _same(ferro.flipud(x), torch.flipud(t))
+    a, ta = _pair(3)
+    b, tb = _pair(4)
+    for indexing in ("ij", "xy"):
+        for m, th in zip(ferro.meshgrid(a, b, indexing=indexing), torch.meshgrid(ta, tb, indexing=indexing),
+                         strict=True):
+            _same(m, th)
+    for m, th in zip(ferro.broadcast_tensors(a.reshape(3, 1), b), torch.broadcast_tensors(ta.reshape(3, 1), tb),
+                     strict=True):
+        _same(m, th)
+    s, ts = ferro.tensor(2.0), torch.tensor(2.0)
+    for fn in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        assert getattr(ferro, fn)(s).shape == getattr(torch, fn)(ts).shape
+        assert getattr(ferro, fn)(a).shape == getattr(torch, fn)(ta).shape
+        assert [o.shape for o in getattr(ferro, fn)(s, x)] == [o.shape for o in getattr(torch, fn)(ts, t)]
+    for fn in ("hstack", "vstack", "dstack", "column_stack", "row_stack"):
+        _same(getattr(ferro, fn)([a, a]), getattr(torch, fn)([ta, ta]))
+
+
+def test_numeric_ops_match_torch() -> None:
+    x, t = _pair(3, 4)
+    _same(ferro.deg2rad(x), torch.deg2rad(t))
+    _same(x.clone().rad2deg_(), t.clone().rad2deg_())
+    assert ferro.deg2rad(ferro.tensor([180])).dtype == ferro.float32
+    p, tp = ferro.tensor([0.0, 0.3, 1.0]), torch.tensor([0.0, 0.3, 1.0])
+    _same(ferro.logit(p, eps=1e-3), torch.logit(tp, eps=1e-3), rtol=1e-6)
+    _same(p.logit(), tp.logit(), rtol=1e-6)
+    for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+        mine, theirs = ferro.aminmax(x, **kw), torch.aminmax(t, **kw)
+        _same(mine.min, theirs.min)
+        _same(mine.max, theirs.max)
+    with pytest.raises(ValueError, match="aminmax"):
+        ferro.aminmax(ferro.ones(0))
+    for kw in ({}, {"n": 2}, {"dim": 0}, {"n": 3, "dim": 0}):
+        _same(x.diff(**kw), t.diff(**kw))
+    _same(ferro.diff(x, prepend=x[:, :1], append=x[:, -2:]), torch.diff(t, prepend=t[:, :1], append=t[:, -2:]))
+    y, ty = x.clone(), t.clone()
+    y[0, 1] = float("nan")
+    ty[0, 1] = float("nan")
+    _same(y.nansum(), ty.nansum())
+    _same(ferro.nanmean(y, 1), torch.nanmean(ty, 1))
+    _same(x.trace(), t.trace())
+    for kw in ({}, {"p": 1.0, "dim": 0}, {"dim": -1, "eps": 0.5}):
+        _same(F.normalize(x, **kw), torch.nn.functional.normalize(t, **kw))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"])
+def test_finfo_matches_torch(name: str) -> None:
+    mine, theirs = ferro.finfo(getattr(ferro, name)), torch.finfo(getattr(torch, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+    assert mine.dtype == theirs.dtype
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name: str) -> None:
+    mine, theirs = ferro.iinfo(getattr(ferro, name)), torch.iinfo(getattr(torch, name))
+    assert (mine.bits, mine.min, mine.max, mine.dtype) == (theirs.bits, theirs.min, theirs.max, theirs.dtype)
+
+
+def test_info_refusals() -> None:
+    assert ferro.finfo().eps == torch.finfo().eps
+    with pytest.raises(TypeError, match="iinfo"):
+        ferro.finfo(ferro.int32)
+    with pytest.raises(TypeError, match="finfo"):
+        ferro.iinfo(ferro.float32)
+    with pytest.raises(TypeError):
+        ferro.iinfo(ferro.bool_)
