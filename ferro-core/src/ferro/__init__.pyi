@@ -33,6 +33,7 @@ from ferro import special as special
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
+from ferro._core.inference_mode import inference_mode as inference_mode
 from ferro._core.numeric_info import finfo as finfo
 from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
@@ -232,6 +233,8 @@ __all__ = [
     'ge',
     'ger',
     'get_default_dtype',
+    'get_num_interop_threads',
+    'get_num_threads',
     'get_rng_state',
     'greater',
     'greater_equal',
@@ -246,6 +249,7 @@ __all__ = [
     'index_fill',
     'index_put',
     'index_select',
+    'inference_mode',
     'initial_seed',
     'inner',
     'int16',
@@ -256,6 +260,7 @@ __all__ = [
     'is_complex',
     'is_conj',
     'is_grad_enabled',
+    'is_inference_mode_enabled',
     'is_neg',
     'is_tensor',
     'isclose',
@@ -380,6 +385,9 @@ __all__ = [
     'set_backend',
     'set_default_dtype',
     'set_grad_enabled',
+    'set_num_interop_threads',
+    'set_num_threads',
+    'set_printoptions',
     'set_rng_state',
     'sgn',
     'sigmoid',
@@ -1085,6 +1093,8 @@ class Tensor:
         """Whether the dtype is a floating dtype."""
     @property
     def is_floating_point_(self) -> builtins.bool: ...
+    def is_inference(self) -> builtins.bool:
+        """Whether this is an inference tensor: never in ferro (``inference_mode`` makes ordinary tensors)."""
     @property
     def is_ipu(self) -> Any:
         """``is_ipu``: always False in ferro (PyTorch's flag, for scripts that test it)."""
@@ -2182,6 +2192,10 @@ def ger(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+def get_num_interop_threads() -> builtins.int:
+    """The number given to :func:`set_num_interop_threads` (the number of CPUs until set)."""
+def get_num_threads() -> builtins.int:
+    """The number of threads used inside ops on the CPU (the number of CPUs until set)."""
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
 def greater(x: Any, y: Any) -> Tensor:
@@ -2226,6 +2240,8 @@ def is_conj(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily conjugated tensors."""
 def is_grad_enabled() -> builtins.bool:
     """Whether ops on tensors that require grad record the graph in this thread."""
+def is_inference_mode_enabled() -> builtins.bool:
+    """Whether this thread is inside ``inference_mode()``."""
 def is_neg(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily negated tensors."""
 def is_tensor(obj: builtins.object) -> builtins.bool:
@@ -2605,6 +2621,23 @@ def set_backend(name: builtins.str) -> None:
     """Make ``name`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``) where new tensors go."""
 def set_default_dtype(dtype: DType) -> None:
     """Set the dtype of floating tensors made from Python floats (float32 by default)."""
+def set_num_interop_threads(n: builtins.int) -> None:
+    """Remember the number of threads between ops (ferro runs each op in the calling thread)."""
+def set_num_threads(n: builtins.int) -> None:
+    """Use ``n`` threads inside ops on the CPU (the BLAS and OpenMP pools, through threadpoolctl)."""
+def set_printoptions(
+    precision: builtins.int | None = None,
+    threshold: builtins.float | None = None,
+    edgeitems: builtins.int | None = None,
+    linewidth: builtins.int | None = None,
+    profile: builtins.str | None = None,
+    sci_mode: builtins.bool | None = None,
+) -> None:
+    """
+    How tensors print, as ``torch.set_printoptions``: digits after the point, how many elements before a tensor is
+    summarized with ``...`` and how many it shows at each edge, the line width, a ``profile`` (``'default'``,
+    ``'short'``, ``'full'``) setting all four, and ``sci_mode`` (None: chosen per tensor).
+    """
 def set_rng_state(state: Tensor, device: Any = None) -> None:
     """Restore a state from :func:`get_rng_state` on ``device`` (default ``cpu``)."""
 def sgn(x: Tensor) -> Tensor:

@@ -33,9 +33,12 @@ from ._core.dtypes import (
     uint8,
 )
 from ._core.dtypes import set_default_dtype as _set_default_dtype
+from ._core.format import set_printoptions
+from ._core.inference_mode import inference_mode, is_inference_mode_enabled
 from ._core.numeric_info import finfo, iinfo
 from ._core.records import ops
 from ._core.tensor import Size, Tensor, _assign, install_methods
+from ._core.threads import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ._creation import NEW_METHODS as _NEW_METHODS
 from ._creation import (
     arange,
@@ -214,7 +217,9 @@ __all__ = [
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
-    "index_put", "is_tensor", "numel", "finfo", "iinfo", "UnsupportedOperationError", "BackendUnavailableError",
+    "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
+    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
+    "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
     *sorted(_FUNCTIONS), *_ops.aliases.ALIASES,
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()

@@ -270,6 +270,10 @@ class Tensor:
         """Whether the tensor lives on a CUDA device."""
         return self._device.type == "cuda"
 
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: never in ferro (``inference_mode`` makes ordinary tensors)."""
+        return False
+
     @property
     def is_cpu(self) -> bool:
         """Whether the tensor lives on the ``cpu`` backend."""
