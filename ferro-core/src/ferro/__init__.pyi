@@ -120,10 +120,12 @@ __all__ = [
     'atleast_3d',
     'autocast',
     'autograd',
+    'avg_pool1d',
     'backends',
     'baddbmm',
     'bernoulli',
     'bfloat16',
+    'bilinear',
     'bincount',
     'bitwise_and',
     'bitwise_left_shift',
@@ -142,6 +144,8 @@ __all__ = [
     'cdist',
     'ceil',
     'ceil_',
+    'celu',
+    'celu_',
     'chunk',
     'clamp',
     'clamp_',
@@ -161,10 +165,16 @@ __all__ = [
     'conj',
     'conj_physical',
     'contiguous',
+    'conv1d',
+    'conv2d',
+    'conv3d',
+    'conv_transpose1d',
+    'conv_transpose2d',
     'cos',
     'cos_',
     'cosh',
     'cosh_',
+    'cosine_similarity',
     'count_nonzero',
     'cuda',
     'cummax',
@@ -186,6 +196,7 @@ __all__ = [
     'div',
     'divide',
     'dot',
+    'dropout',
     'dstack',
     'einsum',
     'empty',
@@ -238,7 +249,9 @@ __all__ = [
     'get_rng_state',
     'greater',
     'greater_equal',
+    'group_norm',
     'gt',
+    'hardshrink',
     'histc',
     'hstack',
     'hypot',
@@ -269,6 +282,7 @@ __all__ = [
     'isnan',
     'kron',
     'kthvalue',
+    'layer_norm',
     'le',
     'lerp',
     'less',
@@ -302,6 +316,9 @@ __all__ = [
     'masked_select',
     'matmul',
     'max',
+    'max_pool1d',
+    'max_pool2d',
+    'max_pool3d',
     'maximum',
     'mean',
     'median',
@@ -340,7 +357,10 @@ __all__ = [
     'optim',
     'outer',
     'pad',
+    'pairwise_distance',
     'permute',
+    'pixel_shuffle',
+    'pixel_unshuffle',
     'polar',
     'positive',
     'pow',
@@ -368,6 +388,7 @@ __all__ = [
     'reshape',
     'resolve_conj',
     'resolve_neg',
+    'rms_norm',
     'roll',
     'rot90',
     'round',
@@ -382,6 +403,8 @@ __all__ = [
     'searchsorted',
     'seed',
     'select',
+    'selu',
+    'selu_',
     'set_backend',
     'set_default_dtype',
     'set_grad_enabled',
@@ -426,6 +449,8 @@ __all__ = [
     'tensor',
     'tensor_split',
     'tensordot',
+    'threshold',
+    'threshold_',
     'tile',
     'topk',
     'trace',
@@ -1928,11 +1953,22 @@ def atleast_2d(*tensors: Any) -> Tensor:
     """Each tensor with at least 2 dims, new dims in front."""
 def atleast_3d(*tensors: Any) -> Tensor:
     """Each tensor with at least 3 dims (a vector (n,) becomes (1, n, 1), a matrix (r, c) becomes (r, c, 1))."""
+def avg_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+) -> Tensor:
+    """Mean over sliding windows of (N, C, L) or (C, L); ``count_include_pad=False`` leaves the padding out."""
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
 bfloat16: DType
+def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1 @ weight[k] @ x2 + bias[k]``; ``weight`` is (out, in1, in2)."""
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
 def bitwise_and(x: Any, y: Any) -> Tensor:
@@ -1982,6 +2018,10 @@ def ceil(x: Tensor) -> Tensor:
     """Round up."""
 def ceil_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.ceil`; returns self."""
+def celu(x: Any, alpha: Any = 1.0) -> Tensor:
+    """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.celu`; returns self."""
 cfloat: DType
 def chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
@@ -2019,6 +2059,58 @@ def conj_physical(x: Tensor) -> Tensor:
     """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
 def contiguous(x: Tensor) -> Tensor:
     """``x`` itself when row-major already, else a row-major copy."""
+def conv1d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) with (C_out, C/groups, K)."""
+def conv2d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """2-D convolution of (N, C, H, W) with (C_out, C/groups, kH, kW); padding int, tuple, 'same' or 'valid'."""
+def conv3d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) with (C_out, C/groups, kD, kH, kW)."""
+def conv_transpose1d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 1-D convolution; ``weight`` is (C_in, C_out/groups, K)."""
+def conv_transpose2d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
 def cos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2027,6 +2119,8 @@ def cosh(x: Tensor) -> Tensor:
     """Hyperbolic cosine."""
 def cosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.cosh`; returns self."""
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: builtins.int = 1, eps: builtins.float = 1e-08) -> Tensor:
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
 def count_nonzero(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """Number of nonzero elements (over ``dim``), as int64."""
 def cummax(x: Tensor, dim: builtins.int) -> _ValuesIndices:
@@ -2074,6 +2168,13 @@ def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None)
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
 double: DType
+def dropout(
+    x: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
 def dstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 2, after making each at least 3-D."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
@@ -2202,9 +2303,19 @@ def greater(x: Any, y: Any) -> Tensor:
     """x > y."""
 def greater_equal(x: Any, y: Any) -> Tensor:
     """x >= y."""
+def group_norm(
+    x: Tensor,
+    num_groups: builtins.int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: builtins.float = 1e-05,
+) -> Tensor:
+    """Normalize groups of channels of each sample."""
 def gt(x: Any, y: Any) -> Tensor:
     """x > y."""
 half: DType
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
 def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
@@ -2264,6 +2375,14 @@ def kron(a: Tensor, b: Tensor) -> Tensor:
     """Kronecker product."""
 def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+def layer_norm(
+    x: Tensor,
+    normalized_shape: collections.abc.Sequence[builtins.int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: builtins.float = 1e-05,
+) -> Tensor:
+    """Normalize over the last ``len(normalized_shape)`` dimensions."""
 def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
 def lerp(start: Any, end: Any, weight: Any) -> Tensor:
@@ -2341,6 +2460,42 @@ def matmul(x: Tensor, y: Tensor) -> Tensor:
     """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
 def max(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
+def max_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
+    ``return_indices=True`` also returns where each maximum came from (indices into L).
+    """
+def max_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``; ``ceil_mode``
+    rounds the output size up; ``return_indices=True`` also returns flat indices into H * W.
+    """
+def max_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`max_pool2d`)."""
 def maximum(x: Any, y: Any) -> Tensor:
     """Elementwise maximum."""
 def mean(
@@ -2472,8 +2627,20 @@ def pad(
     value: builtins.float = 0.0,
 ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions: ``pad = (left_last, right_last, left_prev, ...)``."""
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    keepdim: builtins.bool = False,
+) -> Tensor:
+    """p-norm of ``x1 - x2 + eps`` along the last dimension."""
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C r^2, H, W) to (*, C, H r, W r)."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H r, W r) to (*, C r^2, H, W)."""
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
 def positive(x: Tensor) -> Tensor:
@@ -2565,6 +2732,13 @@ def resolve_conj(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily conjugated tensor."""
 def resolve_neg(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily negated tensor."""
+def rms_norm(
+    x: Tensor,
+    normalized_shape: collections.abc.Sequence[builtins.int],
+    weight: Tensor | None = None,
+    eps: builtins.float | None = None,
+) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps)`` over the last dimensions, times ``weight``."""
 def roll(
     x: Tensor,
     shifts: builtins.int | collections.abc.Sequence[builtins.int],
@@ -2617,6 +2791,10 @@ def seed() -> builtins.int:
     """Seed every device from the OS's entropy and return the seed used."""
 def select(x: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
     """The slice at ``index`` of ``dim``, without that dimension."""
+def selu(x: Any) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.selu`; returns self."""
 def set_backend(name: builtins.str) -> None:
     """Make ``name`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``) where new tensors go."""
 def set_default_dtype(dtype: DType) -> None:
@@ -2749,6 +2927,10 @@ def tensordot(
     dims: builtins.int | collections.abc.Sequence[collections.abc.Sequence[builtins.int]] = 2,
 ) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or the listed pairs)."""
+def threshold(x: Any, threshold: Any, value: Any) -> Tensor:
+    """x if x > threshold else value."""
+def threshold_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.threshold`; returns self."""
 def tile(x: Tensor, dims: collections.abc.Sequence[builtins.int]) -> Tensor:
     """``repeat`` with missing leading sizes taken as 1."""
 def topk(

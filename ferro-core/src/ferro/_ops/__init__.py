@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     linalg_ext,
     movement,
     nn,
+    nn_surface,
     norms,
     numeric,
     products,

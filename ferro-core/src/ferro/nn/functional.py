@@ -14,8 +14,10 @@ from .._ops.composite import FUNCTIONS as _COMPOSITES
 from .._ops.conv import FUNCTIONS as _CONV
 from .._ops.conv import adaptive_max_pool
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
+from .._ops.inplace import make_inplace as _make_inplace
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from .._ops.nn_surface import FUNCTIONS as _SURFACE
 from .._ops.numeric import NN_FUNCTIONS as _NUMERIC
 
 relu = _ELEMENTWISE["relu"]
@@ -44,6 +46,10 @@ glu = _COMPOSITES["glu"]
 globals().update(_NN)
 globals().update(_CONV)
 globals().update(_NUMERIC)  # normalize
+globals().update(_SURFACE)  # softmin, hardshrink, the margin losses, pixel_shuffle...
+#: The in-place activations (``F.elu_(x)``): the op's in-place form, as ``Tensor.relu_``.
+_INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold")}
+globals().update(_INPLACE)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -60,4 +66,5 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
+           *_SURFACE, *_INPLACE,
            "adaptive_max_pool1d"]

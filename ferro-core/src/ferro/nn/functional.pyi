@@ -19,6 +19,7 @@ __all__ = [
     'binary_cross_entropy',
     'binary_cross_entropy_with_logits',
     'celu',
+    'celu_',
     'conv1d',
     'conv2d',
     'conv3d',
@@ -30,13 +31,18 @@ __all__ = [
     'dropout',
     'dropout2d',
     'elu',
+    'elu_',
     'embedding',
+    'gaussian_nll_loss',
     'gelu',
     'glu',
     'group_norm',
+    'hardshrink',
     'hardsigmoid',
     'hardswish',
     'hardtanh',
+    'hardtanh_',
+    'hinge_embedding_loss',
     'huber_loss',
     'instance_norm',
     'interpolate',
@@ -44,6 +50,7 @@ __all__ = [
     'l1_loss',
     'layer_norm',
     'leaky_relu',
+    'leaky_relu_',
     'linear',
     'local_response_norm',
     'log_softmax',
@@ -54,25 +61,37 @@ __all__ = [
     'max_pool3d',
     'mish',
     'mse_loss',
+    'multi_margin_loss',
+    'multilabel_soft_margin_loss',
     'nll_loss',
     'normalize',
     'one_hot',
     'pad',
     'pairwise_distance',
+    'pixel_shuffle',
+    'pixel_unshuffle',
+    'poisson_nll_loss',
     'relu',
     'relu6',
+    'relu_',
     'rms_norm',
     'scaled_dot_product_attention',
     'selu',
+    'selu_',
     'sigmoid',
     'silu',
     'smooth_l1_loss',
+    'soft_margin_loss',
     'softmax',
+    'softmin',
     'softplus',
+    'softshrink',
     'softsign',
     'tanh',
     'tanhshrink',
     'threshold',
+    'threshold_',
+    'triplet_margin_loss',
 ]
 
 
@@ -151,6 +170,8 @@ def binary_cross_entropy_with_logits(
     """BCE of logits, computed stably: ``max(x, 0) - x * t + log(1 + exp(-|x|))`` (with ``pos_weight``)."""
 def celu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.celu`; returns self."""
 def conv1d(
     x: Tensor,
     weight: Tensor,
@@ -238,8 +259,22 @@ def dropout2d(
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
 def elu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x) - 1)."""
+def elu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.elu`; returns self."""
 def embedding(x: Tensor, weight: Tensor, padding_idx: builtins.int | None = None) -> Tensor:
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | builtins.float,
+    full: builtins.bool = False,
+    eps: builtins.float = 1e-06,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    ``0.5 * (log(var) + (input - target)^2 / var)`` (+ ``0.5 log(2 pi)`` with ``full``), ``var`` clamped at ``eps``
+    (without gradient through the clamp, as PyTorch).
+    """
 def gelu(x: Tensor, approximate: builtins.str = 'none') -> Tensor:
     """x * Phi(x); approximate='tanh' for the tanh form."""
 def glu(x: Tensor, dim: builtins.int = -1) -> Tensor:
@@ -252,12 +287,25 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize groups of channels of each sample."""
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
 def hardsigmoid(x: Any) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1)."""
 def hardswish(x: Any) -> Tensor:
     """x * hardsigmoid(x)."""
 def hardtanh(x: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Tensor:
     """Clamp to [min_val, max_val]."""
+def hardtanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.hardtanh`; returns self."""
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: builtins.float = 1.0,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """``input`` where the target is 1, ``max(0, margin - input)`` where it is -1."""
 def huber_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', delta: builtins.float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
 def instance_norm(
@@ -293,6 +341,8 @@ def layer_norm(
     """Normalize over the last ``len(normalized_shape)`` dimensions."""
 def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Tensor:
     """x if x > 0 else negative_slope * x."""
+def leaky_relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.leaky_relu`; returns self."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias``; ``weight`` is (out_features, in_features)."""
 def local_response_norm(
@@ -355,6 +405,26 @@ def mish(x: Any) -> Tensor:
     """x * tanh(softplus(x))."""
 def mse_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
     """Mean squared error."""
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: builtins.int = 1,
+    margin: builtins.float = 1.0,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """Per sample, the mean over the other classes ``i`` of ``max(0, margin - x[y] + x[i])^p`` (p 1 or 2)."""
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """Per sample, the mean over classes of the binary cross-entropy of ``sigmoid(input)`` with 0/1 targets."""
 def nll_loss(
     x: Tensor,
     target: Tensor,
@@ -388,10 +458,30 @@ def pairwise_distance(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C r^2, H, W) to (*, C, H r, W r)."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H r, W r) to (*, C r^2, H, W)."""
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: builtins.bool = True,
+    full: builtins.bool = False,
+    size_average: Any = None,
+    eps: builtins.float = 1e-08,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    The negative log-likelihood of ``target`` under a Poisson of rate ``input`` (``exp(input)`` with ``log_input``);
+    ``full`` adds Stirling's term for targets above 1.
+    """
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
 def relu6(x: Any) -> Tensor:
     """min(max(x, 0), 6)."""
+def relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.relu`; returns self."""
 def rms_norm(
     x: Tensor,
     normalized_shape: collections.abc.Sequence[builtins.int],
@@ -411,16 +501,30 @@ def scaled_dot_product_attention(
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dimensions."""
 def selu(x: Any) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants."""
+def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.selu`; returns self."""
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
 def silu(x: Any) -> Tensor:
     """x * sigmoid(x)."""
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', beta: builtins.float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """``log(1 + exp(-target * input))`` (targets 1 or -1)."""
 def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
+def softmin(input: Tensor, dim: builtins.int | None = None, _stacklevel: builtins.int = 3, dtype: Any = None) -> Tensor:
+    """``softmax(-input)`` along ``dim`` (PyTorch's implicit dim when None: 0 for 0-, 1- and 3-D, else 1)."""
 def softplus(x: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear past threshold."""
+def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
 def softsign(x: Any) -> Tensor:
     """x / (1 + |x|)."""
 def tanh(x: Tensor) -> Tensor:
@@ -429,3 +533,21 @@ def tanhshrink(x: Any) -> Tensor:
     """x - tanh(x)."""
 def threshold(x: Any, threshold: Any, value: Any) -> Tensor:
     """x if x > threshold else value."""
+def threshold_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.threshold`; returns self."""
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: builtins.float = 1.0,
+    p: builtins.float = 2,
+    eps: builtins.float = 1e-06,
+    swap: builtins.bool = False,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    ``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm distance (``swap``: the smaller of ``d(a, n)`` and
+    ``d(p, n)``).
+    """

@@ -885,3 +885,35 @@ OP_DB += [
     OpInfo("xlog1py", lambda x, y: _sp().xlog1py(x, y), 2, call=lambda f, x, y: f.special.xlog1py(x, y),
            domain=(0.0, 3.0)),
 ]
+
+# -- the rest of nn.functional's everyday losses and activations (_ops/nn_surface) -----------------------------
+_PM1 = [[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -1.0], [-1.0, 1.0, 1.0]]
+OP_DB += [
+    _nn("softmin", lambda x: _np().exp(_lsm(-x)), lambda f, F, x: F.softmin(x, 1)),
+    _nn("hardshrink", lambda x: _np().where(_np().abs(x) > 0.5, x, 0), lambda f, F, x: F.hardshrink(x)),
+    _nn("softshrink", lambda x: _np().where(x > 0.5, x - 0.5, _np().where(x < -0.5, x + 0.5, 0)),
+        lambda f, F, x: F.softshrink(x)),
+    _nn("soft_margin_loss", lambda x: _np().log1p(_np().exp(-_np().array(_PM1) * x)).mean(),
+        lambda f, F, x: F.soft_margin_loss(x, _t(f, x, _PM1))),
+    _nn("multilabel_soft_margin_loss", lambda x: (-(((_np().array(_PM1) + 1) / 2) * _np().log(1 / (1 + _np().exp(-x)))
+                                                    + (1 - (_np().array(_PM1) + 1) / 2)
+                                                    * _np().log(1 / (1 + _np().exp(x))))).mean(-1).mean(),
+        lambda f, F, x: F.multilabel_soft_margin_loss(x, _t(f, x, [[(v + 1) / 2 for v in r] for r in _PM1]))),
+    _nn("hinge_embedding_loss", lambda x: _np().where(_np().array(_PM1) > 0, x, _np().maximum(0, 1 - x)).mean(),
+        lambda f, F, x: F.hinge_embedding_loss(x, _t(f, x, _PM1))),
+    _nn("poisson_nll_loss", lambda x: (_np().exp(x) - 2 * x).mean(),
+        lambda f, F, x: F.poisson_nll_loss(x, f.full_like(x, 2))),
+    _nn("gaussian_nll_loss", lambda x: (0.5 * (_np().log(2.0) + (x - 1) ** 2 / 2)).mean(),
+        lambda f, F, x: F.gaussian_nll_loss(x, f.full_like(x, 1), f.full_like(x, 2))),
+    _nn("triplet_margin_loss", lambda x: _np().maximum(_np().linalg.norm(x - x[::-1] + 1e-6, axis=-1)
+                                                       - _np().linalg.norm(x - x[:, ::-1] + 1e-6, axis=-1) + 1,
+                                                       0).mean(),
+        lambda f, F, x: F.triplet_margin_loss(x, x.flip(0), x.flip(1))),
+    _nn("multi_margin_loss", lambda x: (_np().maximum(0, 1 - x[range(4), _T3][:, None] + x)
+                                        * (_np().arange(3)[None, :] != _np().array(_T3)[:, None])).sum(1).mean() / 3,
+        lambda f, F, x: F.multi_margin_loss(x, _t(f, x, _T3))),
+    _nn("pixel_shuffle", lambda x: x.reshape(1, 2, 2, 2, 3, 2).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 4),
+        lambda f, F, x: F.pixel_shuffle(x, 2), shapes=(((1, 8, 3, 2),),)),
+    _nn("pixel_unshuffle", lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 8, 2, 2),
+        lambda f, F, x: F.pixel_unshuffle(x, 2), shapes=(((1, 2, 4, 4),),)),
+]

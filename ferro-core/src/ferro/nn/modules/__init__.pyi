@@ -54,13 +54,20 @@ from ferro.nn.modules.loss import BCELoss as BCELoss
 from ferro.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
 from ferro.nn.modules.loss import CosineEmbeddingLoss as CosineEmbeddingLoss
 from ferro.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
+from ferro.nn.modules.loss import GaussianNLLLoss as GaussianNLLLoss
+from ferro.nn.modules.loss import HingeEmbeddingLoss as HingeEmbeddingLoss
 from ferro.nn.modules.loss import HuberLoss as HuberLoss
 from ferro.nn.modules.loss import KLDivLoss as KLDivLoss
 from ferro.nn.modules.loss import L1Loss as L1Loss
 from ferro.nn.modules.loss import MarginRankingLoss as MarginRankingLoss
 from ferro.nn.modules.loss import MSELoss as MSELoss
+from ferro.nn.modules.loss import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss
+from ferro.nn.modules.loss import MultiMarginLoss as MultiMarginLoss
 from ferro.nn.modules.loss import NLLLoss as NLLLoss
+from ferro.nn.modules.loss import PoissonNLLLoss as PoissonNLLLoss
 from ferro.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
+from ferro.nn.modules.loss import SoftMarginLoss as SoftMarginLoss
+from ferro.nn.modules.loss import TripletMarginLoss as TripletMarginLoss
 from ferro.nn.modules.module import Module as Module
 from ferro.nn.modules.module import RemovableHandle as RemovableHandle
 from ferro.nn.modules.normalization import BatchNorm1d as BatchNorm1d
@@ -155,11 +162,13 @@ __all__ = [
     'GLU',
     'GRU',
     'GRUCell',
+    'GaussianNLLLoss',
     'GroupNorm',
     'Hardshrink',
     'Hardsigmoid',
     'Hardswish',
     'Hardtanh',
+    'HingeEmbeddingLoss',
     'HuberLoss',
     'Identity',
     'InstanceNorm1d',
@@ -183,6 +192,8 @@ __all__ = [
     'Module',
     'ModuleDict',
     'ModuleList',
+    'MultiLabelSoftMarginLoss',
+    'MultiMarginLoss',
     'MultiheadAttention',
     'NLLLoss',
     'PReLU',
@@ -191,6 +202,7 @@ __all__ = [
     'ParameterList',
     'PixelShuffle',
     'PixelUnshuffle',
+    'PoissonNLLLoss',
     'RMSNorm',
     'RNN',
     'RNNBase',
@@ -210,6 +222,7 @@ __all__ = [
     'SiLU',
     'Sigmoid',
     'SmoothL1Loss',
+    'SoftMarginLoss',
     'Softmax',
     'Softmax2d',
     'Softmin',
@@ -224,6 +237,7 @@ __all__ = [
     'TransformerDecoderLayer',
     'TransformerEncoder',
     'TransformerEncoderLayer',
+    'TripletMarginLoss',
     'Unflatten',
     'Upsample',
     'UpsamplingBilinear2d',
