@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     inplace,
     linalg,
     linalg_ext,
+    linalg_more,
     movement,
     nn,
     nn_surface,

@@ -113,6 +113,11 @@ def _sp() -> Any:
     return special
 
 
+def _scipy_linalg() -> Any:
+    from scipy import linalg
+    return linalg
+
+
 def _u(fn: str, **kw: Any) -> OpInfo:
     return OpInfo(fn, lambda x, _f=fn: getattr(_np(), _f)(x), **kw)
 
@@ -916,4 +921,27 @@ OP_DB += [
         lambda f, F, x: F.pixel_shuffle(x, 2), shapes=(((1, 8, 3, 2),),)),
     _nn("pixel_unshuffle", lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 8, 2, 2),
         lambda f, F, x: F.pixel_unshuffle(x, 2), shapes=(((1, 2, 4, 4),),)),
+]
+
+# -- more of torch.linalg, written in ferro's linalg ops (_ops/linalg_more) -----------------------------------
+_SQ = (((3, 3),), ((2, 3, 3),))
+OP_DB += [
+    OpInfo("linalg.vecdot", lambda x, y: (_np().conj(x) * y).sum(-1), 2, call=lambda f, x, y: f.linalg.vecdot(x, y),
+           shapes=(((3, 4), (3, 4)), ((2, 1, 4), (3, 4))), edge=False),
+    OpInfo("linalg.multi_dot", lambda a, b, c: a @ b @ c, 3, call=lambda f, a, b, c: f.linalg.multi_dot([a, b, c]),
+           shapes=(((2, 3), (3, 4), (4, 2)), ((3,), (3, 4), (4,))), edge=False),
+    OpInfo("linalg.matrix_power", lambda x, n=3: _np().linalg.matrix_power(x, n),
+           call=lambda f, x, **kw: f.linalg.matrix_power(x, **kw), shapes=_SQ, edge=False,
+           kwargs=({"n": 3}, {"n": 0}, {"n": 1})),
+    OpInfo("linalg.matrix_exp", lambda x: _scipy_linalg().expm(x) if x.ndim == 2 else _np().stack(
+        [_scipy_linalg().expm(m) for m in x]), call=lambda f, x: f.linalg.matrix_exp(x), shapes=_SQ, edge=False,
+        domain=(-1.0, 1.0)),
+    OpInfo("linalg.solve_triangular", lambda a, b: _np().linalg.solve(_np().triu(a), b), 2, domain=(1.0, 3.0),
+           call=lambda f, a, b: f.linalg.solve_triangular(a, b, upper=True), shapes=(((3, 3), (3, 2)),), edge=False),
+    OpInfo("linalg.vander", lambda x: _np().vander(x, increasing=True), call=lambda f, x: f.linalg.vander(x),
+           shapes=(((4,),),), edge=False),
+    OpInfo("linalg.diagonal", lambda x: _np().diagonal(x, 0, -2, -1), call=lambda f, x: f.linalg.diagonal(x),
+           shapes=(((3, 4),), ((2, 3, 4),)), edge=False),
+    OpInfo("linalg.tensorinv", lambda x: _np().linalg.tensorinv(x, 1), call=lambda f, x: f.linalg.tensorinv(x, 1),
+           shapes=(((6, 2, 3),),), edge=False),
 ]
