@@ -54,14 +54,15 @@ def test_alias_values_match_torch() -> None:
 def test_top_level_inplace_functions(name: str) -> None:
     assert hasattr(torch, name), name
     args = {"clamp_": (-0.5, 0.5), "clamp_max_": (0.3,), "clamp_min_": (0.1,), "clip_": (-0.5, 0.5),
-            "fill_": (2.0,), "xlogy_": (2.0,), "index_put_": ((torch.tensor([0]),), 5.0)}.get(name, ())
+            "fill_": (2.0,), "xlogy_": (2.0,), "index_put_": ((torch.tensor([0]),), torch.tensor(5.0))}.get(name, ())
     if name in ("detach_", "zero_", "fill_"):
         x = ferro.rand(4) + 0.1
     else:
         x = ferro.rand(4) * 0.8 + 0.1
     t = torch.tensor(x.numpy())
     targs = args
-    fargs = tuple((ferro.tensor([0]),) if isinstance(a, tuple) else a for a in args)
+    fargs = tuple((ferro.tensor([0]),) if isinstance(a, tuple) else ferro.tensor(a.item())
+                  if isinstance(a, torch.Tensor) else a for a in args)
     out = getattr(ferro, name)(x, *fargs)
     assert out is x
     getattr(torch, name)(t, *targs)
@@ -179,3 +180,51 @@ def test_info_refusals() -> None:
         ferro.iinfo(ferro.float32)
     with pytest.raises(TypeError):
         ferro.iinfo(ferro.bool_)
+
+
+def test_elementwise_composites_match_torch() -> None:
+    a = np.array([-2.0, -0.0, 0.0, 1.5, np.inf, -np.inf, np.nan])
+    x, t = ferro.tensor(a), torch.tensor(a)
+    for name in ("isposinf", "isneginf", "isreal", "signbit"):
+        np.testing.assert_array_equal(getattr(ferro, name)(x).numpy(), getattr(torch, name)(t).numpy(), name)
+        np.testing.assert_array_equal(getattr(x, name)().numpy(), getattr(t, name)().numpy(), name)
+    y, ty = x.flip(0), t.flip(0)
+    for name in ("copysign", "fmax", "fmin", "logaddexp2", "heaviside"):
+        np.testing.assert_allclose(getattr(ferro, name)(x, y).numpy(), getattr(torch, name)(t, ty).numpy(),
+                                   rtol=1e-15, err_msg=name)
+    for name in ("copysign", "heaviside"):
+        np.testing.assert_array_equal(getattr(x.clone(), name + "_")(y).numpy(),
+                                      getattr(t.clone(), name + "_")(ty).numpy(), name)
+    i, ti = ferro.tensor([1, -2, 3]), torch.tensor([1, -2, 3])
+    _same(ferro.float_power(i, 2), torch.float_power(ti, 2))
+    assert ferro.float_power(ferro.tensor([2.0]), 0.5).dtype == ferro.float64
+    _same(ferro.ldexp(ferro.tensor([1.0, 3.0]), i[:2]), torch.ldexp(torch.tensor([1.0, 3.0]), ti[:2]))
+    assert ferro.isposinf(i).dtype == ferro.bool_ and not ferro.isposinf(i).any()
+
+
+def test_more_inplace_methods_match_torch() -> None:
+    x, t = _pair(3, 4)
+    for name, args in (("tril_", ()), ("triu_", (1,)), ("cumsum_", (1,)), ("cumprod_", (0,)), ("sgn_", ())):
+        mine, theirs = getattr(x.clone(), name)(*args), getattr(t.clone(), name)(*args)
+        _same(mine, theirs)
+    p, tp = x.abs(), t.abs()
+    _same(p.clone().xlogy_(p + 1), tp.clone().xlogy_(tp + 1))
+    _same(x.clone().index_put_((ferro.tensor([0, 2]),), ferro.tensor(5.0)),
+          t.clone().index_put_((torch.tensor([0, 2]),), torch.tensor(5.0, dtype=torch.float64)))
+
+
+def test_conversions_and_predicates_match_torch() -> None:
+    x, t = ferro.tensor([1.5, -2.0, 0.0]), torch.tensor([1.5, -2.0, 0.0])
+    for name in ("byte", "char", "short", "cfloat", "cdouble"):
+        assert getattr(x, name)().dtype.name == str(getattr(t, name)().dtype).split(".")[1]
+        np.testing.assert_array_equal(getattr(x, name)().numpy(), getattr(t, name)().numpy())
+    assert ferro.equal(x, x.clone()) and not ferro.equal(x, x[:2]) and not x.equal(x + 1)
+    assert torch.equal(t, t.clone()) and x.is_same_size(x + 1) == t.is_same_size(t + 1)
+    assert ferro.tensor([0.0]).is_nonzero() is torch.tensor([0.0]).is_nonzero() is False
+    with pytest.raises(RuntimeError, match="more than one"):
+        x.is_nonzero()
+    assert x.get_device() == t.get_device() == -1
+    for dt in ("uint8", "int8", "float32", "bool"):
+        assert ferro.ones(1, dtype=getattr(ferro, dt if dt != "bool" else "bool_")).is_signed() is \
+            torch.ones(1, dtype=getattr(torch, dt)).is_signed()
+    assert ferro.is_floating_point(x) and not ferro.is_floating_point(ferro.ones(1, dtype=ferro.int64))

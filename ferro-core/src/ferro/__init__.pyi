@@ -170,6 +170,7 @@ __all__ = [
     'conv3d',
     'conv_transpose1d',
     'conv_transpose2d',
+    'copysign',
     'cos',
     'cos_',
     'cosh',
@@ -203,6 +204,7 @@ __all__ = [
     'empty_like',
     'enable_grad',
     'eq',
+    'equal',
     'erf',
     'erf_',
     'erfc',
@@ -230,9 +232,12 @@ __all__ = [
     'float16',
     'float32',
     'float64',
+    'float_power',
     'floor',
     'floor_',
     'floor_divide',
+    'fmax',
+    'fmin',
     'fmod',
     'frac',
     'frac_',
@@ -244,6 +249,7 @@ __all__ = [
     'ge',
     'ger',
     'get_default_dtype',
+    'get_device',
     'get_num_interop_threads',
     'get_num_threads',
     'get_rng_state',
@@ -252,6 +258,7 @@ __all__ = [
     'group_norm',
     'gt',
     'hardshrink',
+    'heaviside',
     'histc',
     'hstack',
     'hypot',
@@ -261,6 +268,7 @@ __all__ = [
     'index_copy',
     'index_fill',
     'index_put',
+    'index_put_',
     'index_select',
     'inference_mode',
     'initial_seed',
@@ -272,17 +280,25 @@ __all__ = [
     'inverse',
     'is_complex',
     'is_conj',
+    'is_floating_point',
     'is_grad_enabled',
     'is_inference_mode_enabled',
     'is_neg',
+    'is_nonzero',
+    'is_same_size',
+    'is_signed',
     'is_tensor',
     'isclose',
     'isfinite',
     'isinf',
     'isnan',
+    'isneginf',
+    'isposinf',
+    'isreal',
     'kron',
     'kthvalue',
     'layer_norm',
+    'ldexp',
     'le',
     'lerp',
     'less',
@@ -301,6 +317,7 @@ __all__ = [
     'log_',
     'log_softmax',
     'logaddexp',
+    'logaddexp2',
     'logcumsumexp',
     'logical_and',
     'logical_not',
@@ -416,6 +433,7 @@ __all__ = [
     'sigmoid',
     'sigmoid_',
     'sign',
+    'signbit',
     'sin',
     'sin_',
     'sinc',
@@ -476,6 +494,7 @@ __all__ = [
     'vstack',
     'where',
     'xlogy',
+    'xlogy_',
     'zero_',
     'zeros',
     'zeros_like',
@@ -852,10 +871,18 @@ class Tensor:
         """``self.to(ferro.bool)``."""
     def broadcast_to(self, *sizes: Any) -> Tensor:
         """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
+    def byte(self) -> Tensor:
+        """``self.to(ferro.uint8)``."""
+    def cdouble(self) -> Tensor:
+        """``self.to(ferro.complex128)``."""
     def ceil(self) -> Tensor:
         """Round up."""
     def ceil_(self) -> Tensor:
         """In-place :func:`ferro.ceil`; returns self."""
+    def cfloat(self) -> Tensor:
+        """``self.to(ferro.complex64)``."""
+    def char(self) -> Tensor:
+        """``self.to(ferro.int8)``."""
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
         """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:
@@ -884,6 +911,10 @@ class Tensor:
         """``x`` itself when row-major already, else a row-major copy."""
     def copy_(self, src: Tensor) -> Tensor:
         """Copy ``src`` (broadcast, cast, moved from its device) into ``x``; returns ``x``."""
+    def copysign(self, other: Any) -> Tensor:
+        """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
+    def copysign_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.copysign`; returns self."""
     def cos(self) -> Tensor:
         """Cosine."""
     def cos_(self) -> Tensor:
@@ -904,8 +935,12 @@ class Tensor:
         """Running minimum along ``dim`` and the index where it was reached."""
     def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         """Cumulative product along ``dim`` (in ``dtype`` when given)."""
+    def cumprod_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place :func:`ferro.cumprod`; returns self."""
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+    def cumsum_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place :func:`ferro.cumsum`; returns self."""
     @property
     def data(self) -> Tensor:
         """This tensor's values, detached from autograd (shares storage)."""
@@ -971,6 +1006,8 @@ class Tensor:
         """x == y."""
     def eq_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.eq`; returns self."""
+    def equal(self, other: Tensor) -> builtins.bool:
+        """Whether the two have the same shape and the same values (NaN is not equal to itself)."""
     def erf(self) -> Tensor:
         """Error function."""
     def erf_(self) -> Tensor:
@@ -1022,6 +1059,8 @@ class Tensor:
         """Reverse dim 0 (up to down); needs at least 1 dim."""
     def float(self) -> Tensor:
         """``self.to(ferro.float32)``."""
+    def float_power(self, exponent: Any) -> Tensor:
+        """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
     def floor(self) -> Tensor:
         """Round down."""
     def floor_(self) -> Tensor:
@@ -1030,6 +1069,10 @@ class Tensor:
         """floor(x / y)."""
     def floor_divide_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.floor_divide`; returns self."""
+    def fmax(self, other: Any) -> Tensor:
+        """The larger of the two, the other operand where one is NaN."""
+    def fmin(self, other: Any) -> Tensor:
+        """The smaller of the two, the other operand where one is NaN."""
     def fmod(self, y: Any) -> Tensor:
         """Remainder with the sign of x (C's fmod)."""
     def fmod_(self, y: Any) -> Tensor:
@@ -1046,6 +1089,8 @@ class Tensor:
         """In-place :func:`ferro.ge`; returns self."""
     def ger(self, b: Tensor) -> Tensor:
         """Outer product of two vectors."""
+    def get_device(self) -> builtins.int:
+        """The device's ordinal; -1 on the CPU backend, as PyTorch."""
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
@@ -1066,6 +1111,10 @@ class Tensor:
         """In-place :func:`ferro.gt`; returns self."""
     def half(self) -> Tensor:
         """``self.to(ferro.float16)``."""
+    def heaviside(self, values: Tensor) -> Tensor:
+        """0 below zero, 1 above, ``values`` at zero."""
+    def heaviside_(self, values: Tensor) -> Tensor:
+        """In-place :func:`ferro.heaviside`; returns self."""
     def histc(self, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
         """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
     def hypot(self, y: Any) -> Tensor:
@@ -1091,6 +1140,8 @@ class Tensor:
         """In-place :func:`ferro.index_fill`; returns self."""
     def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
+    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        """In-place :func:`ferro.index_put`; returns self."""
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         """The entries ``index`` of dimension ``dim``."""
     def inner(self, b: Tensor) -> Tensor:
@@ -1146,9 +1197,15 @@ class Tensor:
     @property
     def is_nested(self) -> Any:
         """``is_nested``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    def is_nonzero(self) -> builtins.bool:
+        """The truth of a one-element tensor; a ``RuntimeError`` for any other, as PyTorch."""
     @property
     def is_quantized(self) -> Any:
         """``is_quantized``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    def is_same_size(self, other: Tensor) -> builtins.bool:
+        """Whether the two have the same shape."""
+    def is_signed(self) -> builtins.bool:
+        """Whether the dtype holds negative values (not bool or uint8)."""
     @property
     def is_sparse(self) -> Any:
         """``is_sparse``: always False in ferro (PyTorch's flag, for scripts that test it)."""
@@ -1178,6 +1235,12 @@ class Tensor:
         """Whether each element is infinite."""
     def isnan(self) -> Tensor:
         """Whether each element is NaN."""
+    def isneginf(self) -> Tensor:
+        """True where ``input`` is -inf."""
+    def isposinf(self) -> Tensor:
+        """True where ``input`` is +inf."""
+    def isreal(self) -> Tensor:
+        """True where the imaginary part is 0 (everywhere for real dtypes)."""
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
     @property
@@ -1187,6 +1250,10 @@ class Tensor:
         """Kronecker product."""
     def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
         """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    def ldexp(self, other: Any) -> Tensor:
+        """``input * 2^other`` (integers give the default float dtype)."""
+    def ldexp_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.ldexp`; returns self."""
     def le(self, y: Any) -> Tensor:
         """x <= y."""
     def le_(self, y: Any) -> Tensor:
@@ -1227,6 +1294,8 @@ class Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
         """log(exp(x) + exp(y))."""
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """``log2(2^input + 2^other)``, without overflow."""
     def logaddexp_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logaddexp`; returns self."""
     def logcumsumexp(self, dim: builtins.int) -> Tensor:
@@ -1579,9 +1648,13 @@ class Tensor:
         """The slice at ``index`` of ``dim``, without that dimension."""
     def sgn(self) -> Tensor:
         """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
+    def sgn_(self) -> Tensor:
+        """In-place :func:`ferro.sgn`; returns self."""
     @property
     def shape(self) -> Size:
         """The size of each dimension."""
+    def short(self) -> Tensor:
+        """``self.to(ferro.int16)``."""
     def sigmoid(self) -> Tensor:
         """Logistic sigmoid 1 / (1 + exp(-x))."""
     def sigmoid_(self) -> Tensor:
@@ -1590,6 +1663,8 @@ class Tensor:
         """-1, 0 or 1 by the sign of each element (nan for nan)."""
     def sign_(self) -> Tensor:
         """In-place :func:`ferro.sign`; returns self."""
+    def signbit(self) -> Tensor:
+        """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit set."""
     def sin(self) -> Tensor:
         """Sine."""
     def sin_(self) -> Tensor:
@@ -1709,8 +1784,12 @@ class Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
         """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
+    def tril_(self, diagonal: builtins.int = 0) -> Tensor:
+        """In-place :func:`ferro.tril`; returns self."""
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
+    def triu_(self, diagonal: builtins.int = 0) -> Tensor:
+        """In-place :func:`ferro.triu`; returns self."""
     def true_divide(self, y: Any) -> Tensor:
         """x / y (alias of div)."""
     def true_divide_(self, y: Any) -> Tensor:
@@ -1771,6 +1850,8 @@ class Tensor:
         """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
     def xlogy(self, y: Any) -> Tensor:
         """x * log(y), 0 where x == 0."""
+    def xlogy_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.xlogy`; returns self."""
     def zero_(self) -> Tensor:
         """Fill ``x`` with zeros in place; returns ``x``."""
 
@@ -2111,6 +2192,8 @@ def conv_transpose2d(
     dilation: Any = 1,
 ) -> Tensor:
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+def copysign(input: Any, other: Any) -> Tensor:
+    """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
 def cos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2191,6 +2274,8 @@ def empty_like(
     """Uninitialized, with ``x``'s shape, dtype and device."""
 def eq(x: Any, y: Any) -> Tensor:
     """x == y."""
+def equal(input: Tensor, other: Tensor) -> builtins.bool:
+    """Whether the two have the same shape and the same values (NaN is not equal to itself)."""
 def erf(x: Tensor) -> Tensor:
     """Error function."""
 def erf_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2251,12 +2336,18 @@ float: DType
 float16: DType
 float32: DType
 float64: DType
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
 def floor(x: Tensor) -> Tensor:
     """Round down."""
 def floor_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.floor`; returns self."""
 def floor_divide(x: Any, y: Any) -> Tensor:
     """floor(x / y)."""
+def fmax(input: Tensor, other: Any) -> Tensor:
+    """The larger of the two, the other operand where one is NaN."""
+def fmin(input: Tensor, other: Any) -> Tensor:
+    """The smaller of the two, the other operand where one is NaN."""
 def fmod(x: Any, y: Any) -> Tensor:
     """Remainder with the sign of x (C's fmod)."""
 def frac(x: Tensor) -> Tensor:
@@ -2293,6 +2384,8 @@ def ger(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+def get_device(input: Tensor) -> builtins.int:
+    """The device's ordinal; -1 on the CPU backend, as PyTorch."""
 def get_num_interop_threads() -> builtins.int:
     """The number given to :func:`set_num_interop_threads` (the number of CPUs until set)."""
 def get_num_threads() -> builtins.int:
@@ -2316,6 +2409,8 @@ def gt(x: Any, y: Any) -> Tensor:
 half: DType
 def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """0 below zero, 1 above, ``values`` at zero."""
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
 def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
@@ -2332,6 +2427,8 @@ def index_fill(x: Tensor, dim: builtins.int, index: Tensor, value: Any) -> Tenso
     """A copy of ``x`` with ``value`` at ``index`` of ``dim``."""
 def index_put(x: Tensor, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
     """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
+def index_put_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.index_put`; returns self."""
 def index_select(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """The entries ``index`` of dimension ``dim``."""
 def initial_seed() -> builtins.int:
@@ -2349,12 +2446,20 @@ def is_complex(x: Tensor) -> builtins.bool:
     """Whether ``x`` has a complex dtype."""
 def is_conj(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily conjugated tensors."""
+def is_floating_point(input: Tensor) -> builtins.bool:
+    """Whether the dtype is a floating one."""
 def is_grad_enabled() -> builtins.bool:
     """Whether ops on tensors that require grad record the graph in this thread."""
 def is_inference_mode_enabled() -> builtins.bool:
     """Whether this thread is inside ``inference_mode()``."""
 def is_neg(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily negated tensors."""
+def is_nonzero(input: Tensor) -> builtins.bool:
+    """The truth of a one-element tensor; a ``RuntimeError`` for any other, as PyTorch."""
+def is_same_size(input: Tensor, other: Tensor) -> builtins.bool:
+    """Whether the two have the same shape."""
+def is_signed(input: Tensor) -> builtins.bool:
+    """Whether the dtype holds negative values (not bool or uint8)."""
 def is_tensor(obj: builtins.object) -> builtins.bool:
     """Whether ``obj`` is a ferro Tensor."""
 def isclose(
@@ -2371,6 +2476,12 @@ def isinf(x: Tensor) -> Tensor:
     """Whether each element is infinite."""
 def isnan(x: Tensor) -> Tensor:
     """Whether each element is NaN."""
+def isneginf(input: Tensor) -> Tensor:
+    """True where ``input`` is -inf."""
+def isposinf(input: Tensor) -> Tensor:
+    """True where ``input`` is +inf."""
+def isreal(input: Tensor) -> Tensor:
+    """True where the imaginary part is 0 (everywhere for real dtypes)."""
 def kron(a: Tensor, b: Tensor) -> Tensor:
     """Kronecker product."""
 def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
@@ -2383,6 +2494,8 @@ def layer_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize over the last ``len(normalized_shape)`` dimensions."""
+def ldexp(input: Tensor, other: Any) -> Tensor:
+    """``input * 2^other`` (integers give the default float dtype)."""
 def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
 def lerp(start: Any, end: Any, weight: Any) -> Tensor:
@@ -2425,6 +2538,8 @@ def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2^input + 2^other)``, without overflow."""
 def logcumsumexp(x: Tensor, dim: builtins.int) -> Tensor:
     """
     log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp`` (log2(n)
@@ -2827,6 +2942,8 @@ def sigmoid_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.sigmoid`; returns self."""
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of each element (nan for nan)."""
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit set."""
 def sin(x: Tensor) -> Tensor:
     """Sine."""
 def sin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -3008,6 +3125,8 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
 def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0."""
+def xlogy_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.xlogy`; returns self."""
 def zero_(x: Tensor) -> Tensor:
     """Fill ``x`` with zeros in place; returns ``x``."""
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:

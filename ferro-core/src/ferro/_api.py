@@ -162,6 +162,9 @@ for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div
     setattr(Tensor, _name, getattr(Tensor, _target))
 for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()
     setattr(Tensor, _name, _fn)
+for _name, _fn in _ops.predicates.METHODS.items():  # equal(), is_nonzero(), get_device()...
+    setattr(Tensor, _name, _fn)
+globals().update(_ops.predicates.FUNCTIONS)
 for _name, _fn in _NEW_METHODS.items():  # new_zeros(), new_tensor()...
     setattr(Tensor, _name, _fn)
 for _name, _fn in _CONVERSIONS.items():
@@ -220,7 +223,7 @@ __all__ = [
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
     "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES,
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS,
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()
     if hasattr(Tensor, _name):

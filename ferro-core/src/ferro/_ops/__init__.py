@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     conv,
     conversion,
     elementwise,
+    elementwise_composites,
     fft,
     indexing,
     inplace,
@@ -35,6 +36,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     nn_surface,
     norms,
     numeric,
+    predicates,
     products,
     reduction,
     sampling,
@@ -86,6 +88,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
     **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
     **norms.FUNCTIONS, **blas.FUNCTIONS, **stacking.FUNCTIONS, **numeric.FUNCTIONS,
+    **elementwise_composites.FUNCTIONS,
     "sinc": special_functions.FUNCTIONS["sinc"],  # the others are ferro.special's only, as in PyTorch
 }
 #: Ops that are also Tensor methods.
@@ -93,9 +96,10 @@ METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduc
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
                       + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES)
                       + blas.METHODS + stacking.METHODS + numeric.METHODS + products.METHODS
-                      + special_functions.METHODS)
+                      + special_functions.METHODS + elementwise_composites.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",
                        "fmod", "true_divide", "nan_to_num", *blas.INPLACE, *numeric.INPLACE,
-                       *special_functions.INPLACE]
+                       *special_functions.INPLACE, *elementwise_composites.INPLACE, "tril", "triu",
+                       "cumsum", "cumprod", "xlogy", "sgn", "index_put"]

@@ -945,3 +945,18 @@ OP_DB += [
     OpInfo("linalg.tensorinv", lambda x: _np().linalg.tensorinv(x, 1), call=lambda f, x: f.linalg.tensorinv(x, 1),
            shapes=(((6, 2, 3),),), edge=False),
 ]
+
+# -- PyTorch's elementwise functions written in other elementwise ops (_ops/elementwise_composites) -----------
+OP_DB += [
+    OpInfo("isposinf", lambda x: _np().isposinf(x), grad=False),
+    OpInfo("isneginf", lambda x: _np().isneginf(x), grad=False),
+    OpInfo("isreal", lambda x: _np().isreal(x), grad=False),
+    OpInfo("signbit", lambda x: _np().signbit(x), grad=False),
+    OpInfo("copysign", lambda x, y: _np().copysign(x, y), 2),
+    OpInfo("float_power", lambda x, y: _np().float_power(x, y), 2, domain=(0.5, 2.0), edge=False),
+    OpInfo("fmax", lambda x, y: _np().fmax(x, y), 2),
+    OpInfo("fmin", lambda x, y: _np().fmin(x, y), 2),
+    OpInfo("heaviside", lambda x, y: _np().heaviside(x, y), 2, grad=False),
+    OpInfo("logaddexp2", lambda x, y: _np().logaddexp2(x, y), 2),
+    OpInfo("ldexp", lambda x, y: x * 2.0 ** y, 2, edge=False),
+]
