@@ -228,3 +228,46 @@ def test_conversions_and_predicates_match_torch() -> None:
         assert ferro.ones(1, dtype=getattr(ferro, dt if dt != "bool" else "bool_")).is_signed() is \
             torch.ones(1, dtype=getattr(torch, dt)).is_signed()
     assert ferro.is_floating_point(x) and not ferro.is_floating_point(ferro.ones(1, dtype=ferro.int64))
+
+
+def test_statistics_match_torch() -> None:
+    x, t = _pair(3, 5)
+    for mine, theirs in ((ferro.std_mean(x, 1), torch.std_mean(t, 1)),
+                         (ferro.var_mean(x, 0, correction=0, keepdim=True), torch.var_mean(t, 0, correction=0,
+                                                                                           keepdim=True))):
+        for m, th in zip(mine, theirs, strict=True):
+            _same(m, th)
+    fw, aw = np.array([1, 2, 1, 3, 1]), RNG.uniform(0.1, 1, 5)
+    _same(ferro.cov(x), torch.cov(t))
+    _same(x.cov(correction=0, fweights=ferro.tensor(fw), aweights=ferro.tensor(aw)),
+          t.cov(correction=0, fweights=torch.tensor(fw), aweights=torch.tensor(aw)))
+    _same(x.corrcoef(), t.corrcoef())
+    _same(x.dist(x.flip(0), 1.5), t.dist(t.flip(0), 1.5))
+    _same(ferro.trapezoid(x, ferro.tensor(np.cumsum(aw))), torch.trapezoid(t, torch.tensor(np.cumsum(aw))))
+    _same(ferro.trapz(x, dx=0.3, dim=0), torch.trapz(t, dx=0.3, dim=0))
+    _same(ferro.cumulative_trapezoid(x, dx=2.0), torch.cumulative_trapezoid(t, dx=2.0))
+    spd = x @ x.mT + ferro.eye(3, dtype=ferro.float64)
+    _same(spd.logdet(), (t @ t.mT + torch.eye(3, dtype=torch.float64)).logdet())
+    assert ferro.logdet(-ferro.eye(3)).isnan() and torch.logdet(-torch.eye(3)).isnan()
+    _same(x.msort(), t.msort())
+    _same(ferro.isin(ferro.arange(8), ferro.tensor([1, 5, 9]), invert=True),
+          torch.isin(torch.arange(8), torch.tensor([1, 5, 9]), invert=True))
+
+
+def test_splits_and_joins_match_torch() -> None:
+    x, t = _pair(4, 6, 2)
+    for name, arg in (("hsplit", 3), ("hsplit", [1, 4]), ("vsplit", 2), ("dsplit", [1]),
+                      ("split_with_sizes", [1, 3])):
+        mine, theirs = getattr(x, name)(arg), getattr(t, name)(arg)
+        assert len(mine) == len(theirs)
+        for m, th in zip(mine, theirs, strict=True):
+            _same(m, th)
+    with pytest.raises(ferro.errors.ShapeError, match="hsplit"):
+        x.hsplit(4)
+    a, ta = _pair(2, 3)
+    _same(ferro.block_diag(a, a[0], ferro.tensor(7.0, dtype=ferro.float64)),
+          torch.block_diag(ta, ta[0], torch.tensor(7.0, dtype=torch.float64)))
+    _same(ferro.cartesian_prod(a[0], a[1], a[0][:2]), torch.cartesian_prod(ta[0], ta[1], ta[0][:2]))
+    _same(a.diagflat(-1), ta.diagflat(-1))
+    mask, tmask = a > 0, ta > 0
+    np.testing.assert_array_equal(mask.argwhere().numpy(), tmask.argwhere().numpy())

@@ -104,6 +104,7 @@ __all__ = [
     'argmax',
     'argmin',
     'argsort',
+    'argwhere',
     'as_strided',
     'as_tensor',
     'asin',
@@ -133,6 +134,7 @@ __all__ = [
     'bitwise_or',
     'bitwise_right_shift',
     'bitwise_xor',
+    'block_diag',
     'bmm',
     'bool_',
     'broadcast_shapes',
@@ -140,6 +142,7 @@ __all__ = [
     'broadcast_to',
     'bucketize',
     'can_cast',
+    'cartesian_prod',
     'cat',
     'cdist',
     'ceil',
@@ -171,17 +174,20 @@ __all__ = [
     'conv_transpose1d',
     'conv_transpose2d',
     'copysign',
+    'corrcoef',
     'cos',
     'cos_',
     'cosh',
     'cosh_',
     'cosine_similarity',
     'count_nonzero',
+    'cov',
     'cuda',
     'cummax',
     'cummin',
     'cumprod',
     'cumsum',
+    'cumulative_trapezoid',
     'data',
     'deg2rad',
     'deg2rad_',
@@ -190,14 +196,17 @@ __all__ = [
     'device',
     'diag',
     'diag_embed',
+    'diagflat',
     'diagonal',
     'diff',
     'digamma',
+    'dist',
     'distributions',
     'div',
     'divide',
     'dot',
     'dropout',
+    'dsplit',
     'dstack',
     'einsum',
     'empty',
@@ -260,6 +269,7 @@ __all__ = [
     'hardshrink',
     'heaviside',
     'histc',
+    'hsplit',
     'hstack',
     'hypot',
     'iinfo',
@@ -290,6 +300,7 @@ __all__ = [
     'is_tensor',
     'isclose',
     'isfinite',
+    'isin',
     'isinf',
     'isnan',
     'isneginf',
@@ -319,6 +330,7 @@ __all__ = [
     'logaddexp',
     'logaddexp2',
     'logcumsumexp',
+    'logdet',
     'logical_and',
     'logical_not',
     'logical_or',
@@ -346,6 +358,7 @@ __all__ = [
     'mode',
     'moveaxis',
     'movedim',
+    'msort',
     'mul',
     'multinomial',
     'multiply',
@@ -445,6 +458,7 @@ __all__ = [
     'sort',
     'special',
     'split',
+    'split_with_sizes',
     'sqrt',
     'sqrt_',
     'square',
@@ -452,6 +466,7 @@ __all__ = [
     'squeeze',
     'stack',
     'std',
+    'std_mean',
     'sub',
     'subtract',
     'sum',
@@ -473,6 +488,8 @@ __all__ = [
     'topk',
     'trace',
     'transpose',
+    'trapezoid',
+    'trapz',
     'tril',
     'triu',
     'true_divide',
@@ -487,10 +504,12 @@ __all__ = [
     'use_backend',
     'utils',
     'var',
+    'var_mean',
     'vdot',
     'view',
     'view_as_complex',
     'view_as_real',
+    'vsplit',
     'vstack',
     'where',
     'xlogy',
@@ -790,6 +809,8 @@ class Tensor:
         stable: builtins.bool = True,
     ) -> Tensor:
         """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+    def argwhere(self) -> Tensor:
+        """The indices of the nonzero elements, one row each (``nonzero``)."""
     def as_strided(
         self,
         size: collections.abc.Sequence[builtins.int],
@@ -915,6 +936,8 @@ class Tensor:
         """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
     def copysign_(self, other: Any) -> Tensor:
         """In-place :func:`ferro.copysign`; returns self."""
+    def corrcoef(self) -> Tensor:
+        """Pearson's correlation coefficients of the rows (values clipped to [-1, 1], as PyTorch)."""
     def cos(self) -> Tensor:
         """Cosine."""
     def cos_(self) -> Tensor:
@@ -925,6 +948,14 @@ class Tensor:
         """In-place :func:`ferro.cosh`; returns self."""
     def count_nonzero(self, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
         """Number of nonzero elements (over ``dim``), as int64."""
+    def cov(
+        self,
+        *,
+        correction: builtins.int = 1,
+        fweights: Tensor | None = None,
+        aweights: Tensor | None = None,
+    ) -> Tensor:
+        """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
     def cpu(self) -> Tensor:
         """``x`` on the CPU backend."""
     def cuda(self, device: builtins.int | None = None) -> Tensor:
@@ -963,6 +994,8 @@ class Tensor:
         """A 1-D tensor's diagonal matrix, or a 2-D tensor's diagonal."""
     def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
         """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
+    def diagflat(self, offset: builtins.int = 0) -> Tensor:
+        """The flattened input on the ``offset`` diagonal of a square matrix."""
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         """
         The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the
@@ -982,6 +1015,8 @@ class Tensor:
         """In-place :func:`ferro.digamma`; returns self."""
     def dim(self) -> builtins.int:
         """The number of dimensions."""
+    def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor:
+        """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
     def div(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
         """
         ``input / other``: true division (a float result for integers), or rounded toward zero
@@ -997,6 +1032,8 @@ class Tensor:
         """Inner product of two 1-D tensors of the same length."""
     def double(self) -> Tensor:
         """``self.to(ferro.float64)``."""
+    def dsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 2 (at least 3-D)."""
     @property
     def dtype(self) -> DType:
         """The element type."""
@@ -1117,6 +1154,8 @@ class Tensor:
         """In-place :func:`ferro.heaviside`; returns self."""
     def histc(self, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
         """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+    def hsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 1 (dim 0 for 1-D tensors)."""
     def hypot(self, y: Any) -> Tensor:
         """sqrt(x**2 + y**2) without overflow."""
     def hypot_(self, y: Any) -> Tensor:
@@ -1304,6 +1343,8 @@ class Tensor:
         (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
         would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
         """
+    def logdet(self) -> Tensor:
+        """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""
     def logical_and(self, y: Any) -> Tensor:
         """Logical and."""
     def logical_and_(self, y: Any) -> Tensor:
@@ -1391,6 +1432,8 @@ class Tensor:
         destination: builtins.int | collections.abc.Sequence[builtins.int],
     ) -> Tensor:
         """Move dimensions ``source`` to positions ``destination``, keeping the others in order."""
+    def msort(self) -> Tensor:
+        """``input`` sorted along dim 0."""
     def mul(self, y: Any) -> Tensor:
         """x * y."""
     def mul_(self, y: Any) -> Tensor:
@@ -1696,6 +1739,12 @@ class Tensor:
         dim: builtins.int = 0,
     ) -> builtins.tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+    def split_with_sizes(
+        self,
+        split_sizes: collections.abc.Sequence[builtins.int],
+        dim: builtins.int = 0,
+    ) -> builtins.tuple[Tensor, ...]:
+        """Split into pieces of the given sizes (they must add up to the dim's size)."""
     def sqrt(self) -> Tensor:
         """Square root."""
     def sqrt_(self) -> Tensor:
@@ -1846,6 +1895,8 @@ class Tensor:
         """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
     def view_as(self, other: Tensor) -> Tensor:
         """``x.view(other.shape)``."""
+    def vsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 0 (at least 2-D)."""
     def where(self, x: Any, y: Any) -> Tensor:
         """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
     def xlogy(self, y: Any) -> Tensor:
@@ -1997,6 +2048,8 @@ def argsort(
     stable: builtins.bool = True,
 ) -> Tensor:
     """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each (``nonzero``)."""
 def as_strided(
     x: Tensor,
     size: collections.abc.Sequence[builtins.int],
@@ -2064,6 +2117,8 @@ def bitwise_right_shift(x: Any, y: Any) -> Tensor:
     """x >> y (arithmetic for signed)."""
 def bitwise_xor(x: Any, y: Any) -> Tensor:
     """Bitwise xor."""
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The matrices (0-d and 1-D tensors as one row) on the diagonal of one matrix, zeros elsewhere."""
 def bmm(x: Tensor, y: Tensor) -> Tensor:
     """Batched product of 3-D tensors with equal batch sizes."""
 bool: DType
@@ -2081,6 +2136,8 @@ def bucketize(x: Tensor, boundaries: Tensor, *, right: builtins.bool = False) ->
     """Index of the bucket of each element: ``boundaries[i-1] < x <= boundaries[i]`` (``right``: ``<=``, ``<``)."""
 def can_cast(src: DType, dst: DType) -> builtins.bool:
     """Whether an in-place op may write a ``src`` result into a ``dst`` tensor."""
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one element of each 1-D tensor, one per row (one tensor: itself)."""
 def cat(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
 def cdist(
@@ -2194,6 +2251,8 @@ def conv_transpose2d(
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
 def copysign(input: Any, other: Any) -> Tensor:
     """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson's correlation coefficients of the rows (values clipped to [-1, 1], as PyTorch)."""
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
 def cos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2206,6 +2265,14 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: builtins.int = 1, eps: builti
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
 def count_nonzero(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """Number of nonzero elements (over ``dim``), as int64."""
+def cov(
+    input: Tensor,
+    *,
+    correction: builtins.int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+) -> Tensor:
+    """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
 def cummax(x: Tensor, dim: builtins.int) -> _ValuesIndices:
     """Running maximum along ``dim`` and the index where it was reached."""
 def cummin(x: Tensor, dim: builtins.int) -> _ValuesIndices:
@@ -2214,6 +2281,14 @@ def cumprod(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative product along ``dim`` (in ``dtype`` when given)."""
 def cumsum(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+def cumulative_trapezoid(
+    y: Tensor,
+    x: Any = None,
+    *,
+    dx: builtins.float | None = None,
+    dim: builtins.int = -1,
+) -> Tensor:
+    """The running trapezoid rule along ``dim`` (one fewer element than ``y``)."""
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians (integers give the default float dtype)."""
 def deg2rad_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2226,6 +2301,8 @@ def diag(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """A 1-D tensor's diagonal matrix, or a 2-D tensor's diagonal."""
 def diag_embed(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
     """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
+def diagflat(input: Tensor, offset: builtins.int = 0) -> Tensor:
+    """The flattened input on the ``offset`` diagonal of a square matrix."""
 def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
     """
     The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the backend
@@ -2241,6 +2318,8 @@ def diff(
     """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined first)."""
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
+def dist(input: Tensor, other: Tensor, p: builtins.float = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
 def div(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
     """
     ``input / other``: true division (a float result for integers), or rounded toward zero
@@ -2258,6 +2337,8 @@ def dropout(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+def dsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 2 (at least 3-D)."""
 def dstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 2, after making each at least 3-D."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
@@ -2413,6 +2494,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """0 below zero, 1 above, ``values`` at zero."""
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+def hsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 1 (dim 0 for 1-D tensors)."""
 def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 1 (dim 0 for 1-D tensors)."""
 def hypot(x: Any, y: Any) -> Tensor:
@@ -2472,6 +2555,14 @@ def isclose(
     """|x - y| <= atol + rtol * |y|, elementwise."""
 def isfinite(x: Tensor) -> Tensor:
     """Whether each element is finite."""
+def isin(
+    elements: Any,
+    test_elements: Any,
+    *,
+    assume_unique: builtins.bool = False,
+    invert: builtins.bool = False,
+) -> Tensor:
+    """Whether each element of ``elements`` is in ``test_elements``."""
 def isinf(x: Tensor) -> Tensor:
     """Whether each element is infinite."""
 def isnan(x: Tensor) -> Tensor:
@@ -2546,6 +2637,8 @@ def logcumsumexp(x: Tensor, dim: builtins.int) -> Tensor:
     steps), so every partial sum is shifted by its own maximum. One shift by the global maximum would flush the
     terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
     """
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""
 def logical_and(x: Any, y: Any) -> Tensor:
     """Logical and."""
 def logical_not(x: Tensor) -> Tensor:
@@ -2651,6 +2744,8 @@ def movedim(
     destination: builtins.int | collections.abc.Sequence[builtins.int],
 ) -> Tensor:
     """Move dimensions ``source`` to positions ``destination``, keeping the others in order."""
+def msort(input: Tensor) -> Tensor:
+    """``input`` sorted along dim 0."""
 def mul(x: Any, y: Any) -> Tensor:
     """x * y."""
 def multinomial(
@@ -2973,6 +3068,12 @@ def split(
     dim: builtins.int = 0,
 ) -> builtins.tuple[Tensor, ...]:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+def split_with_sizes(
+    input: Tensor,
+    split_sizes: collections.abc.Sequence[builtins.int],
+    dim: builtins.int = 0,
+) -> builtins.tuple[Tensor, ...]:
+    """Split into pieces of the given sizes (they must add up to the dim's size)."""
 def sqrt(x: Tensor) -> Tensor:
     """Square root."""
 def sqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2994,6 +3095,14 @@ def std(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
+def std_mean(
+    input: Tensor,
+    dim: Any = None,
+    *,
+    correction: builtins.float = 1,
+    keepdim: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``(std, mean)`` over ``dim`` (all elements by default)."""
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
 def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -3062,6 +3171,10 @@ def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a matrix."""
 def transpose(x: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+def trapezoid(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
+def trapz(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
 def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
 def triu(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
@@ -3108,6 +3221,14 @@ def var(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
+def var_mean(
+    input: Tensor,
+    dim: Any = None,
+    *,
+    correction: builtins.float = 1,
+    keepdim: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``(var, mean)`` over ``dim`` (all elements by default)."""
 def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product of two vectors (the first conjugated for complex inputs)."""
 def view(x: Tensor, *shape: Any) -> Tensor:
@@ -3119,6 +3240,8 @@ def view_as_real(x: Tensor) -> Tensor:
     A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its storage, as in
     PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy.
     """
+def vsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 0 (at least 2-D)."""
 def vstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 0, 1-D tensors as rows."""
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:

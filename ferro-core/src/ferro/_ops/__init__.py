@@ -45,6 +45,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     sorting,
     special_functions,
     stacking,
+    statistics,
 )
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -88,7 +89,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
     **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
     **norms.FUNCTIONS, **blas.FUNCTIONS, **stacking.FUNCTIONS, **numeric.FUNCTIONS,
-    **elementwise_composites.FUNCTIONS,
+    **elementwise_composites.FUNCTIONS, **statistics.FUNCTIONS, **statistics.ALIASES,
     "sinc": special_functions.FUNCTIONS["sinc"],  # the others are ferro.special's only, as in PyTorch
 }
 #: Ops that are also Tensor methods.
@@ -96,7 +97,8 @@ METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduc
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
                       + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES)
                       + blas.METHODS + stacking.METHODS + numeric.METHODS + products.METHODS
-                      + special_functions.METHODS + elementwise_composites.METHODS)
+                      + special_functions.METHODS + elementwise_composites.METHODS
+                      + statistics.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",

@@ -960,3 +960,43 @@ OP_DB += [
     OpInfo("logaddexp2", lambda x, y: _np().logaddexp2(x, y), 2),
     OpInfo("ldexp", lambda x, y: x * 2.0 ** y, 2, edge=False),
 ]
+
+# -- statistics and sequence helpers (_ops/statistics) --------------------------------------------------------
+OP_DB += [
+    OpInfo("std_mean", lambda x: _np().stack([x.std(1, ddof=1), x.mean(1)]), shapes=(((3, 4),), ((2, 3, 4),)),
+           call=lambda f, x: f.stack(f.std_mean(x, 1)), edge=False),
+    OpInfo("var_mean", lambda x: _np().stack([x.var(1, ddof=1), x.mean(1)]), shapes=(((3, 4),), ((2, 3, 4),)),
+           call=lambda f, x: f.stack(f.var_mean(x, 1)), edge=False),
+    OpInfo("cov", lambda x: _np().cov(x), shapes=(((3, 5),), ((4,),)), edge=False),
+    OpInfo("corrcoef", lambda x: _np().corrcoef(x), shapes=(((3, 5),),), edge=False),
+    OpInfo("dist", lambda x, y: _np().linalg.norm((x - y).ravel(), 3), 2, call=lambda f, x, y: f.dist(x, y, 3),
+           shapes=(((3, 4), (3, 4)), ((3, 4), (4,))), edge=False),
+    OpInfo("msort", lambda x: _np().sort(x, 0), shapes=(((5,),), ((4, 3),)), grad=False, edge=False),
+    OpInfo("isin", lambda x, y: _np().isin(x, y), 2, shapes=(((3, 4), (5,)), ((6,), (2, 2))), grad=False,
+           edge=False),
+    OpInfo("trapezoid", lambda y: _np().trapezoid(y, axis=-1), shapes=(((5,),), ((3, 4),)), edge=False),
+    OpInfo("cumulative_trapezoid", lambda y: _np().cumsum((y[..., 1:] + y[..., :-1]) / 2, -1),
+           shapes=(((5,),), ((3, 4),)), edge=False),
+    OpInfo("logdet", lambda x: _np().linalg.slogdet(x @ _np().swapaxes(x, -1, -2) + _np().eye(3))[1],
+           call=lambda f, x: f.logdet(x @ x.mT + f.eye(3, dtype=x.dtype, device=x.device)),
+           shapes=(((3, 3),), ((2, 3, 3),)), edge=False),
+    OpInfo("hsplit", lambda x: _np().concatenate(_np().hsplit(x, [1]), -1),
+           call=lambda f, x: f.cat(f.hsplit(x, [1]), -1), shapes=(((3, 4),),), edge=False),
+    OpInfo("vsplit", lambda x: _np().concatenate(_np().vsplit(x, 2)[::-1]),
+           call=lambda f, x: f.cat(f.vsplit(x, 2)[::-1]), shapes=(((4, 3),),), edge=False),
+    OpInfo("dsplit", lambda x: _np().concatenate(_np().dsplit(x, [1])[::-1], -1),
+           call=lambda f, x: f.cat(f.dsplit(x, [1])[::-1], -1), shapes=(((2, 3, 4),),), edge=False),
+    OpInfo("split_with_sizes", lambda x: _np().concatenate(_np().split(x, [1], 1)[::-1], 1),
+           call=lambda f, x: f.cat(f.split_with_sizes(x, [1, 3], 1)[::-1], 1), shapes=(((3, 4),),), edge=False),
+    OpInfo("block_diag", lambda x, y: _sp_block_diag(x, y), 2, call=lambda f, x, y: f.block_diag(x, y),
+           shapes=(((2, 3), (3, 2)), ((2,), (2, 2))), edge=False),
+    OpInfo("cartesian_prod", lambda x, y: _np().stack([g.ravel() for g in _np().meshgrid(x, y, indexing="ij")], 1),
+           2, shapes=(((3,), (2,)),), edge=False),
+    OpInfo("diagflat", lambda x: _np().diagflat(x, 1), call=lambda f, x: f.diagflat(x, 1),
+           shapes=(((3,),), ((2, 2),)), edge=False),
+    OpInfo("argwhere", lambda x: _np().argwhere(x), shapes=(((3, 4),),), grad=False, edge=False),
+]
+
+
+def _sp_block_diag(*arrays: Any) -> Any:
+    return _scipy_linalg().block_diag(*[a.reshape(1, -1) if a.ndim < 2 else a for a in arrays])
