@@ -271,3 +271,26 @@ def test_splits_and_joins_match_torch() -> None:
     _same(a.diagflat(-1), ta.diagflat(-1))
     mask, tmask = a > 0, ta > 0
     np.testing.assert_array_equal(mask.argwhere().numpy(), tmask.argwhere().numpy())
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                                  "kaiser_window"])
+def test_windows_match_torch(name: str) -> None:
+    for length in (0, 1, 2, 7, 16):
+        for periodic in (True, False):
+            mine, theirs = getattr(ferro, name)(length, periodic), getattr(torch, name)(length, periodic)
+            np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+            assert mine.dtype == ferro.float32
+    assert getattr(ferro, name)(4, dtype=ferro.float64).dtype == ferro.float64
+    with pytest.raises(ValueError, match="floating"):
+        getattr(ferro, name)(4, dtype=ferro.int64)
+
+
+def test_index_grids_match_torch() -> None:
+    for args in ((3, 3), (3, 5, 1), (5, 3, -2), (0, 3)):
+        np.testing.assert_array_equal(ferro.tril_indices(*args).numpy(), torch.tril_indices(*args).numpy())
+        np.testing.assert_array_equal(ferro.triu_indices(*args).numpy(), torch.triu_indices(*args).numpy())
+    np.testing.assert_allclose(ferro.logspace(-2, 3, 6).numpy(), torch.logspace(-2, 3, 6).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ferro.logspace(0, 1, 5, base=2.0, dtype=ferro.float64).numpy(),
+                               torch.logspace(0, 1, 5, base=2.0, dtype=torch.float64).numpy(), rtol=1e-12)
+    assert ferro.scalar_tensor(3).dtype == ferro.float32 and ferro.scalar_tensor(3).shape == ()

@@ -27,6 +27,8 @@ from ._api import long as long
 from ._api import set_default_dtype as set_default_dtype
 from ._api import short as short
 from ._core.tensor import Tensor as _Tensor
+from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
+from ._grids import __all__ as _grids_all
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import autocast as autocast
 
@@ -53,5 +55,5 @@ globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTI
 _LEGACY = _typed_tensor_classes()
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_LEGACY, *_FROM_FUNCTIONAL, "accelerator", "amp", "distributions", "special",
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, "accelerator", "amp", "distributions", "special",
             "autocast", "cuda", "data", "nn", "optim", "random", "utils"]

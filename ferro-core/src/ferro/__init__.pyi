@@ -124,6 +124,7 @@ __all__ = [
     'avg_pool1d',
     'backends',
     'baddbmm',
+    'bartlett_window',
     'bernoulli',
     'bfloat16',
     'bilinear',
@@ -134,6 +135,7 @@ __all__ = [
     'bitwise_or',
     'bitwise_right_shift',
     'bitwise_xor',
+    'blackman_window',
     'block_diag',
     'bmm',
     'bool_',
@@ -266,6 +268,8 @@ __all__ = [
     'greater_equal',
     'group_norm',
     'gt',
+    'hamming_window',
+    'hann_window',
     'hardshrink',
     'heaviside',
     'histc',
@@ -306,6 +310,7 @@ __all__ = [
     'isneginf',
     'isposinf',
     'isreal',
+    'kaiser_window',
     'kron',
     'kthvalue',
     'layer_norm',
@@ -337,6 +342,7 @@ __all__ = [
     'logical_xor',
     'logit',
     'logit_',
+    'logspace',
     'logsumexp',
     'lt',
     'manual_seed',
@@ -427,6 +433,7 @@ __all__ = [
     'rsqrt',
     'rsqrt_',
     'save',
+    'scalar_tensor',
     'scatter',
     'scatter_add',
     'scatter_reduce',
@@ -491,7 +498,9 @@ __all__ = [
     'trapezoid',
     'trapz',
     'tril',
+    'tril_indices',
     'triu',
+    'triu_indices',
     'true_divide',
     'trunc',
     'trunc_',
@@ -2098,6 +2107,15 @@ def avg_pool1d(
     """Mean over sliding windows of (N, C, L) or (C, L); ``count_include_pad=False`` leaves the padding out."""
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
+def bartlett_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The triangular window ``1 - |2k / N - 1|``."""
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
 bfloat16: DType
@@ -2117,6 +2135,15 @@ def bitwise_right_shift(x: Any, y: Any) -> Tensor:
     """x >> y (arithmetic for signed)."""
 def bitwise_xor(x: Any, y: Any) -> Tensor:
     """Bitwise xor."""
+def blackman_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``0.42 - 0.5 cos(2 pi k / N) + 0.08 cos(4 pi k / N)``."""
 def block_diag(*tensors: Tensor) -> Tensor:
     """The matrices (0-d and 1-D tensors as one row) on the diagonal of one matrix, zeros elsewhere."""
 def bmm(x: Tensor, y: Tensor) -> Tensor:
@@ -2488,6 +2515,26 @@ def group_norm(
 def gt(x: Any, y: Any) -> Tensor:
     """x > y."""
 half: DType
+def hamming_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    alpha: builtins.float = 0.54,
+    beta: builtins.float = 0.46,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``alpha - beta cos(2 pi k / N)``."""
+def hann_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``0.5 - 0.5 cos(2 pi k / N)``."""
 def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -2573,6 +2620,16 @@ def isposinf(input: Tensor) -> Tensor:
     """True where ``input`` is +inf."""
 def isreal(input: Tensor) -> Tensor:
     """True where the imaginary part is 0 (everywhere for real dtypes)."""
+def kaiser_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    beta: builtins.float = 12.0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``I0(beta sqrt(1 - (2k / N - 1)^2)) / I0(beta)``, with I0 the modified Bessel function of order 0."""
 def kron(a: Tensor, b: Tensor) -> Tensor:
     """Kronecker product."""
 def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
@@ -2651,6 +2708,17 @@ def logit(input: Tensor, eps: builtins.float | None = None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
 def logit_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.logit`; returns self."""
+def logspace(
+    start: builtins.float,
+    end: builtins.float,
+    steps: builtins.int,
+    base: builtins.float = 10.0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``base ** linspace(start, end, steps)``."""
 def logsumexp(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, stably."""
 long: DType
@@ -2969,6 +3037,8 @@ def rsqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.rsqrt`; returns self."""
 def save(obj: Any, f: Any) -> None:
     """Save ``obj`` to ``f`` (a path or a binary file object) in the safetensors format."""
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    """A 0-d tensor of ``s`` in the default float dtype (or ``dtype``), as ``torch.scalar_tensor``."""
 def scatter(
     x: Tensor,
     dim: builtins.int,
@@ -3177,8 +3247,26 @@ def trapz(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: bu
     """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
 def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
+def tril_indices(
+    row: builtins.int,
+    col: builtins.int,
+    offset: builtins.int = 0,
+    *,
+    dtype: Any = ...,
+    device: Any = None,
+) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
 def triu(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
+def triu_indices(
+    row: builtins.int,
+    col: builtins.int,
+    offset: builtins.int = 0,
+    *,
+    dtype: Any = ...,
+    device: Any = None,
+) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle of a ``row`` x ``col`` matrix, row by row."""
 def true_divide(x: Any, y: Any) -> Tensor:
     """x / y (alias of div)."""
 def trunc(x: Tensor) -> Tensor:

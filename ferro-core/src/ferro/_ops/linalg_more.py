@@ -105,7 +105,7 @@ def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: boo
     check_rule("linalg.matrix_rank", A)
     if A.ndim < 2:
         raise ShapeError(f"linalg.matrix_rank: expected a (batch of) matrices, got shape {list(A.shape)}")
-    sv = _LINALG["svdvals"](A)
+    sv = _LINALG["svdvals"](A.to(float32) if A.dtype in _HALF else A)
     if atol is None and rtol is None:
         rtol = finfo(sv.dtype).eps * max(A.shape[-2], A.shape[-1])
     largest = sv.amax(-1, keepdim=True) if sv.shape[-1] else sv.sum(-1, keepdim=True)
@@ -119,6 +119,8 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     """The condition number: the ratio of the largest to the smallest singular value (``p`` None or 2, -2 its
     inverse); other ``p``: ``norm(A, p) * norm(inv(A), p)``."""
     check_rule("linalg.cond", A)
+    if A.dtype in _HALF:  # computed in float32, as the decompositions it calls
+        return cond(A.to(float32), p).to(A.dtype)
     if p in (None, 2, -2):
         sv = _LINALG["svdvals"](A)
         big, small = sv.amax(-1), sv.amin(-1)
@@ -190,6 +192,8 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tens
     if dims is not None:
         rest = [d for d in range(A.ndim) if d not in [d % A.ndim for d in dims]]
         A = A.permute(*rest, *[d % A.ndim for d in dims])
+    if A.dtype in _HALF:
+        return tensorsolve(A.to(float32), B.to(float32)).to(A.dtype)
     x_shape = tuple(A.shape[B.ndim:])
     n = math.prod(x_shape)
     return _LINALG["solve"](A.reshape(-1, n), B.reshape(-1)).reshape(x_shape)
@@ -199,7 +203,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("vecdot", vecdot, ("conj", "mul", "sum")), ("multi_dot", multi_dot, ("matmul",)),
     ("matrix_power", matrix_power, ("matmul",)),  # (negative powers also need linalg.inv)
     ("matrix_exp", matrix_exp, ("matmul", "div", "add")),
-    ("matrix_rank", matrix_rank, ("linalg.svdvals", "gt", "sum")),
+    ("matrix_rank", matrix_rank, ("linalg.svdvals", "gt:real", "sum")),
     ("cond", cond, ("linalg.svdvals", "div", "linalg.matrix_norm", "linalg.inv")),
     ("solve_triangular", solve_triangular, ("where", "linalg.solve")), ("vander", vander, ("mul", "cat")),
     ("diagonal", diagonal, ("diagonal",)), ("tensorinv", tensorinv, ("linalg.inv", "reshape")),
