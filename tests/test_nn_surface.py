@@ -122,3 +122,34 @@ def test_top_level_functional_names(name: str) -> None:
              "bilinear": ((x4[0, 0], x4[0, 1], wb), (t4[0, 0], t4[0, 1], twb))}
     mine, theirs = calls[name]
     _same(getattr(ferro, name)(*mine), getattr(torch, name)(*theirs), rtol=1e-9)
+
+
+def test_random_layers_and_shuffles() -> None:
+    x, t = _both(RNG.normal(size=(2, 6, 5)))
+    _same(F.channel_shuffle(x, 3), TF.channel_shuffle(t, 3))
+    _same(ferro.nn.ChannelShuffle(2)(x), torch.nn.ChannelShuffle(2)(t))
+    _same(F.adaptive_avg_pool1d(x, 3), TF.adaptive_avg_pool1d(t, 3))
+    _same(ferro.nn.AdaptiveAvgPool1d(4)(x), torch.nn.AdaptiveAvgPool1d(4)(t))
+    for p in (1.0, 1.5):
+        _same(F.pdist(x[0], p), TF.pdist(t[0], p))
+    _same(F.rrelu(x), TF.rrelu(t))
+    _same(ferro.nn.RReLU(0.1, 0.2).eval()(x), torch.nn.RReLU(0.1, 0.2).eval()(t))
+    ferro.manual_seed(0)
+    slopes = (F.rrelu(-ferro.ones(10000), 0.1, 0.3, training=True) / -1).numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.005
+    for name in ("AlphaDropout", "FeatureAlphaDropout"):
+        _same(getattr(ferro.nn, name)(0.3).eval()(x), getattr(torch.nn, name)(0.3).eval()(t))
+    ferro.manual_seed(0)
+    z = ferro.randn(400, 500)
+    out = F.alpha_dropout(z, 0.3, training=True)  # SELU's self-normalization: mean 0 and variance 1 kept
+    assert abs(float(out.mean())) < 0.01 and abs(float(out.std()) - 1) < 0.01
+    sat = -1.6732632423543772 * 1.0507009873554805
+    a = 1 / np.sqrt((sat * sat * 0.3 + 1) * 0.7)
+    dropped = np.isclose(out.numpy(), a * sat - a * sat * 0.3, atol=1e-6).mean()
+    assert abs(dropped - 0.3) < 0.01
+    for fn, shape in ((F.dropout1d, (8, 50, 3)), (F.dropout3d, (8, 50, 2, 2, 2))):
+        y = fn(ferro.ones(*shape), 0.5, True)
+        per_channel = y.reshape(8, 50, -1)
+        assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+    with pytest.raises(ValueError, match="probability"):
+        F.alpha_dropout(x, 1.5)

@@ -33,6 +33,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     linalg_more,
     movement,
     nn,
+    nn_dropouts,
     nn_surface,
     norms,
     numeric,

@@ -17,6 +17,7 @@ from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.inplace import make_inplace as _make_inplace
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from .._ops.nn_dropouts import FUNCTIONS as _DROPOUTS
 from .._ops.nn_surface import FUNCTIONS as _SURFACE
 from .._ops.numeric import NN_FUNCTIONS as _NUMERIC
 
@@ -47,8 +48,10 @@ globals().update(_NN)
 globals().update(_CONV)
 globals().update(_NUMERIC)  # normalize
 globals().update(_SURFACE)  # softmin, hardshrink, the margin losses, pixel_shuffle...
+globals().update(_DROPOUTS)  # dropout1d/3d, alpha dropouts, rrelu, channel_shuffle, adaptive_avg_pool1d, pdist
 #: The in-place activations (``F.elu_(x)``): the op's in-place form, as ``Tensor.relu_``.
-_INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold")}
+_INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold",
+                                                 "rrelu")}
 globals().update(_INPLACE)
 
 
@@ -66,5 +69,5 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
-           *_SURFACE, *_INPLACE,
+           *_SURFACE, *_DROPOUTS, *_INPLACE,
            "adaptive_max_pool1d"]

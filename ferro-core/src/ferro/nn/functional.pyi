@@ -8,9 +8,11 @@ from typing import Any
 from ferro import Tensor
 
 __all__ = [
+    'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
     'adaptive_max_pool1d',
     'adaptive_max_pool2d',
+    'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
     'avg_pool3d',
@@ -20,6 +22,7 @@ __all__ = [
     'binary_cross_entropy_with_logits',
     'celu',
     'celu_',
+    'channel_shuffle',
     'conv1d',
     'conv2d',
     'conv3d',
@@ -29,10 +32,13 @@ __all__ = [
     'cosine_similarity',
     'cross_entropy',
     'dropout',
+    'dropout1d',
     'dropout2d',
+    'dropout3d',
     'elu',
     'elu_',
     'embedding',
+    'feature_alpha_dropout',
     'gaussian_nll_loss',
     'gelu',
     'glu',
@@ -68,6 +74,7 @@ __all__ = [
     'one_hot',
     'pad',
     'pairwise_distance',
+    'pdist',
     'pixel_shuffle',
     'pixel_unshuffle',
     'poisson_nll_loss',
@@ -75,6 +82,8 @@ __all__ = [
     'relu6',
     'relu_',
     'rms_norm',
+    'rrelu',
+    'rrelu_',
     'scaled_dot_product_attention',
     'selu',
     'selu_',
@@ -95,6 +104,8 @@ __all__ = [
 ]
 
 
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``, with PyTorch's window bounds."""
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
@@ -107,6 +118,16 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: builtin
     Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with PyTorch's
     window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat indices into H *
     W). Without indices it is the registry op ``adaptive_max_pool2d``.
+    """
+def alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """
+    Dropout for SELU networks: dropped elements take SELU's saturation value, then an affine map keeps the input's
+    mean and variance.
     """
 def avg_pool1d(
     x: Tensor,
@@ -172,6 +193,8 @@ def celu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
 def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.celu`; returns self."""
+def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """Interleave the channels (dim 1) of ``groups`` groups."""
 def conv1d(
     x: Tensor,
     weight: Tensor,
@@ -250,6 +273,13 @@ def dropout(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+def dropout1d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero whole channels of (N, C, L) or (C, L) with probability ``p``, scaling the rest by ``1 / (1 - p)``."""
 def dropout2d(
     x: Tensor,
     p: builtins.float = 0.5,
@@ -257,12 +287,26 @@ def dropout2d(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
+def dropout3d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``."""
 def elu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x) - 1)."""
 def elu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.elu`; returns self."""
 def embedding(x: Tensor, weight: Tensor, padding_idx: builtins.int | None = None) -> Tensor:
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
+def feature_alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """``alpha_dropout`` of whole channels (dims after the first two are one feature)."""
 def gaussian_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -458,6 +502,8 @@ def pairwise_distance(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
+def pdist(input: Tensor, p: builtins.float = 2) -> Tensor:
+    """The ``p``-norm distances between every pair of rows ``i < j`` of an (N, M) input, row by row."""
 def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
     """(*, C r^2, H, W) to (*, C, H r, W r)."""
 def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
@@ -489,6 +535,19 @@ def rms_norm(
     eps: builtins.float | None = None,
 ) -> Tensor:
     """``x / sqrt(mean(x^2) + eps)`` over the last dimensions, times ``weight``."""
+def rrelu(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """
+    Leaky ReLU whose negative slope is drawn uniformly from ``[lower, upper]`` per element in training, and is
+    ``(lower + upper) / 2`` in evaluation.
+    """
+def rrelu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rrelu`; returns self."""
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,

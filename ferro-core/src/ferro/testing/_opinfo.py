@@ -1007,3 +1007,18 @@ OP_DB += [
 
 def _sp_block_diag(*arrays: Any) -> Any:
     return _scipy_linalg().block_diag(*[a.reshape(1, -1) if a.ndim < 2 else a for a in arrays])
+
+# -- the rest of nn.functional's random layers and a few deterministic ones (_ops/nn_dropouts) ----------------
+OP_DB += [
+    _rnd("dropout1d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout1d(x, 1.0), shapes=(((2, 3, 4),),)),
+    _rnd("dropout3d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout3d(x, 1.0), shapes=(((2, 3, 2, 2, 2),),)),
+    _rnd("alpha_dropout", lambda x: x, lambda f, x: f.nn.functional.alpha_dropout(x, 0.5, False)),
+    _rnd("feature_alpha_dropout", lambda x: x, lambda f, x: f.nn.functional.feature_alpha_dropout(x, 0.5, False)),
+    _nn("rrelu", lambda x: _np().where(x >= 0, x, x * (1 / 8 + 1 / 3) / 2), lambda f, F, x: F.rrelu(x)),
+    _nn("channel_shuffle", lambda x: x.reshape(2, 2, 3, 2).swapaxes(1, 2).reshape(2, 6, 2),
+        lambda f, F, x: F.channel_shuffle(x, 2), shapes=(((2, 6, 2),),)),
+    _nn("adaptive_avg_pool1d", lambda x: x.reshape(*x.shape[:2], 2, 3).mean(-1),
+        lambda f, F, x: F.adaptive_avg_pool1d(x, 2), shapes=(((2, 3, 6),),)),
+    _nn("pdist", lambda x: _np().array([_np().linalg.norm(x[i] - x[j]) for i in range(4) for j in range(i + 1, 4)]),
+        lambda f, F, x: F.pdist(x)),
+]

@@ -6,6 +6,7 @@ from ferro.nn.modules.activation import ELU as ELU
 from ferro.nn.modules.activation import GELU as GELU
 from ferro.nn.modules.activation import GLU as GLU
 from ferro.nn.modules.activation import SELU as SELU
+from ferro.nn.modules.activation import ChannelShuffle as ChannelShuffle
 from ferro.nn.modules.activation import Hardshrink as Hardshrink
 from ferro.nn.modules.activation import Hardsigmoid as Hardsigmoid
 from ferro.nn.modules.activation import Hardswish as Hardswish
@@ -17,6 +18,7 @@ from ferro.nn.modules.activation import Mish as Mish
 from ferro.nn.modules.activation import PReLU as PReLU
 from ferro.nn.modules.activation import ReLU as ReLU
 from ferro.nn.modules.activation import ReLU6 as ReLU6
+from ferro.nn.modules.activation import RReLU as RReLU
 from ferro.nn.modules.activation import Sigmoid as Sigmoid
 from ferro.nn.modules.activation import SiLU as SiLU
 from ferro.nn.modules.activation import Softmax as Softmax
@@ -41,10 +43,12 @@ from ferro.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from ferro.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
 from ferro.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from ferro.nn.modules.distance import PairwiseDistance as PairwiseDistance
+from ferro.nn.modules.dropout import AlphaDropout as AlphaDropout
 from ferro.nn.modules.dropout import Dropout as Dropout
 from ferro.nn.modules.dropout import Dropout1d as Dropout1d
 from ferro.nn.modules.dropout import Dropout2d as Dropout2d
 from ferro.nn.modules.dropout import Dropout3d as Dropout3d
+from ferro.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from ferro.nn.modules.flatten import Flatten as Flatten
 from ferro.nn.modules.flatten import Unflatten as Unflatten
 from ferro.nn.modules.linear import Bilinear as Bilinear
@@ -94,6 +98,7 @@ from ferro.nn.modules.padding import ReplicationPad3d as ReplicationPad3d
 from ferro.nn.modules.padding import ZeroPad1d as ZeroPad1d
 from ferro.nn.modules.padding import ZeroPad2d as ZeroPad2d
 from ferro.nn.modules.padding import ZeroPad3d as ZeroPad3d
+from ferro.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from ferro.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from ferro.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from ferro.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
@@ -124,9 +129,11 @@ from ferro.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBiline
 from ferro.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 
 __all__ = [
+    'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AlphaDropout',
     'AvgPool1d',
     'AvgPool2d',
     'AvgPool3d',
@@ -137,6 +144,7 @@ __all__ = [
     'BatchNorm3d',
     'Bilinear',
     'CELU',
+    'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
     'CircularPad3d',
@@ -157,6 +165,7 @@ __all__ = [
     'Dropout3d',
     'ELU',
     'Embedding',
+    'FeatureAlphaDropout',
     'Flatten',
     'GELU',
     'GLU',
@@ -208,6 +217,7 @@ __all__ = [
     'RNNBase',
     'RNNCell',
     'RNNCellBase',
+    'RReLU',
     'ReLU',
     'ReLU6',
     'ReflectionPad1d',
