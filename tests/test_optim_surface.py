@@ -52,6 +52,8 @@ CASES = [
     ("Adadelta", {}), ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1}), ("Adadelta", {"maximize": True}),
     ("RAdam", {}), ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.05}),
     ("RAdam", {"lr": 0.01, "weight_decay": 0.05, "decoupled_weight_decay": True}),
+    ("Rprop", {}), ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1), "maximize": True}),
+    ("ASGD", {}), ("ASGD", {"lr": 0.05, "t0": 3, "lambd": 0.01, "weight_decay": 0.1}),
 ]
 
 
@@ -98,7 +100,8 @@ def test_lbfgs_converges_and_counts_evaluations() -> None:
 
 BAD = [("Adadelta", {"lr": -1.0}), ("Adadelta", {"rho": 1.5}), ("Adadelta", {"eps": -1.0}),
        ("Adadelta", {"weight_decay": -0.1}), ("RAdam", {"lr": -1.0}), ("RAdam", {"betas": (1.0, 0.9)}),
-       ("RAdam", {"eps": -1.0}), ("RAdam", {"weight_decay": -1.0})]
+       ("RAdam", {"eps": -1.0}), ("RAdam", {"weight_decay": -1.0}), ("Rprop", {"lr": -1.0}),
+       ("Rprop", {"etas": (1.5, 1.2)}), ("ASGD", {"lr": -1.0}), ("ASGD", {"weight_decay": -1.0})]
 
 
 @pytest.mark.parametrize(("name", "kwargs"), BAD, ids=[f"{n}-{i}" for i, (n, _) in enumerate(BAD)])

@@ -817,6 +817,8 @@ _STEPS = {
     "nadam_step": ("NAdam", _nadam_ref),
     "adadelta_step": ("Adadelta", lambda p, g: p - _np().sqrt(1e-6) / _np().sqrt(0.1 * g * g + 1e-6) * g),
     "radam_step": ("RAdam", lambda p, g: p - 1e-3 * g),  # rho_1 = 1 <= 5: the unrectified step lr * m_hat
+    "rprop_step": ("Rprop", lambda p, g: p - 1e-2 * _np().sign(g)),  # no previous gradient: the step is lr
+    "asgd_step": ("ASGD", lambda p, g: p * (1 - 1e-4 * _np().float32(1e-2)) - _np().float32(1e-2) * g),
 }
 OP_DB += [OpInfo(name, ref, arity=2, call=lambda f, p, g, _n=name, _o=opt: _one_step(_n, _o, f, p, g),
                  dtypes=FLOATS, grad=False, edge=False, shapes=(((3, 4), (3, 4)), ((5,), (5,))), domain=(0.5, 2.0))
