@@ -147,3 +147,39 @@ def test_random_sampler_draws_lazily() -> None:
     assert counts.min() > 60  # uniform: 100 each on average
     perms = list(RandomSampler(range(7), num_samples=17, generator=ferro.Generator().manual_seed(1)))
     assert len(perms) == 17 and sorted(perms[:7]) == list(range(7)) and sorted(perms[7:14]) == list(range(7))
+
+
+def test_legacy_new() -> None:
+    x, t = ferro.ones(2, dtype=ferro.float64), torch.ones(2, dtype=torch.float64)
+    assert x.new(3, 4).shape == t.new(3, 4).shape and x.new(3, 4).dtype == ferro.float64
+    np.testing.assert_array_equal(x.new([1, 2]).numpy(), t.new([1, 2]).numpy())
+    assert x.new().shape == t.new().shape
+    assert x.new(ferro.Size([2, 1])).shape == (2, 1)
+
+
+def test_global_switches_as_torch() -> None:
+    try:
+        for lib in (ferro, torch):
+            lib.use_deterministic_algorithms(True, warn_only=True)
+        assert ferro.are_deterministic_algorithms_enabled() is torch.are_deterministic_algorithms_enabled() is True
+        assert ferro.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == 1
+        for lib in (ferro, torch):
+            lib.set_deterministic_debug_mode("error")
+        assert ferro.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == 2
+        assert ferro.is_deterministic_algorithms_warn_only_enabled() is \
+            torch.is_deterministic_algorithms_warn_only_enabled() is False
+    finally:
+        for lib in (ferro, torch):
+            lib.use_deterministic_algorithms(False)
+    try:
+        for lib in (ferro, torch):
+            lib.set_float32_matmul_precision("medium")
+        assert ferro.get_float32_matmul_precision() == torch.get_float32_matmul_precision() == "medium"
+    finally:
+        for lib in (ferro, torch):
+            lib.set_float32_matmul_precision("highest")
+    with pytest.raises(RuntimeError):
+        ferro.set_float32_matmul_precision("low")
+    assert ferro.get_default_device() == ferro.backends.current_device()
+    ferro.set_default_device("cpu")
+    assert ferro.ones(1).device.type == "cpu"

@@ -29,6 +29,7 @@ from ._api import short as short
 from ._core.tensor import Tensor as _Tensor
 from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
 from ._grids import __all__ as _grids_all
+from ._legacy import legacy_new as _legacy_new
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import autocast as autocast
 
@@ -53,6 +54,7 @@ _FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tran
 globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})
 
 _LEGACY = _typed_tensor_classes()
+_Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
 __all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, "accelerator", "amp", "distributions", "special",

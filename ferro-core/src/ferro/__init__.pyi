@@ -101,6 +101,7 @@ __all__ = [
     'arctan_',
     'arctanh',
     'arctanh_',
+    'are_deterministic_algorithms_enabled',
     'argmax',
     'argmin',
     'argsort',
@@ -259,8 +260,11 @@ __all__ = [
     'gather',
     'ge',
     'ger',
+    'get_default_device',
     'get_default_dtype',
+    'get_deterministic_debug_mode',
     'get_device',
+    'get_float32_matmul_precision',
     'get_num_interop_threads',
     'get_num_threads',
     'get_rng_state',
@@ -294,6 +298,7 @@ __all__ = [
     'inverse',
     'is_complex',
     'is_conj',
+    'is_deterministic_algorithms_warn_only_enabled',
     'is_floating_point',
     'is_grad_enabled',
     'is_inference_mode_enabled',
@@ -302,6 +307,7 @@ __all__ = [
     'is_same_size',
     'is_signed',
     'is_tensor',
+    'is_warn_always_enabled',
     'isclose',
     'isfinite',
     'isin',
@@ -443,12 +449,17 @@ __all__ = [
     'selu',
     'selu_',
     'set_backend',
+    'set_default_device',
     'set_default_dtype',
+    'set_deterministic_debug_mode',
+    'set_float32_matmul_precision',
+    'set_flush_denormal',
     'set_grad_enabled',
     'set_num_interop_threads',
     'set_num_threads',
     'set_printoptions',
     'set_rng_state',
+    'set_warn_always',
     'sgn',
     'sigmoid',
     'sigmoid_',
@@ -511,6 +522,7 @@ __all__ = [
     'unique_consecutive',
     'unsqueeze',
     'use_backend',
+    'use_deterministic_algorithms',
     'utils',
     'var',
     'var_mean',
@@ -1508,6 +1520,11 @@ class Tensor:
         """In-place :func:`ferro.neg`; returns self."""
     def nelement(self) -> builtins.int:
         """The number of elements."""
+    def new(self, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        """
+        ``x.new(3, 4)`` / ``x.new(data)``: PyTorch's legacy constructor, in ``x``'s dtype and on its device
+        (``new_empty`` / ``new_tensor`` are the current forms).
+        """
     def new_empty(
         self,
         *args: Any,
@@ -2046,6 +2063,8 @@ def arctanh(x: Tensor) -> Tensor:
     """Inverse hyperbolic tangent."""
 def arctanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.atanh`; returns self."""
+def are_deterministic_algorithms_enabled() -> builtins.bool:
+    """What :func:`use_deterministic_algorithms` was given last (False by default)."""
 def argmax(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
 def argmin(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
@@ -2490,10 +2509,16 @@ def ge(x: Any, y: Any) -> Tensor:
     """x >= y."""
 def ger(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
+def get_default_device() -> device:
+    """The device new tensors go to (``ferro.backends.current_device()``), as ``torch.get_default_device``."""
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+def get_deterministic_debug_mode() -> builtins.int:
+    """0 (off), 1 (warn) or 2 (error), from the deterministic switches."""
 def get_device(input: Tensor) -> builtins.int:
     """The device's ordinal; -1 on the CPU backend, as PyTorch."""
+def get_float32_matmul_precision() -> builtins.str:
+    """What :func:`set_float32_matmul_precision` was given last (``'highest'`` by default)."""
 def get_num_interop_threads() -> builtins.int:
     """The number given to :func:`set_num_interop_threads` (the number of CPUs until set)."""
 def get_num_threads() -> builtins.int:
@@ -2576,6 +2601,8 @@ def is_complex(x: Tensor) -> builtins.bool:
     """Whether ``x`` has a complex dtype."""
 def is_conj(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily conjugated tensors."""
+def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
+    """The ``warn_only`` that :func:`use_deterministic_algorithms` was given last."""
 def is_floating_point(input: Tensor) -> builtins.bool:
     """Whether the dtype is a floating one."""
 def is_grad_enabled() -> builtins.bool:
@@ -2592,6 +2619,8 @@ def is_signed(input: Tensor) -> builtins.bool:
     """Whether the dtype holds negative values (not bool or uint8)."""
 def is_tensor(obj: builtins.object) -> builtins.bool:
     """Whether ``obj`` is a ferro Tensor."""
+def is_warn_always_enabled() -> builtins.bool:
+    """What :func:`set_warn_always` was given last."""
 def isclose(
     x: Tensor,
     y: Any,
@@ -3077,8 +3106,22 @@ def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.selu`; returns self."""
 def set_backend(name: builtins.str) -> None:
     """Make ``name`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``) where new tensors go."""
+def set_default_device(device: Any) -> None:
+    """Make new tensors go to ``device`` (a backend name or ``name:index``; None: ``cpu``): ``set_backend``."""
 def set_default_dtype(dtype: DType) -> None:
     """Set the dtype of floating tensors made from Python floats (float32 by default)."""
+def set_deterministic_debug_mode(debug_mode: builtins.str | builtins.int) -> None:
+    """``'default'`` / 0, ``'warn'`` / 1, ``'error'`` / 2, as :func:`use_deterministic_algorithms` sets them."""
+def set_float32_matmul_precision(precision: builtins.str) -> None:
+    """
+    Remember ``'highest'``, ``'high'`` or ``'medium'`` (ferro's backends compute float32 matmuls in full precision;
+    ferro-cuda's TF32 switch is ``ferro.cuda.matmul.allow_tf32``).
+    """
+def set_flush_denormal(mode: builtins.bool) -> builtins.bool:
+    """
+    PyTorch switches the CPU's denormal flushing here; ferro leaves NumPy's arithmetic as it is: False, as PyTorch
+    answers where the CPU cannot.
+    """
 def set_num_interop_threads(n: builtins.int) -> None:
     """Remember the number of threads between ops (ferro runs each op in the calling thread)."""
 def set_num_threads(n: builtins.int) -> None:
@@ -3098,6 +3141,8 @@ def set_printoptions(
     """
 def set_rng_state(state: Tensor, device: Any = None) -> None:
     """Restore a state from :func:`get_rng_state` on ``device`` (default ``cpu``)."""
+def set_warn_always(b: builtins.bool) -> None:
+    """Remember whether warnings that PyTorch gives once should be given every time."""
 def sgn(x: Tensor) -> Tensor:
     """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
 short: DType
@@ -3300,6 +3345,8 @@ def unsqueeze(x: Tensor, dim: builtins.int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
 def use_backend(name: builtins.str) -> contextlib.AbstractContextManager[None]:
     """Within the block, new tensors go to backend (or device) ``name``."""
+def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
+    """Remember that deterministic algorithms are asked for (ferro's are: nothing changes)."""
 def var(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,

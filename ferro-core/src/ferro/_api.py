@@ -37,6 +37,8 @@ from ._core.format import set_printoptions
 from ._core.inference_mode import inference_mode, is_inference_mode_enabled
 from ._core.numeric_info import finfo, iinfo
 from ._core.records import ops
+from ._core.switches import *  # noqa: F403 - use_deterministic_algorithms, set_float32_matmul_precision...
+from ._core.switches import __all__ as _switches_all
 from ._core.tensor import Size, Tensor, _assign, install_methods
 from ._core.threads import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ._creation import NEW_METHODS as _NEW_METHODS
@@ -197,6 +199,16 @@ def set_default_dtype(dtype: DType) -> None:
         dev.backend  # noqa: B018
 
 
+def get_default_device() -> device:
+    """The device new tensors go to (``ferro.backends.current_device()``), as ``torch.get_default_device``."""
+    return backends.current_device()
+
+
+def set_default_device(device: Any) -> None:
+    """Make new tensors go to ``device`` (a backend name or ``name:index``; None: ``cpu``): ``set_backend``."""
+    set_backend("cpu" if device is None else str(device))
+
+
 def is_tensor(obj: object) -> bool:
     """Whether ``obj`` is a ferro Tensor."""
     return isinstance(obj, Tensor)
@@ -223,7 +235,8 @@ __all__ = [
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
     "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS,
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all,
+    "get_default_device", "set_default_device",
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()
     if hasattr(Tensor, _name):

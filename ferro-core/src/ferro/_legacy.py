@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._api import Tensor
+from ._api import Size, Tensor, empty, tensor
 from ._core import dtypes as _dt
 
-__all__ = ["TYPED", "typed_tensor_classes"]
+__all__ = ["TYPED", "typed_tensor_classes", "legacy_new"]
 
 #: class name -> dtype, as PyTorch names them.
 TYPED: dict[str, _dt.DType] = {
@@ -44,3 +44,17 @@ def typed_tensor_classes() -> dict[str, type]:
     return {name: _TypedMeta(name, (), {"dtype": dtype, "__doc__": f"``ferro.Tensor`` of dtype {dtype.name} "
                                         f"(PyTorch's legacy ``{name}``)", "__module__": "ferro"})
             for name, dtype in TYPED.items()}
+
+
+def legacy_new(self: Tensor, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``x.new(3, 4)`` / ``x.new(data)``: PyTorch's legacy constructor, in ``x``'s dtype and on its device
+    (``new_empty`` / ``new_tensor`` are the current forms)."""
+    dtype, device = dtype or self.dtype, device or self.device
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return empty(*args, dtype=dtype, device=device)
+    if len(args) > 1:
+        raise TypeError(f"new(): expected data or the sizes of a new tensor, got {len(args)} arguments that are not "
+                        "all ints")
+    return tensor(args[0], dtype=dtype, device=device)
