@@ -123,7 +123,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
     ("isreal", isreal, ("eq",), "same"),
     ("signbit", signbit, ("lt", "eq", "div", "where", "logical_or", "logical_and"), "real"),
     ("copysign", copysign, ("abs", "neg", "where", "lt", "div"), "real_numeric"),
-    ("float_power", float_power, ("pow",), "numeric"),
+    ("float_power", float_power, ("cast", "pow:wide"), "numeric"),
     ("fmax", fmax, ("maximum", "isnan", "where"), "real_numeric"),
     ("fmin", fmin, ("minimum", "isnan", "where"), "real_numeric"),
     ("heaviside", heaviside, ("eq", "gt", "where"), "real"),

@@ -28,6 +28,16 @@ __all__ = ["Resolution", "DeviceFacts", "resolve", "facts_of", "RUNS", "missing_
 
 _REAL_OF = {complex64: float32, complex128: float64}
 
+
+def _use_dtype(at: str, compute: DType) -> DType:
+    """The dtype a ``uses`` entry ``op:at`` runs at: ``real`` the compute dtype's real part, ``wide`` its
+    double-precision form (float64, complex128: ``float_power``), nothing the compute dtype itself."""
+    if at == "real":
+        return _REAL_OF.get(compute, compute)
+    if at == "wide":
+        return complex128 if compute.is_complex else float64
+    return compute
+
 #: The routes that run on the device itself.
 RUNS = frozenset({"kernel", "override", "decomposition"})
 
@@ -188,7 +198,7 @@ def _resolve(name: str, dtype: DType, facts: DeviceFacts, memo: dict[tuple[str, 
         parts = []
         for use in op.uses:
             part, _, at = use.partition(":")
-            d = _REAL_OF.get(compute, compute) if at == "real" else compute
+            d = _use_dtype(at, compute)
             parts.append(resolve(part, d, facts, memo) if part != name else _raw(part, d, facts))
         bad = [p for p in parts if not p.supported]
         if not bad:
