@@ -205,6 +205,14 @@ LOCAL: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...]]]] = {
     "dropout": [("fixed seed", _seeded(lambda x: F.dropout(x, 0.4)), (A34,))],
     "dropout2d": [("fixed seed", _seeded(lambda x: F.dropout2d(x, 0.5)), (_r(2, 3, 2, 2),))],
     "normal": [("mean and std", _seeded(lambda m, s: ferro.normal(m, s)), (A34, POS))],
+    "dropout1d": [("fixed seed", _seeded(lambda x: F.dropout1d(x, 0.5)), (_r(2, 3, 4),))],
+    "dropout3d": [("fixed seed", _seeded(lambda x: F.dropout3d(x, 0.5)), (_r(2, 3, 2, 2, 2),))],
+    "alpha_dropout": [("fixed seed", _seeded(lambda x: F.alpha_dropout(x, 0.4, training=True)), (A34,))],
+    "feature_alpha_dropout": [("fixed seed", _seeded(lambda x: F.feature_alpha_dropout(x, 0.4, training=True)),
+                               (_r(2, 3, 4),))],
+    "aminmax": [("over a dim", lambda x: ferro.stack(ferro.aminmax(x, dim=1)), (A34,)),
+                ("all", lambda x: ferro.stack(ferro.aminmax(x)), (A34,))],
+    "msort": [("no ties", lambda x: ferro.msort(x), (A34,))],
 }
 
 
@@ -247,6 +255,12 @@ SKIPPED: dict[str, str] = {
     **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim.py compares it with torch"
        for n in ("sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam")},
     "amp_unscale_": "GradScaler's in-place unscale under no_grad; tests/test_amp.py compares it with torch",
+    **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim_surface.py compares it with "
+       "torch" for n in ("adadelta", "radam", "rprop", "asgd")},
+    **{n: "output is bool (a test of each element)" for n in ("isin", "isneginf", "isposinf", "isreal", "signbit")},
+    "argwhere": "output is an int64 index",
+    "linalg.matrix_rank": "output is an int64 count",
+    "heaviside": "a step function: zero gradient almost everywhere (PyTorch has no derivative)",
 }
 
 GRADGRAD_KINDS = ("unary", "binary", "ternary")

@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import amp, cuda, data, nn, optim, random, utils
+from . import accelerator, amp, cuda, data, distributions, nn, optim, random, special, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -27,6 +27,10 @@ from ._api import long as long
 from ._api import set_default_dtype as set_default_dtype
 from ._api import short as short
 from ._core.tensor import Tensor as _Tensor
+from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
+from ._grids import __all__ as _grids_all
+from ._legacy import legacy_new as _legacy_new
+from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import autocast as autocast
 
 __version__ = "0.1.0"
@@ -42,4 +46,16 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
-__all__ = [*_api_all, "amp", "autocast", "cuda", "data", "nn", "optim", "random", "utils"]
+#: ``torch.conv2d`` and the like: PyTorch's top-level names for ``nn.functional`` ops whose signatures agree.
+_FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "hardshrink",
+                    "pixel_shuffle", "pixel_unshuffle", "selu", "celu", "selu_", "celu_", "threshold", "threshold_",
+                    "cosine_similarity", "pairwise_distance", "avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
+                    "dropout", "layer_norm", "group_norm", "rms_norm", "bilinear")
+globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})
+
+_LEGACY = _typed_tensor_classes()
+_Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
+globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
+
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, "accelerator", "amp", "distributions", "special",
+            "autocast", "cuda", "data", "nn", "optim", "random", "utils"]

@@ -6,20 +6,36 @@ import collections.abc
 import contextlib
 from typing import Any, NamedTuple
 
+from ferro import BFloat16Tensor as BFloat16Tensor
+from ferro import BoolTensor as BoolTensor
+from ferro import ByteTensor as ByteTensor
+from ferro import CharTensor as CharTensor
+from ferro import DoubleTensor as DoubleTensor
+from ferro import FloatTensor as FloatTensor
+from ferro import HalfTensor as HalfTensor
+from ferro import IntTensor as IntTensor
+from ferro import LongTensor as LongTensor
+from ferro import ShortTensor as ShortTensor
+from ferro import accelerator as accelerator
 from ferro import amp as amp
 from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
 from ferro import data as data
+from ferro import distributions as distributions
 from ferro import errors as errors
 from ferro import fft as fft
 from ferro import linalg as linalg
 from ferro import nn as nn
 from ferro import optim as optim
 from ferro import random as random
+from ferro import special as special
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
+from ferro._core.inference_mode import inference_mode as inference_mode
+from ferro._core.numeric_info import finfo as finfo
+from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
 from ferro.amp import autocast as autocast
 from ferro.autograd import Node as _Node
@@ -32,39 +48,87 @@ from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.random import Generator as Generator
 
 __all__ = [
+    'BFloat16Tensor',
     'BackendUnavailableError',
+    'BoolTensor',
+    'ByteTensor',
+    'CharTensor',
     'DType',
+    'DoubleTensor',
+    'FloatTensor',
     'Generator',
+    'HalfTensor',
+    'IntTensor',
+    'LongTensor',
+    'ShortTensor',
     'Size',
     'Tensor',
     'UnsupportedOperationError',
     'abs',
+    'abs_',
+    'absolute',
+    'accelerator',
     'acos',
+    'acos_',
     'acosh',
+    'acosh_',
     'add',
+    'addbmm',
+    'addcdiv',
+    'addcmul',
+    'addmm',
+    'addmv',
+    'addr',
     'all',
     'allclose',
     'amax',
     'amin',
+    'aminmax',
     'amp',
     'angle',
     'any',
     'arange',
+    'arccos',
+    'arccos_',
+    'arccosh',
+    'arccosh_',
+    'arcsin',
+    'arcsin_',
+    'arcsinh',
+    'arcsinh_',
+    'arctan',
+    'arctan2',
+    'arctan_',
+    'arctanh',
+    'arctanh_',
+    'are_deterministic_algorithms_enabled',
     'argmax',
     'argmin',
     'argsort',
+    'argwhere',
     'as_strided',
     'as_tensor',
     'asin',
+    'asin_',
     'asinh',
+    'asinh_',
     'atan',
     'atan2',
+    'atan_',
     'atanh',
+    'atanh_',
+    'atleast_1d',
+    'atleast_2d',
+    'atleast_3d',
     'autocast',
     'autograd',
+    'avg_pool1d',
     'backends',
+    'baddbmm',
+    'bartlett_window',
     'bernoulli',
     'bfloat16',
+    'bilinear',
     'bincount',
     'bitwise_and',
     'bitwise_left_shift',
@@ -72,20 +136,33 @@ __all__ = [
     'bitwise_or',
     'bitwise_right_shift',
     'bitwise_xor',
+    'blackman_window',
+    'block_diag',
     'bmm',
     'bool_',
     'broadcast_shapes',
+    'broadcast_tensors',
     'broadcast_to',
     'bucketize',
     'can_cast',
+    'cartesian_prod',
     'cat',
     'cdist',
     'ceil',
+    'ceil_',
+    'celu',
+    'celu_',
     'chunk',
     'clamp',
+    'clamp_',
     'clamp_max',
+    'clamp_max_',
     'clamp_min',
+    'clamp_min_',
+    'clip',
+    'clip_',
     'clone',
+    'column_stack',
     'complex',
     'complex128',
     'complex64',
@@ -94,99 +171,184 @@ __all__ = [
     'conj',
     'conj_physical',
     'contiguous',
+    'conv1d',
+    'conv2d',
+    'conv3d',
+    'conv_transpose1d',
+    'conv_transpose2d',
+    'copysign',
+    'corrcoef',
     'cos',
+    'cos_',
     'cosh',
+    'cosh_',
+    'cosine_similarity',
     'count_nonzero',
+    'cov',
     'cuda',
     'cummax',
     'cummin',
     'cumprod',
     'cumsum',
+    'cumulative_trapezoid',
     'data',
+    'deg2rad',
+    'deg2rad_',
+    'det',
+    'detach_',
     'device',
     'diag',
     'diag_embed',
+    'diagflat',
     'diagonal',
+    'diff',
     'digamma',
+    'dist',
+    'distributions',
     'div',
     'divide',
     'dot',
+    'dropout',
+    'dsplit',
+    'dstack',
     'einsum',
     'empty',
     'empty_like',
     'enable_grad',
     'eq',
+    'equal',
     'erf',
+    'erf_',
     'erfc',
+    'erfc_',
     'erfinv',
     'errors',
     'exp',
     'exp2',
+    'exp2_',
+    'exp_',
     'expand',
     'expand_as',
     'expm1',
+    'expm1_',
     'eye',
     'fft',
+    'fill_',
+    'finfo',
+    'fix',
+    'fix_',
     'flatten',
     'flip',
+    'fliplr',
+    'flipud',
     'float16',
     'float32',
     'float64',
+    'float_power',
     'floor',
+    'floor_',
     'floor_divide',
+    'fmax',
+    'fmin',
     'fmod',
     'frac',
+    'frac_',
     'from_dlpack',
     'from_numpy',
     'full',
     'full_like',
     'gather',
     'ge',
+    'ger',
+    'get_default_device',
     'get_default_dtype',
+    'get_deterministic_debug_mode',
+    'get_device',
+    'get_float32_matmul_precision',
+    'get_num_interop_threads',
+    'get_num_threads',
     'get_rng_state',
+    'greater',
+    'greater_equal',
+    'group_norm',
     'gt',
+    'hamming_window',
+    'hann_window',
+    'hardshrink',
+    'heaviside',
     'histc',
+    'hsplit',
+    'hstack',
     'hypot',
+    'iinfo',
     'imag',
     'index_add',
     'index_copy',
     'index_fill',
     'index_put',
+    'index_put_',
     'index_select',
+    'inference_mode',
     'initial_seed',
     'inner',
     'int16',
     'int32',
     'int64',
     'int8',
+    'inverse',
     'is_complex',
     'is_conj',
+    'is_deterministic_algorithms_warn_only_enabled',
+    'is_floating_point',
     'is_grad_enabled',
+    'is_inference_mode_enabled',
     'is_neg',
+    'is_nonzero',
+    'is_same_size',
+    'is_signed',
     'is_tensor',
+    'is_warn_always_enabled',
     'isclose',
     'isfinite',
+    'isin',
     'isinf',
     'isnan',
+    'isneginf',
+    'isposinf',
+    'isreal',
+    'kaiser_window',
     'kron',
     'kthvalue',
+    'layer_norm',
+    'ldexp',
     'le',
     'lerp',
+    'less',
+    'less_equal',
     'lgamma',
     'linalg',
     'linspace',
     'load',
     'log',
     'log10',
+    'log10_',
     'log1p',
+    'log1p_',
     'log2',
+    'log2_',
+    'log_',
     'log_softmax',
     'logaddexp',
+    'logaddexp2',
     'logcumsumexp',
+    'logdet',
     'logical_and',
     'logical_not',
     'logical_or',
     'logical_xor',
+    'logit',
+    'logit_',
+    'logspace',
     'logsumexp',
     'lt',
     'manual_seed',
@@ -195,29 +357,41 @@ __all__ = [
     'masked_select',
     'matmul',
     'max',
+    'max_pool1d',
+    'max_pool2d',
+    'max_pool3d',
     'maximum',
     'mean',
     'median',
+    'meshgrid',
     'min',
     'minimum',
     'mm',
     'mode',
     'moveaxis',
     'movedim',
+    'msort',
     'mul',
     'multinomial',
     'multiply',
     'mv',
     'nan_to_num',
+    'nan_to_num_',
+    'nanmean',
     'nanmedian',
+    'nansum',
     'narrow',
     'ne',
     'neg',
+    'neg_',
+    'negative',
+    'negative_',
     'nn',
     'no_grad',
     'nonzero',
     'norm',
     'normal',
+    'not_equal',
     'numel',
     'ones',
     'ones_like',
@@ -225,12 +399,17 @@ __all__ = [
     'optim',
     'outer',
     'pad',
+    'pairwise_distance',
     'permute',
+    'pixel_shuffle',
+    'pixel_unshuffle',
     'polar',
     'positive',
     'pow',
     'prod',
     'promote_types',
+    'rad2deg',
+    'rad2deg_',
     'rand',
     'rand_like',
     'randint',
@@ -242,40 +421,70 @@ __all__ = [
     'ravel',
     'real',
     'reciprocal',
+    'reciprocal_',
     'relu',
+    'relu_',
     'remainder',
     'repeat',
     'repeat_interleave',
     'reshape',
     'resolve_conj',
     'resolve_neg',
+    'rms_norm',
     'roll',
+    'rot90',
     'round',
+    'round_',
+    'row_stack',
     'rsqrt',
+    'rsqrt_',
     'save',
+    'scalar_tensor',
     'scatter',
     'scatter_add',
     'scatter_reduce',
     'searchsorted',
     'seed',
     'select',
+    'selu',
+    'selu_',
     'set_backend',
+    'set_default_device',
     'set_default_dtype',
+    'set_deterministic_debug_mode',
+    'set_float32_matmul_precision',
+    'set_flush_denormal',
     'set_grad_enabled',
+    'set_num_interop_threads',
+    'set_num_threads',
+    'set_printoptions',
     'set_rng_state',
+    'set_warn_always',
     'sgn',
     'sigmoid',
+    'sigmoid_',
     'sign',
+    'signbit',
     'sin',
+    'sin_',
+    'sinc',
+    'sinc_',
     'sinh',
+    'sinh_',
+    'slogdet',
     'softmax',
     'sort',
+    'special',
     'split',
+    'split_with_sizes',
     'sqrt',
+    'sqrt_',
     'square',
+    'square_',
     'squeeze',
     'stack',
     'std',
+    'std_mean',
     'sub',
     'subtract',
     'sum',
@@ -285,17 +494,27 @@ __all__ = [
     'take',
     'take_along_dim',
     'tan',
+    'tan_',
     'tanh',
+    'tanh_',
     'tensor',
     'tensor_split',
     'tensordot',
+    'threshold',
+    'threshold_',
     'tile',
     'topk',
+    'trace',
     'transpose',
+    'trapezoid',
+    'trapz',
     'tril',
+    'tril_indices',
     'triu',
+    'triu_indices',
     'true_divide',
     'trunc',
+    'trunc_',
     'uint8',
     'unbind',
     'unflatten',
@@ -303,14 +522,20 @@ __all__ = [
     'unique_consecutive',
     'unsqueeze',
     'use_backend',
+    'use_deterministic_algorithms',
     'utils',
     'var',
+    'var_mean',
     'vdot',
     'view',
     'view_as_complex',
     'view_as_real',
+    'vsplit',
+    'vstack',
     'where',
     'xlogy',
+    'xlogy_',
+    'zero_',
     'zeros',
     'zeros_like',
 ]
@@ -414,13 +639,15 @@ class Tensor:
         """Negate each element."""
     def __new__(
         cls,
-        data: Any = None,
-        *,
+        *args: Any,
         dtype: DType | None = None,
         device: Any = None,
         requires_grad: builtins.bool = False,
     ) -> Tensor:
-        """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``, as ``torch.Tensor``."""
+        """
+        ``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``; ``ferro.Tensor(3, 4)``
+        or ``ferro.Tensor(ferro.Size([3, 4]))``: an uninitialized one of that shape, as ``torch.Tensor``.
+        """
     def __or__(self, y: Any) -> Tensor:
         """Bitwise or."""
     def __pos__(self) -> Tensor:
@@ -486,6 +713,10 @@ class Tensor:
         """Absolute value (the modulus for complex)."""
     def abs_(self) -> Tensor:
         """In-place :func:`ferro.abs`; returns self."""
+    def absolute(self) -> Tensor:
+        """Absolute value (the modulus for complex)."""
+    def absolute_(self) -> Tensor:
+        """In-place :func:`ferro.abs`; returns self."""
     def acos(self) -> Tensor:
         """Inverse cosine."""
     def acos_(self) -> Tensor:
@@ -498,6 +729,30 @@ class Tensor:
         """``input + alpha * other``."""
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """In-place :func:`ferro.add`; returns self."""
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``."""
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addbmm`; returns self."""
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """``input + value * tensor1 / tensor2`` (broadcast); integer tensors are refused, as in PyTorch."""
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addcdiv`; returns self."""
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """``input + value * tensor1 * tensor2`` (broadcast)."""
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addcmul`; returns self."""
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (mat1 @ mat2)`` for matrices (``input`` broadcast to the product)."""
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addmm`; returns self."""
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (mat @ vec)``."""
+    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addmv`; returns self."""
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * outer(vec1, vec2)``."""
+    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.addr`; returns self."""
     def adjoint(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mH``)."""
     def all(
@@ -526,6 +781,8 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """Minimum over ``dim`` (all when empty or None)."""
+    def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> _AminmaxResult:
+        """The minimum and maximum (of all elements, or along ``dim``), as ``(min, max)``."""
     def angle(self) -> Tensor:
         """The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."""
     def any(
@@ -534,6 +791,34 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """Whether any element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    def arccos(self) -> Tensor:
+        """Inverse cosine."""
+    def arccos_(self) -> Tensor:
+        """In-place :func:`ferro.acos`; returns self."""
+    def arccosh(self) -> Tensor:
+        """Inverse hyperbolic cosine."""
+    def arccosh_(self) -> Tensor:
+        """In-place :func:`ferro.acosh`; returns self."""
+    def arcsin(self) -> Tensor:
+        """Inverse sine."""
+    def arcsin_(self) -> Tensor:
+        """In-place :func:`ferro.asin`; returns self."""
+    def arcsinh(self) -> Tensor:
+        """Inverse hyperbolic sine."""
+    def arcsinh_(self) -> Tensor:
+        """In-place :func:`ferro.asinh`; returns self."""
+    def arctan(self) -> Tensor:
+        """Inverse tangent."""
+    def arctan2(self, y: Any) -> Tensor:
+        """atan(x / y) by quadrant."""
+    def arctan2_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.atan2`; returns self."""
+    def arctan_(self) -> Tensor:
+        """In-place :func:`ferro.atan`; returns self."""
+    def arctanh(self) -> Tensor:
+        """Inverse hyperbolic tangent."""
+    def arctanh_(self) -> Tensor:
+        """In-place :func:`ferro.atanh`; returns self."""
     def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
     def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
@@ -545,6 +830,8 @@ class Tensor:
         stable: builtins.bool = True,
     ) -> Tensor:
         """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+    def argwhere(self) -> Tensor:
+        """The indices of the nonzero elements, one row each (``nonzero``)."""
     def as_strided(
         self,
         size: collections.abc.Sequence[builtins.int],
@@ -584,6 +871,10 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """In-place :func:`ferro.baddbmm`; returns self."""
     def bernoulli(self, *, generator: Generator | None = None) -> Tensor:
         """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
     def bernoulli_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
@@ -622,10 +913,18 @@ class Tensor:
         """``self.to(ferro.bool)``."""
     def broadcast_to(self, *sizes: Any) -> Tensor:
         """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
+    def byte(self) -> Tensor:
+        """``self.to(ferro.uint8)``."""
+    def cdouble(self) -> Tensor:
+        """``self.to(ferro.complex128)``."""
     def ceil(self) -> Tensor:
         """Round up."""
     def ceil_(self) -> Tensor:
         """In-place :func:`ferro.ceil`; returns self."""
+    def cfloat(self) -> Tensor:
+        """``self.to(ferro.complex64)``."""
+    def char(self) -> Tensor:
+        """``self.to(ferro.int8)``."""
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
         """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:
@@ -640,6 +939,10 @@ class Tensor:
         """max(x, min)."""
     def clamp_min_(self, min: Any) -> Tensor:
         """In-place :func:`ferro.clamp_min`; returns self."""
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:
+        """Limit values to [min, max]."""
+    def clip_(self, min: Any = None, max: Any = None) -> Tensor:
+        """In-place :func:`ferro.clamp`; returns self."""
     def clone(self) -> Tensor:
         """A copy of ``x`` with its own storage, differentiable."""
     def conj(self) -> Tensor:
@@ -650,6 +953,12 @@ class Tensor:
         """``x`` itself when row-major already, else a row-major copy."""
     def copy_(self, src: Tensor) -> Tensor:
         """Copy ``src`` (broadcast, cast, moved from its device) into ``x``; returns ``x``."""
+    def copysign(self, other: Any) -> Tensor:
+        """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
+    def copysign_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.copysign`; returns self."""
+    def corrcoef(self) -> Tensor:
+        """Pearson's correlation coefficients of the rows (values clipped to [-1, 1], as PyTorch)."""
     def cos(self) -> Tensor:
         """Cosine."""
     def cos_(self) -> Tensor:
@@ -660,6 +969,14 @@ class Tensor:
         """In-place :func:`ferro.cosh`; returns self."""
     def count_nonzero(self, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
         """Number of nonzero elements (over ``dim``), as int64."""
+    def cov(
+        self,
+        *,
+        correction: builtins.int = 1,
+        fweights: Tensor | None = None,
+        aweights: Tensor | None = None,
+    ) -> Tensor:
+        """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
     def cpu(self) -> Tensor:
         """``x`` on the CPU backend."""
     def cuda(self, device: builtins.int | None = None) -> Tensor:
@@ -670,13 +987,23 @@ class Tensor:
         """Running minimum along ``dim`` and the index where it was reached."""
     def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         """Cumulative product along ``dim`` (in ``dtype`` when given)."""
+    def cumprod_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place :func:`ferro.cumprod`; returns self."""
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+    def cumsum_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place :func:`ferro.cumsum`; returns self."""
     @property
     def data(self) -> Tensor:
         """This tensor's values, detached from autograd (shares storage)."""
     @data.setter
     def data(self, value: Tensor) -> None: ...
+    def deg2rad(self) -> Tensor:
+        """Degrees to radians (integers give the default float dtype)."""
+    def deg2rad_(self) -> Tensor:
+        """In-place :func:`ferro.deg2rad`; returns self."""
+    def det(self) -> Tensor:
+        """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
     def detach(self) -> Tensor:
         """A tensor sharing this one's storage, cut off from the graph."""
     def detach_(self) -> Tensor:
@@ -688,17 +1015,29 @@ class Tensor:
         """A 1-D tensor's diagonal matrix, or a 2-D tensor's diagonal."""
     def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
         """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
+    def diagflat(self, offset: builtins.int = 0) -> Tensor:
+        """The flattened input on the ``offset`` diagonal of a square matrix."""
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         """
         The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the
         backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
         """
+    def diff(
+        self,
+        n: builtins.int = 1,
+        dim: builtins.int = -1,
+        prepend: Tensor | None = None,
+        append: Tensor | None = None,
+    ) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined first)."""
     def digamma(self) -> Tensor:
         """The logarithmic derivative of Gamma."""
     def digamma_(self) -> Tensor:
         """In-place :func:`ferro.digamma`; returns self."""
     def dim(self) -> builtins.int:
         """The number of dimensions."""
+    def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor:
+        """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
     def div(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
         """
         ``input / other``: true division (a float result for integers), or rounded toward zero
@@ -714,6 +1053,8 @@ class Tensor:
         """Inner product of two 1-D tensors of the same length."""
     def double(self) -> Tensor:
         """``self.to(ferro.float64)``."""
+    def dsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 2 (at least 3-D)."""
     @property
     def dtype(self) -> DType:
         """The element type."""
@@ -723,6 +1064,8 @@ class Tensor:
         """x == y."""
     def eq_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.eq`; returns self."""
+    def equal(self, other: Tensor) -> builtins.bool:
+        """Whether the two have the same shape and the same values (NaN is not equal to itself)."""
     def erf(self) -> Tensor:
         """Error function."""
     def erf_(self) -> Tensor:
@@ -753,6 +1096,10 @@ class Tensor:
         """In-place :func:`ferro.expm1`; returns self."""
     def fill_(self, value: Any) -> Tensor:
         """Fill ``x`` with ``value`` in place; returns ``x``."""
+    def fix(self) -> Tensor:
+        """Round toward zero."""
+    def fix_(self) -> Tensor:
+        """In-place :func:`ferro.trunc`; returns self."""
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
     def flip(
@@ -764,8 +1111,14 @@ class Tensor:
         Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as
         its own argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
         """
+    def fliplr(self) -> Tensor:
+        """Reverse dim 1 (left to right); needs at least 2 dims."""
+    def flipud(self) -> Tensor:
+        """Reverse dim 0 (up to down); needs at least 1 dim."""
     def float(self) -> Tensor:
         """``self.to(ferro.float32)``."""
+    def float_power(self, exponent: Any) -> Tensor:
+        """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
     def floor(self) -> Tensor:
         """Round down."""
     def floor_(self) -> Tensor:
@@ -774,6 +1127,10 @@ class Tensor:
         """floor(x / y)."""
     def floor_divide_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.floor_divide`; returns self."""
+    def fmax(self, other: Any) -> Tensor:
+        """The larger of the two, the other operand where one is NaN."""
+    def fmin(self, other: Any) -> Tensor:
+        """The smaller of the two, the other operand where one is NaN."""
     def fmod(self, y: Any) -> Tensor:
         """Remainder with the sign of x (C's fmod)."""
     def fmod_(self, y: Any) -> Tensor:
@@ -788,20 +1145,38 @@ class Tensor:
         """x >= y."""
     def ge_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.ge`; returns self."""
+    def ger(self, b: Tensor) -> Tensor:
+        """Outer product of two vectors."""
+    def get_device(self) -> builtins.int:
+        """The device's ordinal; -1 on the CPU backend, as PyTorch."""
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
     @grad.setter
     def grad(self, value: Tensor | None) -> None: ...
     grad_fn: _Node | None
+    def greater(self, y: Any) -> Tensor:
+        """x > y."""
+    def greater_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.gt`; returns self."""
+    def greater_equal(self, y: Any) -> Tensor:
+        """x >= y."""
+    def greater_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.ge`; returns self."""
     def gt(self, y: Any) -> Tensor:
         """x > y."""
     def gt_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.gt`; returns self."""
     def half(self) -> Tensor:
         """``self.to(ferro.float16)``."""
+    def heaviside(self, values: Tensor) -> Tensor:
+        """0 below zero, 1 above, ``values`` at zero."""
+    def heaviside_(self, values: Tensor) -> Tensor:
+        """In-place :func:`ferro.heaviside`; returns self."""
     def histc(self, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
         """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+    def hsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 1 (dim 0 for 1-D tensors)."""
     def hypot(self, y: Any) -> Tensor:
         """sqrt(x**2 + y**2) without overflow."""
     def hypot_(self, y: Any) -> Tensor:
@@ -825,14 +1200,28 @@ class Tensor:
         """In-place :func:`ferro.index_fill`; returns self."""
     def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
+    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        """In-place :func:`ferro.index_put`; returns self."""
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         """The entries ``index`` of dimension ``dim``."""
+    def inner(self, b: Tensor) -> Tensor:
+        """Sum over the last dimension of both (a scalar times a tensor for 0-d inputs)."""
     def int(self) -> Tensor:
         """``self.to(ferro.int32)``."""
+    def inverse(self) -> Tensor:
+        """The inverse of a (batch of) square matrices."""
     def is_complex(self) -> builtins.bool:
         """Whether the dtype is complex."""
     def is_conj(self) -> builtins.bool:
         """False: ferro has no lazily conjugated tensors."""
+    def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
+        """
+        Whether ``x``'s elements lie in its storage in row-major order without gaps (dims of size 1 and empty
+        tensors do not count, as in PyTorch).
+        """
+    @property
+    def is_cpu(self) -> builtins.bool:
+        """Whether the tensor lives on the ``cpu`` backend."""
     @property
     def is_cuda(self) -> builtins.bool:
         """Whether the tensor lives on a CUDA device."""
@@ -840,11 +1229,58 @@ class Tensor:
         """Whether the dtype is a floating dtype."""
     @property
     def is_floating_point_(self) -> builtins.bool: ...
+    def is_inference(self) -> builtins.bool:
+        """Whether this is an inference tensor: never in ferro (``inference_mode`` makes ordinary tensors)."""
+    @property
+    def is_ipu(self) -> Any:
+        """``is_ipu``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     @property
     def is_leaf(self) -> builtins.bool:
         """True for tensors not made by a recorded op (user-made, or not requiring grad)."""
+    @property
+    def is_maia(self) -> Any:
+        """``is_maia``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_meta(self) -> Any:
+        """``is_meta``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mkldnn(self) -> Any:
+        """``is_mkldnn``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mps(self) -> Any:
+        """``is_mps``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_mtia(self) -> Any:
+        """``is_mtia``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     def is_neg(self) -> builtins.bool:
         """False: ferro has no lazily negated tensors."""
+    @property
+    def is_nested(self) -> Any:
+        """``is_nested``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    def is_nonzero(self) -> builtins.bool:
+        """The truth of a one-element tensor; a ``RuntimeError`` for any other, as PyTorch."""
+    @property
+    def is_quantized(self) -> Any:
+        """``is_quantized``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    def is_same_size(self, other: Tensor) -> builtins.bool:
+        """Whether the two have the same shape."""
+    def is_signed(self) -> builtins.bool:
+        """Whether the dtype holds negative values (not bool or uint8)."""
+    @property
+    def is_sparse(self) -> Any:
+        """``is_sparse``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_sparse_csr(self) -> Any:
+        """``is_sparse_csr``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_vulkan(self) -> Any:
+        """``is_vulkan``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_xla(self) -> Any:
+        """``is_xla``: always False in ferro (PyTorch's flag, for scripts that test it)."""
+    @property
+    def is_xpu(self) -> Any:
+        """``is_xpu``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     def isclose(
         self,
         y: Any,
@@ -859,13 +1295,25 @@ class Tensor:
         """Whether each element is infinite."""
     def isnan(self) -> Tensor:
         """Whether each element is NaN."""
+    def isneginf(self) -> Tensor:
+        """True where ``input`` is -inf."""
+    def isposinf(self) -> Tensor:
+        """True where ``input`` is +inf."""
+    def isreal(self) -> Tensor:
+        """True where the imaginary part is 0 (everywhere for real dtypes)."""
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
     @property
     def itemsize(self) -> builtins.int:
         """Bytes per element."""
+    def kron(self, b: Tensor) -> Tensor:
+        """Kronecker product."""
     def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
         """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    def ldexp(self, other: Any) -> Tensor:
+        """``input * 2^other`` (integers give the default float dtype)."""
+    def ldexp_(self, other: Any) -> Tensor:
+        """In-place :func:`ferro.ldexp`; returns self."""
     def le(self, y: Any) -> Tensor:
         """x <= y."""
     def le_(self, y: Any) -> Tensor:
@@ -874,6 +1322,14 @@ class Tensor:
         """start + weight * (end - start)."""
     def lerp_(self, end: Any, weight: Any) -> Tensor:
         """In-place :func:`ferro.lerp`; returns self."""
+    def less(self, y: Any) -> Tensor:
+        """x < y."""
+    def less_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.lt`; returns self."""
+    def less_equal(self, y: Any) -> Tensor:
+        """x <= y."""
+    def less_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.le`; returns self."""
     def lgamma(self) -> Tensor:
         """log |Gamma(x)|."""
     def lgamma_(self) -> Tensor:
@@ -898,6 +1354,8 @@ class Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
         """log(exp(x) + exp(y))."""
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """``log2(2^input + 2^other)``, without overflow."""
     def logaddexp_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logaddexp`; returns self."""
     def logcumsumexp(self, dim: builtins.int) -> Tensor:
@@ -906,6 +1364,8 @@ class Tensor:
         (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
         would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
         """
+    def logdet(self) -> Tensor:
+        """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""
     def logical_and(self, y: Any) -> Tensor:
         """Logical and."""
     def logical_and_(self, y: Any) -> Tensor:
@@ -922,6 +1382,10 @@ class Tensor:
         """Logical xor."""
     def logical_xor_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.logical_xor`; returns self."""
+    def logit(self, eps: builtins.float | None = None) -> Tensor:
+        """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    def logit_(self, eps: builtins.float | None = None) -> Tensor:
+        """In-place :func:`ferro.logit`; returns self."""
     def logsumexp(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) over dim, stably."""
     def long(self) -> Tensor:
@@ -989,6 +1453,8 @@ class Tensor:
         destination: builtins.int | collections.abc.Sequence[builtins.int],
     ) -> Tensor:
         """Move dimensions ``source`` to positions ``destination``, keeping the others in order."""
+    def msort(self) -> Tensor:
+        """``input`` sorted along dim 0."""
     def mul(self, y: Any) -> Tensor:
         """x * y."""
     def mul_(self, y: Any) -> Tensor:
@@ -1021,11 +1487,15 @@ class Tensor:
         neginf: builtins.float | None = None,
     ) -> Tensor:
         """In-place :func:`ferro.nan_to_num`; returns self."""
+    def nanmean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The mean of the values that are not NaN (NaN where all are)."""
     def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
         """
         ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
         along ``dim``.
         """
+    def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The sum, NaN counted as zero."""
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
     @property
@@ -1033,6 +1503,8 @@ class Tensor:
         """Bytes of all elements."""
     @property
     def ndim(self) -> builtins.int:
+        """The number of dimensions."""
+    def ndimension(self) -> builtins.int:
         """The number of dimensions."""
     def ne(self, y: Any) -> Tensor:
         """x != y."""
@@ -1042,8 +1514,17 @@ class Tensor:
         """Negate each element."""
     def neg_(self) -> Tensor:
         """In-place :func:`ferro.neg`; returns self."""
+    def negative(self) -> Tensor:
+        """Negate each element."""
+    def negative_(self) -> Tensor:
+        """In-place :func:`ferro.neg`; returns self."""
     def nelement(self) -> builtins.int:
         """The number of elements."""
+    def new(self, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        """
+        ``x.new(3, 4)`` / ``x.new(data)``: PyTorch's legacy constructor, in ``x``'s dtype and on its device
+        (``new_empty`` / ``new_tensor`` are the current forms).
+        """
     def new_empty(
         self,
         *args: Any,
@@ -1099,10 +1580,16 @@ class Tensor:
         """
     def normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with normal samples, in place; returns self."""
+    def not_equal(self, y: Any) -> Tensor:
+        """x != y."""
+    def not_equal_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.ne`; returns self."""
     def numel(self) -> builtins.int:
         """The number of elements."""
     def numpy(self, *, force: builtins.bool = False) -> Any:
         """The values as a NumPy array (a copy for non-CPU devices)."""
+    def outer(self, b: Tensor) -> Tensor:
+        """Outer product of two vectors."""
     def permute(self, *dims: Any) -> Tensor:
         """A view of ``x`` with its dimensions in the order ``dims``."""
     def positive(self) -> Tensor:
@@ -1113,6 +1600,10 @@ class Tensor:
         """In-place :func:`ferro.pow`; returns self."""
     def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Product of elements (over ``dim``); integers multiply in int64."""
+    def rad2deg(self) -> Tensor:
+        """Radians to degrees (integers give the default float dtype)."""
+    def rad2deg_(self) -> Tensor:
+        """In-place :func:`ferro.rad2deg`; returns self."""
     def ravel(self) -> Tensor:
         """``x`` flattened to one dimension."""
     @property
@@ -1152,6 +1643,8 @@ class Tensor:
         """Set whether autograd records ops on this leaf; returns self."""
     def reshape(self, *shape: Any) -> Tensor:
         """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """``x.reshape(other.shape)``."""
     def resolve_conj(self) -> Tensor:
         """``x`` itself: ferro never holds a lazily conjugated tensor."""
     def resolve_neg(self) -> Tensor:
@@ -1167,6 +1660,8 @@ class Tensor:
         dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     ) -> Tensor:
         """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
+    def rot90(self, k: builtins.int = 1, dims: collections.abc.Sequence[builtins.int] = ...) -> Tensor:
+        """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first dim toward the second."""
     def round(self, *, decimals: builtins.int = 0) -> Tensor:
         """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
     def round_(self, *, decimals: builtins.int = 0) -> Tensor:
@@ -1222,9 +1717,13 @@ class Tensor:
         """The slice at ``index`` of ``dim``, without that dimension."""
     def sgn(self) -> Tensor:
         """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
+    def sgn_(self) -> Tensor:
+        """In-place :func:`ferro.sgn`; returns self."""
     @property
     def shape(self) -> Size:
         """The size of each dimension."""
+    def short(self) -> Tensor:
+        """``self.to(ferro.int16)``."""
     def sigmoid(self) -> Tensor:
         """Logistic sigmoid 1 / (1 + exp(-x))."""
     def sigmoid_(self) -> Tensor:
@@ -1233,16 +1732,24 @@ class Tensor:
         """-1, 0 or 1 by the sign of each element (nan for nan)."""
     def sign_(self) -> Tensor:
         """In-place :func:`ferro.sign`; returns self."""
+    def signbit(self) -> Tensor:
+        """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit set."""
     def sin(self) -> Tensor:
         """Sine."""
     def sin_(self) -> Tensor:
         """In-place :func:`ferro.sin`; returns self."""
+    def sinc(self) -> Tensor:
+        """``sin(pi x) / (pi x)``, 1 at 0."""
+    def sinc_(self) -> Tensor:
+        """In-place :func:`ferro.sinc`; returns self."""
     def sinh(self) -> Tensor:
         """Hyperbolic sine."""
     def sinh_(self) -> Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
+    def slogdet(self) -> _SlogdetResult:
+        """``(sign, log|det|)`` of square matrices; the log is differentiable."""
     def softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """exp(x) / sum(exp(x)) over dim."""
     def sort(
@@ -1258,6 +1765,12 @@ class Tensor:
         dim: builtins.int = 0,
     ) -> builtins.tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+    def split_with_sizes(
+        self,
+        split_sizes: collections.abc.Sequence[builtins.int],
+        dim: builtins.int = 0,
+    ) -> builtins.tuple[Tensor, ...]:
+        """Split into pieces of the given sizes (they must add up to the dim's size)."""
     def sqrt(self) -> Tensor:
         """Square root."""
     def sqrt_(self) -> Tensor:
@@ -1340,12 +1853,18 @@ class Tensor:
         sorted: builtins.bool = True,
     ) -> _ValuesIndices:
         """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+    def trace(self) -> Tensor:
+        """The sum of the main diagonal of a matrix."""
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
         """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
+    def tril_(self, diagonal: builtins.int = 0) -> Tensor:
+        """In-place :func:`ferro.tril`; returns self."""
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
+    def triu_(self, diagonal: builtins.int = 0) -> Tensor:
+        """In-place :func:`ferro.triu`; returns self."""
     def true_divide(self, y: Any) -> Tensor:
         """x / y (alias of div)."""
     def true_divide_(self, y: Any) -> Tensor:
@@ -1393,15 +1912,23 @@ class Tensor:
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
         """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
+    def vdot(self, b: Tensor) -> Tensor:
+        """Dot product of two vectors (the first conjugated for complex inputs)."""
     @property
     def version(self) -> builtins.int:
         """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
     def view(self, *shape: Any) -> Tensor:
         """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
+    def view_as(self, other: Tensor) -> Tensor:
+        """``x.view(other.shape)``."""
+    def vsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+        """Split along dim 0 (at least 2-D)."""
     def where(self, x: Any, y: Any) -> Tensor:
         """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
     def xlogy(self, y: Any) -> Tensor:
         """x * log(y), 0 where x == 0."""
+    def xlogy_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.xlogy`; returns self."""
     def zero_(self) -> Tensor:
         """Fill ``x`` with zeros in place; returns ``x``."""
 
@@ -1418,6 +1945,18 @@ class Size(builtins.tuple[Any, ...]):
         """The number of elements a tensor of this shape holds."""
 
 
+class _AminmaxResult(NamedTuple):
+    """AminmaxResult(min, max)"""
+    min: Tensor
+    max: Tensor
+
+
+class _SlogdetResult(NamedTuple):
+    """SlogdetResult(sign, logabsdet)"""
+    sign: Tensor
+    logabsdet: Tensor
+
+
 class _ValuesIndices(NamedTuple):
     """ValuesIndices(values, indices)"""
     values: Tensor
@@ -1426,12 +1965,32 @@ class _ValuesIndices(NamedTuple):
 
 def abs(x: Tensor) -> Tensor:
     """Absolute value (the modulus for complex)."""
+def abs_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.abs`; returns self."""
+def absolute(x: Tensor) -> Tensor:
+    """Absolute value (the modulus for complex)."""
 def acos(x: Tensor) -> Tensor:
     """Inverse cosine."""
+def acos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acos`; returns self."""
 def acosh(x: Tensor) -> Tensor:
     """Inverse hyperbolic cosine."""
+def acosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acosh`; returns self."""
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``."""
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (broadcast); integer tensors are refused, as in PyTorch."""
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (broadcast)."""
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices (``input`` broadcast to the product)."""
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
 def all(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1458,6 +2017,8 @@ def amin(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """Minimum over ``dim`` (all when empty or None)."""
+def aminmax(input: Tensor, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> _AminmaxResult:
+    """The minimum and maximum (of all elements, or along ``dim``), as ``(min, max)``."""
 def angle(x: Tensor) -> Tensor:
     """The argument atan2(imag, real) of each element, in radians (real: pi where negative, else 0)."""
 def any(
@@ -1476,6 +2037,34 @@ def arange(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 for integer arguments."""
+def arccos(x: Tensor) -> Tensor:
+    """Inverse cosine."""
+def arccos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acos`; returns self."""
+def arccosh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine."""
+def arccosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.acosh`; returns self."""
+def arcsin(x: Tensor) -> Tensor:
+    """Inverse sine."""
+def arcsin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asin`; returns self."""
+def arcsinh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic sine."""
+def arcsinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asinh`; returns self."""
+def arctan(x: Tensor) -> Tensor:
+    """Inverse tangent."""
+def arctan2(x: Any, y: Any) -> Tensor:
+    """atan(x / y) by quadrant."""
+def arctan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atan`; returns self."""
+def arctanh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent."""
+def arctanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atanh`; returns self."""
+def are_deterministic_algorithms_enabled() -> builtins.bool:
+    """What :func:`use_deterministic_algorithms` was given last (False by default)."""
 def argmax(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when ``dim`` is None)."""
 def argmin(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
@@ -1487,6 +2076,8 @@ def argsort(
     stable: builtins.bool = True,
 ) -> Tensor:
     """Indices that sort ``x`` along ``dim`` (stable: equal elements keep their order)."""
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each (``nonzero``)."""
 def as_strided(
     x: Tensor,
     size: collections.abc.Sequence[builtins.int],
@@ -1502,17 +2093,53 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
 def asin(x: Tensor) -> Tensor:
     """Inverse sine."""
+def asin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asin`; returns self."""
 def asinh(x: Tensor) -> Tensor:
     """Inverse hyperbolic sine."""
+def asinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.asinh`; returns self."""
 def atan(x: Tensor) -> Tensor:
     """Inverse tangent."""
 def atan2(x: Any, y: Any) -> Tensor:
     """atan(x / y) by quadrant."""
+def atan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atan`; returns self."""
 def atanh(x: Tensor) -> Tensor:
     """Inverse hyperbolic tangent."""
+def atanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.atanh`; returns self."""
+def atleast_1d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 1 dim (a 0-d tensor becomes shape (1,)); one tensor in, one out."""
+def atleast_2d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 2 dims, new dims in front."""
+def atleast_3d(*tensors: Any) -> Tensor:
+    """Each tensor with at least 3 dims (a vector (n,) becomes (1, n, 1), a matrix (r, c) becomes (r, c, 1))."""
+def avg_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: builtins.bool = False,
+    count_include_pad: builtins.bool = True,
+) -> Tensor:
+    """Mean over sliding windows of (N, C, L) or (C, L); ``count_include_pad=False`` leaves the padding out."""
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
+def bartlett_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The triangular window ``1 - |2k / N - 1|``."""
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
 bfloat16: DType
+def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1 @ weight[k] @ x2 + bias[k]``; ``weight`` is (out, in1, in2)."""
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
 def bitwise_and(x: Any, y: Any) -> Tensor:
@@ -1527,6 +2154,17 @@ def bitwise_right_shift(x: Any, y: Any) -> Tensor:
     """x >> y (arithmetic for signed)."""
 def bitwise_xor(x: Any, y: Any) -> Tensor:
     """Bitwise xor."""
+def blackman_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``0.42 - 0.5 cos(2 pi k / N) + 0.08 cos(4 pi k / N)``."""
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The matrices (0-d and 1-D tensors as one row) on the diagonal of one matrix, zeros elsewhere."""
 def bmm(x: Tensor, y: Tensor) -> Tensor:
     """Batched product of 3-D tensors with equal batch sizes."""
 bool: DType
@@ -1536,12 +2174,16 @@ def broadcast_shapes(*shapes: Any) -> Size:
     The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them if they
     do not).
     """
+def broadcast_tensors(*tensors: Any) -> builtins.tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape (views)."""
 def broadcast_to(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def bucketize(x: Tensor, boundaries: Tensor, *, right: builtins.bool = False) -> Tensor:
     """Index of the bucket of each element: ``boundaries[i-1] < x <= boundaries[i]`` (``right``: ``<=``, ``<``)."""
 def can_cast(src: DType, dst: DType) -> builtins.bool:
     """Whether an in-place op may write a ``src`` result into a ``dst`` tensor."""
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one element of each 1-D tensor, one per row (one tensor: itself)."""
 def cat(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
 def cdist(
@@ -1558,17 +2200,35 @@ def cdist(
 cdouble: DType
 def ceil(x: Tensor) -> Tensor:
     """Round up."""
+def ceil_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.ceil`; returns self."""
+def celu(x: Any, alpha: Any = 1.0) -> Tensor:
+    """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.celu`; returns self."""
 cfloat: DType
 def chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit values to [min, max]."""
+def clamp_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp`; returns self."""
 def clamp_max(x: Any, max: Any) -> Tensor:
     """min(x, max)."""
+def clamp_max_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp_max`; returns self."""
 def clamp_min(x: Any, min: Any) -> Tensor:
     """max(x, min)."""
+def clamp_min_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp_min`; returns self."""
+def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Limit values to [min, max]."""
+def clip_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.clamp`; returns self."""
 def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
+def column_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 1, 0-D and 1-D tensors as columns."""
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
 complex128: DType
@@ -1583,12 +2243,82 @@ def conj_physical(x: Tensor) -> Tensor:
     """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
 def contiguous(x: Tensor) -> Tensor:
     """``x`` itself when row-major already, else a row-major copy."""
+def conv1d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """1-D convolution (cross-correlation) of (N, C, L) with (C_out, C/groups, K)."""
+def conv2d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """2-D convolution of (N, C, H, W) with (C_out, C/groups, kH, kW); padding int, tuple, 'same' or 'valid'."""
+def conv3d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: builtins.int = 1,
+) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) with (C_out, C/groups, kD, kH, kW)."""
+def conv_transpose1d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 1-D convolution; ``weight`` is (C_in, C_out/groups, K)."""
+def conv_transpose2d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+def copysign(input: Any, other: Any) -> Tensor:
+    """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson's correlation coefficients of the rows (values clipped to [-1, 1], as PyTorch)."""
 def cos(x: Tensor) -> Tensor:
     """Cosine."""
+def cos_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.cos`; returns self."""
 def cosh(x: Tensor) -> Tensor:
     """Hyperbolic cosine."""
+def cosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.cosh`; returns self."""
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: builtins.int = 1, eps: builtins.float = 1e-08) -> Tensor:
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
 def count_nonzero(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """Number of nonzero elements (over ``dim``), as int64."""
+def cov(
+    input: Tensor,
+    *,
+    correction: builtins.int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+) -> Tensor:
+    """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
 def cummax(x: Tensor, dim: builtins.int) -> _ValuesIndices:
     """Running maximum along ``dim`` and the index where it was reached."""
 def cummin(x: Tensor, dim: builtins.int) -> _ValuesIndices:
@@ -1597,17 +2327,45 @@ def cumprod(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative product along ``dim`` (in ``dtype`` when given)."""
 def cumsum(x: Tensor, dim: builtins.int, *, dtype: Any = None) -> Tensor:
     """Cumulative sum along ``dim`` (in ``dtype`` when given; integers accumulate in int64 otherwise)."""
+def cumulative_trapezoid(
+    y: Tensor,
+    x: Any = None,
+    *,
+    dx: builtins.float | None = None,
+    dim: builtins.int = -1,
+) -> Tensor:
+    """The running trapezoid rule along ``dim`` (one fewer element than ``y``)."""
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians (integers give the default float dtype)."""
+def deg2rad_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.deg2rad`; returns self."""
+def det(a: Tensor) -> Tensor:
+    """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+def detach_(self: Any) -> Tensor:
+    """Cut this tensor off from the graph, in place."""
 def diag(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """A 1-D tensor's diagonal matrix, or a 2-D tensor's diagonal."""
 def diag_embed(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
     """Matrices with ``x``'s last dimension on their ``offset`` diagonal."""
+def diagflat(input: Tensor, offset: builtins.int = 0) -> Tensor:
+    """The flattened input on the ``offset`` diagonal of a square matrix."""
 def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
     """
     The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the backend
     has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
     """
+def diff(
+    input: Tensor,
+    n: builtins.int = 1,
+    dim: builtins.int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor:
+    """The ``n``-th forward difference along ``dim`` (``prepend`` / ``append`` joined first)."""
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma."""
+def dist(input: Tensor, other: Tensor, p: builtins.float = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
 def div(input: Any, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
     """
     ``input / other``: true division (a float result for integers), or rounded toward zero
@@ -1618,6 +2376,17 @@ def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None)
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
 double: DType
+def dropout(
+    x: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+def dsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 2 (at least 3-D)."""
+def dstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 2, after making each at least 3-D."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
     """Einstein summation, with ``...`` and implicit output; written as broadcast products and sums."""
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -1632,22 +2401,34 @@ def empty_like(
     """Uninitialized, with ``x``'s shape, dtype and device."""
 def eq(x: Any, y: Any) -> Tensor:
     """x == y."""
+def equal(input: Tensor, other: Tensor) -> builtins.bool:
+    """Whether the two have the same shape and the same values (NaN is not equal to itself)."""
 def erf(x: Tensor) -> Tensor:
     """Error function."""
+def erf_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.erf`; returns self."""
 def erfc(x: Tensor) -> Tensor:
     """Complementary error function 1 - erf(x)."""
+def erfc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.erfc`; returns self."""
 def erfinv(x: Tensor) -> Tensor:
     """Inverse error function."""
 def exp(x: Tensor) -> Tensor:
     """e to the power of each element."""
 def exp2(x: Tensor) -> Tensor:
     """2 ** x."""
+def exp2_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.exp2`; returns self."""
+def exp_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.exp`; returns self."""
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """``x`` expanded to ``other``'s shape."""
 def expm1(x: Tensor) -> Tensor:
     """exp(x) - 1, accurate near 0."""
+def expm1_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.expm1`; returns self."""
 def eye(
     n: builtins.int,
     m: builtins.int | None = None,
@@ -1657,6 +2438,12 @@ def eye(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+def fill_(x: Tensor, value: Any) -> Tensor:
+    """Fill ``x`` with ``value`` in place; returns ``x``."""
+def fix(x: Tensor) -> Tensor:
+    """Round toward zero."""
+def fix_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.trunc`; returns self."""
 def flatten(x: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
     """Merge dimensions ``start_dim`` to ``end_dim`` into one."""
 def flip(
@@ -1668,18 +2455,32 @@ def flip(
     Reverse the order of elements along ``dims``: a tuple (``flip(x, (0, 2))``, ``dims=``) or each dim as its own
     argument (``x.flip(0, 2)``), as PyTorch's function and method take them.
     """
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse dim 1 (left to right); needs at least 2 dims."""
+def flipud(input: Tensor) -> Tensor:
+    """Reverse dim 0 (up to down); needs at least 1 dim."""
 float: DType
 float16: DType
 float32: DType
 float64: DType
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
 def floor(x: Tensor) -> Tensor:
     """Round down."""
+def floor_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.floor`; returns self."""
 def floor_divide(x: Any, y: Any) -> Tensor:
     """floor(x / y)."""
+def fmax(input: Tensor, other: Any) -> Tensor:
+    """The larger of the two, the other operand where one is NaN."""
+def fmin(input: Tensor, other: Any) -> Tensor:
+    """The smaller of the two, the other operand where one is NaN."""
 def fmod(x: Any, y: Any) -> Tensor:
     """Remainder with the sign of x (C's fmod)."""
 def frac(x: Tensor) -> Tensor:
     """The fractional part x - trunc(x)."""
+def frac_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.frac`; returns self."""
 def from_dlpack(obj: Any, device: Any = None) -> Tensor:
     """A tensor viewing a DLPack-capable array (NumPy, CuPy, PyTorch...) without a copy where possible."""
 def from_numpy(array: Any) -> Tensor:
@@ -1706,15 +2507,69 @@ def gather(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """``out[i][j][k] = x[index[i][j][k]][j][k]`` for ``dim == 0`` (and so on)."""
 def ge(x: Any, y: Any) -> Tensor:
     """x >= y."""
+def ger(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two vectors."""
+def get_default_device() -> device:
+    """The device new tensors go to (``ferro.backends.current_device()``), as ``torch.get_default_device``."""
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+def get_deterministic_debug_mode() -> builtins.int:
+    """0 (off), 1 (warn) or 2 (error), from the deterministic switches."""
+def get_device(input: Tensor) -> builtins.int:
+    """The device's ordinal; -1 on the CPU backend, as PyTorch."""
+def get_float32_matmul_precision() -> builtins.str:
+    """What :func:`set_float32_matmul_precision` was given last (``'highest'`` by default)."""
+def get_num_interop_threads() -> builtins.int:
+    """The number given to :func:`set_num_interop_threads` (the number of CPUs until set)."""
+def get_num_threads() -> builtins.int:
+    """The number of threads used inside ops on the CPU (the number of CPUs until set)."""
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
+def greater(x: Any, y: Any) -> Tensor:
+    """x > y."""
+def greater_equal(x: Any, y: Any) -> Tensor:
+    """x >= y."""
+def group_norm(
+    x: Tensor,
+    num_groups: builtins.int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: builtins.float = 1e-05,
+) -> Tensor:
+    """Normalize groups of channels of each sample."""
 def gt(x: Any, y: Any) -> Tensor:
     """x > y."""
 half: DType
+def hamming_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    alpha: builtins.float = 0.54,
+    beta: builtins.float = 0.46,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``alpha - beta cos(2 pi k / N)``."""
+def hann_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``0.5 - 0.5 cos(2 pi k / N)``."""
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """0 below zero, 1 above, ``values`` at zero."""
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+def hsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 1 (dim 0 for 1-D tensors)."""
+def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 1 (dim 0 for 1-D tensors)."""
 def hypot(x: Any, y: Any) -> Tensor:
     """sqrt(x**2 + y**2) without overflow."""
 def imag(x: Tensor) -> Tensor:
@@ -1727,6 +2582,8 @@ def index_fill(x: Tensor, dim: builtins.int, index: Tensor, value: Any) -> Tenso
     """A copy of ``x`` with ``value`` at ``index`` of ``dim``."""
 def index_put(x: Tensor, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
     """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
+def index_put_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.index_put`; returns self."""
 def index_select(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """The entries ``index`` of dimension ``dim``."""
 def initial_seed() -> builtins.int:
@@ -1738,16 +2595,32 @@ int16: DType
 int32: DType
 int64: DType
 int8: DType
+def inverse(a: Tensor) -> Tensor:
+    """The inverse of a (batch of) square matrices."""
 def is_complex(x: Tensor) -> builtins.bool:
     """Whether ``x`` has a complex dtype."""
 def is_conj(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily conjugated tensors."""
+def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
+    """The ``warn_only`` that :func:`use_deterministic_algorithms` was given last."""
+def is_floating_point(input: Tensor) -> builtins.bool:
+    """Whether the dtype is a floating one."""
 def is_grad_enabled() -> builtins.bool:
     """Whether ops on tensors that require grad record the graph in this thread."""
+def is_inference_mode_enabled() -> builtins.bool:
+    """Whether this thread is inside ``inference_mode()``."""
 def is_neg(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily negated tensors."""
+def is_nonzero(input: Tensor) -> builtins.bool:
+    """The truth of a one-element tensor; a ``RuntimeError`` for any other, as PyTorch."""
+def is_same_size(input: Tensor, other: Tensor) -> builtins.bool:
+    """Whether the two have the same shape."""
+def is_signed(input: Tensor) -> builtins.bool:
+    """Whether the dtype holds negative values (not bool or uint8)."""
 def is_tensor(obj: builtins.object) -> builtins.bool:
     """Whether ``obj`` is a ferro Tensor."""
+def is_warn_always_enabled() -> builtins.bool:
+    """What :func:`set_warn_always` was given last."""
 def isclose(
     x: Tensor,
     y: Any,
@@ -1758,18 +2631,56 @@ def isclose(
     """|x - y| <= atol + rtol * |y|, elementwise."""
 def isfinite(x: Tensor) -> Tensor:
     """Whether each element is finite."""
+def isin(
+    elements: Any,
+    test_elements: Any,
+    *,
+    assume_unique: builtins.bool = False,
+    invert: builtins.bool = False,
+) -> Tensor:
+    """Whether each element of ``elements`` is in ``test_elements``."""
 def isinf(x: Tensor) -> Tensor:
     """Whether each element is infinite."""
 def isnan(x: Tensor) -> Tensor:
     """Whether each element is NaN."""
+def isneginf(input: Tensor) -> Tensor:
+    """True where ``input`` is -inf."""
+def isposinf(input: Tensor) -> Tensor:
+    """True where ``input`` is +inf."""
+def isreal(input: Tensor) -> Tensor:
+    """True where the imaginary part is 0 (everywhere for real dtypes)."""
+def kaiser_window(
+    window_length: builtins.int,
+    periodic: builtins.bool = True,
+    beta: builtins.float = 12.0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``I0(beta sqrt(1 - (2k / N - 1)^2)) / I0(beta)``, with I0 the modified Bessel function of order 0."""
 def kron(a: Tensor, b: Tensor) -> Tensor:
     """Kronecker product."""
 def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+def layer_norm(
+    x: Tensor,
+    normalized_shape: collections.abc.Sequence[builtins.int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: builtins.float = 1e-05,
+) -> Tensor:
+    """Normalize over the last ``len(normalized_shape)`` dimensions."""
+def ldexp(input: Tensor, other: Any) -> Tensor:
+    """``input * 2^other`` (integers give the default float dtype)."""
 def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
 def lerp(start: Any, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start)."""
+def less(x: Any, y: Any) -> Tensor:
+    """x < y."""
+def less_equal(x: Any, y: Any) -> Tensor:
+    """x <= y."""
 def lgamma(x: Tensor) -> Tensor:
     """log |Gamma(x)|."""
 def linspace(
@@ -1788,20 +2699,32 @@ def log(x: Tensor) -> Tensor:
     """Natural logarithm."""
 def log10(x: Tensor) -> Tensor:
     """Base-10 logarithm."""
+def log10_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log10`; returns self."""
 def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate near 0."""
+def log1p_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log1p`; returns self."""
 def log2(x: Tensor) -> Tensor:
     """Base-2 logarithm."""
+def log2_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log2`; returns self."""
+def log_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.log`; returns self."""
 def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logaddexp(x: Any, y: Any) -> Tensor:
     """log(exp(x) + exp(y))."""
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2^input + 2^other)``, without overflow."""
 def logcumsumexp(x: Tensor, dim: builtins.int) -> Tensor:
     """
     log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp`` (log2(n)
     steps), so every partial sum is shifted by its own maximum. One shift by the global maximum would flush the
     terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
     """
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""
 def logical_and(x: Any, y: Any) -> Tensor:
     """Logical and."""
 def logical_not(x: Tensor) -> Tensor:
@@ -1810,6 +2733,21 @@ def logical_or(x: Any, y: Any) -> Tensor:
     """Logical or."""
 def logical_xor(x: Any, y: Any) -> Tensor:
     """Logical xor."""
+def logit(input: Tensor, eps: builtins.float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+def logit_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.logit`; returns self."""
+def logspace(
+    start: builtins.float,
+    end: builtins.float,
+    steps: builtins.int,
+    base: builtins.float = 10.0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """``base ** linspace(start, end, steps)``."""
 def logsumexp(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, stably."""
 long: DType
@@ -1827,6 +2765,42 @@ def matmul(x: Tensor, y: Tensor) -> Tensor:
     """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
 def max(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
+def max_pool1d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
+    ``return_indices=True`` also returns where each maximum came from (indices into L).
+    """
+def max_pool2d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """
+    Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``; ``ceil_mode``
+    rounds the output size up; ``return_indices=True`` also returns flat indices into H * W.
+    """
+def max_pool3d(
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> Any:
+    """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`max_pool2d`)."""
 def maximum(x: Any, y: Any) -> Tensor:
     """Elementwise maximum."""
 def mean(
@@ -1841,6 +2815,11 @@ def median(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = 
     """
     The lower median: of all elements, or ``(values, indices)`` along ``dim``; NaN (at the first NaN's index) where
     there is a NaN, as in PyTorch (``nanmedian`` ignores them).
+    """
+def meshgrid(*tensors: Any, indexing: builtins.str | None = None) -> builtins.tuple[Tensor, ...]:
+    """
+    Coordinate grids from 1-D tensors: with ``indexing='ij'`` (the default, as PyTorch's) grid ``i`` varies along
+    dim ``i``; with ``'xy'`` the first two dims are swapped (Cartesian, as NumPy's default).
     """
 def min(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
@@ -1862,6 +2841,8 @@ def movedim(
     destination: builtins.int | collections.abc.Sequence[builtins.int],
 ) -> Tensor:
     """Move dimensions ``source`` to positions ``destination``, keeping the others in order."""
+def msort(input: Tensor) -> Tensor:
+    """``input`` sorted along dim 0."""
 def mul(x: Any, y: Any) -> Tensor:
     """x * y."""
 def multinomial(
@@ -1883,17 +2864,29 @@ def nan_to_num(
     neginf: builtins.float | None = None,
 ) -> Tensor:
     """Replace nan, +inf and -inf by finite numbers."""
+def nan_to_num_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.nan_to_num`; returns self."""
+def nanmean(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean of the values that are not NaN (NaN where all are)."""
 def nanmedian(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
     """
     ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)`` along
     ``dim``.
     """
+def nansum(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    """The sum, NaN counted as zero."""
 def narrow(x: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
     """A view of ``length`` elements of ``dim`` from ``start``."""
 def ne(x: Any, y: Any) -> Tensor:
     """x != y."""
 def neg(x: Tensor) -> Tensor:
     """Negate each element."""
+def neg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.neg`; returns self."""
+def negative(x: Tensor) -> Tensor:
+    """Negate each element."""
+def negative_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.neg`; returns self."""
 def nonzero(x: Tensor, *, as_tuple: builtins.bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
 def norm(
@@ -1917,6 +2910,8 @@ def normal(
     device: Any = None,
 ) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
+def not_equal(x: Any, y: Any) -> Tensor:
+    """x != y."""
 def numel(x: Tensor) -> builtins.int:
     """The number of elements of ``x``."""
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -1939,8 +2934,20 @@ def pad(
     value: builtins.float = 0.0,
 ) -> Tensor:
     """Pad the last ``len(pad) // 2`` dimensions: ``pad = (left_last, right_last, left_prev, ...)``."""
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    keepdim: builtins.bool = False,
+) -> Tensor:
+    """p-norm of ``x1 - x2 + eps`` along the last dimension."""
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C r^2, H, W) to (*, C, H r, W r)."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H r, W r) to (*, C r^2, H, W)."""
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
 def positive(x: Tensor) -> Tensor:
@@ -1951,6 +2958,10 @@ def prod(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = Fa
     """Product of elements (over ``dim``); integers multiply in int64."""
 def promote_types(a: DType, b: DType) -> DType:
     """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's rules."""
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees (integers give the default float dtype)."""
+def rad2deg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rad2deg`; returns self."""
 def rand(
     *size: Any,
     dtype: DType | None = None,
@@ -2010,8 +3021,12 @@ def real(x: Tensor) -> Tensor:
     """The real part of ``x``: a view sharing its storage for complex ``x``, ``x`` itself otherwise."""
 def reciprocal(x: Tensor) -> Tensor:
     """1 / x."""
+def reciprocal_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.reciprocal`; returns self."""
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
+def relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.relu`; returns self."""
 def remainder(x: Any, y: Any) -> Tensor:
     """x - floor(x / y) * y (the sign of y, as Python's %)."""
 def repeat(x: Tensor, *sizes: Any) -> Tensor:
@@ -2024,18 +3039,35 @@ def resolve_conj(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily conjugated tensor."""
 def resolve_neg(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily negated tensor."""
+def rms_norm(
+    x: Tensor,
+    normalized_shape: collections.abc.Sequence[builtins.int],
+    weight: Tensor | None = None,
+    eps: builtins.float | None = None,
+) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps)`` over the last dimensions, times ``weight``."""
 def roll(
     x: Tensor,
     shifts: builtins.int | collections.abc.Sequence[builtins.int],
     dims: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
 ) -> Tensor:
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor when None)."""
+def rot90(input: Tensor, k: builtins.int = 1, dims: collections.abc.Sequence[builtins.int] = ...) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``, from the first dim toward the second."""
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds...)."""
+def round_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.round`; returns self."""
+def row_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 0, 1-D tensors as rows."""
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)."""
+def rsqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rsqrt`; returns self."""
 def save(obj: Any, f: Any) -> None:
     """Save ``obj`` to ``f`` (a path or a binary file object) in the safetensors format."""
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    """A 0-d tensor of ``s`` in the default float dtype (or ``dtype``), as ``torch.scalar_tensor``."""
 def scatter(
     x: Tensor,
     dim: builtins.int,
@@ -2068,23 +3100,74 @@ def seed() -> builtins.int:
     """Seed every device from the OS's entropy and return the seed used."""
 def select(x: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
     """The slice at ``index`` of ``dim``, without that dimension."""
+def selu(x: Any) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.selu`; returns self."""
 def set_backend(name: builtins.str) -> None:
     """Make ``name`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``) where new tensors go."""
+def set_default_device(device: Any) -> None:
+    """Make new tensors go to ``device`` (a backend name or ``name:index``; None: ``cpu``): ``set_backend``."""
 def set_default_dtype(dtype: DType) -> None:
     """Set the dtype of floating tensors made from Python floats (float32 by default)."""
+def set_deterministic_debug_mode(debug_mode: builtins.str | builtins.int) -> None:
+    """``'default'`` / 0, ``'warn'`` / 1, ``'error'`` / 2, as :func:`use_deterministic_algorithms` sets them."""
+def set_float32_matmul_precision(precision: builtins.str) -> None:
+    """
+    Remember ``'highest'``, ``'high'`` or ``'medium'`` (ferro's backends compute float32 matmuls in full precision;
+    ferro-cuda's TF32 switch is ``ferro.cuda.matmul.allow_tf32``).
+    """
+def set_flush_denormal(mode: builtins.bool) -> builtins.bool:
+    """
+    PyTorch switches the CPU's denormal flushing here; ferro leaves NumPy's arithmetic as it is: False, as PyTorch
+    answers where the CPU cannot.
+    """
+def set_num_interop_threads(n: builtins.int) -> None:
+    """Remember the number of threads between ops (ferro runs each op in the calling thread)."""
+def set_num_threads(n: builtins.int) -> None:
+    """Use ``n`` threads inside ops on the CPU (the BLAS and OpenMP pools, through threadpoolctl)."""
+def set_printoptions(
+    precision: builtins.int | None = None,
+    threshold: builtins.float | None = None,
+    edgeitems: builtins.int | None = None,
+    linewidth: builtins.int | None = None,
+    profile: builtins.str | None = None,
+    sci_mode: builtins.bool | None = None,
+) -> None:
+    """
+    How tensors print, as ``torch.set_printoptions``: digits after the point, how many elements before a tensor is
+    summarized with ``...`` and how many it shows at each edge, the line width, a ``profile`` (``'default'``,
+    ``'short'``, ``'full'``) setting all four, and ``sci_mode`` (None: chosen per tensor).
+    """
 def set_rng_state(state: Tensor, device: Any = None) -> None:
     """Restore a state from :func:`get_rng_state` on ``device`` (default ``cpu``)."""
+def set_warn_always(b: builtins.bool) -> None:
+    """Remember whether warnings that PyTorch gives once should be given every time."""
 def sgn(x: Tensor) -> Tensor:
     """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
 short: DType
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
+def sigmoid_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sigmoid`; returns self."""
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of each element (nan for nan)."""
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit set."""
 def sin(x: Tensor) -> Tensor:
     """Sine."""
+def sin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sin`; returns self."""
+def sinc(input: Tensor) -> Tensor:
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+def sinc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sinc`; returns self."""
 def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
+def sinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sinh`; returns self."""
+def slogdet(a: Tensor) -> _SlogdetResult:
+    """``(sign, log|det|)`` of square matrices; the log is differentiable."""
 def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
 def sort(
@@ -2100,10 +3183,20 @@ def split(
     dim: builtins.int = 0,
 ) -> builtins.tuple[Tensor, ...]:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+def split_with_sizes(
+    input: Tensor,
+    split_sizes: collections.abc.Sequence[builtins.int],
+    dim: builtins.int = 0,
+) -> builtins.tuple[Tensor, ...]:
+    """Split into pieces of the given sizes (they must add up to the dim's size)."""
 def sqrt(x: Tensor) -> Tensor:
     """Square root."""
+def sqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.sqrt`; returns self."""
 def square(x: Tensor) -> Tensor:
     """x * x."""
+def square_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.square`; returns self."""
 def squeeze(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
     """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
 def stack(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
@@ -2117,6 +3210,14 @@ def std(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
+def std_mean(
+    input: Tensor,
+    dim: Any = None,
+    *,
+    correction: builtins.float = 1,
+    keepdim: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``(std, mean)`` over ``dim`` (all elements by default)."""
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
 def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -2141,8 +3242,12 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: builtins.int | None = None) 
     """``gather`` with broadcasting of ``indices`` and ``x`` in the other dimensions."""
 def tan(x: Tensor) -> Tensor:
     """Tangent."""
+def tan_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.tan`; returns self."""
 def tanh(x: Tensor) -> Tensor:
     """Hyperbolic tangent."""
+def tanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.tanh`; returns self."""
 def tensor(
     data: Any,
     *,
@@ -2163,6 +3268,10 @@ def tensordot(
     dims: builtins.int | collections.abc.Sequence[collections.abc.Sequence[builtins.int]] = 2,
 ) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or the listed pairs)."""
+def threshold(x: Any, threshold: Any, value: Any) -> Tensor:
+    """x if x > threshold else value."""
+def threshold_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.threshold`; returns self."""
 def tile(x: Tensor, dims: collections.abc.Sequence[builtins.int]) -> Tensor:
     """``repeat`` with missing leading sizes taken as 1."""
 def topk(
@@ -2173,16 +3282,42 @@ def topk(
     sorted: builtins.bool = True,
 ) -> _ValuesIndices:
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a matrix."""
 def transpose(x: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+def trapezoid(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
+def trapz(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: builtins.int = -1) -> Tensor:
+    """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
 def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
+def tril_indices(
+    row: builtins.int,
+    col: builtins.int,
+    offset: builtins.int = 0,
+    *,
+    dtype: Any = ...,
+    device: Any = None,
+) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
 def triu(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
+def triu_indices(
+    row: builtins.int,
+    col: builtins.int,
+    offset: builtins.int = 0,
+    *,
+    dtype: Any = ...,
+    device: Any = None,
+) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle of a ``row`` x ``col`` matrix, row by row."""
 def true_divide(x: Any, y: Any) -> Tensor:
     """x / y (alias of div)."""
 def trunc(x: Tensor) -> Tensor:
     """Round toward zero."""
+def trunc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.trunc`; returns self."""
 uint8: DType
 def unbind(x: Tensor, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """All slices along ``dim``."""
@@ -2210,6 +3345,8 @@ def unsqueeze(x: Tensor, dim: builtins.int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
 def use_backend(name: builtins.str) -> contextlib.AbstractContextManager[None]:
     """Within the block, new tensors go to backend (or device) ``name``."""
+def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
+    """Remember that deterministic algorithms are asked for (ferro's are: nothing changes)."""
 def var(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -2219,6 +3356,14 @@ def var(
     unbiased: builtins.bool | None = None,
 ) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1: the sample variance)."""
+def var_mean(
+    input: Tensor,
+    dim: Any = None,
+    *,
+    correction: builtins.float = 1,
+    keepdim: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``(var, mean)`` over ``dim`` (all elements by default)."""
 def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product of two vectors (the first conjugated for complex inputs)."""
 def view(x: Tensor, *shape: Any) -> Tensor:
@@ -2230,10 +3375,18 @@ def view_as_real(x: Tensor) -> Tensor:
     A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its storage, as in
     PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy.
     """
+def vsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
+    """Split along dim 0 (at least 2-D)."""
+def vstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """Join along dim 0, 1-D tensors as rows."""
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
 def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0."""
+def xlogy_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.xlogy`; returns self."""
+def zero_(x: Tensor) -> Tensor:
+    """Fill ``x`` with zeros in place; returns ``x``."""
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
 def zeros_like(

@@ -8,6 +8,7 @@ this module rather than ``ferro`` itself, so that no import runs in a circle.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from . import _ops, autograd, backends, errors, fft, linalg
@@ -32,8 +33,14 @@ from ._core.dtypes import (
     uint8,
 )
 from ._core.dtypes import set_default_dtype as _set_default_dtype
+from ._core.format import set_printoptions
+from ._core.inference_mode import inference_mode, is_inference_mode_enabled
+from ._core.numeric_info import finfo, iinfo
 from ._core.records import ops
+from ._core.switches import *  # noqa: F403 - use_deterministic_algorithms, set_float32_matmul_precision...
+from ._core.switches import __all__ as _switches_all
 from ._core.tensor import Size, Tensor, _assign, install_methods
+from ._core.threads import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ._creation import NEW_METHODS as _NEW_METHODS
 from ._creation import (
     arange,
@@ -107,10 +114,19 @@ provided.install(current_device=backends.current_device, bind_device=backends._r
                  load_plugins=backends._registry.load, public_function=public_function)
 
 
-def _tensor_new(cls: type[Tensor], data: Any = None, *, dtype: DType | None = None, device: Any = None,
+def _tensor_new(cls: type[Tensor], *args: Any, dtype: DType | None = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-    """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``, as ``torch.Tensor``."""
-    t = tensor([] if data is None else data, dtype=dtype or get_default_dtype(), device=device)
+    """``ferro.Tensor(data)``: a tensor of the default float dtype made from ``data``; ``ferro.Tensor(3, 4)``
+    or ``ferro.Tensor(ferro.Size([3, 4]))``: an uninitialized one of that shape, as ``torch.Tensor``."""
+    dtype = dtype or get_default_dtype()
+    sizes = builtins.all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool) for a in args)
+    if args and (isinstance(args[0], Size) or sizes):
+        t = empty(*args, dtype=dtype, device=device)
+    elif len(args) > 1:
+        raise TypeError(f"Tensor(): expected data or the sizes of a new tensor, got {len(args)} arguments that "
+                        f"are not all ints")
+    else:
+        t = tensor(args[0] if args else [], dtype=dtype, device=device)
     if cls is not Tensor:
         t = t._as_subclass(cls)
     if requires_grad:
@@ -148,10 +164,21 @@ for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div
     setattr(Tensor, _name, getattr(Tensor, _target))
 for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()
     setattr(Tensor, _name, _fn)
+for _name, _fn in _ops.predicates.METHODS.items():  # equal(), is_nonzero(), get_device()...
+    setattr(Tensor, _name, _fn)
+globals().update(_ops.predicates.FUNCTIONS)
 for _name, _fn in _NEW_METHODS.items():  # new_zeros(), new_tensor()...
     setattr(Tensor, _name, _fn)
 for _name, _fn in _CONVERSIONS.items():
     setattr(Tensor, _name, _fn)
+for _alias, _target in _ops.aliases.ALIASES.items():  # arccos is acos, ...: the same function and methods
+    _space, _, _name = _target.rpartition(".")
+    _fn = getattr(linalg, _name) if _space == "linalg" else globals()[_name]
+    globals()[_alias] = _fn
+    if _space or hasattr(Tensor, _name):  # det, inverse, slogdet are methods too, as in PyTorch
+        setattr(Tensor, _alias, getattr(Tensor, _name, _fn))
+    if hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))
 Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
 Tensor.copy_ = _copy_
@@ -170,6 +197,16 @@ def set_default_dtype(dtype: DType) -> None:
     for dev in bound_devices():  # dtype tables depend on it: resolve them again
         dev._backend = None
         dev.backend  # noqa: B018
+
+
+def get_default_device() -> device:
+    """The device new tensors go to (``ferro.backends.current_device()``), as ``torch.get_default_device``."""
+    return backends.current_device()
+
+
+def set_default_device(device: Any) -> None:
+    """Make new tensors go to ``device`` (a backend name or ``name:index``; None: ``cpu``): ``set_backend``."""
+    set_backend("cpu" if device is None else str(device))
 
 
 def is_tensor(obj: object) -> bool:
@@ -195,6 +232,13 @@ __all__ = [
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
-    "index_put", "is_tensor", "numel", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS),
+    "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
+    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
+    "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all,
+    "get_default_device", "set_default_device",
 ]
+for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()
+    if hasattr(Tensor, _name):
+        globals()[_name] = getattr(Tensor, _name)
+        __all__.append(_name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -58,6 +59,18 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
     from .errors import UnsupportedOperationError
     raise UnsupportedOperationError(kind, dtype, dev.type, dev, reason="the backend has no kernel for it",
                                     others=["cpu"] if dev.type != "cpu" else [])
+
+
+def _size_keyword(fn: Any) -> Any:
+    """Let ``fn(*size, ...)`` take its size as the keyword ``size=`` too, as PyTorch's creation functions do."""
+    @functools.wraps(fn)
+    def call(*size: Any, **kwargs: Any) -> Tensor:
+        if "size" in kwargs:
+            if size:
+                raise TypeError(f"{fn.__name__}() got its size both as positional arguments and as size=")
+            size = (kwargs.pop("size"),)
+        return fn(*size, **kwargs)
+    return call
 
 
 def _size(size: tuple[Any, ...]) -> tuple[int, ...]:
@@ -133,6 +146,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: DType | None = None, de
     return _finish(_make("full", dev, dtype, shape, fill_value, dtype), requires_grad)
 
 
+@_size_keyword
 def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
     dtype = as_dtype(dtype, "zeros") or get_default_dtype()
@@ -140,6 +154,7 @@ def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_g
     return _finish(_make("full", _device(device), dtype, shape, 0, dtype), requires_grad)
 
 
+@_size_keyword
 def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
     dtype = as_dtype(dtype, "ones") or get_default_dtype()
@@ -147,6 +162,7 @@ def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_gr
     return _finish(_make("full", _device(device), dtype, shape, 1, dtype), requires_grad)
 
 
+@_size_keyword
 def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor of shape ``size``."""
     dtype = as_dtype(dtype, "empty")
@@ -201,6 +217,7 @@ def _random(kind: str, size: tuple[int, ...], dtype: DType, device: Any, require
         return _finish(_make(kind, dev, dtype, size, dtype, *args), requires_grad)
 
 
+@_size_keyword
 def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
     """Uniform random values in [0, 1)."""
@@ -211,6 +228,7 @@ def rand(*size: Any, dtype: DType | None = None, device: Any = None, requires_gr
     return _random("rand", _size(size), dtype, device, requires_grad, generator=generator)
 
 
+@_size_keyword
 def randn(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
     """Standard normal random values."""

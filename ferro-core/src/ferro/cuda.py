@@ -5,8 +5,8 @@ never at ``import ferro``: importing this module imports neither ferro_cuda
 nor CuPy. Streams, events and memory statistics go through the contract's
 :class:`~ferro.backends.contract.DeviceRuntime`, which ferro-cuda implements
 over CuPy; nothing here knows CuPy. Where CUDA cannot run (ferro-cuda or CuPy missing, no driver, no
-GPU), :func:`is_available` answers False, :func:`device_count` 0, and every
-other function raises :class:`~ferro.errors.BackendUnavailableError` with the
+GPU), :func:`is_available` answers False, :func:`device_count` 0, the seeding functions do
+nothing (as PyTorch's), and every other function raises :class:`~ferro.errors.BackendUnavailableError` with the
 exact reason.
 
 >>> import ferro
@@ -270,13 +270,18 @@ def empty_cache() -> None:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the generator of the current GPU."""
+    """Seed the generator of the current GPU; where CUDA cannot run, do nothing (as PyTorch)."""
+    if not is_available():
+        return
     b = _backend()
     b.manual_seed(int(seed), b.default_device_index())
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed the generators of every GPU."""
+    """Seed the generators of every GPU; where CUDA cannot run, do nothing (as PyTorch: the seeding helper
+    of a script runs everywhere)."""
+    if not is_available():
+        return
     b = _backend()
     for i in range(b.device_count()):
         b.manual_seed(int(seed), i)

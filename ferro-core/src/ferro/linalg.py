@@ -3,12 +3,16 @@
 The registry names these ops ``linalg.<name>`` (``ferro ops`` lists them).
 """
 
+from ._ops.linalg import FUNCTIONS as _PRODUCTS
 from ._ops.linalg_ext import FUNCTIONS as _FUNCTIONS
 from ._ops.linalg_ext import EighResult, LUFactorResult, LUResult, QRResult, SlogdetResult, SVDResult
+from ._ops.linalg_more import FUNCTIONS as _MORE
 from ._ops.norms import LINALG_FUNCTIONS as _NORMS
 
 globals().update(_FUNCTIONS)
 globals().update(_NORMS)
+globals().update(_MORE)
+matmul = _PRODUCTS["matmul"]  # torch.linalg.matmul is torch.matmul
 
 __all__ = ["EighResult", "LUFactorResult", "LUResult", "QRResult", "SVDResult", "SlogdetResult",
-           *sorted({*_FUNCTIONS, *_NORMS})]
+           *sorted({*_FUNCTIONS, *_NORMS, *_MORE, "matmul"})]

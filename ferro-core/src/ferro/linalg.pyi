@@ -16,22 +16,34 @@ __all__ = [
     'SlogdetResult',
     'cdist',
     'cholesky',
+    'cond',
     'cross',
     'det',
+    'diagonal',
     'eigh',
     'eigvalsh',
     'inv',
     'lstsq',
     'lu',
     'lu_factor',
+    'matmul',
+    'matrix_exp',
     'matrix_norm',
+    'matrix_power',
+    'matrix_rank',
+    'multi_dot',
     'norm',
     'pinv',
     'qr',
     'slogdet',
     'solve',
+    'solve_triangular',
     'svd',
     'svdvals',
+    'tensorinv',
+    'tensorsolve',
+    'vander',
+    'vecdot',
     'vector_norm',
 ]
 
@@ -78,10 +90,17 @@ def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:
     """Pairwise ``p``-norm distances between the rows of ``x1`` (.., P, M) and ``x2`` (.., R, M)."""
 def cholesky(a: Tensor, *, upper: builtins.bool = False) -> Tensor:
     """The Cholesky factor of symmetric positive-definite matrices (lower, or upper with ``upper``)."""
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """
+    The condition number: the ratio of the largest to the smallest singular value (``p`` None or 2, -2 its inverse);
+    other ``p``: ``norm(A, p) * norm(inv(A), p)``.
+    """
 def cross(a: Tensor, b: Tensor, dim: builtins.int = -1) -> Tensor:
     """Cross product of 3-vectors along ``dim``."""
 def det(a: Tensor) -> Tensor:
     """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+def diagonal(A: Tensor, *, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
+    """The diagonal of each matrix (the last two dims by default)."""
 def eigh(a: Tensor) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, both differentiable."""
 def eigvalsh(a: Tensor) -> Tensor:
@@ -97,6 +116,10 @@ def lu_factor(a: Tensor, *, pivot: builtins.bool = True) -> LUFactorResult:
     ``LU, pivots`` of LAPACK's ``getrf``: ``LU`` packs the unit-lower ``L`` and ``U``; ``pivots`` (int32, 1-based)
     the row swaps. Raises for a singular matrix, as PyTorch does (use :func:`lu` then).
     """
+def matmul(x: Tensor, y: Tensor) -> Tensor:
+    """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential, by scaling and squaring a degree-18 Taylor series (16-bit floats computed in float32)."""
 def matrix_norm(
     x: Tensor,
     ord: Any = 'fro',
@@ -104,6 +127,15 @@ def matrix_norm(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """Matrix norm: ``fro``, ``nuc``, 1, -1, 2, -2, inf, -inf over the two ``dim``."""
+def matrix_power(A: Tensor, n: builtins.int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (the identity at 0, the inverse's power below 0)."""
+def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: builtins.bool = False) -> Tensor:
+    """
+    The number of singular values above ``max(atol, rtol * largest)`` (``rtol`` by default ``eps * max(m, n)`` when
+    neither is given).
+    """
+def multi_dot(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
+    """The product of the matrices (the first may be a vector, and the last), left to right."""
 def norm(
     A: Tensor,
     ord: Any = None,
@@ -125,6 +157,18 @@ def slogdet(a: Tensor) -> SlogdetResult:
     """``(sign, log|det|)`` of square matrices; the log is differentiable."""
 def solve(a: Tensor, b: Tensor) -> Tensor:
     """``x`` with ``a @ x == b`` (``b`` a vector or a matrix of right-hand sides)."""
+def solve_triangular(
+    A: Tensor,
+    B: Tensor,
+    *,
+    upper: builtins.bool,
+    left: builtins.bool = True,
+    unitriangular: builtins.bool = False,
+) -> Tensor:
+    """
+    The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``; only its ``upper`` or
+    lower triangle is read (and not its diagonal with ``unitriangular``).
+    """
 def svd(a: Tensor, full_matrices: builtins.bool = True) -> SVDResult:
     """
     ``U, S, Vh`` with ``a = U @ diag(S) @ Vh``, differentiable (U and Vh only with ``full_matrices=False`` or a
@@ -132,5 +176,13 @@ def svd(a: Tensor, full_matrices: builtins.bool = True) -> SVDResult:
     """
 def svdvals(a: Tensor) -> Tensor:
     """Singular values (descending), differentiable."""
+def tensorinv(A: Tensor, ind: builtins.int = 2) -> Tensor:
+    """The inverse of ``A`` as a map from its last dims to its first ``ind`` dims."""
+def tensorsolve(A: Tensor, B: Tensor, dims: collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``."""
+def vander(x: Tensor, *, N: builtins.int | None = None) -> Tensor:
+    """The Vandermonde matrix: columns ``x^0, x^1, ..., x^(N-1)`` (increasing powers, as ``torch.linalg``)."""
+def vecdot(x: Tensor, y: Tensor, *, dim: builtins.int = -1) -> Tensor:
+    """``sum(conj(x) * y)`` along ``dim`` (broadcast)."""
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """Vector ``ord``-norm over ``dim`` (all elements by default)."""

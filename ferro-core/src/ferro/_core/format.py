@@ -17,12 +17,37 @@ from .dtypes import bool_, get_default_complex_dtype, get_default_dtype, int64
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["format_tensor"]
+__all__ = ["format_tensor", "set_printoptions"]
 
 PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+#: None: PyTorch's rule picks scientific notation; True / False: always / never.
+SCI_MODE: bool | None = None
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print, as ``torch.set_printoptions``: digits after the point, how many elements before a
+    tensor is summarized with ``...`` and how many it shows at each edge, the line width, a ``profile``
+    (``'default'``, ``'short'``, ``'full'``) setting all four, and ``sci_mode`` (None: chosen per tensor)."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    if precision is not None:
+        PRECISION = int(precision)
+    if threshold is not None:
+        THRESHOLD = threshold
+    if edgeitems is not None:
+        EDGEITEMS = int(edgeitems)
+    if linewidth is not None:
+        LINEWIDTH = int(linewidth)
+    SCI_MODE = sci_mode
 
 
 class _Formatter:
@@ -46,7 +71,7 @@ class _Formatter:
         mag = np.abs(finite)
         lo, hi = float(mag.min()), float(mag.max())
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4 if SCI_MODE is None else SCI_MODE
         vals = finite.tolist()
         if self.sci_mode:
             self.max_width = max(len(f"{v:.{PRECISION}e}") for v in vals)

@@ -157,6 +157,7 @@ class Tensor:
         return Size(self._data.shape).numel()
 
     nelement = numel
+    ndimension = dim
 
     def element_size(self) -> int:
         """Bytes per element."""
@@ -268,6 +269,15 @@ class Tensor:
     def is_cuda(self) -> bool:
         """Whether the tensor lives on a CUDA device."""
         return self._device.type == "cuda"
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: never in ferro (``inference_mode`` makes ordinary tensors)."""
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the tensor lives on the ``cpu`` backend."""
+        return self._device.type == "cpu"
 
     @property
     def version(self) -> int:
@@ -546,3 +556,17 @@ def _reflected(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tens
 
 def _no_inplace_matmul(self: Tensor, other: Any) -> Tensor:
     raise RuntimeError("In-place matmul (@=) is not supported; use x = x @ y")
+
+
+#: PyTorch's flags for devices, layouts and kinds of tensor that ferro has no backend or form for: always False.
+NEVER_FLAGS = ("is_xpu", "is_mps", "is_meta", "is_ipu", "is_xla", "is_mtia", "is_maia", "is_vulkan", "is_mkldnn",
+               "is_sparse", "is_sparse_csr", "is_quantized", "is_nested")
+
+
+def _never(name: str) -> property:
+    return property(lambda self: False, doc=f"``{name}``: always False in ferro (PyTorch's flag, for scripts "
+                                             "that test it).")
+
+
+for _flag in NEVER_FLAGS:
+    setattr(Tensor, _flag, _never(_flag))

@@ -16,26 +16,37 @@ from typing import Any
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, get, register
 from . import (  # noqa: F401  (each module registers its ops)
+    aliases,
     arithmetic,
+    blas,
     complex,
     composite,
     conv,
     conversion,
     elementwise,
+    elementwise_composites,
     fft,
     indexing,
     inplace,
     linalg,
     linalg_ext,
+    linalg_more,
     movement,
     nn,
+    nn_dropouts,
+    nn_surface,
     norms,
+    numeric,
+    predicates,
     products,
     reduction,
     sampling,
     scatter,
     shape,
     sorting,
+    special_functions,
+    stacking,
+    statistics,
 )
 
 __all__ = ["REGISTRY", "OpDef", "get", "register", "FUNCTIONS", "METHODS", "INPLACE"]
@@ -78,13 +89,20 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "allclose": composite.allclose, **movement.FUNCTIONS, **scatter.FUNCTIONS,
     **sorting.FUNCTIONS, **sampling.FUNCTIONS,
     **products.FUNCTIONS, **complex.FUNCTIONS, **arithmetic.FUNCTIONS, **arithmetic.ALIASES,
-    **norms.FUNCTIONS,
+    **norms.FUNCTIONS, **blas.FUNCTIONS, **stacking.FUNCTIONS, **numeric.FUNCTIONS,
+    **elementwise_composites.FUNCTIONS, **statistics.FUNCTIONS, **statistics.ALIASES,
+    "sinc": special_functions.FUNCTIONS["sinc"],  # the others are ferro.special's only, as in PyTorch
 }
 #: Ops that are also Tensor methods.
 METHODS: list[str] = ([n for n in elementwise.FUNCTIONS] + shape.METHODS + reduction.METHODS + linalg.METHODS
                       + indexing.METHODS + composite.METHODS + ["allclose"] + movement.METHODS + scatter.METHODS
-                      + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES))
+                      + sorting.METHODS + sampling.METHODS + complex.METHODS + list(arithmetic.ALIASES)
+                      + blas.METHODS + stacking.METHODS + numeric.METHODS + products.METHODS
+                      + special_functions.METHODS + elementwise_composites.METHODS
+                      + statistics.METHODS)
 #: Ops with an in-place ``name_`` method.
 INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",
-                       "fmod", "true_divide", "nan_to_num"]
+                       "fmod", "true_divide", "nan_to_num", *blas.INPLACE, *numeric.INPLACE,
+                       *special_functions.INPLACE, *elementwise_composites.INPLACE, "tril", "triu",
+                       "cumsum", "cumprod", "xlogy", "sgn", "index_put"]

@@ -11,11 +11,16 @@ from .._core.dtypes import (
     bfloat16,
     bool_,
     by_name,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
+    int8,
+    int16,
     int32,
     int64,
+    uint8,
 )
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor
@@ -128,4 +133,6 @@ METHOD_FUNCTIONS: dict[str, Any] = {
     "to": to, "type_as": type_as, "cpu": cpu, "cuda": cuda, "type": type_,
     "float": _caster(float32), "double": _caster(float64), "half": _caster(float16),
     "bfloat16": _caster(bfloat16), "int": _caster(int32), "long": _caster(int64), "bool": _caster(bool_),
+    "byte": _caster(uint8), "char": _caster(int8), "short": _caster(int16), "cfloat": _caster(complex64),
+    "cdouble": _caster(complex128),
 }

@@ -35,10 +35,10 @@ def _ferro_key(x: Tensor, key: Any) -> tuple[tuple[Any, ...], bool]:
                 raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got {k._dtype}")
             out.append(k)
             basic = False
-        elif isinstance(k, (list, tuple)):
+        elif isinstance(k, (list, tuple, range)):
             from .._core.dtypes import int64
             from .._creation import tensor
-            t = tensor(k, device=x._device)
+            t = tensor(list(k) if isinstance(k, range) else k, device=x._device)
             out.append(t if t.numel() else t.to(int64))  # x[[]]: an empty int64 index, not float32
             basic = False
         elif hasattr(k, "__index__"):

@@ -11,7 +11,7 @@ from .._core.records import register_composites
 from .._core.tensor import Tensor
 from ..errors import ShapeError
 
-__all__ = ["FUNCTIONS"]
+__all__ = ["FUNCTIONS", "METHODS"]
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
@@ -123,3 +123,5 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 
 
 FUNCTIONS = register_composites("linalg", _ROWS)
+#: Ops that are also Tensor methods, as in PyTorch.
+METHODS = ["outer", "inner", "vdot", "kron"]

@@ -481,7 +481,34 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 for _name, _op in (("reshape", _RESHAPE), ("view", _VIEW), ("permute", _PERMUTE), ("expand", _EXPAND),
                    ("contiguous", _CONTIGUOUS), ("clone", _CLONE), ("cat", _CAT), ("stack", _STACK)):
     _op.fn = FUNCTIONS[_name]
-#: Tensor methods only (PyTorch has no ``torch.stride``).
-LAYOUT_METHODS: dict[str, Callable[..., Any]] = {"stride": stride, "storage_offset": storage_offset}
+def is_contiguous(x: Tensor, memory_format: Any = None) -> bool:
+    """Whether ``x``'s elements lie in its storage in row-major order without gaps (dims of size 1 and
+    empty tensors do not count, as in PyTorch)."""
+    if memory_format is not None and str(memory_format).rpartition(".")[2] != "contiguous_format":
+        raise ValueError(f"is_contiguous(): ferro tensors have one memory format, got memory_format={memory_format!r}")
+    if x.numel() == 0:
+        return True
+    step = 1
+    for n, st in zip(reversed(x.shape), reversed(stride(x)), strict=True):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x.view(other.shape)``."""
+    return view(x, other.shape)
+
+
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    """``x.reshape(other.shape)``."""
+    return reshape(x, other.shape)
+
+
+#: Tensor methods only (PyTorch has no ``torch.stride`` or ``torch.view_as``).
+LAYOUT_METHODS: dict[str, Callable[..., Any]] = {"stride": stride, "storage_offset": storage_offset,
+                                                 "is_contiguous": is_contiguous, "view_as": view_as,
+                                                 "reshape_as": reshape_as}
 METHODS = ["as_strided", "reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "expand", "expand_as",
            "squeeze", "unsqueeze", "flatten", "ravel", "contiguous", "clone", "broadcast_to"]

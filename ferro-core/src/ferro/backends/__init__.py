@@ -97,3 +97,6 @@ def __getattr__(name: str) -> Any:
 
 
 from . import _registry  # noqa: E402
+from . import cuda as cuda  # noqa: E402  (torch.backends' switches, for scripts that set them)
+from . import cudnn as cudnn  # noqa: E402
+from . import mps as mps  # noqa: E402

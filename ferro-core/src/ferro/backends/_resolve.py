@@ -67,7 +67,8 @@ def _derived_uses(op: OpDef, dtype: DType) -> tuple[str, ...]:
 
 def used_dtype(at: str, dtype: DType, compute: DType) -> DType:
     """The dtype a use runs at, from the op's input and compute dtypes: ``""`` the compute dtype, ``real``
-    its real dtype, ``input`` the input dtype, ``float`` the default float dtype, else the named dtype."""
+    its real dtype, ``input`` the input dtype, ``float`` the default float dtype, ``wide`` its double-precision
+    form (float64, complex128), else the named dtype."""
     if not at:
         return compute
     if at == "real":
@@ -76,6 +77,8 @@ def used_dtype(at: str, dtype: DType, compute: DType) -> DType:
         return dtype
     if at == "float":
         return get_default_dtype()
+    if at == "wide":  # double precision (float_power)
+        return complex128 if compute.is_complex else float64
     return by_name[at]
 
 #: The routes that run on the device itself.

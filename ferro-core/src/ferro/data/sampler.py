@@ -57,6 +57,10 @@ def _randint(high: int, size: int, generator: Generator | None) -> list[int]:
     return randint(0, high, (size,), generator=generator, device=_cpu_or(generator)).tolist()
 
 
+#: How many indices RandomSampler draws at once with replacement (PyTorch's chunk).
+_CHUNK = 32
+
+
 class RandomSampler(Sampler[int]):
     """The indices of ``data_source`` shuffled: a new permutation per epoch, or ``num_samples`` draws
     with ``replacement``. More samples than the dataset holds without replacement: whole permutations
@@ -77,15 +81,19 @@ class RandomSampler(Sampler[int]):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
+        # Drawn as the loop asks, a chunk or a permutation at a time, as PyTorch: num_samples may be far
+        # more than memory holds (a "run forever" sampler), and only the indices used are ever drawn.
         n, k = len(self.data_source), self.num_samples
         if self.replacement:
-            return iter(_randint(n, k, self.generator))
-        order: list[int] = []
+            for _ in range(k // _CHUNK):
+                yield from _randint(n, _CHUNK, self.generator)
+            if k % _CHUNK:
+                yield from _randint(n, k % _CHUNK, self.generator)
+            return
         for _ in range(k // n):
-            order += _randperm(n, self.generator)
+            yield from _randperm(n, self.generator)
         if k % n:
-            order += _randperm(n, self.generator)[:k % n]
-        return iter(order)
+            yield from _randperm(n, self.generator)[:k % n]
 
     def __len__(self) -> int:
         return self.num_samples

@@ -14,8 +14,12 @@ from .._ops.composite import FUNCTIONS as _COMPOSITES
 from .._ops.conv import FUNCTIONS as _CONV
 from .._ops.conv import adaptive_max_pool
 from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
+from .._ops.inplace import make_inplace as _make_inplace
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from .._ops.nn_dropouts import FUNCTIONS as _DROPOUTS
+from .._ops.nn_surface import FUNCTIONS as _SURFACE
+from .._ops.numeric import NN_FUNCTIONS as _NUMERIC
 
 relu = _ELEMENTWISE["relu"]
 sigmoid = _ELEMENTWISE["sigmoid"]
@@ -42,6 +46,13 @@ glu = _COMPOSITES["glu"]
 
 globals().update(_NN)
 globals().update(_CONV)
+globals().update(_NUMERIC)  # normalize
+globals().update(_SURFACE)  # softmin, hardshrink, the margin losses, pixel_shuffle...
+globals().update(_DROPOUTS)  # dropout1d/3d, alpha dropouts, rrelu, channel_shuffle, adaptive_avg_pool1d, pdist
+#: The in-place activations (``F.elu_(x)``): the op's in-place form, as ``Tensor.relu_``.
+_INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold",
+                                                 "rrelu")}
+globals().update(_INPLACE)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -57,5 +68,6 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     return adaptive_max_pool(2, input, output_size, return_indices)
 
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV,
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
+           *_SURFACE, *_DROPOUTS, *_INPLACE,
            "adaptive_max_pool1d"]

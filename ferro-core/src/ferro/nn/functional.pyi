@@ -8,9 +8,11 @@ from typing import Any
 from ferro import Tensor
 
 __all__ = [
+    'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
     'adaptive_max_pool1d',
     'adaptive_max_pool2d',
+    'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
     'avg_pool3d',
@@ -19,6 +21,8 @@ __all__ = [
     'binary_cross_entropy',
     'binary_cross_entropy_with_logits',
     'celu',
+    'celu_',
+    'channel_shuffle',
     'conv1d',
     'conv2d',
     'conv3d',
@@ -28,15 +32,23 @@ __all__ = [
     'cosine_similarity',
     'cross_entropy',
     'dropout',
+    'dropout1d',
     'dropout2d',
+    'dropout3d',
     'elu',
+    'elu_',
     'embedding',
+    'feature_alpha_dropout',
+    'gaussian_nll_loss',
     'gelu',
     'glu',
     'group_norm',
+    'hardshrink',
     'hardsigmoid',
     'hardswish',
     'hardtanh',
+    'hardtanh_',
+    'hinge_embedding_loss',
     'huber_loss',
     'instance_norm',
     'interpolate',
@@ -44,6 +56,7 @@ __all__ = [
     'l1_loss',
     'layer_norm',
     'leaky_relu',
+    'leaky_relu_',
     'linear',
     'local_response_norm',
     'log_softmax',
@@ -54,27 +67,45 @@ __all__ = [
     'max_pool3d',
     'mish',
     'mse_loss',
+    'multi_margin_loss',
+    'multilabel_soft_margin_loss',
     'nll_loss',
+    'normalize',
     'one_hot',
     'pad',
     'pairwise_distance',
+    'pdist',
+    'pixel_shuffle',
+    'pixel_unshuffle',
+    'poisson_nll_loss',
     'relu',
     'relu6',
+    'relu_',
     'rms_norm',
+    'rrelu',
+    'rrelu_',
     'scaled_dot_product_attention',
     'selu',
+    'selu_',
     'sigmoid',
     'silu',
     'smooth_l1_loss',
+    'soft_margin_loss',
     'softmax',
+    'softmin',
     'softplus',
+    'softshrink',
     'softsign',
     'tanh',
     'tanhshrink',
     'threshold',
+    'threshold_',
+    'triplet_margin_loss',
 ]
 
 
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``, with PyTorch's window bounds."""
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
@@ -87,6 +118,16 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: builtin
     Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with PyTorch's
     window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat indices into H *
     W). Without indices it is the registry op ``adaptive_max_pool2d``.
+    """
+def alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """
+    Dropout for SELU networks: dropped elements take SELU's saturation value, then an affine map keeps the input's
+    mean and variance.
     """
 def avg_pool1d(
     x: Tensor,
@@ -150,6 +191,10 @@ def binary_cross_entropy_with_logits(
     """BCE of logits, computed stably: ``max(x, 0) - x * t + log(1 + exp(-|x|))`` (with ``pos_weight``)."""
 def celu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.celu`; returns self."""
+def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """Interleave the channels (dim 1) of ``groups`` groups."""
 def conv1d(
     x: Tensor,
     weight: Tensor,
@@ -228,6 +273,13 @@ def dropout(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+def dropout1d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero whole channels of (N, C, L) or (C, L) with probability ``p``, scaling the rest by ``1 / (1 - p)``."""
 def dropout2d(
     x: Tensor,
     p: builtins.float = 0.5,
@@ -235,10 +287,38 @@ def dropout2d(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
+def dropout3d(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``."""
 def elu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x) - 1)."""
+def elu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.elu`; returns self."""
 def embedding(x: Tensor, weight: Tensor, padding_idx: builtins.int | None = None) -> Tensor:
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
+def feature_alpha_dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """``alpha_dropout`` of whole channels (dims after the first two are one feature)."""
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | builtins.float,
+    full: builtins.bool = False,
+    eps: builtins.float = 1e-06,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    ``0.5 * (log(var) + (input - target)^2 / var)`` (+ ``0.5 log(2 pi)`` with ``full``), ``var`` clamped at ``eps``
+    (without gradient through the clamp, as PyTorch).
+    """
 def gelu(x: Tensor, approximate: builtins.str = 'none') -> Tensor:
     """x * Phi(x); approximate='tanh' for the tanh form."""
 def glu(x: Tensor, dim: builtins.int = -1) -> Tensor:
@@ -251,12 +331,25 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize groups of channels of each sample."""
+def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
 def hardsigmoid(x: Any) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1)."""
 def hardswish(x: Any) -> Tensor:
     """x * hardsigmoid(x)."""
 def hardtanh(x: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Tensor:
     """Clamp to [min_val, max_val]."""
+def hardtanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.hardtanh`; returns self."""
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: builtins.float = 1.0,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """``input`` where the target is 1, ``max(0, margin - input)`` where it is -1."""
 def huber_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', delta: builtins.float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
 def instance_norm(
@@ -292,6 +385,8 @@ def layer_norm(
     """Normalize over the last ``len(normalized_shape)`` dimensions."""
 def leaky_relu(x: Any, negative_slope: Any = 0.01) -> Tensor:
     """x if x > 0 else negative_slope * x."""
+def leaky_relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.leaky_relu`; returns self."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias``; ``weight`` is (out_features, in_features)."""
 def local_response_norm(
@@ -354,6 +449,26 @@ def mish(x: Any) -> Tensor:
     """x * tanh(softplus(x))."""
 def mse_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
     """Mean squared error."""
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: builtins.int = 1,
+    margin: builtins.float = 1.0,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """Per sample, the mean over the other classes ``i`` of ``max(0, margin - x[y] + x[i])^p`` (p 1 or 2)."""
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """Per sample, the mean over classes of the binary cross-entropy of ``sigmoid(input)`` with 0/1 targets."""
 def nll_loss(
     x: Tensor,
     target: Tensor,
@@ -362,6 +477,14 @@ def nll_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """Negative log-likelihood of class indices ``target`` given log-probabilities ``x`` (N, C, ...)."""
+def normalize(
+    input: Tensor,
+    p: builtins.float = 2.0,
+    dim: builtins.int = 1,
+    eps: builtins.float = 1e-12,
+    out: Any = None,
+) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm kept at least ``eps``."""
 def one_hot(x: Tensor, num_classes: builtins.int = -1) -> Tensor:
     """int64 one-hot encoding of the integer tensor ``x``, a new last dimension of ``num_classes``."""
 def pad(
@@ -379,10 +502,32 @@ def pairwise_distance(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
+def pdist(input: Tensor, p: builtins.float = 2) -> Tensor:
+    """The ``p``-norm distances between every pair of rows ``i < j`` of an (N, M) input, row by row."""
+def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
+    """(*, C r^2, H, W) to (*, C, H r, W r)."""
+def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
+    """(*, C, H r, W r) to (*, C r^2, H, W)."""
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: builtins.bool = True,
+    full: builtins.bool = False,
+    size_average: Any = None,
+    eps: builtins.float = 1e-08,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    The negative log-likelihood of ``target`` under a Poisson of rate ``input`` (``exp(input)`` with ``log_input``);
+    ``full`` adds Stirling's term for targets above 1.
+    """
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
 def relu6(x: Any) -> Tensor:
     """min(max(x, 0), 6)."""
+def relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.relu`; returns self."""
 def rms_norm(
     x: Tensor,
     normalized_shape: collections.abc.Sequence[builtins.int],
@@ -390,6 +535,19 @@ def rms_norm(
     eps: builtins.float | None = None,
 ) -> Tensor:
     """``x / sqrt(mean(x^2) + eps)`` over the last dimensions, times ``weight``."""
+def rrelu(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """
+    Leaky ReLU whose negative slope is drawn uniformly from ``[lower, upper]`` per element in training, and is
+    ``(lower + upper) / 2`` in evaluation.
+    """
+def rrelu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.rrelu`; returns self."""
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -402,16 +560,30 @@ def scaled_dot_product_attention(
     """``softmax(q @ k^T * scale + mask) @ v`` over the last two dimensions."""
 def selu(x: Any) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants."""
+def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.selu`; returns self."""
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
 def silu(x: Any) -> Tensor:
     """x * sigmoid(x)."""
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', beta: builtins.float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """``log(1 + exp(-target * input))`` (targets 1 or -1)."""
 def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) over dim."""
+def softmin(input: Tensor, dim: builtins.int | None = None, _stacklevel: builtins.int = 3, dtype: Any = None) -> Tensor:
+    """``softmax(-input)`` along ``dim`` (PyTorch's implicit dim when None: 0 for 0-, 1- and 3-D, else 1)."""
 def softplus(x: Tensor, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear past threshold."""
+def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
 def softsign(x: Any) -> Tensor:
     """x / (1 + |x|)."""
 def tanh(x: Tensor) -> Tensor:
@@ -420,3 +592,21 @@ def tanhshrink(x: Any) -> Tensor:
     """x - tanh(x)."""
 def threshold(x: Any, threshold: Any, value: Any) -> Tensor:
     """x if x > threshold else value."""
+def threshold_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.threshold`; returns self."""
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: builtins.float = 1.0,
+    p: builtins.float = 2,
+    eps: builtins.float = 1e-06,
+    swap: builtins.bool = False,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    ``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm distance (``swap``: the smaller of ``d(a, n)`` and
+    ``d(p, n)``).
+    """

@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._lr_base import LRScheduler, per_group
+from ._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR
 from ._lr_special import ChainedScheduler, OneCycleLR, ReduceLROnPlateau, SequentialLR
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
            "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "OneCycleLR", "SequentialLR", "ChainedScheduler",
-           "ReduceLROnPlateau"]
+           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "CyclicLR"]
 
 
 class _LambdaBase(LRScheduler):

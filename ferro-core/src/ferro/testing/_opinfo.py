@@ -113,6 +113,11 @@ def _sp() -> Any:
     return special
 
 
+def _scipy_linalg() -> Any:
+    from scipy import linalg
+    return linalg
+
+
 def _u(fn: str, **kw: Any) -> OpInfo:
     return OpInfo(fn, lambda x, _f=fn: getattr(_np(), _f)(x), **kw)
 
@@ -810,6 +815,10 @@ _STEPS = {
     "rmsprop_step": ("RMSprop", lambda p, g: p - 1e-2 * g / (_np().sqrt(0.01 * g * g) + 1e-8)),
     "adamax_step": ("Adamax", lambda p, g: p - 2e-3 * g / (_np().abs(g) + 1e-8)),
     "nadam_step": ("NAdam", _nadam_ref),
+    "adadelta_step": ("Adadelta", lambda p, g: p - _np().sqrt(1e-6) / _np().sqrt(0.1 * g * g + 1e-6) * g),
+    "radam_step": ("RAdam", lambda p, g: p - 1e-3 * g),  # rho_1 = 1 <= 5: the unrectified step lr * m_hat
+    "rprop_step": ("Rprop", lambda p, g: p - 1e-2 * _np().sign(g)),  # no previous gradient: the step is lr
+    "asgd_step": ("ASGD", lambda p, g: p * (1 - 1e-4 * _np().float32(1e-2)) - _np().float32(1e-2) * g),
 }
 OP_DB += [OpInfo(name, ref, arity=2, call=lambda f, p, g, _n=name, _o=opt: _one_step(_n, _o, f, p, g),
                  dtypes=FLOATS, grad=False, edge=False, shapes=(((3, 4), (3, 4)), ((5,), (5,))), domain=(0.5, 2.0))
@@ -824,3 +833,203 @@ def _unscaled(f: Any, g: Any) -> Any:
 
 
 OP_DB.append(OpInfo("amp_unscale_", lambda g: g * 0.25, call=_unscaled, grad=False))
+# -- PyTorch's fused multiply-adds, stacking and small numeric ops (_ops/blas, _ops/stacking, _ops/numeric) ----
+_AB = {"beta": 2, "alpha": 3}
+OP_DB += [
+    OpInfo("addmm", lambda i, a, b, beta=1, alpha=1: beta * i + alpha * (a @ b), 3, edge=False,
+           shapes=(((2, 4), (2, 3), (3, 4)), ((4,), (2, 3), (3, 4))), kwargs=({}, _AB)),
+    OpInfo("addmv", lambda i, a, v, beta=1, alpha=1: beta * i + alpha * (a @ v), 3, edge=False,
+           shapes=(((2,), (2, 3), (3,)), ((), (2, 3), (3,))), kwargs=({}, _AB)),
+    OpInfo("addr", lambda i, a, b, beta=1, alpha=1: beta * i + alpha * _np().outer(a, b), 3, edge=False,
+           shapes=(((2, 3), (2,), (3,)),), kwargs=({}, _AB)),
+    OpInfo("baddbmm", lambda i, a, b, beta=1, alpha=1: beta * i + alpha * (a @ b), 3, edge=False,
+           shapes=(((2, 2, 4), (2, 2, 3), (2, 3, 4)), ((2, 4), (2, 2, 3), (2, 3, 4))), kwargs=({}, _AB)),
+    OpInfo("addbmm", lambda i, a, b, beta=1, alpha=1: beta * i + alpha * (a @ b).sum(0), 3, edge=False,
+           shapes=(((2, 4), (3, 2, 3), (3, 3, 4)),), kwargs=({}, _AB)),
+    OpInfo("addcmul", lambda i, a, b, value=1: i + value * a * b, 3, edge=False,
+           shapes=(((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1))), kwargs=({}, {"value": 2})),
+    OpInfo("addcdiv", lambda i, a, b, value=1: i + value * a / b, 3, edge=False, domain=(0.5, 3.0),
+           shapes=(((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), (3, 1))), kwargs=({}, {"value": 0.5})),
+    OpInfo("trace", lambda x: _np().trace(x), shapes=(((3, 4),), ((4, 4),)), edge=False),
+    OpInfo("atleast_1d", lambda x: _np().atleast_1d(x), shapes=(((),), ((3,),), ((2, 3),)), edge=False),
+    OpInfo("atleast_2d", lambda x: _np().atleast_2d(x), shapes=(((),), ((3,),), ((2, 3),)), edge=False),
+    OpInfo("atleast_3d", lambda x: _np().atleast_3d(x), shapes=(((),), ((3,),), ((2, 3),), ((2, 1, 3, 2),)),
+           edge=False),
+    OpInfo("hstack", lambda x, y: _np().hstack([x, y]), 2, call=lambda f, x, y: f.hstack([x, y]), edge=False,
+           shapes=(((3,), (2,)), ((2, 3), (2, 1)))),
+    OpInfo("vstack", lambda x, y: _np().vstack([x, y]), 2, call=lambda f, x, y: f.vstack([x, y]), edge=False,
+           shapes=(((3,), (3,)), ((2, 3), (1, 3)))),
+    OpInfo("dstack", lambda x, y: _np().dstack([x, y]), 2, call=lambda f, x, y: f.dstack([x, y]), edge=False,
+           shapes=(((3,), (3,)), ((2, 3), (2, 3)))),
+    OpInfo("column_stack", lambda x, y: _np().column_stack([x, y]), 2, call=lambda f, x, y: f.column_stack([x, y]),
+           edge=False, shapes=(((3,), (3, 2)), ((2,), (2,)))),
+    OpInfo("broadcast_tensors", lambda x, y: _np().stack(_np().broadcast_arrays(x, y)), 2, edge=False,
+           call=lambda f, x, y: f.stack(f.broadcast_tensors(x, y)), shapes=(((3, 1), (4,)), ((2, 1, 4), (3, 1)))),
+    OpInfo("meshgrid", lambda x, y, indexing="ij": _np().stack(_np().meshgrid(x, y, indexing=indexing)), 2,
+           call=lambda f, x, y, **kw: f.stack(f.meshgrid(x, y, **kw)), edge=False, shapes=(((3,), (4,)),),
+           kwargs=({"indexing": "ij"}, {"indexing": "xy"})),
+    OpInfo("fliplr", lambda x: _np().fliplr(x), shapes=(((3, 4),), ((2, 3, 4),)), edge=False),
+    OpInfo("flipud", lambda x: _np().flipud(x), shapes=(((3,),), ((2, 3, 4),)), edge=False),
+    OpInfo("rot90", lambda x, k=1, dims=(0, 1): _np().rot90(x, k, dims), shapes=(((3, 4),), ((2, 3, 4),)),
+           kwargs=({}, {"k": 2}, {"k": -1, "dims": (-1, -2)}), edge=False),
+    OpInfo("deg2rad", lambda x: _np().deg2rad(x), domain=(-360, 360)),
+    OpInfo("rad2deg", lambda x: _np().rad2deg(x)),
+    OpInfo("logit", lambda x, eps=None: _np().log((p := x if eps is None else _np().clip(x, eps, 1 - eps)) / (1 - p)),
+           domain=(0.05, 0.95), kwargs=({}, {"eps": 0.1})),
+    OpInfo("aminmax", lambda x, dim=1: _np().stack([x.min(dim), x.max(dim)]), edge=False,
+           call=lambda f, x, dim=1: f.stack(f.aminmax(x, dim=dim)), shapes=(((3, 4),), ((2, 3, 4),)), grad=False,
+           kwargs=({"dim": 1}, {"dim": -1})),
+    OpInfo("diff", lambda x, n=1, dim=-1: _np().diff(x, n, dim), shapes=(((5,),), ((3, 4),), ((2, 3, 4),)),
+           kwargs=({}, {"n": 2, "dim": 0}), edge=False),
+    OpInfo("nansum", lambda x, dim=None: _np().nansum(x, dim), shapes=(((3, 4),), ((2, 3, 4),)),
+           kwargs=({}, {"dim": -1})),
+    OpInfo("nanmean", lambda x, dim=None: _np().nanmean(x, dim), shapes=(((3, 4),), ((2, 3, 4),)),
+           kwargs=({}, {"dim": 1}), edge=False),
+    OpInfo("normalize", lambda x, dim=1: x / _np().maximum(_np().linalg.norm(x, axis=dim, keepdims=True), 1e-12),
+           call=lambda f, x, **kw: f.nn.functional.normalize(x, **kw), shapes=(((3, 4),), ((2, 3, 4),)),
+           kwargs=({}, {"dim": -1}), edge=False),
+]
+
+# -- torch.special's functions written in ops (_ops/special_functions) ----------------------------------------
+OP_DB += [
+    OpInfo("sinc", lambda x: _np().sinc(x)),
+    OpInfo("entr", lambda x: _sp().entr(x), call=lambda f, x: f.special.entr(x), domain=(0.0, 3.0)),
+    OpInfo("ndtr", lambda x: _sp().ndtr(x), call=lambda f, x: f.special.ndtr(x)),
+    OpInfo("ndtri", lambda x: _sp().ndtri(x), call=lambda f, x: f.special.ndtri(x), domain=(0.05, 0.95),
+           edge=False),
+    OpInfo("log_ndtr", lambda x: _sp().log_ndtr(x), call=lambda f, x: f.special.log_ndtr(x)),
+    OpInfo("xlog1py", lambda x, y: _sp().xlog1py(x, y), 2, call=lambda f, x, y: f.special.xlog1py(x, y),
+           domain=(0.0, 3.0)),
+]
+
+# -- the rest of nn.functional's everyday losses and activations (_ops/nn_surface) -----------------------------
+_PM1 = [[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -1.0], [-1.0, 1.0, 1.0]]
+OP_DB += [
+    _nn("softmin", lambda x: _np().exp(_lsm(-x)), lambda f, F, x: F.softmin(x, 1)),
+    _nn("hardshrink", lambda x: _np().where(_np().abs(x) > 0.5, x, 0), lambda f, F, x: F.hardshrink(x)),
+    _nn("softshrink", lambda x: _np().where(x > 0.5, x - 0.5, _np().where(x < -0.5, x + 0.5, 0)),
+        lambda f, F, x: F.softshrink(x)),
+    _nn("soft_margin_loss", lambda x: _np().log1p(_np().exp(-_np().array(_PM1) * x)).mean(),
+        lambda f, F, x: F.soft_margin_loss(x, _t(f, x, _PM1))),
+    _nn("multilabel_soft_margin_loss", lambda x: (-(((_np().array(_PM1) + 1) / 2) * _np().log(1 / (1 + _np().exp(-x)))
+                                                    + (1 - (_np().array(_PM1) + 1) / 2)
+                                                    * _np().log(1 / (1 + _np().exp(x))))).mean(-1).mean(),
+        lambda f, F, x: F.multilabel_soft_margin_loss(x, _t(f, x, [[(v + 1) / 2 for v in r] for r in _PM1]))),
+    _nn("hinge_embedding_loss", lambda x: _np().where(_np().array(_PM1) > 0, x, _np().maximum(0, 1 - x)).mean(),
+        lambda f, F, x: F.hinge_embedding_loss(x, _t(f, x, _PM1))),
+    _nn("poisson_nll_loss", lambda x: (_np().exp(x) - 2 * x).mean(),
+        lambda f, F, x: F.poisson_nll_loss(x, f.full_like(x, 2))),
+    _nn("gaussian_nll_loss", lambda x: (0.5 * (_np().log(2.0) + (x - 1) ** 2 / 2)).mean(),
+        lambda f, F, x: F.gaussian_nll_loss(x, f.full_like(x, 1), f.full_like(x, 2))),
+    _nn("triplet_margin_loss", lambda x: _np().maximum(_np().linalg.norm(x - x[::-1] + 1e-6, axis=-1)
+                                                       - _np().linalg.norm(x - x[:, ::-1] + 1e-6, axis=-1) + 1,
+                                                       0).mean(),
+        lambda f, F, x: F.triplet_margin_loss(x, x.flip(0), x.flip(1))),
+    _nn("multi_margin_loss", lambda x: (_np().maximum(0, 1 - x[range(4), _T3][:, None] + x)
+                                        * (_np().arange(3)[None, :] != _np().array(_T3)[:, None])).sum(1).mean() / 3,
+        lambda f, F, x: F.multi_margin_loss(x, _t(f, x, _T3))),
+    _nn("pixel_shuffle", lambda x: x.reshape(1, 2, 2, 2, 3, 2).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 4),
+        lambda f, F, x: F.pixel_shuffle(x, 2), shapes=(((1, 8, 3, 2),),)),
+    _nn("pixel_unshuffle", lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 8, 2, 2),
+        lambda f, F, x: F.pixel_unshuffle(x, 2), shapes=(((1, 2, 4, 4),),)),
+]
+
+# -- more of torch.linalg, written in ferro's linalg ops (_ops/linalg_more) -----------------------------------
+_SQ = (((3, 3),), ((2, 3, 3),))
+OP_DB += [
+    OpInfo("linalg.vecdot", lambda x, y: (_np().conj(x) * y).sum(-1), 2, call=lambda f, x, y: f.linalg.vecdot(x, y),
+           shapes=(((3, 4), (3, 4)), ((2, 1, 4), (3, 4))), edge=False),
+    OpInfo("linalg.multi_dot", lambda a, b, c: a @ b @ c, 3, call=lambda f, a, b, c: f.linalg.multi_dot([a, b, c]),
+           shapes=(((2, 3), (3, 4), (4, 2)), ((3,), (3, 4), (4,))), edge=False),
+    OpInfo("linalg.matrix_power", lambda x, n=3: _np().linalg.matrix_power(x, n),
+           call=lambda f, x, **kw: f.linalg.matrix_power(x, **kw), shapes=_SQ, edge=False,
+           kwargs=({"n": 3}, {"n": 0}, {"n": 1})),
+    OpInfo("linalg.matrix_exp", lambda x: _scipy_linalg().expm(x) if x.ndim == 2 else _np().stack(
+        [_scipy_linalg().expm(m) for m in x]), call=lambda f, x: f.linalg.matrix_exp(x), shapes=_SQ, edge=False,
+        domain=(-1.0, 1.0)),
+    OpInfo("linalg.solve_triangular", lambda a, b: _np().linalg.solve(_np().triu(a), b), 2, domain=(1.0, 3.0),
+           call=lambda f, a, b: f.linalg.solve_triangular(a, b, upper=True), shapes=(((3, 3), (3, 2)),), edge=False),
+    OpInfo("linalg.matrix_rank", lambda x: _np().linalg.matrix_rank(x), call=lambda f, x: f.linalg.matrix_rank(x),
+           shapes=(((3, 4),), ((2, 4, 3),)), grad=False, edge=False),
+    OpInfo("linalg.cond", lambda x: _np().linalg.cond(x), call=lambda f, x: f.linalg.cond(x), shapes=_SQ, edge=False,
+           rtol=1e-4, atol=1e-4),
+    OpInfo("linalg.tensorsolve", lambda a, b: _np().linalg.tensorsolve(a + 3 * _np().eye(6).reshape(6, 2, 3), b), 2,
+           call=lambda f, a, b: f.linalg.tensorsolve(a + 3 * f.eye(6, dtype=a.dtype, device=a.device).reshape(6, 2, 3),
+                                                     b), shapes=(((6, 2, 3), (6,)),), edge=False),
+    OpInfo("linalg.vander", lambda x: _np().vander(x, increasing=True), call=lambda f, x: f.linalg.vander(x),
+           shapes=(((4,),),), edge=False),
+    OpInfo("linalg.diagonal", lambda x: _np().diagonal(x, 0, -2, -1), call=lambda f, x: f.linalg.diagonal(x),
+           shapes=(((3, 4),), ((2, 3, 4),)), edge=False),
+    OpInfo("linalg.tensorinv", lambda x: _np().linalg.tensorinv(x, 1), call=lambda f, x: f.linalg.tensorinv(x, 1),
+           shapes=(((6, 2, 3),),), edge=False),
+]
+
+# -- PyTorch's elementwise functions written in other elementwise ops (_ops/elementwise_composites) -----------
+OP_DB += [
+    OpInfo("isposinf", lambda x: _np().isposinf(x), grad=False),
+    OpInfo("isneginf", lambda x: _np().isneginf(x), grad=False),
+    OpInfo("isreal", lambda x: _np().isreal(x), grad=False),
+    OpInfo("signbit", lambda x: _np().signbit(x), grad=False),
+    OpInfo("copysign", lambda x, y: _np().copysign(x, y), 2),
+    OpInfo("float_power", lambda x, y: _np().float_power(x, y), 2, domain=(0.5, 2.0), edge=False),
+    OpInfo("fmax", lambda x, y: _np().fmax(x, y), 2),
+    OpInfo("fmin", lambda x, y: _np().fmin(x, y), 2),
+    OpInfo("heaviside", lambda x, y: _np().heaviside(x, y), 2, grad=False),
+    OpInfo("logaddexp2", lambda x, y: _np().logaddexp2(x, y), 2),
+    OpInfo("ldexp", lambda x, y: x * 2.0 ** y, 2, edge=False),
+]
+
+# -- statistics and sequence helpers (_ops/statistics) --------------------------------------------------------
+OP_DB += [
+    OpInfo("std_mean", lambda x: _np().stack([x.std(1, ddof=1), x.mean(1)]), shapes=(((3, 4),), ((2, 3, 4),)),
+           call=lambda f, x: f.stack(f.std_mean(x, 1)), edge=False),
+    OpInfo("var_mean", lambda x: _np().stack([x.var(1, ddof=1), x.mean(1)]), shapes=(((3, 4),), ((2, 3, 4),)),
+           call=lambda f, x: f.stack(f.var_mean(x, 1)), edge=False),
+    OpInfo("cov", lambda x: _np().cov(x), shapes=(((3, 5),), ((4,),)), edge=False),
+    OpInfo("corrcoef", lambda x: _np().corrcoef(x), shapes=(((3, 5),),), edge=False),
+    OpInfo("dist", lambda x, y: _np().linalg.norm((x - y).ravel(), 3), 2, call=lambda f, x, y: f.dist(x, y, 3),
+           shapes=(((3, 4), (3, 4)), ((3, 4), (4,))), edge=False),
+    OpInfo("msort", lambda x: _np().sort(x, 0), shapes=(((5,),), ((4, 3),)), grad=False, edge=False),
+    OpInfo("isin", lambda x, y: _np().isin(x, y), 2, shapes=(((3, 4), (5,)), ((6,), (2, 2))), grad=False,
+           edge=False),
+    OpInfo("trapezoid", lambda y: _np().trapezoid(y, axis=-1), shapes=(((5,),), ((3, 4),)), edge=False),
+    OpInfo("cumulative_trapezoid", lambda y: _np().cumsum((y[..., 1:] + y[..., :-1]) / 2, -1),
+           shapes=(((5,),), ((3, 4),)), edge=False),
+    OpInfo("logdet", lambda x: _np().linalg.slogdet(x @ _np().swapaxes(x, -1, -2) + _np().eye(3))[1],
+           call=lambda f, x: f.logdet(x @ x.mT + f.eye(3, dtype=x.dtype, device=x.device)),
+           shapes=(((3, 3),), ((2, 3, 3),)), edge=False),
+    OpInfo("hsplit", lambda x: _np().concatenate(_np().hsplit(x, [1]), -1),
+           call=lambda f, x: f.cat(f.hsplit(x, [1]), -1), shapes=(((3, 4),),), edge=False),
+    OpInfo("vsplit", lambda x: _np().concatenate(_np().vsplit(x, 2)[::-1]),
+           call=lambda f, x: f.cat(f.vsplit(x, 2)[::-1]), shapes=(((4, 3),),), edge=False),
+    OpInfo("dsplit", lambda x: _np().concatenate(_np().dsplit(x, [1])[::-1], -1),
+           call=lambda f, x: f.cat(f.dsplit(x, [1])[::-1], -1), shapes=(((2, 3, 4),),), edge=False),
+    OpInfo("split_with_sizes", lambda x: _np().concatenate(_np().split(x, [1], 1)[::-1], 1),
+           call=lambda f, x: f.cat(f.split_with_sizes(x, [1, 3], 1)[::-1], 1), shapes=(((3, 4),),), edge=False),
+    OpInfo("block_diag", lambda x, y: _sp_block_diag(x, y), 2, call=lambda f, x, y: f.block_diag(x, y),
+           shapes=(((2, 3), (3, 2)), ((2,), (2, 2))), edge=False),
+    OpInfo("cartesian_prod", lambda x, y: _np().stack([g.ravel() for g in _np().meshgrid(x, y, indexing="ij")], 1),
+           2, shapes=(((3,), (2,)),), edge=False),
+    OpInfo("diagflat", lambda x: _np().diagflat(x, 1), call=lambda f, x: f.diagflat(x, 1),
+           shapes=(((3,),), ((2, 2),)), edge=False),
+    OpInfo("argwhere", lambda x: _np().argwhere(x), shapes=(((3, 4),),), grad=False, edge=False),
+]
+
+
+def _sp_block_diag(*arrays: Any) -> Any:
+    return _scipy_linalg().block_diag(*[a.reshape(1, -1) if a.ndim < 2 else a for a in arrays])
+
+# -- the rest of nn.functional's random layers and a few deterministic ones (_ops/nn_dropouts) ----------------
+OP_DB += [
+    _rnd("dropout1d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout1d(x, 1.0), shapes=(((2, 3, 4),),)),
+    _rnd("dropout3d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout3d(x, 1.0), shapes=(((2, 3, 2, 2, 2),),)),
+    _rnd("alpha_dropout", lambda x: x, lambda f, x: f.nn.functional.alpha_dropout(x, 0.5, False)),
+    _rnd("feature_alpha_dropout", lambda x: x, lambda f, x: f.nn.functional.feature_alpha_dropout(x, 0.5, False)),
+    _nn("rrelu", lambda x: _np().where(x >= 0, x, x * (1 / 8 + 1 / 3) / 2), lambda f, F, x: F.rrelu(x)),
+    _nn("channel_shuffle", lambda x: x.reshape(2, 2, 3, 2).swapaxes(1, 2).reshape(2, 6, 2),
+        lambda f, F, x: F.channel_shuffle(x, 2), shapes=(((2, 6, 2),),)),
+    _nn("adaptive_avg_pool1d", lambda x: x.reshape(*x.shape[:2], 2, 3).mean(-1),
+        lambda f, F, x: F.adaptive_avg_pool1d(x, 2), shapes=(((2, 3, 6),),)),
+    _nn("pdist", lambda x: _np().array([_np().linalg.norm(x[i] - x[j]) for i in range(4) for j in range(i + 1, 4)]),
+        lambda f, F, x: F.pdist(x)),
+]

@@ -6,6 +6,7 @@ from ferro.nn.modules.activation import ELU as ELU
 from ferro.nn.modules.activation import GELU as GELU
 from ferro.nn.modules.activation import GLU as GLU
 from ferro.nn.modules.activation import SELU as SELU
+from ferro.nn.modules.activation import ChannelShuffle as ChannelShuffle
 from ferro.nn.modules.activation import Hardshrink as Hardshrink
 from ferro.nn.modules.activation import Hardsigmoid as Hardsigmoid
 from ferro.nn.modules.activation import Hardswish as Hardswish
@@ -17,6 +18,7 @@ from ferro.nn.modules.activation import Mish as Mish
 from ferro.nn.modules.activation import PReLU as PReLU
 from ferro.nn.modules.activation import ReLU as ReLU
 from ferro.nn.modules.activation import ReLU6 as ReLU6
+from ferro.nn.modules.activation import RReLU as RReLU
 from ferro.nn.modules.activation import Sigmoid as Sigmoid
 from ferro.nn.modules.activation import SiLU as SiLU
 from ferro.nn.modules.activation import Softmax as Softmax
@@ -41,10 +43,12 @@ from ferro.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from ferro.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
 from ferro.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from ferro.nn.modules.distance import PairwiseDistance as PairwiseDistance
+from ferro.nn.modules.dropout import AlphaDropout as AlphaDropout
 from ferro.nn.modules.dropout import Dropout as Dropout
 from ferro.nn.modules.dropout import Dropout1d as Dropout1d
 from ferro.nn.modules.dropout import Dropout2d as Dropout2d
 from ferro.nn.modules.dropout import Dropout3d as Dropout3d
+from ferro.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from ferro.nn.modules.flatten import Flatten as Flatten
 from ferro.nn.modules.flatten import Unflatten as Unflatten
 from ferro.nn.modules.linear import Bilinear as Bilinear
@@ -54,13 +58,20 @@ from ferro.nn.modules.loss import BCELoss as BCELoss
 from ferro.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
 from ferro.nn.modules.loss import CosineEmbeddingLoss as CosineEmbeddingLoss
 from ferro.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
+from ferro.nn.modules.loss import GaussianNLLLoss as GaussianNLLLoss
+from ferro.nn.modules.loss import HingeEmbeddingLoss as HingeEmbeddingLoss
 from ferro.nn.modules.loss import HuberLoss as HuberLoss
 from ferro.nn.modules.loss import KLDivLoss as KLDivLoss
 from ferro.nn.modules.loss import L1Loss as L1Loss
 from ferro.nn.modules.loss import MarginRankingLoss as MarginRankingLoss
 from ferro.nn.modules.loss import MSELoss as MSELoss
+from ferro.nn.modules.loss import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss
+from ferro.nn.modules.loss import MultiMarginLoss as MultiMarginLoss
 from ferro.nn.modules.loss import NLLLoss as NLLLoss
+from ferro.nn.modules.loss import PoissonNLLLoss as PoissonNLLLoss
 from ferro.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
+from ferro.nn.modules.loss import SoftMarginLoss as SoftMarginLoss
+from ferro.nn.modules.loss import TripletMarginLoss as TripletMarginLoss
 from ferro.nn.modules.module import Module as Module
 from ferro.nn.modules.module import RemovableHandle as RemovableHandle
 from ferro.nn.modules.normalization import BatchNorm1d as BatchNorm1d
@@ -87,6 +98,7 @@ from ferro.nn.modules.padding import ReplicationPad3d as ReplicationPad3d
 from ferro.nn.modules.padding import ZeroPad1d as ZeroPad1d
 from ferro.nn.modules.padding import ZeroPad2d as ZeroPad2d
 from ferro.nn.modules.padding import ZeroPad3d as ZeroPad3d
+from ferro.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from ferro.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from ferro.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from ferro.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
@@ -117,9 +129,11 @@ from ferro.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBiline
 from ferro.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 
 __all__ = [
+    'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AlphaDropout',
     'AvgPool1d',
     'AvgPool2d',
     'AvgPool3d',
@@ -130,6 +144,7 @@ __all__ = [
     'BatchNorm3d',
     'Bilinear',
     'CELU',
+    'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
     'CircularPad3d',
@@ -150,16 +165,19 @@ __all__ = [
     'Dropout3d',
     'ELU',
     'Embedding',
+    'FeatureAlphaDropout',
     'Flatten',
     'GELU',
     'GLU',
     'GRU',
     'GRUCell',
+    'GaussianNLLLoss',
     'GroupNorm',
     'Hardshrink',
     'Hardsigmoid',
     'Hardswish',
     'Hardtanh',
+    'HingeEmbeddingLoss',
     'HuberLoss',
     'Identity',
     'InstanceNorm1d',
@@ -183,6 +201,8 @@ __all__ = [
     'Module',
     'ModuleDict',
     'ModuleList',
+    'MultiLabelSoftMarginLoss',
+    'MultiMarginLoss',
     'MultiheadAttention',
     'NLLLoss',
     'PReLU',
@@ -191,11 +211,13 @@ __all__ = [
     'ParameterList',
     'PixelShuffle',
     'PixelUnshuffle',
+    'PoissonNLLLoss',
     'RMSNorm',
     'RNN',
     'RNNBase',
     'RNNCell',
     'RNNCellBase',
+    'RReLU',
     'ReLU',
     'ReLU6',
     'ReflectionPad1d',
@@ -210,6 +232,7 @@ __all__ = [
     'SiLU',
     'Sigmoid',
     'SmoothL1Loss',
+    'SoftMarginLoss',
     'Softmax',
     'Softmax2d',
     'Softmin',
@@ -224,6 +247,7 @@ __all__ = [
     'TransformerDecoderLayer',
     'TransformerEncoder',
     'TransformerEncoderLayer',
+    'TripletMarginLoss',
     'Unflatten',
     'Upsample',
     'UpsamplingBilinear2d',

@@ -10,6 +10,7 @@ from ferro.nn.modules.module import Module as _Module
 
 __all__ = [
     'CELU',
+    'ChannelShuffle',
     'ELU',
     'GELU',
     'GLU',
@@ -22,6 +23,7 @@ __all__ = [
     'LogSoftmax',
     'Mish',
     'PReLU',
+    'RReLU',
     'ReLU',
     'ReLU6',
     'SELU',
@@ -39,6 +41,14 @@ __all__ = [
 ]
 
 
+class ChannelShuffle(_Module):
+    """Interleave the channels of ``groups`` groups (``F.channel_shuffle``)."""
+    def __init__(self, groups: builtins.int) -> None: ...
+    def extra_repr(self) -> builtins.str: ...
+    def forward(self, input: Tensor) -> Tensor:
+        """The shuffled channels."""
+
+
 class PReLU(_Module):
     """``x if x >= 0 else weight * x`` with a learned slope, one or one per channel (dim 1)."""
     def __init__(
@@ -53,6 +63,19 @@ class PReLU(_Module):
         """The activation of ``input``."""
     def reset_parameters(self) -> None:
         """Every slope back to ``init``."""
+
+
+class RReLU(_Module):
+    """Leaky ReLU with a random negative slope from ``[lower, upper]`` in training, their mean in eval."""
+    def __init__(
+        self,
+        lower: builtins.float = 0.125,
+        upper: builtins.float = 0.3333333333333333,
+        inplace: builtins.bool = False,
+    ) -> None: ...
+    def extra_repr(self) -> builtins.str: ...
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.rrelu`` in this module's mode."""
 
 
 class _Activation(_Module):

@@ -8,7 +8,7 @@ from ..._creation import rand
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -71,3 +71,17 @@ class Dropout3d(_ChannelDropout):
     """In training, zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``."""
 
     _n = 3
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks (``F.alpha_dropout``): keeps the mean and variance of its input."""
+
+    def _drop(self, input: Tensor) -> Tensor:
+        return F.alpha_dropout(input, self.p, True)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """``AlphaDropout`` of whole channels (``F.feature_alpha_dropout``)."""
+
+    def _drop(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, True)

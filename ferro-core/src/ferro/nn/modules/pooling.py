@@ -14,7 +14,8 @@ from ..._ops.conv import _Geometry, adaptive_max_pool
 from .. import functional as F  # noqa: N812 - the name PyTorch code uses
 from .module import Module
 
-__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d",
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
@@ -112,6 +113,21 @@ class AvgPool3d(_AvgPoolNd):
     """Mean over sliding windows of (N, C, D, H, W) (options as :class:`AvgPool2d`)."""
 
     _n, _fn = 3, staticmethod(F.avg_pool3d)
+
+
+class AdaptiveAvgPool1d(Module):
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Window means giving ``output_size``."""
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool2d(Module):

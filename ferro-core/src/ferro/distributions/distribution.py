@@ -1,0 +1,161 @@
+"""The base of every distribution: shapes, argument validation, sampling, as ``torch.distributions``.
+
+A distribution has a ``batch_shape`` (independent distributions side by side, from broadcasting its
+parameters) and an ``event_shape`` (the shape of one draw: ``()`` for the scalar ones here).
+``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape`` and no gradient;
+``rsample`` (where ``has_rsample``) is the reparameterized draw that gradients flow through.
+
+With validation on (the default, as PyTorch's ``__debug__``), a parameter outside its constraint and a
+value outside the support given to ``log_prob`` raise ``ValueError``, in PyTorch's words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from numbers import Number
+from typing import Any, ClassVar
+
+from .. import _api as api
+from .._api import Size, Tensor
+from . import constraints
+
+__all__ = ["Distribution", "broadcast_all"]
+
+
+def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
+    """The values as tensors of one broadcast shape: numbers take the dtype and device of the first tensor
+    (the default float dtype without one), as ``torch.distributions.utils.broadcast_all``."""
+    first = next((v for v in values if isinstance(v, Tensor)), None)
+    if not all(isinstance(v, (Tensor, Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number or ferro.Tensor.")
+    dtype = first.dtype if first is not None else api.get_default_dtype()
+    device = first.device if first is not None else None
+    tensors = [v if isinstance(v, Tensor) else api.tensor(float(v), dtype=dtype, device=device) for v in values]
+    shape = api.broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
+
+
+class Distribution:
+    """The base class; subclasses give ``arg_constraints``, ``support`` and the methods they have."""
+
+    has_rsample: ClassVar[bool] = False
+    has_enumerate_support: ClassVar[bool] = False
+    arg_constraints: ClassVar[dict[str, constraints.Constraint]] = {}
+    support: Any = None
+    _validate_args: ClassVar[bool] = __debug__
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turn argument validation on or off for every distribution made afterwards."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init__(self, batch_shape: Sequence[int] = (), event_shape: Sequence[int] = (),
+                 validate_args: bool | None = None) -> None:
+        self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if not self._validate_args:
+            return
+        for name, constraint in self.arg_constraints.items():
+            if constraint is constraints.dependent or name not in self.__dict__:
+                continue  # checked by the subclass, or a parameter computed from the one given
+            value = getattr(self, name)
+            if not bool(constraint.check(value).all()):
+                raise ValueError(f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) "
+                                 f"of distribution {self!r} to satisfy the constraint {constraint!r}, but found "
+                                 f"invalid values:\n{value}")
+
+    @property
+    def batch_shape(self) -> Size:
+        """The shape of the batch of distributions."""
+        return self._batch_shape
+
+    @property
+    def event_shape(self) -> Size:
+        """The shape of one draw."""
+        return self._event_shape
+
+    @property
+    def mean(self) -> Tensor:
+        """The mean of each distribution."""
+        raise NotImplementedError(f"{type(self).__name__} has no mean")
+
+    @property
+    def mode(self) -> Tensor:
+        """The most likely value of each distribution."""
+        raise NotImplementedError(f"{type(self).__name__} has no mode")
+
+    @property
+    def variance(self) -> Tensor:
+        """The variance of each distribution."""
+        raise NotImplementedError(f"{type(self).__name__} has no variance")
+
+    @property
+    def stddev(self) -> Tensor:
+        """The standard deviation of each distribution."""
+        return self.variance.sqrt()
+
+    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        """Draws of shape ``sample_shape + batch_shape + event_shape``, without gradient."""
+        with api.no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        """Reparameterized draws: gradients flow to the parameters."""
+        raise NotImplementedError(f"{type(self).__name__} has no rsample (its draws are not differentiable)")
+
+    def sample_n(self, n: int) -> Tensor:
+        """``sample((n,))``."""
+        return self.sample((n,))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
+        raise NotImplementedError
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """The cumulative distribution function at ``value``."""
+        raise NotImplementedError(f"{type(self).__name__} has no cdf")
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """The inverse of the cumulative distribution function at ``value``."""
+        raise NotImplementedError(f"{type(self).__name__} has no icdf")
+
+    def entropy(self) -> Tensor:
+        """The entropy of each distribution (in nats)."""
+        raise NotImplementedError(f"{type(self).__name__} has no entropy")
+
+    def perplexity(self) -> Tensor:
+        """``exp(entropy)``."""
+        return self.entropy().exp()
+
+    def _extended_shape(self, sample_shape: Sequence[int] = ()) -> Size:
+        return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def _validate_sample(self, value: Any) -> None:
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        start = value.ndim - len(self._event_shape)
+        if tuple(value.shape[start:]) != tuple(self._event_shape):
+            raise ValueError(f"The right-most size of value must match event_shape: {value.shape} vs "
+                             f"{self._event_shape}.")
+        expected = tuple(self._batch_shape) + tuple(self._event_shape)
+        for i, j in zip(reversed(tuple(value.shape)), reversed(expected), strict=False):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs "
+                                 f"{Size(expected)}.")
+        if not bool(self.support.check(value).all()):
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
+                             f"within the support ({self.support!r}) of the distribution {self!r}, but found invalid "
+                             f"values:\n{value}")
+
+    def __repr__(self) -> str:
+        shown = [f"{k}: {v if v.numel() == 1 else v.shape}" for k in self.arg_constraints
+                 if isinstance(v := self.__dict__.get(k), Tensor)]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+#: ``log(sqrt(2 pi))``, of the normal density.
+LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
