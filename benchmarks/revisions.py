@@ -5,7 +5,7 @@
     python benchmarks/revisions.py ../before . --case "a + b" --threshold 1.05
     python benchmarks/revisions.py ../before . --backend opencl --case "a + b"   # ferro:opencl
     python benchmarks/revisions.py ../before . --case none --stmt "x[0]" --stmt "x.add_(1)"
-    python benchmarks/revisions.py ../before . --ops --case "a * 2.0"   # the rows of ops.py
+    python benchmarks/revisions.py ../before . --ops --case "a * 2.0"   # the rows of ferro bench --models
 
 A worker process per checkout (its sources first on ``sys.path``) builds each case's ferro contender;
 the two are timed in alternating rounds, the order swapped every round, and each round's ratio
@@ -32,10 +32,9 @@ import numpy as np
 from ferro.bench._cases import CASES
 from ferro.bench._harness import _loops_for, _per_call, ferro_contender
 cases = {c.name: c for c in CASES}
-if os.environ.get("FERRO_BENCH_OPS"):  # the after checkout's ops.py: the same cases on both sides
-    ops = os.environ["FERRO_BENCH_OPS"]
-    cases.update((c.name, c) for c in runpy.run_path(ops)["OPS"])
-    cases.update((c.name, c) for c in runpy.run_path(os.path.join(os.path.dirname(ops), "models.py"))["MODELS"])
+for rows in filter(None, os.environ.get("FERRO_BENCH_OPS", "").split(os.pathsep)):  # the after checkout's rows
+    ns = runpy.run_path(rows)                                                        # on both sides
+    cases.update((c.name, c) for c in ns.get("OPS", []) + ns.get("MODELS", []))
 c = ferro_contender(sys.argv[1])
 built = {}
 for line in sys.stdin:
@@ -56,6 +55,14 @@ for line in sys.stdin:
     fn, loops = built[name]
     print(json.dumps({"t": _per_call(fn, c.sync, loops), "loops": loops}), flush=True)
 '''
+
+
+def _row_files(root: Path) -> list[str]:
+    """The files holding the op and model rows in checkout ``root`` (``ferro.bench``'s, or the older scripts')."""
+    bench = root / "ferro-core" / "src" / "ferro" / "bench"
+    if (bench / "_optable.py").exists():
+        return [str(bench / "_optable.py"), str(bench / "_models.py")]
+    return [str(root / "benchmarks" / "ops.py"), str(root / "benchmarks" / "models.py")]
 
 
 def _src_path(root: Path) -> str:
@@ -146,19 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="cpu", help="the ferro backend the cases run on (default cpu)")
     p.add_argument("--stmt", action="append", default=[],
                    help="also time this expression of x, y (64x64 float32 tensors) and ferro, e.g. 'x.add_(1)'")
-    p.add_argument("--ops", action="store_true", help="the cases of benchmarks/ops.py and models.py instead of "
-                   "run.py's")
+    p.add_argument("--ops", action="store_true", help="the rows of the op and model tables "
+                   "(ferro bench --models) instead of run.py's")
     args = p.parse_args(argv)
     for root in (args.before, args.after):  # bytecode for both, or a tree without it pays compiling in every row
         for src in _src_path(root).split(os.pathsep):  # (PYTHONDONTWRITEBYTECODE=1 would keep it from appearing)
             compileall.compile_dir(src, quiet=1)
     sys.path[:0] = _src_path(args.after).split(os.pathsep)
     from ferro.bench._cases import CASES
-    ops = str(args.after.resolve() / "benchmarks" / "ops.py") if args.ops else ""
+    ops = os.pathsep.join(_row_files(args.after.resolve())) if args.ops else ""
     if ops:
         import runpy
-        names = [c.name for c in runpy.run_path(ops)["OPS"]]
-        names += [c.name for c in runpy.run_path(str(Path(ops).with_name("models.py")))["MODELS"]]
+        names = []
+        for rows in ops.split(os.pathsep):
+            ns = runpy.run_path(rows)
+            names += [c.name for c in ns.get("OPS", []) + ns.get("MODELS", [])]
     else:
         names = [c.name for c in CASES] + list(INTERPRETER)
     names = [n for n in names if not args.case or any(t in n for t in args.case)] + [f"stmt: {e}" for e in args.stmt]

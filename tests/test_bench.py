@@ -236,3 +236,25 @@ def test_paired_ratio_is_the_median_of_same_round_ratios() -> None:
     assert paired_ratio(Target("ref", 1.2), ours, ref) == pytest.approx(1.25)
     assert paired_ratio(Target("ref", 0.9, throughput=True), ours, ref) == pytest.approx(0.8)
     assert paired_ratio(Target("ref", 1.2), Result([1.0, 3.0, 2.0]), Result([1.0, 1.0, 1.0])) == 2.0
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="--models compares ferro with PyTorch")
+def test_models_prints_both_tables_and_plots_the_ratios(tmp_path: Path) -> None:
+    rows = ["--case", "digits MLP", "--case", "a + 1"]
+    proc = bench("--models", "--quick", "--threads", "1", *rows, "--import-runs", "1", "--json",
+                 str(tmp_path / "t.json"), "--plot", str(tmp_path / "t.png"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "t.json").read_text())
+    models, ops = report["tables"]["models"]["1"], report["tables"]["ops"]["1"]
+    assert list(models) == ["digits MLP step (batch 64)"]
+    assert list(ops) == ["a + 1", "a + 1 [grad]"]
+    assert ops["a + 1"]["vs_torch"] > 0 and ops["a + 1"]["vs_numpy"] > 0 and "vs_numpy" not in models[
+        "digits MLP step (batch 64)"]
+    assert report["first_op_vs_numpy"] > 0
+    assert "## models" in proc.stdout and "## ops" in proc.stdout and "| a + 1 [grad] |" in proc.stdout
+    assert (tmp_path / "t.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_models_refuses_bad_thread_counts() -> None:
+    proc = bench("--models", "--threads", "0,x")
+    assert proc.returncode == 2 and "argument --threads: expected positive integers" in proc.stderr

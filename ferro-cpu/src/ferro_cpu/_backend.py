@@ -35,6 +35,8 @@ _NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arc
                 "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
                 "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift", "round": "rint"}
 #: Ops whose result is bool whatever their input dtype.
+# The index types of basic indexing, whose keys never select an element twice.
+_BASIC_INDEX = frozenset({int, slice, type(Ellipsis), type(None)})
 _BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
                 "isnan", "isinf", "isfinite"}
 #: Ops left without an errstate guard: the hot arithmetic (the guard costs ~0.5 us a call) and ops
@@ -206,7 +208,9 @@ class NumpyBackend(ArrayAPIBackend):
             return out
 
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
-            if accumulate:
+            if accumulate and all(type(k) in _BASIC_INDEX for k in key):
+                x[key] += value  # no element twice (a slice's backward): one pass, where ufunc.at goes element-wise
+            elif accumulate:
                 np.add.at(x, key, value)
             else:
                 x[key] = value
