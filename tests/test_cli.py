@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,3 +157,60 @@ def test_the_test_plugins_stay_quiet_in_a_users_commands() -> None:
     assert "broken plugins" not in proc.stdout and "testgood" not in proc.stdout.split("process groups")[1]
     broken = ferro_cmd("info")  # the switch on, as in the tests: the same command reports them
     assert "broken plugins" in broken.stdout and "FerroPluginWarning" in broken.stderr
+
+
+FIRST_RUN = """
+import ferro
+x = ferro.randn(16, 8, device="opencl")
+print(((x @ x.T).relu().sum(1) + x.exp().mean()).tolist()[0])
+"""
+
+
+def test_the_first_opencl_run_says_it_compiles_and_the_second_loads_from_the_cache(ocl: Any, tmp_path: Any) -> None:
+    if "Portable Computing Language" not in ocl.cl_device(0).platform.name:
+        pytest.skip("the kernel cache checked here is PoCL's (POCL_CACHE_DIR)")
+    env = {**os.environ, **USER, "POCL_CACHE_DIR": str(tmp_path)}
+
+    def run(**extra: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, timeout=300,
+                              env={**env, **extra})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    first = run(FERRO_OPENCL_PROGRESS="1")
+    assert "ferro-opencl: compiling OpenCL kernels for" in first and "OpenCL programs for" in first, first
+    cached = sorted(p.parent.name for p in tmp_path.rglob("program.bc"))
+    assert cached
+    assert "compiling" not in run()  # not a terminal: auto stays quiet
+    assert sorted(p.parent.name for p in tmp_path.rglob("program.bc")) == cached  # nothing compiled again
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("mode, stream, shown", [("auto", _Terminal, True), ("auto", io.StringIO, False),
+                                                 ("0", _Terminal, False), ("1", io.StringIO, True)])
+def test_the_compile_notice_appears_past_a_second_on_a_terminal(monkeypatch: pytest.MonkeyPatch, mode: str,
+                                                                stream: type, shown: bool) -> None:
+    notice_mod = pytest.importorskip("ferro_opencl._compile_notice")
+    monkeypatch.setenv(notice_mod.VARIABLE, mode)
+    out = stream()
+    notice = notice_mod.CompileNotice("dev", out)
+    notice.built(notice_mod.THRESHOLD_S / 2)
+    assert ("compiling" in out.getvalue()) == (mode == "1")
+    notice.built(notice_mod.THRESHOLD_S)  # past the threshold
+    notice.summary()
+    assert ("compiling OpenCL kernels for dev" in out.getvalue()) == shown
+    assert ("built 2 OpenCL programs for dev" in out.getvalue()) == shown
+
+
+def test_readme_test_command_is_ci_and_shows_pip_progress() -> None:
+    """README's second command is what .ci/run runs, and its pip install is not silenced (-q) for minutes."""
+    root = Path(__file__).resolve().parents[1]
+    readme = [ln.strip() for ln in (root / "README.md").read_text().splitlines() if "pip install" in ln]
+    ci = [ln.strip() for ln in (root / ".ci" / "run").read_text().splitlines() if "pip install" in ln]
+    assert len(ci) == 1 and ci[0] in readme[1], (ci, readme)
+    for line in readme + ci:
+        assert " -q" not in line.split("&& python -m pytest")[0], line
