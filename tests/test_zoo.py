@@ -44,3 +44,12 @@ def test_program_matches_pytorch_step_by_step(name: str, dev: str) -> None:
         np.testing.assert_array_equal(v.cpu().numpy(), initial[k].numpy(), err_msg=k)
     assert len(got) == len(expected)
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=1e-5, err_msg=f"{name} on {dev}")
+
+
+def test_the_cnn_saves_its_state_dict_as_the_script_says(tmp_path: Path) -> None:
+    path = tmp_path / "mnist_cnn.pt"
+    with as_torch():
+        _load("mnist_cnn", "zoo_ferro_save").main("cpu", steps=1, save_model=str(path))
+    state = ferro.load(str(path))
+    assert set(state) == {"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias",
+                          "fc2.weight", "fc2.bias"} and tuple(state["conv1.weight"].shape) == (16, 1, 3, 3)

@@ -5,6 +5,7 @@ A PyTorch script: ``tests/test_zoo.py`` runs it as written on torch and, through
 """
 
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn as nn
@@ -74,7 +75,7 @@ class GPT(nn.Module):
             torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def forward(self, idx, targets=None):
-        b, t = idx.size()
+        _, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.transformer.wte(idx) + self.transformer.wpe(pos)
         for block in self.transformer.h:
@@ -91,8 +92,13 @@ class GPT(nn.Module):
         return torch.optim.AdamW(groups, lr=learning_rate, betas=betas)
 
 
-def main(device="cpu", steps=6, init=None):
+def main(device="cpu", steps=6, init=None, compile=False):
     torch.manual_seed(1337)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    device_type = "cuda" if "cuda" in str(device) else "cpu"
+    ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+    scaler = torch.amp.GradScaler(enabled=False)
     chars = sorted(set(TEXT))
     data = torch.tensor([chars.index(c) for c in TEXT], dtype=torch.long)
     block_size, batch_size = 16, 4
@@ -101,15 +107,20 @@ def main(device="cpu", steps=6, init=None):
         model.load_state_dict(init)
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
     optimizer = model.configure_optimizers(0.1, 3e-3, (0.9, 0.95))
+    if compile:
+        model = torch.compile(model)
     losses = []
     for it in range(steps):
         ix = [(it * 37 + j * 53) % (len(data) - block_size - 1) for j in range(batch_size)]
         x = torch.stack([data[i:i + block_size] for i in ix]).to(device)
         y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix]).to(device)
-        logits, loss = model(x, y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        with ctx:
+            _, loss = model(x, y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
         losses.append(loss.item())
     return initial, losses

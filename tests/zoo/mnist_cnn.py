@@ -35,12 +35,17 @@ class Net(nn.Module):
         return F.log_softmax(x, dim=1)
 
 
-def main(device="cpu", steps=6, init=None):
+def main(device="cpu", steps=6, init=None, save_model=None):
+    use_accel = torch.accelerator.is_available()
     torch.manual_seed(1)
+    torch.cuda.manual_seed_all(1)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    kwargs = {"num_workers": 0, "pin_memory": True} if use_accel else {}
     digits = load_digits()
     images = torch.from_numpy((digits.images / 16.0).astype(np.float32)).unsqueeze(1)
     labels = torch.from_numpy(digits.target.astype(np.int64))
-    loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=False)
+    loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=False, **kwargs)
     model = Net().to(device)
     if init is not None:
         model.load_state_dict(init)
@@ -65,4 +70,6 @@ def main(device="cpu", steps=6, init=None):
         pred = model(images[:200].to(device)).argmax(dim=1, keepdim=True)
         correct = pred.eq(labels[:200].to(device).view_as(pred)).sum().item()
     losses.append(float(correct))
+    if save_model:
+        torch.save(model.state_dict(), save_model)
     return initial, losses
