@@ -84,9 +84,10 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     try:
         if data is None:
             data = k(x._data, new)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError):
         raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                         f"(shape {list(in_shape)}); use .reshape(...) instead ({e})") from None
+                         f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
+                         "that is not contiguous; use .reshape(...) instead") from None
     return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=view_of)
 
 
