@@ -36,3 +36,16 @@ def test_ops_without_dim_do_not_take_axis() -> None:
     assert "exp" in REGISTRY
     with pytest.raises(TypeError):
         ferro.exp(ferro.ones(2), axis=0)
+
+
+@pytest.mark.parametrize("name, kw", [("max", {"axis": 1, "keepdims": True}), ("min", {"axis": 0}),
+                                      ("squeeze", {"axis": 0}), ("unsqueeze", {"axis": 1})])
+def test_numpy_keywords_of_the_functions_that_are_not_op_entries(name: str, kw: dict, dev: str) -> None:
+    a = np.random.default_rng(1).standard_normal((1, 3)).astype(np.float32)
+    got = getattr(ferro.tensor(a, device=dev), name)(**kw)
+    want = getattr(torch.tensor(a), name)(**kw)
+    if isinstance(want, tuple):
+        np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+        got, want = got.values, want.values
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())

@@ -26,7 +26,8 @@ from typing import Any
 
 from .naming import RENAMED, in_op, wrong_argument
 
-__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered"]
+__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered",
+           "numpy_keywords"]
 
 #: The layers, outermost first: batching (vmap) sees the user's call, then autocast chooses dtypes,
 #: then a layout (sparse, quantized) picks its kernels, and tracing records what finally runs.
@@ -195,6 +196,21 @@ def _renamed(label: str, kwargs: dict[str, Any], aliases: tuple[tuple[str, str],
                 raise TypeError(f"{label}(): got '{name}' and its alias '{np_name}'; pass one of them")
             kwargs[name] = kwargs.pop(np_name)
     return kwargs
+
+
+def numpy_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a public function that is not an op's entry: ``max``, ``squeeze``...) taking ``axis=`` /
+    ``keepdims=`` for its ``dim`` / ``keepdim``, as :func:`entry` does for the ops."""
+    aliases = _numpy_keywords(None, fn)
+    if not aliases:
+        return fn
+
+    @functools.wraps(fn)
+    def accepting(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            kwargs = _renamed(fn.__name__, kwargs, aliases)
+        return fn(*args, **kwargs)
+    return accepting
 
 
 def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:

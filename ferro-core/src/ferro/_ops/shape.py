@@ -9,6 +9,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
+from .._core.modes import numpy_keywords
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
@@ -219,6 +220,7 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, *other.shape)
 
 
+@numpy_keywords
 def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
     shape = x._data.shape
@@ -230,6 +232,7 @@ def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return reshape(x, *[s for i, s in enumerate(shape) if i not in dims]) if dims else reshape(x, *shape)
 
 
+@numpy_keywords
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
     shape = list(x._data.shape)
