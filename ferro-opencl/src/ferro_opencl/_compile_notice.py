@@ -60,16 +60,17 @@ class CompileNotice:
 
     def _show(self) -> None:
         self._shown = True
-        print(f"ferro-opencl: compiling OpenCL kernels for {self.device_name} (first use; the driver caches them, "
-              "so later runs load them)", file=self.stream, flush=True)
+        atexit.register(self.summary)
+        line = (f"ferro-opencl: compiling OpenCL kernels for {self.device_name} (first use; the driver caches them, "
+                "so later runs load them)")
         try:
             from tqdm import tqdm
-        except ImportError:  # without tqdm, the line above and the summary at exit
-            tqdm = None
-        if tqdm is not None:
-            self._bar = tqdm(initial=self.count, unit=" programs", desc="compiling", file=self.stream,
-                             leave=False, dynamic_ncols=True)
-        atexit.register(self.summary)
+        except ImportError:  # without tqdm: the line, and the summary at exit
+            print(line, file=self.stream, flush=True)
+            return
+        tqdm.write(line, file=self.stream)  # above the bars already on the terminal (a training loop's)
+        self._bar = tqdm(initial=self.count, unit=" programs", desc="compiling", file=self.stream,
+                         leave=False, dynamic_ncols=True)
 
     def summary(self) -> None:
         """Close the bar and say how many programs took how long (at exit, once shown)."""
