@@ -24,6 +24,9 @@ pytest.importorskip("sklearn")
 
 ZOO = Path(__file__).parent / "zoo"
 PROGRAMS = ["mnist_cnn", "char_lstm", "vae", "gpt"]
+#: Options of the ferro run only: the GPT compiles its model there (ferro.compile keeps the eager model;
+#: torch's inductor would need a C compiler and minutes here).
+ON_FERRO = {"gpt": {"compile": True}}
 
 
 def _load(name: str, as_name: str) -> Any:
@@ -39,7 +42,7 @@ def test_program_matches_pytorch_step_by_step(name: str, dev: str) -> None:
     with as_torch():
         program = _load(name, f"zoo_ferro_{name}")
         init = {k: ferro.tensor(v.numpy()) for k, v in initial.items()}
-        got_initial, got = program.main(dev, init=init)
+        got_initial, got = program.main(dev, init=init, **ON_FERRO.get(name, {}))
     for k, v in got_initial.items():  # the weights it started from are torch's
         np.testing.assert_array_equal(v.cpu().numpy(), initial[k].numpy(), err_msg=k)
     assert len(got) == len(expected)
@@ -53,3 +56,20 @@ def test_the_cnn_saves_its_state_dict_as_the_script_says(tmp_path: Path) -> None
     state = ferro.load(str(path))
     assert set(state) == {"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias",
                           "fc2.weight", "fc2.bias"} and tuple(state["conv1.weight"].shape) == (16, 1, 3, 3)
+
+
+def test_compile_keeps_the_eager_model_and_checks_its_arguments() -> None:
+    model = ferro.nn.Linear(3, 2)
+    assert ferro.compile(model) is model and ferro.compile(model, mode="max-autotune", dynamic=True) is model
+
+    @ferro.compile(fullgraph=True)
+    def f(x: ferro.Tensor) -> ferro.Tensor:
+        return x * 2
+
+    assert f(ferro.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(RuntimeError, match="mode or options"):
+        ferro.compile(model, mode="default", options={})
+    with pytest.raises(RuntimeError, match="mode or options"):  # what torch says for the same call
+        torch.compile(torch.nn.Linear(3, 2), mode="default", options={})
+    with pytest.raises(TypeError, match="callable"):
+        ferro.compile(3)

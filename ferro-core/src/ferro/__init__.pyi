@@ -163,6 +163,7 @@ __all__ = [
     'clip_',
     'clone',
     'column_stack',
+    'compile',
     'complex',
     'complex128',
     'complex64',
@@ -2229,6 +2230,20 @@ def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
 def column_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 1, 0-D and 1-D tensors as columns."""
+def compile(
+    model: collections.abc.Callable[..., Any] | None = None,
+    *,
+    fullgraph: builtins.bool = False,
+    dynamic: builtins.bool | None = None,
+    backend: builtins.str | collections.abc.Callable[..., Any] = 'inductor',
+    mode: builtins.str | None = None,
+    options: builtins.dict[builtins.str, Any] | None = None,
+    disable: builtins.bool = False,
+) -> Any:
+    """
+    ``model`` unchanged (ferro runs eagerly), or, called without it, a decorator that returns its function
+    unchanged; the arguments of ``torch.compile`` are accepted and checked for their types.
+    """
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
 complex128: DType
