@@ -73,3 +73,15 @@ def test_compile_keeps_the_eager_model_and_checks_its_arguments() -> None:
         torch.compile(torch.nn.Linear(3, 2), mode="default", options={})
     with pytest.raises(TypeError, match="callable"):
         ferro.compile(3)
+
+
+def test_startup_imports_of_the_examples_run(tmp_path: Path) -> None:
+    """``import torch.onnx`` at the top of a script, top-level ``torch.GradScaler``: ferro's stand in for them."""
+    with as_torch():
+        import torch as shimmed
+        import torch.onnx
+        assert shimmed is ferro and torch.onnx is ferro.onnx and not torch.onnx.is_in_onnx_export()
+        with pytest.raises(NotImplementedError, match="cannot export ONNX"):
+            torch.onnx.export(shimmed.nn.Linear(2, 2), (shimmed.ones(1, 2),), str(tmp_path / "m.onnx"))
+        scaler = shimmed.GradScaler(enabled=False)
+        assert scaler is not None and not scaler.is_enabled()

@@ -27,6 +27,7 @@ from ferro import errors as errors
 from ferro import fft as fft
 from ferro import linalg as linalg
 from ferro import nn as nn
+from ferro import onnx as onnx
 from ferro import optim as optim
 from ferro import random as random
 from ferro import special as special
@@ -38,6 +39,7 @@ from ferro._core.numeric_info import finfo as finfo
 from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
 from ferro.amp import autocast as autocast
+from ferro.amp.grad_scaler import GradScaler as GradScaler
 from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
@@ -57,6 +59,7 @@ __all__ = [
     'DoubleTensor',
     'FloatTensor',
     'Generator',
+    'GradScaler',
     'HalfTensor',
     'IntTensor',
     'LongTensor',
@@ -396,6 +399,7 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
+    'onnx',
     'ops',
     'optim',
     'outer',

@@ -44,6 +44,7 @@ TORCH_MODULES: dict[str, str] = {
     "torch.backends": "ferro.backends",
     "torch.backends.cudnn": "ferro.backends.cudnn",
     "torch.distributed": "ferro.distributed",
+    "torch.onnx": "ferro.onnx",
 }
 
 
