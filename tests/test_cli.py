@@ -1,10 +1,11 @@
-"""The ``ferro`` command: ``info`` and ``ops``."""
+"""The ``ferro`` command (info, ops, --version, its errors) and the first-run experience of a new user."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -214,3 +215,25 @@ def test_readme_test_command_is_ci_and_shows_pip_progress() -> None:
     assert len(ci) == 1 and ci[0] in readme[1], (ci, readme)
     for line in readme + ci:
         assert " -q" not in line.split("&& python -m pytest")[0], line
+
+
+def test_the_tutorials_conformance_command_says_what_to_install() -> None:
+    """The conformance suite needs pytest and hypothesis, which the README's first command does not install:
+    the tutorial and README install ferro-core[test] first, and that extra has them."""
+    root = Path(__file__).resolve().parents[1]
+    extra = next(ln for ln in (root / "ferro-core" / "pyproject.toml").read_text().splitlines()
+                 if ln.startswith("test ="))
+    assert "pytest" in extra and "hypothesis" in extra
+    for page in (root / "docs" / "tutorial-backend.md", root / "README.md"):
+        text = page.read_text()
+        run = text.index("pytest --pyargs ferro.testing.conformance")
+        assert 0 <= text.rfind('pip install -e "./ferro-core[test]"', 0, run) > run - 300, page
+
+
+def test_ctrl_c_ends_with_one_line_and_status_130() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ferro", "demo", "--epochs", "50", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **USER})
+    assert proc.stdout is not None and proc.stdout.readline().startswith("ferro demo:")  # training has begun
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip() == "ferro demo: interrupted", err

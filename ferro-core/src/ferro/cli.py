@@ -222,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FerroError, ValueError, ImportError, OSError) as e:  # what a user's argument or setup got wrong
         print(f"ferro{' ' + command if command else ''}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback
+        print(f"ferro{' ' + command if command else ''}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _main(argv: list[str]) -> int:
