@@ -1,7 +1,7 @@
 """Model-zoo-style PyTorch programs (``tests/zoo/``) run unchanged on ferro and match PyTorch's losses.
 
 Each program is a PyTorch script written for this suite in the style of the public examples
-(an MNIST-style CNN, a character LSTM language model, a VAE, a small GPT). It is loaded twice:
+(an MNIST-style CNN, a character LSTM language model, a VAE, a small GPT, a DCGAN). It is loaded twice:
 once as written, on torch; once under ``ferro.compat.as_torch()``, where its ``import torch``
 binds ferro, with the same initial weights (torch's state_dict copied into it). The losses of
 every step must agree.
@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 ZOO = Path(__file__).parent / "zoo"
-PROGRAMS = ["mnist_cnn", "char_lstm", "vae", "gpt"]
+PROGRAMS = ["mnist_cnn", "char_lstm", "vae", "gpt", "dcgan"]
 #: Options of the ferro run only: the GPT compiles its model there (ferro.compile keeps the eager model;
 #: torch's inductor would need a C compiler and minutes here).
 ON_FERRO = {"gpt": {"compile": True}}
