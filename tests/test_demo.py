@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,12 +40,24 @@ def test_demo_command_prints_epochs_and_refuses_an_unavailable_backend() -> None
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "epoch  1/1" in proc.stdout and "test accuracy" in proc.stdout and "reloaded" in proc.stdout
+    saved = re.search(r"checkpoint saved to (\S+digits-cnn\.safetensors) \(a temporary file", proc.stdout)
+    assert saved and not Path(saved.group(1)).exists(), proc.stdout  # says where, and removed it after
     unavailable = ferro.backends.unavailable()
     if unavailable:
         name, reason = next(iter(unavailable.items()))
         proc = subprocess.run([sys.executable, "-m", "ferro", "demo", "--backend", name, "--epochs", "1"],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_readme_figures_are_what_the_demo_prints(tmp_path: Path) -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    epochs, figure = re.search(r"after (\d+) epochs it prints `test accuracy ([\d.]+%)`", readme).groups()  # type: ignore[union-attr]
+    lines: list[str] = []
+    path = tmp_path / "cnn.safetensors"
+    run_demo("cpu", epochs=int(epochs), progress=False, checkpoint=str(path), out=lines.append)
+    assert lines[-3].startswith(f"epoch {int(epochs):>2}/{epochs}") and lines[-3].endswith(f"test accuracy {figure}")
+    assert lines[-2].endswith(f"checkpoint saved to {path}") and lines[-1].endswith(f"test accuracy {figure}")
 
 
 def test_mlp_example_trains() -> None:

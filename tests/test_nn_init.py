@@ -105,6 +105,16 @@ def test_orthogonal_rows_or_columns_are_orthonormal(shape: tuple[int, ...]) -> N
         init.orthogonal_(ferro.empty(3))
 
 
+@pytest.mark.parametrize("shape", [(8, 3), (3, 8)])
+def test_orthogonal_runs_on_a_device_without_qr(shape: tuple[int, ...], dev: str) -> None:
+    """A device without a QR kernel (opencl) factorizes on the CPU; the result lives on the device."""
+    t = init.orthogonal_(ferro.empty(*shape, device=dev), gain=2.0)
+    assert t.device == ferro.device(dev)
+    q = t.cpu().numpy().astype(np.float64) / 2.0
+    gram = q.T @ q if q.shape[0] >= q.shape[1] else q @ q.T
+    np.testing.assert_allclose(gram, np.eye(gram.shape[0]), atol=1e-5)
+
+
 @pytest.mark.parametrize(("fill", "shape"), [
     (lambda m, t: m.constant_(t, 0.25), (3, 4)),
     (lambda m, t: m.ones_(t), (2, 5)),

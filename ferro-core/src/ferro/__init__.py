@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda, data, distributions, nn, optim, random, special, utils
+from . import accelerator, amp, cuda, data, distributions, nn, onnx, optim, random, special, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -31,6 +31,7 @@ from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functio
 from ._grids import __all__ as _grids_all
 from ._legacy import legacy_new as _legacy_new
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
+from .amp import GradScaler as GradScaler
 from .amp import autocast as autocast
 
 __version__ = "0.1.0"
@@ -58,4 +59,4 @@ _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
 __all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, "accelerator", "amp", "distributions", "special",
-            "autocast", "cuda", "data", "nn", "optim", "random", "utils"]
+            "autocast", "GradScaler", "cuda", "data", "nn", "onnx", "optim", "random", "utils"]

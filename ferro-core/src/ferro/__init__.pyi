@@ -27,6 +27,7 @@ from ferro import errors as errors
 from ferro import fft as fft
 from ferro import linalg as linalg
 from ferro import nn as nn
+from ferro import onnx as onnx
 from ferro import optim as optim
 from ferro import random as random
 from ferro import special as special
@@ -38,6 +39,7 @@ from ferro._core.numeric_info import finfo as finfo
 from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
 from ferro.amp import autocast as autocast
+from ferro.amp.grad_scaler import GradScaler as GradScaler
 from ferro.autograd import Node as _Node
 from ferro.autograd import enable_grad as enable_grad
 from ferro.autograd import no_grad as no_grad
@@ -57,6 +59,7 @@ __all__ = [
     'DoubleTensor',
     'FloatTensor',
     'Generator',
+    'GradScaler',
     'HalfTensor',
     'IntTensor',
     'LongTensor',
@@ -163,6 +166,7 @@ __all__ = [
     'clip_',
     'clone',
     'column_stack',
+    'compile',
     'complex',
     'complex128',
     'complex64',
@@ -395,6 +399,7 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
+    'onnx',
     'ops',
     'optim',
     'outer',
@@ -2229,6 +2234,20 @@ def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
 def column_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 1, 0-D and 1-D tensors as columns."""
+def compile(
+    model: collections.abc.Callable[..., Any] | None = None,
+    *,
+    fullgraph: builtins.bool = False,
+    dynamic: builtins.bool | None = None,
+    backend: builtins.str | collections.abc.Callable[..., Any] = 'inductor',
+    mode: builtins.str | None = None,
+    options: builtins.dict[builtins.str, Any] | None = None,
+    disable: builtins.bool = False,
+) -> Any:
+    """
+    ``model`` unchanged (ferro runs eagerly), or, called without it, a decorator that returns its function
+    unchanged; the arguments of ``torch.compile`` are accepted and checked for their types.
+    """
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
 complex128: DType

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _ops, autograd, backends, errors, fft, linalg
 from ._core import provided
+from ._core.compiler import compile
 from ._core.device import device
 from ._core.dtypes import (
     DType,
@@ -235,7 +236,7 @@ __all__ = [
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
     "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
-    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all,
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all, "compile",
     "get_default_device", "set_default_device",
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+from .errors import FerroError
 
 __all__ = ["main", "info_report", "ops_matrix"]
 
@@ -99,12 +103,59 @@ _SHORT = {"bool": "b", "uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i3
           "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
           "complex128": "c128"}
 
+#: The dtype groups of the default ``ferro ops`` table: a capital letter when a backend has the op at every
+#: dtype of the group, the small letter when at some of them, ``.`` when at none.
+_GROUPS = (("B", ("bool",)), ("I", ("uint8", "int8", "int16", "int32", "int64")),
+           ("F", ("float16", "bfloat16", "float32", "float64")), ("C", ("complex64", "complex128")))
+
+#: How wide the default table may be.
+_WIDTH = 100
+
+
+def _grouped(dtypes: Sequence[str]) -> str:
+    """One ``ferro ops`` cell: ``BIFC`` for every dtype, ``-`` for none, small letters for part of a group."""
+    if not dtypes:
+        return "-"
+    have = set(dtypes)
+    return "".join(letter if have.issuperset(ds) else letter.lower() if have.intersection(ds) else "."
+                   for letter, ds in _GROUPS)
+
+
+def _legend() -> list[str]:
+    lines = ["legend: one letter per dtype group, capital = every dtype of the group, small = some, . = none,",
+             "  - = no dtype at all:"]
+    lines += [f"  {letter} = {' '.join(_SHORT[d] for d in ds)}  ({', '.join(ds)})" for letter, ds in _GROUPS]
+    lines.append("  --wide lists each dtype; --dtype takes either name (f32 or float32)")
+    return lines
+
+
+def _columns(header: list[str], rows: dict[str, list[str]], width: int | None) -> None:
+    """``rows`` (first column the op) aligned under ``header``; past ``width``, the backends in several tables."""
+    w = max([len(op) for op in rows] + [2]) + 2
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows.values()]) + 2 for i in range(len(header))]
+    chunks: list[list[int]] = [[]]
+    for i, cw in enumerate(widths):
+        if chunks[-1] and width is not None and w + sum(widths[j] for j in chunks[-1]) + cw > width:
+            chunks.append([])
+        chunks[-1].append(i)
+    for k, chunk in enumerate(chunks):
+        if k:
+            print()
+        print(("op".ljust(w) + "".join(header[i].ljust(widths[i]) for i in chunk)).rstrip())
+        for op, row in rows.items():
+            print((op.ljust(w) + "".join(row[i].ljust(widths[i]) for i in chunk)).rstrip())
+
 
 def _print_ops(matrix: dict[str, dict[str, list[str]]], fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(matrix, indent=2))
         return
     backends = list(next(iter(matrix.values()))) if matrix else []
+    if fmt == "table":
+        _columns(backends, {op: [_grouped(row[b]) for b in backends] for op, row in matrix.items()}, _WIDTH)
+        for line in _legend():
+            print(line)
+        return
     cells = {op: {b: " ".join(_SHORT[d] for d in ds) or "-" for b, ds in row.items()} for op, row in matrix.items()}
     if fmt == "markdown":
         print("| op | " + " | ".join(backends) + " |")
@@ -112,11 +163,14 @@ def _print_ops(matrix: dict[str, dict[str, list[str]]], fmt: str) -> None:
         for op, row in cells.items():
             print(f"| {op} | " + " | ".join(row[b] for b in backends) + " |")
         return
-    w = max((len(op) for op in cells), default=2) + 2
-    widths = {b: max([len(b)] + [len(r[b]) for r in cells.values()]) + 2 for b in backends}
-    print("op".ljust(w) + "".join(b.ljust(widths[b]) for b in backends))
-    for op, row in cells.items():
-        print(op.ljust(w) + "".join(row[b].ljust(widths[b]) for b in backends))
+    _columns(backends, {op: [row[b] for b in backends] for op, row in cells.items()}, None)
+
+
+def _dtype_name(name: str) -> str | None:
+    """The dtype ``ferro ops --dtype`` names, by its name, an alias (``float``) or its short name (``f32``)."""
+    from ferro._core.dtypes import by_name
+    long = {short: full for full, short in _SHORT.items()}.get(name, name)
+    return by_name[long].name if long in by_name else None
 
 
 def _explain(op: str, dtype: str, backends: str | None) -> int:
@@ -153,15 +207,39 @@ def _demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ferro`` command."""
+    """Entry point of the ``ferro`` command: an error is one line on stderr and exit status 2, never a traceback;
+    output piped into a command that stops reading (``ferro ops | head``) ends quietly."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader left: send what is still buffered nowhere, so that Python's exit does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (FerroError, ValueError, ImportError, OSError) as e:  # what a user's argument or setup got wrong
+        print(f"ferro{' ' + command if command else ''}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback
+        print(f"ferro{' ' + command if command else ''}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    from ferro import __version__
     parser = argparse.ArgumentParser(prog="ferro", description="ferro: tensors and autograd on pluggable backends")
+    parser.add_argument("--version", action="version", version=f"ferro {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, plugins, backends, devices and their availability")
     p_info.add_argument("--json", action="store_true", help="print JSON")
     p_ops = sub.add_parser("ops", help="the capability matrix: op x backend x dtype")
     p_ops.add_argument("--backend", help="comma-separated backends (default: all installed)")
-    p_ops.add_argument("--dtype", help="only this dtype, e.g. float64")
+    p_ops.add_argument("--dtype", help="only this dtype, e.g. float64 or f64")
     p_ops.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p_ops.add_argument("--wide", action="store_true", help="the table with every dtype of each backend spelled out "
+                       "(wider than 100 columns)")
     p_ops.add_argument("--explain", metavar="OP", help="why OP runs as it does (kernel, plugin override, "
                        "decomposition, fallback) at --dtype (default float32) on each --backend")
     p_demo = sub.add_parser("demo", help="train a CNN on scikit-learn's digits on a backend, save and reload it")
@@ -184,7 +262,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ferro.bench import add_arguments as add_bench_arguments  # NumPy-free: the harness loads when it runs
     add_bench_arguments(sub.add_parser("bench", help="time ferro's backends beside NumPy and PyTorch: a table, "
                                        "--json, --plot out.png (see benchmarks/README.md)"))
-    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.command == "run":
         from ferro.distributed._launch import launch
@@ -206,24 +283,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_info(rep)
         return 0
     if args.command == "ops":
-        from ferro._core.dtypes import by_name
-        if args.dtype and args.dtype not in by_name:
-            parser.error(f"unknown dtype {args.dtype!r}")
-        dtype = by_name[args.dtype].name if args.dtype else None
+        dtype = _dtype_name(args.dtype) if args.dtype else None
+        if args.dtype and dtype is None:
+            parser.error(f"unknown dtype {args.dtype!r}; known: {', '.join(_SHORT)} or {' '.join(_SHORT.values())}")
         if args.explain:
             return _explain(args.explain, dtype or "float32", args.backend)
-        try:
-            matrix = ops_matrix(args.backend.split(",") if args.backend else None, dtype)
-        except Exception as e:
-            print(f"ferro ops: {e}", file=sys.stderr)
-            return 2
-        _print_ops(matrix, args.format)
+        matrix = ops_matrix(args.backend.split(",") if args.backend else None, dtype)
+        _print_ops(matrix, "wide" if args.wide and args.format == "table" else args.format)
         if args.format != "json":  # an empty column says why
             from ferro.backends import unavailable
             shown = next(iter(matrix.values()), {})
             for name, reason in unavailable().items():
                 if name in shown:
-                    print(f"{name}: unavailable ({reason}); its column is empty")
+                    line = f"{name}: unavailable ({reason}); its column is empty"
+                    print(line if args.wide else textwrap.fill(line, _WIDTH, subsequent_indent="  "))
         return 0
     return 2
 

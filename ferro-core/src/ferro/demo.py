@@ -175,8 +175,9 @@ def run(backend: str | None = None, *, epochs: int = 12, batch_size: int = 64, l
     if distributed and ferro.distributed.get_rank() != 0:  # rank 0 saves and checks the checkpoint
         return DemoResult(dev.type, epochs, losses, accuracies, accuracies[-1], accuracies[-1], "", seconds)
     path, reloaded = _save_and_reload(model, opt, epochs, checkpoint, dev, x_te, y_te)
-    out(f"trained in {seconds:.1f} s; checkpoint {'saved to ' + path if checkpoint else 'saved'}, reloaded into a "
-        f"fresh model: test accuracy {reloaded:.2%}")
+    where = path if checkpoint else f"{path} (a temporary file, removed when the demo ends; --checkpoint PATH keeps it)"
+    out(f"trained in {seconds:.1f} s; checkpoint saved to {where}")
+    out(f"reloaded into a fresh model: test accuracy {reloaded:.2%}")
     return DemoResult(dev.type, epochs, losses, accuracies, accuracies[-1] if accuracies else float("nan"),
                       reloaded, path, seconds)
 

@@ -16,6 +16,7 @@ __all__ = [
     "BackendUnavailableError",
     "BackendNotFoundError",
     "DeviceMismatchError",
+    "DeviceError",
     "ShapeError",
     "DTypeError",
     "PluginError",
@@ -73,6 +74,14 @@ class BackendNotFoundError(FerroError, ValueError):
 
 class DeviceMismatchError(FerroError, RuntimeError):
     """An op got tensors on different devices; nothing moves silently."""
+
+
+class DeviceError(FerroError, ValueError, RuntimeError):
+    """A device that does not exist (``cpu:5`` where the backend has one device).
+
+    A ``ValueError`` (a bad argument value) and also a ``RuntimeError``, which is
+    what PyTorch raises for an invalid device ordinal.
+    """
 
 
 class ShapeError(FerroError, ValueError, RuntimeError):

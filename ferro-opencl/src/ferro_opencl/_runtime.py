@@ -1,9 +1,11 @@
 """One device's runtime: context, in-order queue, memory pool, program cache, transfers.
 
 Programs are built once per (source, device) in this process (the
-``programs`` dict) and across processes by pyopencl's binary cache (on disk,
-keyed by source and device), so a second run loads binaries instead of
-compiling. Allocations come from a ``pyopencl.tools.MemoryPool``: a freed
+``programs`` dict) and across processes by the driver's cache (PoCL's kernel
+cache, or pyopencl's binary cache for drivers without one; on disk, keyed by
+source and device), so a second run loads binaries instead of compiling; a
+first run that compiles for more than a second says so (``_compile_notice``).
+Allocations come from a ``pyopencl.tools.MemoryPool``: a freed
 buffer goes back to the pool and is reused by the next allocation of its
 size class, which is safe on the one in-order queue. Nothing on the op path
 waits for the device; only transfers to the host do.
@@ -24,6 +26,7 @@ from ferro._core.dtypes import bfloat16
 from ferro._core.host import numpy_dtype
 
 from ._array import CLArray
+from ._compile_notice import CompileNotice
 
 __all__ = ["Runtime", "LockedKernel", "KERNEL_DIR", "CType", "ctype", "ctypes", "is_half", "is_floating",
            "compute_dtype", "bits_dtype", "scalar_arg", "HALF_DTYPES", "MAX_DIMS"]
@@ -142,6 +145,7 @@ class Runtime:
         #: seconds spent building programs in this process, and how many were built.
         self.build_seconds = 0.0
         self.builds = 0
+        self.notice = CompileNotice(device.name.strip())
         self._lock = threading.Lock()
         #: held while a kernel's arguments are set and it is enqueued (see :class:`LockedKernel`)
         self.launch_lock = threading.Lock()
@@ -257,8 +261,10 @@ class Runtime:
                     except self.cl.RuntimeError as e:
                         raise RuntimeError(f"building the OpenCL program {key!r} failed on "
                                            f"{self.device.name.strip()}: {e}") from None
-                    self.build_seconds += time.perf_counter() - t0
+                    seconds = time.perf_counter() - t0
+                    self.build_seconds += seconds
                     self.builds += 1
+                    self.notice.built(seconds)
                     self.programs[key] = prog
         return prog
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from .naming import RENAMED, in_op, wrong_argument
 
-__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered"]
+__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered",
+           "numpy_keywords"]
 
 #: The layers, outermost first: batching (vmap) sees the user's call, then autocast chooses dtypes,
 #: then a layout (sparse, quantized) picks its kernels, and tracing records what finally runs.
@@ -170,17 +171,63 @@ def layered(op: Any, impl: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return run(op, impl, args, {})
 
 
+#: NumPy's keyword -> PyTorch's, both accepted by PyTorch wherever it takes the latter (``x.mean(axis=0)``).
+NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _numpy_keywords(op: Any, impl: Callable[..., Any]) -> tuple[tuple[str, str], ...]:
+    """The (NumPy name, PyTorch name) pairs ``impl`` (or the decomposition it runs) takes under PyTorch's
+    name only."""
+    params: set[str] = set()
+    for fn in (impl, getattr(op, "decomposition", None)):
+        while hasattr(fn, "__wrapped__"):  # the function under its wrappers (functools.wraps) declares them
+            fn = fn.__wrapped__
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            params.update(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    return tuple((np_name, name) for np_name, name in NUMPY_KEYWORDS.items() if name in params
+                 and np_name not in params)
+
+
+def _renamed(label: str, kwargs: dict[str, Any], aliases: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    for np_name, name in aliases:
+        if np_name in kwargs:
+            if name in kwargs:
+                raise TypeError(f"{label}(): got '{name}' and its alias '{np_name}'; pass one of them")
+            kwargs[name] = kwargs.pop(np_name)
+    return kwargs
+
+
+def numpy_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a public function that is not an op's entry: ``max``, ``squeeze``...) taking ``axis=`` /
+    ``keepdims=`` for its ``dim`` / ``keepdim``, as :func:`entry` does for the ops."""
+    aliases = _numpy_keywords(None, fn)
+    if not aliases:
+        return fn
+
+    @functools.wraps(fn)
+    def accepting(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            kwargs = _renamed(fn.__name__, kwargs, aliases)
+        return fn(*args, **kwargs)
+    return accepting
+
+
 def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """The public function of ``op``: ``impl`` through the active layers, its errors named after the op.
 
-    An error raised inside keeps its type and traceback, its message prefixed with the op's name; an
+    ``axis=`` / ``keepdims=`` are accepted for ``dim`` / ``keepdim`` as PyTorch does. An error raised
+    inside keeps its type and traceback, its message prefixed with the op's name; an
     argument of the wrong type that fails as an AttributeError inside (``'str' object has no attribute
     'ndim'``) is a TypeError naming the op and the argument.
     """
     label = name or op.name
+    aliases = _numpy_keywords(op, impl)
 
     @functools.wraps(impl)
     def fn(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and aliases:
+            kwargs = _renamed(label, kwargs, aliases)
         try:
             if ARMED[0] and _stack.modes:
                 return run(op, impl, args, kwargs)

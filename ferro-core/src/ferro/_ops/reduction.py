@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.dtypes import DType, as_dtype, int64
+from .._core.modes import numpy_keywords
 from .._core.naming import not_a_tensor
 from .._core.node import OUT
 from .._core.records import OpDef, register
@@ -212,6 +213,7 @@ def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[...
     return MaxMin(where(mask, x, 0).sum(dim, keepdim=keepdim), idx)
 
 
+@numpy_keywords
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
     if isinstance(dim, Tensor):
@@ -224,6 +226,7 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _pick(x, d, keepdim, idx, amax)
 
 
+@numpy_keywords
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
     if isinstance(dim, Tensor):

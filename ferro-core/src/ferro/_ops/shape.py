@@ -9,6 +9,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
+from .._core.modes import numpy_keywords
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
@@ -84,9 +85,10 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     try:
         if data is None:
             data = k(x._data, new)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError):
         raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                         f"(shape {list(in_shape)}); use .reshape(...) instead ({e})") from None
+                         f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
+                         "that is not contiguous; use .reshape(...) instead") from None
     return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=view_of)
 
 
@@ -218,6 +220,7 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, *other.shape)
 
 
+@numpy_keywords
 def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
     shape = x._data.shape
@@ -229,6 +232,7 @@ def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return reshape(x, *[s for i, s in enumerate(shape) if i not in dims]) if dims else reshape(x, *shape)
 
 
+@numpy_keywords
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
     shape = list(x._data.shape)

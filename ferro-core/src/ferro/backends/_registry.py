@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
-from ..errors import BackendNotFoundError, BackendUnavailableError, ShapeError
+from ..errors import BackendNotFoundError, BackendUnavailableError, DeviceError
 from ._base import Availability
 from .contract import KERNELS, check_argument_checks, check_view_copies, validate_table
 
@@ -422,8 +422,9 @@ def bind_device(dev: device) -> None:
             raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: "
                                           f"{_state.broken.get(backend.plugin, '')}")
         if not 0 <= dev.index < count:
-            raise ShapeError(f"device '{dev}' does not exist: backend '{backend.name}' has {count} device(s)"
-                             + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
+            raise DeviceError(f"device '{dev.type}:{dev.index}' does not exist: "
+                              f"backend '{backend.name}' has {count} device(s)"
+                              + (f" ({', '.join(f'{backend.name}:{i}' for i in range(count))})" if count else ""))
         from .._core.records import bind_tables
         own = _from_backend(backend, f"kernels({dev.index})", lambda: backend.kernels(dev.index))
         error = _table_error(own, None)

@@ -14,6 +14,7 @@ import math
 from .._core.tensor import Tensor
 from .._random import Generator
 from ..autograd import no_grad
+from ..errors import UnsupportedOperationError
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
@@ -189,7 +190,10 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
         flat = randn(rows, cols, dtype=tensor.dtype, device=tensor.device, generator=generator)
         if rows < cols:
             flat = flat.T
-        q, r = qr(flat)
+        try:
+            q, r = qr(flat)
+        except UnsupportedOperationError:  # no QR on this device: the one-off factorization runs on the CPU
+            q, r = (t.to(tensor.device) for t in qr(flat.cpu()))
         q = q * r.diagonal().sign()  # makes the decomposition unique, so Q is uniformly distributed
         if rows < cols:
             q = q.T

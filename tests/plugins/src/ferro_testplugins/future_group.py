@@ -5,6 +5,7 @@ from __future__ import annotations
 from ferro.backends import PLUGIN_API_VERSION, hookimpl
 from ferro.distributed import ProcessGroupBackend
 
+from . import active
 from .loopback import FutureBackend
 
 
@@ -15,4 +16,5 @@ def ferro_plugin_api_version() -> int:
 
 @hookimpl
 def ferro_register_process_groups() -> list[ProcessGroupBackend]:
-    return [FutureBackend()]
+    """The broken group when the broken plugins are switched on (``FERRO_TESTPLUGINS=1``), else none."""
+    return [FutureBackend()] if active() else []
