@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .naming import RENAMED, in_op, wrong_argument
+from .naming import RENAMED, in_op, wrong_type
 
 __all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered",
            "numpy_keywords"]
@@ -236,10 +236,9 @@ def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callabl
             in_op(label, e)
             raise
         except AttributeError as e:
-            arg = wrong_argument(impl, e, args, kwargs)
-            if arg is None:
+            named = wrong_type(label, impl, e, args, kwargs)
+            if named is None:
                 raise
-            raise TypeError(f"{label}(): argument '{arg}' must be a Tensor, not {type(e.obj).__name__} "
-                            f"({e.obj!r:.40})") from e
+            raise named from e
     fn.__wrapped_op__ = op  # type: ignore[attr-defined]
     return fn

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import BackendNotFoundError, BackendUnavailableError
 
-__all__ = ["in_op", "names_errors", "wrong_argument", "not_a_tensor"]
+__all__ = ["in_op", "names_errors", "wrong_argument", "wrong_type", "not_a_tensor"]
 
 
 def not_a_tensor(op: str, arg: str, value: Any) -> TypeError:
@@ -60,6 +60,17 @@ def wrong_argument(fn: Callable[..., Any], err: AttributeError, args: tuple[Any,
     return next((k for k, v in kwargs.items() if v is obj), None)
 
 
+def wrong_type(name: str, fn: Callable[..., Any], err: AttributeError, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> TypeError | None:
+    """The TypeError naming op ``name`` and the argument of ``fn`` whose wrong type ``err`` shows (a number or a
+    string where a tensor was expected), or None when ``err`` is not about an argument."""
+    arg = wrong_argument(fn, err, args, kwargs)
+    if arg is None:
+        return None
+    obj = err.obj  # type: ignore[attr-defined]
+    return TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(obj).__name__} ({obj!r:.40})")
+
+
 def names_errors(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` with its errors named after op ``name`` (see the module docstring); an argument of the wrong
     type that fails as an AttributeError inside (``'str' object has no attribute 'ndim'``) is a TypeError
@@ -72,9 +83,8 @@ def names_errors(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             in_op(name, e)
             raise
         except AttributeError as e:
-            arg = wrong_argument(fn, e, args, kwargs)
-            if arg is None:
+            named = wrong_type(name, fn, e, args, kwargs)
+            if named is None:
                 raise
-            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, not {type(e.obj).__name__} "
-                            f"({e.obj!r:.40})") from e
+            raise named from e
     return op
