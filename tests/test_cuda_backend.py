@@ -186,7 +186,11 @@ def test_import_ferro_imports_neither_cupy_nor_ferro_cuda() -> None:
 def test_ferro_ops_and_info_show_the_reason(no_gpu: ferro.backends.Backend) -> None:
     from conftest import run_python
     reason = no_gpu.availability().reason
-    table = run_python("import sys; from ferro.cli import main; sys.exit(main(['ops', '--backend', 'cpu,cuda']))")
+    compact = run_python("import sys; from ferro.cli import main; sys.exit(main(['ops', '--backend', 'cpu,cuda']))")
+    add = next(line.split() for line in compact.stdout.splitlines() if line.startswith("add "))
+    assert add == ["add", "BIFC", "-"], "cpu has add at every dtype group, the cuda column is empty"
+    table = run_python("import sys; from ferro.cli import main; "
+                       "sys.exit(main(['ops', '--wide', '--backend', 'cpu,cuda']))")
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["op", "cpu", "cuda"]
     add = next(line.split() for line in lines if line.startswith("add "))
