@@ -13,7 +13,7 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda, data, distributions, nn, onnx, optim, random, special, utils
+from . import accelerator, amp, cuda, data, nn, optim, random, utils
 from ._api import *  # noqa: F403 - the namespace of tensors and functions
 from ._api import __all__ as _api_all
 from ._api import bool as bool
@@ -35,6 +35,16 @@ from .amp import GradScaler as GradScaler
 from .amp import autocast as autocast
 
 __version__ = "0.1.0"
+
+#: Subpackages loaded when first used (``ferro.distributions``...), so that ``import ferro`` stays light.
+_LAZY = ("distributions", "onnx", "special")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'ferro' has no attribute {name!r}")
 
 
 def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object:

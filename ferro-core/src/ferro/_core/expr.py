@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from string import Template
 from typing import NamedTuple
 
 __all__ = ["Expr", "Helper", "Dialect", "OPENCL", "CUDA", "BUILTINS", "substitute", "helper_source", "uses_flag",
@@ -107,6 +106,7 @@ CUDA = Dialect("CUDA C", "__device__ inline", "int *",
 
 def substitute(text: str, ctype: str, dialect: Dialect) -> str:
     """``text`` (an expression or a helper) with ``$T``, ``$FN`` and ``$ERR`` filled in for ``dialect``."""
+    from string import Template  # here: only kernel generation needs it, not ``import ferro``
     return Template(text).substitute(T=ctype, FN=dialect.function, ERR=dialect.flag)
 
 

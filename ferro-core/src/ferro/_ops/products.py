@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,6 +10,8 @@ from .._core.records import register_composites
 from .._core.tensor import Tensor
 from ..errors import ShapeError
 
+#: einsum's subscript letters (string.ascii_letters, without importing string at ``import ferro``).
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
@@ -72,7 +73,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(inputs) != len(operands):
         raise ShapeError(f"einsum: {len(inputs)} operand specs in {equation!r} but {len(operands)} operands")
     used = set(eq) - set(",.->")
-    spare = iter(c for c in string.ascii_letters if c not in used)
+    spare = iter(c for c in _LETTERS if c not in used)
     ell = ""
     specs = []
     for spec, t in zip(inputs, operands):
