@@ -77,24 +77,26 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     return base ** exp
 
 
+def _nan_skipping(input: Tensor, other: Any, picked: Tensor) -> Tensor:
+    """``picked`` (the maximum or minimum of ``input`` and ``other``), with the other operand where one is NaN."""
+    if not input._dtype.is_floating_point:
+        return picked
+    o = other if isinstance(other, Tensor) else input.new_tensor(other)
+    return where(input.isnan(), o, where(o.isnan(), input, picked))
+
+
 def fmax(input: Tensor, other: Any) -> Tensor:
     """The larger of the two, the other operand where one is NaN."""
     check_rule("fmax", input)
-    big = input.maximum(other) if isinstance(other, Tensor) else input.clamp(min=other)
-    if not input._dtype.is_floating_point:
-        return big
-    o = other if isinstance(other, Tensor) else input.new_tensor(other)
-    return where(input.isnan(), o, where(o.isnan(), input, big))
+    return _nan_skipping(input, other,
+                         input.maximum(other) if isinstance(other, Tensor) else input.clamp(min=other))
 
 
 def fmin(input: Tensor, other: Any) -> Tensor:
     """The smaller of the two, the other operand where one is NaN."""
     check_rule("fmin", input)
-    small = input.minimum(other) if isinstance(other, Tensor) else input.clamp(max=other)
-    if not input._dtype.is_floating_point:
-        return small
-    o = other if isinstance(other, Tensor) else input.new_tensor(other)
-    return where(input.isnan(), o, where(o.isnan(), input, small))
+    return _nan_skipping(input, other,
+                         input.minimum(other) if isinstance(other, Tensor) else input.clamp(max=other))
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
