@@ -26,6 +26,8 @@ from ..backends._base import Availability
 from ._backend import DistributedTimeoutError, ProcessGroup, ProcessGroupBackend, Work
 from ._launch import launched_by_mpi
 
+_ABORT_GRACE_S = 0.5  # time for mpiexec to forward a failing rank's last output before MPI_Abort
+
 __all__ = ["MPIBackend", "MPIProcessGroup", "MPIWork", "mpi"]
 
 #: How long a wait tests its request itself before handing it to the communication thread (a
@@ -306,6 +308,9 @@ class MPIProcessGroup(ProcessGroup):
     def abort(self, code: int = 1) -> None:
         sys.stderr.flush()
         sys.stdout.flush()
+        # mpiexec's proxy forwards a rank's output from a pipe; MPI_Abort kills the job at once, and under
+        # load the proxy can die before it has read what this rank just wrote (its error message).
+        time.sleep(_ABORT_GRACE_S)
         self.comm.Abort(code)
 
     def destroy(self) -> None:
