@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro._core import modes
+from ferro._core import layouts, modes
 from ferro._core.records import REGISTRY
 
 
@@ -142,3 +142,61 @@ def test_every_op_has_one_entry():
         if fn is None:
             continue
         assert getattr(fn, "__wrapped_op__", None) is op or getattr(fn, "__dispatches__", False), op.name
+
+
+class _Boxed(layouts.LayoutTensor):
+    """A toy layout for the tests: a dense tensor in a box, with rules for ``add`` and ``sum`` only."""
+
+    __slots__ = ("inner",)
+    kind = "boxed"
+    describes = "boxed"
+    way_out = ".unbox()"
+
+    @classmethod
+    def of(cls, t):
+        b = t._as_subclass(cls)
+        b.inner = t
+        return layouts.track(b)
+
+
+@layouts.rule("boxed", "add")
+def _boxed_add(a, b, *rest, **kw):
+    unbox = [x.inner if isinstance(x, _Boxed) else x for x in (a, b)]
+    return _Boxed.of(ferro.add(*unbox, *rest, **kw))
+
+
+@layouts.rule("boxed", "sum")
+def _boxed_sum(a, *rest, **kw):
+    return ferro.sum(a.inner, *rest, **kw)
+
+
+def test_a_layout_tensor_goes_to_its_rules_and_is_refused_elsewhere(dev):
+    import gc
+    gc.collect()
+    assert layouts.live() == 0 and modes.ARMED[0] == 0
+    x = ferro.arange(4.0, device=dev)
+    b = _Boxed.of(x)
+    assert layouts.live() == 1 and modes.ARMED[0] == 1
+    for got in (b + 1, ferro.add(1, b), b + b):  # the hot path, the entry, both operands boxed
+        assert isinstance(got, _Boxed)
+    np.testing.assert_array_equal((b + x).inner.numpy(), 2 * np.arange(4.0))
+    assert b.sum().item() == 6.0
+    data = x.numpy().copy()
+    with pytest.raises(ferro.errors.UnsupportedLayoutError, match=r"mul\(\): argument 'other' is a boxed tensor.*"
+                                                                r"\.unbox\(\)"):
+        x * b
+    with pytest.raises(ferro.errors.UnsupportedLayoutError, match=r"exp\(\): argument 'input' is a boxed"):
+        ferro.exp(b)
+    with pytest.raises(ferro.errors.UnsupportedLayoutError, match=r"cat\(\): argument 'tensors' is a boxed"):
+        ferro.cat([x, b])
+    np.testing.assert_array_equal(x.numpy(), data)  # nothing changed by the refused calls
+    assert (x * x).sum().item() == 14.0  # dense ops run as before while the layer is active
+
+    seen = []
+    t = threading.Thread(target=lambda b=b: seen.append(type(b + 1).__name__))  # every thread, not only this
+    t.start()
+    t.join()
+    assert seen == ["_Boxed"]
+    del b, got, t
+    gc.collect()
+    assert layouts.live() == 0 and modes.ARMED[0] == 0 and x._device._fast is x._device._ops

@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "FerroError",
     "UnsupportedOperationError",
+    "UnsupportedLayoutError",
     "BackendUnavailableError",
     "BackendNotFoundError",
     "DeviceMismatchError",
@@ -51,6 +52,19 @@ class UnsupportedOperationError(FerroError, NotImplementedError):
         msg += ("Move the tensors with .to('cpu'), or set FERRO_FALLBACK=cpu to run "
                 "missing kernels on the CPU backend (with a warning).")
         super().__init__(msg)
+
+
+class UnsupportedLayoutError(FerroError, NotImplementedError):
+    """An op got a tensor of a layout (sparse, quantized) for which it has no rule.
+
+    ferro never converts such a tensor to a dense one behind the user's back: the message names the op, the
+    argument and the layout, and the way out (``.to_dense()`` / ``.dequantize()``).
+    """
+
+    def __init__(self, op: str, argument: str, layout: str, way_out: str) -> None:
+        self.op, self.argument, self.layout = op, argument, layout
+        super().__init__(f"{op}(): argument '{argument}' is a {layout} tensor, and {op} has no {layout} rule; "
+                         f"{way_out} first to run the dense op")
 
 
 class BackendUnavailableError(FerroError, RuntimeError):

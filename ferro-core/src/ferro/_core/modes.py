@@ -26,8 +26,8 @@ from typing import Any
 
 from .naming import RENAMED, in_op, wrong_type
 
-__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "entry", "run", "bind_fast", "layered",
-           "numpy_keywords"]
+__all__ = ["ORDER", "Mode", "ARMED", "active", "push", "pop", "push_global", "pop_global", "entry", "run",
+           "bind_fast", "layered", "numpy_keywords"]
 
 #: The layers, outermost first: batching (vmap) sees the user's call, then autocast chooses dtypes,
 #: then a layout (sparse, quantized) picks its kernels, and tracing records what finally runs.
@@ -74,6 +74,12 @@ ARMED: list[int] = [0]
 _devices: list[Any] = []
 #: The op records by name (``records.REGISTRY``, handed over by ``records`` when it loads).
 _records: dict[str, Any] = {}
+#: Layers active on every thread (a layout's, while tensors of that layout exist): see :func:`push_global`.
+_globals: tuple[Mode, ...] = ()
+
+
+def _ordered(modes: tuple[Mode, ...]) -> tuple[Mode, ...]:
+    return tuple(sorted(modes, key=lambda m: ORDER.index(m.layer)))  # stable: a layer's newest stays inner
 
 
 class _Armed(dict):  # type: ignore[type-arg]
@@ -88,7 +94,7 @@ class _Armed(dict):  # type: ignore[type-arg]
         self.ops = ops
 
     def __getitem__(self, name: str) -> Any:
-        modes = _stack.modes
+        modes = active()
         if modes:
             op = _records.get(name)
             if op is None or any(m.wants(op) for m in modes):
@@ -97,8 +103,13 @@ class _Armed(dict):  # type: ignore[type-arg]
 
 
 def active() -> tuple[Mode, ...]:
-    """The layers active on this thread, outermost first."""
-    return _stack.modes
+    """The layers active on this thread (its own and the global ones), outermost first."""
+    modes = _stack.modes
+    if _globals:
+        extra = tuple(g for g in _globals if g not in modes)
+        if extra:
+            return _ordered(modes + extra)
+    return modes
 
 
 def push(mode: Mode) -> None:
@@ -113,10 +124,7 @@ def push(mode: Mode) -> None:
         i -= 1
     _stack.modes = (*modes[:i], mode, *modes[i:])
     with _lock:
-        ARMED[0] += 1
-        if ARMED[0] == 1:
-            for dev in _devices:
-                dev._fast = _Armed(dev._ops)
+        _arm(1)
 
 
 def pop(mode: Mode) -> None:
@@ -127,10 +135,42 @@ def pop(mode: Mode) -> None:
     i = len(modes) - 1 - modes[::-1].index(mode)
     _stack.modes = modes[:i] + modes[i + 1:]
     with _lock:
-        ARMED[0] -= 1
-        if ARMED[0] == 0:
-            for dev in _devices:
-                dev._fast = dev._ops
+        _arm(-1)
+
+
+def push_global(mode: Mode) -> None:
+    """Activate ``mode`` on every thread, present and future, until :func:`pop_global`. Only for layers that
+    see inside every op (``inner``): a layout, whose tensors may reach any op on any thread."""
+    global _globals
+    if not mode.inner:
+        raise ValueError("push_global(): only a layer that sees inside every op (inner = True) can be global")
+    if mode.layer not in ORDER:
+        raise ValueError(f"unknown dispatch layer {mode.layer!r}; the layers are {', '.join(ORDER)}")
+    with _lock:
+        _globals = _ordered((*_globals, mode))
+        _arm(1)
+
+
+def pop_global(mode: Mode) -> None:
+    """Deactivate a layer activated by :func:`push_global`."""
+    global _globals
+    with _lock:
+        if mode not in _globals:
+            raise RuntimeError(f"the {mode.layer} layer {mode!r} is not globally active")
+        _globals = tuple(m for m in _globals if m is not mode)
+        _arm(-1)
+
+
+def _arm(step: int) -> None:
+    """Count a layer in or out (under ``_lock``); the first in and the last out switch every device's hot-path
+    table."""
+    ARMED[0] += step
+    if ARMED[0] == step == 1:
+        for dev in _devices:
+            dev._fast = _Armed(dev._ops)
+    elif ARMED[0] == 0:
+        for dev in _devices:
+            dev._fast = dev._ops
 
 
 def bind_fast(dev: Any) -> None:
@@ -143,7 +183,7 @@ def bind_fast(dev: Any) -> None:
 
 def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call ``op`` (implemented by ``impl``) through the layers active on this thread that want it."""
-    every = _stack.modes
+    every = active()
     modes = tuple(m for m in every if m.wants(op))
     if not modes:
         return impl(*args, **kwargs)
@@ -165,7 +205,7 @@ def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 def layered(op: Any, impl: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """For an elementwise op's slow path: ``impl(*args)`` through the layers, or None when no layer active
     on this thread wants the op (the caller then goes on as usual)."""
-    modes = _stack.modes
+    modes = active()
     if not modes or not any(m.wants(op) for m in modes):
         return None
     return run(op, impl, args, {})
@@ -229,7 +269,7 @@ def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callabl
         if kwargs and aliases:
             kwargs = _renamed(label, kwargs, aliases)
         try:
-            if ARMED[0] and _stack.modes:
+            if ARMED[0] and (_stack.modes or _globals):
                 return run(op, impl, args, kwargs)
             return impl(*args, **kwargs)
         except RENAMED as e:
