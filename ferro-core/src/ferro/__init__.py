@@ -13,38 +13,44 @@ entry points and loaded on first use.
 
 from __future__ import annotations
 
-from . import accelerator, amp, cuda, data, nn, optim, random, utils
-from ._api import *  # noqa: F403 - the namespace of tensors and functions
-from ._api import __all__ as _api_all
-from ._api import bool as bool
-from ._api import cdouble as cdouble
-from ._api import cfloat as cfloat
-from ._api import double as double
-from ._api import float as float
-from ._api import half as half
-from ._api import int as int
-from ._api import long as long
-from ._api import set_default_dtype as set_default_dtype
-from ._api import short as short
-from ._core.tensor import Tensor as _Tensor
-from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
-from ._grids import __all__ as _grids_all
-from ._legacy import legacy_new as _legacy_new
-from ._legacy import typed_tensor_classes as _typed_tensor_classes
-from .amp import GradScaler as GradScaler
-from .amp import autocast as autocast
+import gc as _gc
+
+from ._core.lazy import attributes as _attributes
+
+# Importing ferro creates some twenty thousand objects (op records, functions, classes) and no garbage; the
+# cyclic collector, which runs every few hundred allocations, would scan them again and again for nothing.
+_gc_was_enabled = _gc.isenabled()
+_gc.disable()
+try:
+    from . import accelerator, amp, cuda, nn, optim, random
+    from ._api import *  # noqa: F403 - the namespace of tensors and functions
+    from ._api import __all__ as _api_all
+    from ._api import bool as bool
+    from ._api import cdouble as cdouble
+    from ._api import cfloat as cfloat
+    from ._api import double as double
+    from ._api import float as float
+    from ._api import half as half
+    from ._api import int as int
+    from ._api import long as long
+    from ._api import set_default_dtype as set_default_dtype
+    from ._api import short as short
+    from ._core.tensor import Tensor as _Tensor
+    from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
+    from ._grids import __all__ as _grids_all
+    from ._legacy import legacy_new as _legacy_new
+    from ._legacy import typed_tensor_classes as _typed_tensor_classes
+    from .amp import autocast as autocast
+finally:
+    if _gc_was_enabled:
+        _gc.enable()
 
 __version__ = "0.1.0"
 
-#: Subpackages loaded when first used (``ferro.distributions``...), so that ``import ferro`` stays light.
-_LAZY = ("distributions", "onnx", "special")
-
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'ferro' has no attribute {name!r}")
+#: Loaded when first used, so that ``import ferro`` stays light: subpackages, and what only some programs call.
+_LAZY = {"distributions": ".distributions", "onnx": ".onnx", "special": ".special", "save": ".serialization",
+         "load": ".serialization", "GradScaler": ".amp.grad_scaler", "data": ".data", "utils": ".utils"}
+__getattr__ = _attributes(__name__, _LAZY)
 
 
 def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object:
@@ -68,5 +74,5 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
-           "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast",
+           "cuda", "nn", "optim", "random"]

@@ -102,7 +102,6 @@ from .autograd._engine import register_post_accumulate_grad_hook
 from .backends import set_backend, use_backend
 from .dispatch._dispatch import public_function
 from .errors import BackendUnavailableError, UnsupportedOperationError
-from .serialization import load, save
 
 bool = bool_
 half, float, double = float16, float32, float64
@@ -229,7 +228,7 @@ __all__ = [
     "float32", "float64", "complex64", "complex128", "promote_types", "can_cast", "get_default_dtype",
     "set_default_dtype", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "set_backend",
     "use_backend", "autograd", "backends", "errors", "linalg", "fft", "ops",
-    "save", "load", "where", "matmul", "mm", "bmm", "mv", "dot",
+    "where", "matmul", "mm", "bmm", "mv", "dot",
     "sum", "mean",
     "amax", "amin", "max", "min", "argmax", "argmin", "reshape", "view", "permute", "transpose", "expand",
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",

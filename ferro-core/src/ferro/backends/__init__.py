@@ -10,22 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from .._core.expr import CUDA, OPENCL, Dialect, Expr, Helper, helper_source, substitute, uses_flag
+from .._core.lazy import attributes
 from .._core.records import OpDef
 from . import contract
-from ._array_api import (
-    BINARY_FUNCS,
-    UNARY_FUNCS,
-    ArrayAPIBackend,
-    half_dtypes,
-    host_index_reduce,
-    host_kernels,
-    in_float32,
-)
 from ._base import Availability, Backend
-from ._expressions import ARITY, elementwise_ops
 from ._registry import FerroPluginWarning, register_plugin
 from ._selection import current_backend, current_device, set_backend, use_backend
-from ._special import with_torch_special_values
 
 __all__ = [
     "Backend", "ArrayAPIBackend", "Availability", "FerroPluginWarning", "OpDef",
@@ -82,6 +72,17 @@ def disabled() -> list[str]:
     return list(_registry._state.disabled)
 
 
+#: Loaded on first use: what a backend plugin builds on (``import ferro`` loads no backend), and torch.backends'
+#: switches for the scripts that set them.
+_LATER = attributes(__name__, {
+    **dict.fromkeys(("BINARY_FUNCS", "UNARY_FUNCS", "ArrayAPIBackend", "half_dtypes", "host_index_reduce",
+                     "host_kernels", "in_float32"), "._array_api"),
+    **dict.fromkeys(("ARITY", "elementwise_ops"), "._expressions"),
+    "with_torch_special_values": "._special",
+    "cuda": ".cuda", "cudnn": ".cudnn", "mps": ".mps",
+})
+
+
 def __getattr__(name: str) -> Any:
     # pluggy is imported only when a plugin module asks for the marker.
     if name in ("hookimpl", "PLUGIN_API_VERSION", "PROCESS_GROUP_API_VERSION", "hookspec"):
@@ -93,10 +94,7 @@ def __getattr__(name: str) -> Any:
     if name in ("explain", "explain_table", "op_names", "Resolution"):  # they read the op registry: loaded at first use
         from . import _explain
         return getattr(_explain, name)
-    raise AttributeError(f"module 'ferro.backends' has no attribute '{name}'")
+    return _LATER(name)
 
 
 from . import _registry  # noqa: E402
-from . import cuda as cuda  # noqa: E402  (torch.backends' switches, for scripts that set them)
-from . import cudnn as cudnn  # noqa: E402
-from . import mps as mps  # noqa: E402

@@ -1,6 +1,6 @@
 """Optimizers (``torch.optim``-style) and learning-rate schedulers (:mod:`ferro.optim.lr_scheduler`)."""
 
-from . import lr_scheduler
+from .._core.lazy import attributes
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -16,3 +16,5 @@ from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "Adadelta", "RAdam", "LBFGS",
            "Rprop", "ASGD", "lr_scheduler"]
+
+__getattr__ = attributes(__name__, {"lr_scheduler": ".lr_scheduler"})  # loaded by the scripts that schedule
