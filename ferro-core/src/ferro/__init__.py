@@ -22,7 +22,7 @@ from ._core.lazy import attributes as _attributes
 _gc_was_enabled = _gc.isenabled()
 _gc.disable()
 try:
-    from . import accelerator, amp, cuda, nn, optim, random
+    from . import amp, nn, optim, random
     from ._api import *  # noqa: F403 - the namespace of tensors and functions
     from ._api import __all__ as _api_all
     from ._api import bool as bool
@@ -49,7 +49,8 @@ __version__ = "0.1.0"
 
 #: Loaded when first used, so that ``import ferro`` stays light: subpackages, and what only some programs call.
 _LAZY = {"distributions": ".distributions", "onnx": ".onnx", "special": ".special", "save": ".serialization",
-         "load": ".serialization", "GradScaler": ".amp.grad_scaler", "data": ".data", "utils": ".utils"}
+         "load": ".serialization", "GradScaler": ".amp.grad_scaler", "data": ".data", "utils": ".utils",
+         "accelerator": ".accelerator", "cuda": ".cuda"}
 __getattr__ = _attributes(__name__, _LAZY)
 
 
@@ -74,5 +75,4 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast",
-           "cuda", "nn", "optim", "random"]
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "amp", "autocast", "nn", "optim", "random"]
