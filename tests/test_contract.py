@@ -49,7 +49,8 @@ def test_the_cuda_table_keeps_to_the_contract() -> None:
     b, table = _cuda_table()
     assert contract.check_backend(table, b.complete, b.optional_groups) == []
     assert set(contract.kernel_names("fused")) - set(table) <= {
-        "conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward", "fused_rmsprop",
+        "conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
+        "max_pool2d_forward", "max_pool2d_backward", "fused_rmsprop",
         "fused_adagrad", "fused_adamax", "fused_nadam"}
 
 

@@ -1,4 +1,5 @@
-"""ferro-cpu's fused conv2d and max_pool2d kernels (ferro_cpu/_conv.py) against torch and the decomposition.
+"""ferro-cpu's fused conv2d, conv_transpose2d and max_pool2d kernels (ferro_cpu/_conv.py) against torch and
+the decomposition.
 
 Each test counts the calls of the CPU device's table entries, so a silent fall
 back to the decomposition fails it (and a fused call where the decomposition
@@ -27,8 +28,9 @@ TF = torch.nn.functional
 RNG = np.random.default_rng(0)
 DTYPES = ("float32", "float64")
 TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11}}
-NAMES = ("conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward")
-DECOMPOSITION = {name: REGISTRY[name].decomposition for name in ("conv2d", "max_pool2d")}
+NAMES = ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
+         "max_pool2d_forward", "max_pool2d_backward")
+DECOMPOSITION = {name: REGISTRY[name].decomposition for name in ("conv2d", "conv_transpose2d", "max_pool2d")}
 
 
 @pytest.fixture
@@ -91,6 +93,49 @@ def test_conv2d_runs_fused(calls: dict[str, int], case: str, dtype: str) -> None
     assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
 
 
+TRANSPOSED_CASES = {  # x shape, weight shape (C_in, C_out/groups, kH, kW), bias, kwargs
+    "plain": ((3, 4, 5, 6), (4, 5, 3, 3), True, {}),
+    "DCGAN upsampling": ((2, 8, 4, 4), (8, 4, 4, 4), False, {"stride": 2, "padding": 1}),
+    "stride output_padding": ((2, 3, 5, 4), (3, 2, 3, 2), True, {"stride": (2, 3), "padding": (1, 0),
+                                                                 "output_padding": (1, 2)}),
+    "dilation output_padding": ((2, 2, 4, 5), (2, 3, 3, 3), True, {"dilation": 2, "output_padding": 1}),
+    "groups": ((2, 6, 4, 4), (6, 2, 3, 3), True, {"stride": 2, "padding": 1, "groups": 3}),
+    "padding over the kernel": ((2, 3, 6, 6), (3, 2, 2, 2), True, {"padding": 1}),
+    "1x1 strided": ((2, 4, 3, 3), (4, 2, 1, 1), False, {"stride": 2}),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", TRANSPOSED_CASES)
+def test_conv_transpose2d_runs_fused(calls: dict[str, int], case: str, dtype: str) -> None:
+    xs, ws, has_bias, kw = TRANSPOSED_CASES[case]
+    c_out = ws[1] * kw.get("groups", 1)
+    arrays = [RNG.standard_normal(xs).astype(dtype), RNG.standard_normal(ws).astype(dtype),
+              RNG.standard_normal(c_out).astype(dtype) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw),
+                      lambda x, w, b: TF.conv_transpose2d(x, w, b, **kw), arrays, dtype)
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert calls["conv2d_forward"] == calls["conv2d_backward"] == 0  # not the decomposition's conv2d
+
+
+def test_conv_transpose2d_module_and_partial_gradients(calls: dict[str, int]) -> None:
+    """nn.ConvTranspose2d runs the fused kernels; each gradient alone is torch's."""
+    ferro.manual_seed(0)
+    layer = ferro.nn.ConvTranspose2d(3, 2, 4, stride=2, padding=1)
+    layer(ferro.randn(2, 3, 4, 4)).sum().backward()
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    x, w, b = (RNG.standard_normal(s) for s in ((2, 3, 4, 4), (3, 4, 3, 3), (4,)))
+    for needs in ((True, False, False), (False, True, False), (False, False, True)):
+        ours = [ferro.tensor(a, requires_grad=r) for a, r in zip((x, w, b), needs)]
+        theirs = [torch.tensor(a, requires_grad=r) for a, r in zip((x, w, b), needs)]
+        F.conv_transpose2d(*ours, stride=2).square().sum().backward()
+        TF.conv_transpose2d(*theirs, stride=2).square().sum().backward()
+        for a, ta, r in zip(ours, theirs, needs):
+            assert (a.grad is not None) == r
+            if r:
+                _close(a.grad, ta.grad, "float64")
+
+
 POOL_CASES = {  # x shape, positional args
     "2x2": ((3, 4, 8, 8), (2,)),
     "odd size": ((2, 3, 7, 9), ((3, 2), (2, 1), 1)),
@@ -136,7 +181,8 @@ def test_modules_run_fused(calls: dict[str, int]) -> None:
     model = ferro.nn.Sequential(ferro.nn.Conv2d(1, 4, 3, padding=1), ferro.nn.ReLU(), ferro.nn.MaxPool2d(2),
                                 ferro.nn.Conv2d(4, 6, 3, padding=1))
     model(ferro.randn(5, 1, 8, 8)).sum().backward()
-    assert calls == {"conv2d_forward": 2, "conv2d_backward": 2, "max_pool2d_forward": 1, "max_pool2d_backward": 1}
+    assert calls == {"conv2d_forward": 2, "conv2d_backward": 2, "conv_transpose2d_forward": 0,
+                     "conv_transpose2d_backward": 0, "max_pool2d_forward": 1, "max_pool2d_backward": 1}
     assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
 
 
@@ -154,7 +200,7 @@ def test_weight_only_and_input_only_gradients(calls: dict[str, int]) -> None:
     assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (3, 3)
 
 
-@pytest.mark.parametrize("op", ["conv2d", "max_pool2d"])
+@pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d", "max_pool2d"])
 def test_create_graph_second_derivatives_exact(calls: dict[str, int], op: str) -> None:
     """With create_graph=True the backward runs through the decomposition: second derivatives are those of the
     decomposition (to float64 rounding: the plain backward through y runs the fused kernel) and pass
@@ -164,8 +210,10 @@ def test_create_graph_second_derivatives_exact(calls: dict[str, int], op: str) -
     b = RNG.standard_normal(6)
 
     def run(fn: Callable[..., Any]) -> list[np.ndarray]:
-        leaves = [ferro.tensor(a, requires_grad=True) for a in ((x, w, b) if op == "conv2d" else (x,))]
-        args = (leaves[1], leaves[2], (2, 1), 1, (1, 2), 2) if op == "conv2d" else ((3, 2), (2, 1), 1)
+        leaves = [ferro.tensor(a, requires_grad=True) for a in ((x, w, b) if op != "max_pool2d" else (x,))]
+        args = ((leaves[1], leaves[2], (2, 1), 1, (1, 2), 2) if op == "conv2d"
+                else (leaves[1][:4], leaves[2][:4], (2, 1), 1, (1, 0), 2, (1, 2)) if op == "conv_transpose2d"
+                else ((3, 2), (2, 1), 1))
         y = fn(leaves[0], *args)
         before = calls[f"{op}_backward"]
         first = ferro.autograd.grad([(y * y).sum()], leaves, create_graph=True)
@@ -179,9 +227,12 @@ def test_create_graph_second_derivatives_exact(calls: dict[str, int], op: str) -
     for got, want in zip(fused, run(DECOMPOSITION[op])):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
     leaves = [ferro.tensor(a[:1, :2, :4, :4] if a.ndim == 4 and a is x else a, requires_grad=True)
-              for a in ((x, w[:, :1], b) if op == "conv2d" else (x,))]
+              for a in ((x, w[:, :1], b) if op == "conv2d" else (x, w[:2, :1], b[:2]) if op == "conv_transpose2d"
+                        else (x,))]
     if op == "conv2d":
         assert ferro.autograd.gradgradcheck(lambda t, ww, bb: F.conv2d(t, ww, bb, 1, 1, 1, 2), leaves)
+    elif op == "conv_transpose2d":
+        assert ferro.autograd.gradgradcheck(lambda t, ww, bb: F.conv_transpose2d(t, ww, bb, 2, 1, 1, 2), leaves)
     else:
         assert ferro.autograd.gradgradcheck(lambda t: F.max_pool2d(t, 2, 1, 1), leaves)
 
@@ -190,6 +241,10 @@ FALLBACKS = {  # op name, call, torch call: each must run the decomposition
     "conv2d unbatched": ("conv2d", lambda f, t: f.conv2d(t((3, 6, 5)), t((4, 3, 3, 3)), padding=1)),
     "conv2d same even kernel": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5)), t((4, 3, 2, 3)), padding="same")),
     "conv2d float16": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5), "float16"), t((4, 3, 3, 3), "float16"))),
+    "conv_transpose2d unbatched": ("conv_transpose2d",
+                                   lambda f, t: f.conv_transpose2d(t((3, 4, 5)), t((3, 2, 3, 3)), stride=2)),
+    "conv_transpose2d float16": ("conv_transpose2d", lambda f, t: f.conv_transpose2d(t((2, 3, 4, 4), "float16"),
+                                                                                     t((3, 2, 3, 3), "float16"))),
     "max_pool2d unbatched": ("max_pool2d", lambda f, t: f.max_pool2d(t((3, 6, 5)), 2)),
     "max_pool2d float16": ("max_pool2d", lambda f, t: f.max_pool2d(t((2, 3, 6, 5), "float16"), 2)),
 }
@@ -223,4 +278,8 @@ def test_invalid_arguments_raise_as_the_decomposition(calls: dict[str, int]) -> 
         F.conv2d(x, ferro.randn(4, 3, 5, 5))
     with pytest.raises(ValueError, match="half of the kernel"):
         F.max_pool2d(x, 2, padding=2)
-    assert calls["conv2d_forward"] == calls["max_pool2d_forward"] == 0
+    with pytest.raises(ferro.errors.ShapeError):
+        F.conv_transpose2d(x, ferro.randn(4, 2, 3, 3))  # 3 input channels, the weight wants 4
+    with pytest.raises(ferro.errors.ShapeError, match="output_padding must be smaller"):
+        F.conv_transpose2d(x, ferro.randn(3, 2, 3, 3), stride=2, output_padding=2)
+    assert calls["conv2d_forward"] == calls["conv_transpose2d_forward"] == calls["max_pool2d_forward"] == 0

@@ -1,4 +1,4 @@
-"""Fused conv2d and max_pool2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
+"""Fused conv2d, conv_transpose2d and max_pool2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
 
 The input is padded into a channels-last buffer (N, H, W, C) and its windows
 are a strided view of it (the strides ``sliding_window_view`` gives), not a
@@ -43,8 +43,9 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         ph, pw = padding
         return np.ascontiguousarray(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
 
-    def out_size(size: tuple[int, ...], kernel: Pair, stride: Pair, dilation: Pair) -> Pair:
-        return tuple((size[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2))
+    def out_size(size: tuple[int, ...], kernel: Pair, stride: Pair, dilation: Pair, padding: Pair = (0, 0)) -> Pair:
+        return tuple((size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                     for i in range(2))
 
     def taps(kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Iterator[tuple[int, int, tuple[slice, ...]]]:
         """For each kernel element (i, j), the strided (rows, cols) of a padded (N, H', W', C) buffer its
@@ -84,36 +85,77 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             y += bias
         return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
 
-    def conv2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
-                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+    def input_grad(grad: Any, weight: Any, shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
+                   groups: int) -> Any:
+        """The gradient of conv2d's input of ``shape`` (N, C, H, W) for its output's gradient ``grad``."""
         kernel = weight.shape[2:]
-        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
-        gx = gw = gb = None
         full = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
-        if needs[0] and stride == (1, 1) and min(full) >= 0:
+        if (stride == (1, 1) and min(full) >= 0
+                and all(grad.shape[2 + i] + 2 * full[i] - dilation[i] * (kernel[i] - 1) == shape[2 + i]
+                        for i in range(2))):
             # stride 1: the input's gradient is the full convolution of grad with the flipped, transposed weight
-            og, cg = weight.shape[0] // groups, x.shape[1] // groups
+            og, cg = weight.shape[0] // groups, shape[1] // groups
             flipped = weight.reshape(groups, og, cg, *kernel).transpose(0, 2, 1, 3, 4)
             flipped = flipped.reshape(groups * cg, og, *kernel)[:, :, ::-1, ::-1]
-            gx = conv2d_forward(grad, flipped, None, stride, full, dilation, groups)
-        elif needs[0]:
-            gp = np.zeros((x.shape[0], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1], x.shape[1]),
-                          dtype=x.dtype)
-            out = grad.shape[2:]
-            for cs, os, w in groups_of(weight, groups, x.shape[1]):
-                # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
-                cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
-                for i, j, key in taps(kernel, stride, dilation, out):
-                    gp[(*key, cs)] += cols[:, :, :, i, j]
-            gx = unpadded(gp, padding, x.shape)
+            return conv2d_forward(grad, flipped, None, stride, full, dilation, groups)
+        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
+        gp = np.zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), dtype=grad.dtype)
+        out = grad.shape[2:]
+        for cs, os, w in groups_of(weight, groups, shape[1]):
+            # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
+            cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
+            for i, j, key in taps(kernel, stride, dilation, out):
+                gp[(*key, cs)] += cols[:, :, :, i, j]
+        return unpadded(gp, padding, shape)
+
+    def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
+                    groups: int) -> Any:
+        """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``."""
+        kernel = weight_shape[2:]
+        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
+        col = columns(padded(x, padding, 0), kernel, stride, dilation)
+        gw = np.empty(weight_shape, dtype=x.dtype)
+        og, cg = weight_shape[0] // groups, x.shape[1] // groups
+        for g in range(groups):
+            cs, os = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+            part = (g2[:, os].T @ rows_of(col, cs, groups == 1)).reshape(og, *kernel, -1)
+            gw[os] = part.transpose(0, 3, 1, 2)
+        return gw
+
+    def conv2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
+                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        gx = input_grad(grad, weight, x.shape, stride, padding, dilation, groups) if needs[0] else None
+        gw = weight_grad(grad, x, weight.shape, stride, padding, dilation, groups) if needs[1] else None
+        gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
+        return gx, gw, gb
+
+    # A transposed convolution is the adjoint of conv2d in its input: its output is conv2d's input gradient for
+    # the weight (C_in, C_out/g, kh, kw), read as conv2d's (O, C/g, kh, kw); its input gradient is conv2d itself.
+
+    def conv_transpose2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, output_padding: Pair,
+                                 groups: int, dilation: Pair) -> Any:
+        size = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1)
+                     + output_padding[i] + 1 for i in range(2))
+        y = input_grad(x, weight, (x.shape[0], weight.shape[1] * groups, *size), stride, padding, dilation, groups)
+        if bias is not None:
+            y += bias.reshape(1, -1, 1, 1)
+        return y
+
+    def conv_transpose2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
+                                  output_padding: Pair, groups: int, dilation: Pair,
+                                  needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        # output_padding can leave windows of grad that no element of x spread into: conv2d over grad has
+        # more outputs than x; they are dropped from gx, and count with a zero weight in gw.
+        windows = out_size(grad.shape[2:], weight.shape[2:], stride, dilation, padding)
+        gx = gw = None
+        if needs[0]:
+            gx = conv2d_forward(grad, weight, None, stride, padding, dilation, groups)
+            gx = np.ascontiguousarray(gx[:, :, :x.shape[2], :x.shape[3]]) if windows != x.shape[2:] else gx
         if needs[1]:
-            col = columns(padded(x, padding, 0), kernel, stride, dilation)
-            gw = np.empty_like(weight)
-            for cs, os, w in groups_of(weight, groups, x.shape[1]):
-                part = (g2[:, os].T @ rows_of(col, cs, groups == 1)).reshape(w.shape[0], *kernel, -1)
-                gw[os] = part.transpose(0, 3, 1, 2)
-        if has_bias and needs[2]:
-            gb = g2.sum(0)
+            if windows != x.shape[2:]:
+                x = np.pad(x, ((0, 0), (0, 0), (0, windows[0] - x.shape[2]), (0, windows[1] - x.shape[3])))
+            gw = weight_grad(x, grad, weight.shape, stride, padding, dilation, groups)
+        gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 
     def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
@@ -159,4 +201,6 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return unpadded(gp, padding, x.shape)
 
     return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
+            "conv_transpose2d_forward": conv_transpose2d_forward,
+            "conv_transpose2d_backward": conv_transpose2d_backward,
             "max_pool2d_forward": max_pool2d_forward, "max_pool2d_backward": max_pool2d_backward}

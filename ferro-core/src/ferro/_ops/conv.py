@@ -136,6 +136,10 @@ def _conv_transposend(n: int, x: Tensor, weight: Tensor, bias: Tensor | None, st
     if c_in != weight.shape[0]:
         raise ShapeError(f"conv_transpose{n}d: input {list(x.shape)} has {c_in} channels, weight "
                          f"{list(weight.shape)} expects {weight.shape[0]}")
+    if any(not 0 <= o < max(s, d) for o, s, d in zip(output_padding, stride, dilation)):
+        raise ShapeError(f"conv_transpose{n}d: output_padding must be smaller than stride or dilation (and not "
+                         f"negative), got output_padding={list(output_padding)}, stride={list(stride)}, "
+                         f"dilation={list(dilation)}")
     # Stuff stride - 1 zeros between input elements.
     if any(s > 1 for s in stride):
         spatial = [(d - 1) * s + 1 for d, s in zip(x.shape[2:], stride)]
@@ -458,5 +462,6 @@ FUNCTIONS = register_composites("nn", _ROWS)
 # Functions of nn.functional that are not (yet) registry ops: the conformance database has no entries for them.
 FUNCTIONS.update({"max_pool3d": names_errors("max_pool3d", max_pool3d),
                   "avg_pool3d": names_errors("avg_pool3d", avg_pool3d)})
-for _name in ("conv2d", "max_pool2d"):  # a backend's fused kernels run first where the device has them
+# A backend's fused kernels run first where the device has them.
+for _name in ("conv2d", "conv_transpose2d", "max_pool2d"):
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

@@ -244,7 +244,10 @@ def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], pad
                     for i in range(2)))
 
 
-class _Conv2d(Function):
+class _Conv(Function):
+    """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
+    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order."""
+
     @staticmethod
     def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
                 decomposition: Callable[..., Tensor]) -> Tensor:
@@ -291,7 +294,31 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv2d.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return _Conv.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+
+
+def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                      args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+        return None
+    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
+    stride, padding = _pair(bound.get("stride", 1)), _pair(bound.get("padding", 0))
+    extra, dilation = _pair(bound.get("output_padding", 0)), _pair(bound.get("dilation", 1))
+    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
+            or None in (stride, padding, extra, dilation) or 0 in x.shape or 0 in weight.shape
+            or x.shape[1] != weight.shape[0] or weight.shape[0] % groups or min(*stride, *dilation) < 1
+            or min(*padding, *extra) < 0 or any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation))):
+        return None  # the decomposition raises where PyTorch does
+    if any((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1) + extra[i] < 0
+           for i in range(2)):
+        return None
+    c_out = weight.shape[1] * groups
+    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
+           for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
+        return None
+    return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
 
 
 class _MaxPool2d(Function):
@@ -341,6 +368,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
+    "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
 }
 

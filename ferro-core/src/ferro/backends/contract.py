@@ -260,6 +260,17 @@ PRIMITIVES: tuple[Primitive, ...] = (
                  "padding: tuple[int, int]; dilation: tuple[int, int]; groups: int; needs: tuple[bool, bool, bool]"),
               "tuple[Array | None, Array | None, Array | None]",
               "(gx, gw, gb), None where needs says it is not wanted.", group="fused", op="conv2d"),
+    Primitive("conv_transpose2d_forward", ("conv_transpose2d_forward",),
+              _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
+                 "output_padding: tuple[int, int]; groups: int; dilation: tuple[int, int]"), A,
+              "Batched transposed 2-D convolution (the adjoint of conv2d in its input); weight is "
+              "(C_in, C_out/groups, kH, kW).", group="fused", op="conv_transpose2d"),
+    Primitive("conv_transpose2d_backward", ("conv_transpose2d_backward",),
+              _p("grad: Array; x: Array; weight: Array; has_bias: bool; stride: tuple[int, int]; "
+                 "padding: tuple[int, int]; output_padding: tuple[int, int]; groups: int; dilation: tuple[int, int]; "
+                 "needs: tuple[bool, bool, bool]"),
+              "tuple[Array | None, Array | None, Array | None]",
+              "(gx, gw, gb), None where needs says it is not wanted.", group="fused", op="conv_transpose2d"),
     Primitive("max_pool2d_forward", ("max_pool2d_forward",),
               _p("x: Array; kernel: tuple[int, int]; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "dilation: tuple[int, int]"), "tuple[Array, Array]",
@@ -302,7 +313,8 @@ GROUPS = {n: g._replace(members=tuple(k for p in PRIMITIVES if p.group == n for 
 #: Fused forward kernel -> the backward kernel it needs beside it.
 FUSED_PAIRS: dict[str, str] = {
     **{n: f"{n}_backward" for n in (*_ACTIVATIONS, "softmax", "log_softmax")},
-    **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "conv2d", "max_pool2d")},
+    **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "conv2d", "conv_transpose2d",
+                                                  "max_pool2d")},
 }
 
 #: The ops whose result is a view of their input, sharing its memory. A backend whose arrays cannot alias
