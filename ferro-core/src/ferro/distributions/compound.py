@@ -157,7 +157,7 @@ class MixtureSameFamily(Distribution):
             mix_sample = self.mixture_distribution.sample(sample_shape)
             comp_samples = self.component_distribution.sample(sample_shape)
             index = mix_sample.reshape(tuple(mix_sample.shape) + (1,) * (len(es) + 1))
-            index = index.expand(tuple(mix_sample.shape) + (1,) + es)
+            index = index.expand((*tuple(mix_sample.shape), 1, *es))
             return comp_samples.gather(gather_dim, index).squeeze(gather_dim)
 
     def _pad(self, x: Tensor) -> Tensor:

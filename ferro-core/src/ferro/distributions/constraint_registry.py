@@ -10,11 +10,11 @@ from numbers import Number
 from typing import Any
 
 from . import constraints
-from . import transforms as T
+from . import transforms as tf
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
-Factory = Callable[[Any], T.Transform]
+Factory = Callable[[Any], tf.Transform]
 
 
 class ConstraintRegistry:
@@ -35,7 +35,7 @@ class ConstraintRegistry:
         self._registry[constraint] = factory
         return factory
 
-    def __call__(self, constraint: Any) -> T.Transform:
+    def __call__(self, constraint: Any) -> tf.Transform:
         try:
             factory = self._registry[type(constraint)]
         except KeyError:
@@ -57,79 +57,79 @@ def _both(*cs: Any) -> Callable[[Factory], Factory]:
 
 
 @_both(constraints.real)
-def _to_real(constraint: Any) -> T.Transform:
-    return T.identity_transform
+def _to_real(constraint: Any) -> tf.Transform:
+    return tf.identity_transform
 
 
 @biject_to.register(constraints.independent)
-def _biject_to_independent(constraint: Any) -> T.Transform:
-    return T.IndependentTransform(biject_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
+def _biject_to_independent(constraint: Any) -> tf.Transform:
+    return tf.IndependentTransform(biject_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
 
 
 @transform_to.register(constraints.independent)
-def _transform_to_independent(constraint: Any) -> T.Transform:
-    return T.IndependentTransform(transform_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
+def _transform_to_independent(constraint: Any) -> tf.Transform:
+    return tf.IndependentTransform(transform_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
 
 
 @_both(constraints.greater_than, constraints.greater_than_eq)
-def _to_greater_than(constraint: Any) -> T.Transform:
-    return T.ComposeTransform([T.ExpTransform(), T.AffineTransform(constraint.lower_bound, 1)])
+def _to_greater_than(constraint: Any) -> tf.Transform:
+    return tf.ComposeTransform([tf.ExpTransform(), tf.AffineTransform(constraint.lower_bound, 1)])
 
 
 @_both(constraints.less_than)
-def _to_less_than(constraint: Any) -> T.Transform:
-    return T.ComposeTransform([T.ExpTransform(), T.AffineTransform(constraint.upper_bound, -1)])
+def _to_less_than(constraint: Any) -> tf.Transform:
+    return tf.ComposeTransform([tf.ExpTransform(), tf.AffineTransform(constraint.upper_bound, -1)])
 
 
 @_both(constraints.interval, constraints.half_open_interval)
-def _to_interval(constraint: Any) -> T.Transform:
+def _to_interval(constraint: Any) -> tf.Transform:
     lower, upper = constraint.lower_bound, constraint.upper_bound
     if isinstance(lower, Number) and lower == 0 and isinstance(upper, Number) and upper == 1:
-        return T.SigmoidTransform()
-    return T.ComposeTransform([T.SigmoidTransform(), T.AffineTransform(lower, upper - lower)])
+        return tf.SigmoidTransform()
+    return tf.ComposeTransform([tf.SigmoidTransform(), tf.AffineTransform(lower, upper - lower)])
 
 
 @biject_to.register(constraints.simplex)
-def _biject_to_simplex(constraint: Any) -> T.Transform:
-    return T.StickBreakingTransform()
+def _biject_to_simplex(constraint: Any) -> tf.Transform:
+    return tf.StickBreakingTransform()
 
 
 @transform_to.register(constraints.simplex)
-def _transform_to_simplex(constraint: Any) -> T.Transform:
-    return T.SoftmaxTransform()
+def _transform_to_simplex(constraint: Any) -> tf.Transform:
+    return tf.SoftmaxTransform()
 
 
 @transform_to.register(constraints.lower_cholesky)
-def _transform_to_lower_cholesky(constraint: Any) -> T.Transform:
-    return T.LowerCholeskyTransform()
+def _transform_to_lower_cholesky(constraint: Any) -> tf.Transform:
+    return tf.LowerCholeskyTransform()
 
 
 @transform_to.register(constraints.positive_definite)
 @transform_to.register(constraints.positive_semidefinite)
-def _transform_to_positive_definite(constraint: Any) -> T.Transform:
-    return T.PositiveDefiniteTransform()
+def _transform_to_positive_definite(constraint: Any) -> tf.Transform:
+    return tf.PositiveDefiniteTransform()
 
 
 @_both(constraints.corr_cholesky)
-def _to_corr_cholesky(constraint: Any) -> T.Transform:
-    return T.CorrCholeskyTransform()
+def _to_corr_cholesky(constraint: Any) -> tf.Transform:
+    return tf.CorrCholeskyTransform()
 
 
 @biject_to.register(constraints.cat)
-def _biject_to_cat(constraint: Any) -> T.Transform:
-    return T.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+def _biject_to_cat(constraint: Any) -> tf.Transform:
+    return tf.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
 
 
 @transform_to.register(constraints.cat)
-def _transform_to_cat(constraint: Any) -> T.Transform:
-    return T.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
+def _transform_to_cat(constraint: Any) -> tf.Transform:
+    return tf.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
 
 
 @biject_to.register(constraints.stack)
-def _biject_to_stack(constraint: Any) -> T.Transform:
-    return T.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
+def _biject_to_stack(constraint: Any) -> tf.Transform:
+    return tf.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
 
 
 @transform_to.register(constraints.stack)
-def _transform_to_stack(constraint: Any) -> T.Transform:
-    return T.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)
+def _transform_to_stack(constraint: Any) -> tf.Transform:
+    return tf.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)

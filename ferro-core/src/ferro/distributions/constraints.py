@@ -98,7 +98,7 @@ class _IndependentConstraint(Constraint):
         n = self.reinterpreted_batch_ndims
         if result.ndim < n:
             raise ValueError(f"Expected value.dim() >= {self.base_constraint.event_dim + n} but got {value.ndim}")
-        return result.reshape(tuple(result.shape[:result.ndim - n]) + (-1,)).all(-1)
+        return result.reshape((*tuple(result.shape[:result.ndim - n]), -1)).all(-1)
 
     def __repr__(self) -> str:
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
@@ -124,7 +124,7 @@ class MixtureSameFamilyConstraint(Constraint):
         if value.ndim < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.ndim}")
         num_dim_to_keep = value.ndim - self.event_dim
-        return result.reshape(tuple(result.shape[:num_dim_to_keep]) + (-1,)).all(-1)
+        return result.reshape((*tuple(result.shape[:num_dim_to_keep]), -1)).all(-1)
 
     def __repr__(self) -> str:
         return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
@@ -256,7 +256,7 @@ class _Multinomial(Constraint):
 
 def _flat_all(value: Tensor) -> Tensor:
     """All of the last two dims."""
-    return value.reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+    return value.reshape((*tuple(value.shape[:-2]), -1)).all(-1)
 
 
 class _LowerTriangular(Constraint):

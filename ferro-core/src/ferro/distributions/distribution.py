@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 from numbers import Number
 from typing import Any, ClassVar
 
@@ -48,8 +49,10 @@ class Distribution:
         if not self._validate_args:
             return
         for name, constraint in self.arg_constraints.items():
-            if constraints.is_dependent(constraint) or name not in self.__dict__:
-                continue  # checked by the subclass, or a parameter computed lazily from the one given
+            if constraints.is_dependent(constraint):
+                continue  # checked by the subclass
+            if name not in self.__dict__ and isinstance(getattr(type(self), name, None), cached_property):
+                continue  # a parameter computed lazily from the one given
             value = getattr(self, name)
             if not bool(constraint.check(value).all()):
                 raise ValueError(f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) "

@@ -32,5 +32,5 @@ class ExponentialFamily(Distribution):
         gradients = autograd.grad(lg_normal.sum(), nparams, create_graph=True)
         result = lg_normal - self._mean_carrier_measure
         for p, g in zip(nparams, gradients, strict=True):
-            result = result - (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+            result = result - (p * g).reshape((*tuple(self._batch_shape), -1)).sum(-1)
         return result

@@ -208,7 +208,7 @@ class Beta(ExponentialFamily):
 
     def __repr__(self) -> str:
         c1, c0 = self.concentration1, self.concentration0
-        show = (lambda v: v if v.numel() == 1 else v.shape)  # noqa: E731
+        show = (lambda v: v if v.numel() == 1 else v.shape)
         return f"Beta(concentration1: {show(c1)}, concentration0: {show(c0)})"
 
 

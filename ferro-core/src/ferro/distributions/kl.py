@@ -55,23 +55,26 @@ def _batch_lowrank_mahalanobis(w: Tensor, d: Tensor, x: Tensor, capacitance_tril
 
 _KL_REGISTRY: dict[tuple[type, type], Callable] = {}
 _KL_MEMOIZE: dict[tuple[type, type], Callable] = {}
-__all__ = ['register_kl', 'kl_divergence']
+__all__ = ["register_kl", "kl_divergence"]
+
 
 def register_kl(type_p, type_q):
     if not isinstance(type_p, type) and issubclass(type_p, Distribution):
-        raise TypeError(f'Expected type_p to be a Distribution subclass but got {type_p}')
+        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
     if not isinstance(type_q, type) and issubclass(type_q, Distribution):
-        raise TypeError(f'Expected type_q to be a Distribution subclass but got {type_q}')
+        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
 
     def decorator(fun):
         _KL_REGISTRY[type_p, type_q] = fun
         _KL_MEMOIZE.clear()
         return fun
+
     return decorator
+
 
 @total_ordering
 class _Match:
-    __slots__ = ['types']
+    __slots__ = ["types"]
 
     def __init__(self, *types):
         self.types = types
@@ -87,29 +90,43 @@ class _Match:
                 break
         return True
 
+
 def _dispatch_kl(type_p, type_q):
-    matches = [(super_p, super_q) for super_p, super_q in _KL_REGISTRY if issubclass(type_p, super_p) and issubclass(type_q, super_q)]
+    matches = [
+        (super_p, super_q)
+        for super_p, super_q in _KL_REGISTRY
+        if issubclass(type_p, super_p) and issubclass(type_q, super_q)
+    ]
     if not matches:
         return NotImplemented
-    left_p, left_q = min((_Match(*m) for m in matches)).types
-    right_q, right_p = min((_Match(*reversed(m)) for m in matches)).types
+    left_p, left_q = min(_Match(*m) for m in matches).types
+    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
     left_fun = _KL_REGISTRY[left_p, left_q]
     right_fun = _KL_REGISTRY[right_p, right_q]
     if left_fun is not right_fun:
-        warnings.warn(f'Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl({left_p.__name__}, {right_q.__name__})', RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+            f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return left_fun
+
 
 def _infinite_like(tensor):
     return api.full_like(tensor, inf)
 
+
 def _x_log_x(tensor):
     return api.xlogy(tensor, tensor)
+
 
 def _batch_trace_XXT(bmat):
     n = bmat.shape[-1]
     m = bmat.shape[-2]
     flat_trace = bmat.reshape(-1, m * n).pow(2).sum(-1)
     return flat_trace.reshape(bmat.shape[:-2])
+
 
 def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
     try:
@@ -118,8 +135,11 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
         fun = _dispatch_kl(type(p), type(q))
         _KL_MEMOIZE[type(p), type(q)] = fun
     if fun is NotImplemented:
-        raise NotImplementedError(f'No KL(p || q) is implemented for p type {p.__class__.__name__} and q type {q.__class__.__name__}')
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type {q.__class__.__name__}"
+        )
     return fun(p, q)
+
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
@@ -130,6 +150,7 @@ def _kl_bernoulli_bernoulli(p, q):
     t2 = api.where(q.probs == 1, inf, t2)
     t2 = api.where(p.probs == 1, 0.0, t2)
     return t1 + t2
+
 
 @register_kl(Beta, Beta)
 def _kl_beta_beta(p, q):
@@ -142,14 +163,16 @@ def _kl_beta_beta(p, q):
     t5 = (sum_params_q - sum_params_p) * api.digamma(sum_params_p)
     return t1 - t2 + t3 + t4 + t5
 
+
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p, q):
     if (p.total_count < q.total_count).any():
-        raise NotImplementedError('KL between Binomials where q.total_count > p.total_count is not implemented')
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
     inf_idxs = p.total_count > q.total_count
     kl = api.where(inf_idxs, inf, kl)
     return kl
+
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
@@ -158,12 +181,14 @@ def _kl_categorical_categorical(p, q):
     t = api.where((p.probs == 0), 0.0, t)
     return t.sum(-1)
 
+
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
 def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
     t1 = p.mean * (p.logits - q.logits)
     t2 = p._cont_bern_log_norm() + api.log1p(-p.probs)
     t3 = -q._cont_bern_log_norm() - api.log1p(-q.probs)
     return t1 + t2 + t3
+
 
 @register_kl(Dirichlet, Dirichlet)
 def _kl_dirichlet_dirichlet(p, q):
@@ -175,16 +200,21 @@ def _kl_dirichlet_dirichlet(p, q):
     t4 = p.concentration.digamma() - sum_p_concentration.digamma().unsqueeze(-1)
     return t1 - t2 + (t3 * t4).sum(-1)
 
+
 @register_kl(Exponential, Exponential)
 def _kl_exponential_exponential(p, q):
     rate_ratio = q.rate / p.rate
     t1 = -rate_ratio.log()
     return t1 + rate_ratio - 1
 
+
 @register_kl(ExponentialFamily, ExponentialFamily)
 def _kl_expfamily_expfamily(p, q):
     if type(p) is not type(q):
-        raise NotImplementedError('The cross KL-divergence between different exponential families cannot                             be computed using Bregman divergences')
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential families cannot be computed using "
+            "Bregman divergences"
+        )
     p_nparams = [np.detach().requires_grad_() for np in p._natural_params]
     q_nparams = q._natural_params
     lg_normal = p._log_normalizer(*p_nparams)
@@ -195,6 +225,7 @@ def _kl_expfamily_expfamily(p, q):
         result -= _sum_rightmost(term, len(q.event_shape))
     return result
 
+
 @register_kl(Gamma, Gamma)
 def _kl_gamma_gamma(p, q):
     t1 = q.concentration * (p.rate / q.rate).log()
@@ -202,6 +233,7 @@ def _kl_gamma_gamma(p, q):
     t3 = (p.concentration - q.concentration) * api.digamma(p.concentration)
     t4 = (q.rate - p.rate) * (p.concentration / p.rate)
     return t1 + t2 + t3 + t4
+
 
 @register_kl(Gumbel, Gumbel)
 def _kl_gumbel_gumbel(p, q):
@@ -213,13 +245,16 @@ def _kl_gumbel_gumbel(p, q):
     t3 = api.exp(ct2 + (1 + ct1).lgamma() - ct3)
     return t1 + t2 + t3 - (1 + _euler_gamma)
 
+
 @register_kl(Geometric, Geometric)
 def _kl_geometric_geometric(p, q):
     return -p.entropy() - api.log1p(-q.probs) / p.probs - q.logits
 
+
 @register_kl(HalfNormal, HalfNormal)
 def _kl_halfnormal_halfnormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
+
 
 @register_kl(Laplace, Laplace)
 def _kl_laplace_laplace(p, q):
@@ -230,12 +265,19 @@ def _kl_laplace_laplace(p, q):
     t3 = scale_ratio * api.exp(-loc_abs_diff / p.scale)
     return t1 + t2 + t3 - 1
 
+
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError('KL-divergence between two Low Rank Multivariate Normals with                          different event shapes cannot be computed')
-    term1 = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril) - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril)
+        raise ValueError(
+            "KL-divergence between two Low Rank Multivariate Normals with different event shapes cannot be computed"
+        )
+    term1 = _batch_lowrank_logdet(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    ) - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
+    term3 = _batch_lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = _solve_tri(q._capacitance_tril, qWt_qDinv, upper=False)
     term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
@@ -245,12 +287,19 @@ def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     term2 = term21 + term22 - term23 - term24
     return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
 
+
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
 def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError('KL-divergence between two (Low Rank) Multivariate Normals with                          different event shapes cannot be computed')
-    term1 = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril) - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril)
+        raise ValueError(
+            "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes cannot be computed"
+        )
+    term1 = _batch_lowrank_logdet(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    ) - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term3 = _batch_lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = _solve_tri(q._capacitance_tril, qWt_qDinv, upper=False)
     term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
@@ -258,11 +307,16 @@ def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     term2 = term21 - term22
     return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
 
+
 @register_kl(LowRankMultivariateNormal, MultivariateNormal)
 def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError('KL-divergence between two (Low Rank) Multivariate Normals with                          different event shapes cannot be computed')
-    term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
+        raise ValueError(
+            "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes cannot be computed"
+        )
+    term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _batch_lowrank_logdet(
+        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
     term3 = _mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     combined_batch_shape = _infer_size(q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_cov_factor.shape[:-2])
     n = p.event_shape[0]
@@ -274,11 +328,16 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
     term2 = term21 + term22
     return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
 
+
 @register_kl(MultivariateNormal, MultivariateNormal)
 def _kl_multivariatenormal_multivariatenormal(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError('KL-divergence between two Multivariate Normals with                          different event shapes cannot be computed')
-    half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with different event shapes cannot be computed"
+        )
+    half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(
+        -1
+    ) - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     combined_batch_shape = _infer_size(q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_scale_tril.shape[:-2])
     n = p.event_shape[0]
     q_scale_tril = q._unbroadcasted_scale_tril.expand((*combined_batch_shape, n, n))
@@ -287,15 +346,18 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     term3 = _mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
 
+
 @register_kl(Normal, Normal)
 def _kl_normal_normal(p, q):
     var_ratio = (p.scale / q.scale).pow(2)
     t1 = ((p.loc - q.loc) / q.scale).pow(2)
     return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
 
+
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
+
 
 @register_kl(Pareto, Pareto)
 def _kl_pareto_pareto(p, q):
@@ -307,9 +369,11 @@ def _kl_pareto_pareto(p, q):
     result = api.where(p.support.lower_bound < q.support.lower_bound, inf, result)
     return result
 
+
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
 
 @register_kl(TransformedDistribution, TransformedDistribution)
 def _kl_transformed_transformed(p, q):
@@ -319,27 +383,33 @@ def _kl_transformed_transformed(p, q):
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
 
+
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     result = api.where((q.low > p.low) | (q.high < p.high), inf, result)
     return result
 
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
 
 @register_kl(Beta, ContinuousBernoulli)
 def _kl_beta_continuous_bernoulli(p, q):
     return -p.entropy() - p.mean * q.logits - api.log1p(-q.probs) - q._cont_bern_log_norm()
 
+
 @register_kl(Beta, Pareto)
 def _kl_beta_infinity(p, q):
     return _infinite_like(p.concentration1)
 
+
 @register_kl(Beta, Exponential)
 def _kl_beta_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+
 
 @register_kl(Beta, Gamma)
 def _kl_beta_gamma(p, q):
@@ -348,6 +418,7 @@ def _kl_beta_gamma(p, q):
     t3 = (q.concentration - 1) * (p.concentration1.digamma() - (p.concentration1 + p.concentration0).digamma())
     t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
     return t1 + t2 - t3 + t4
+
 
 @register_kl(Beta, Normal)
 def _kl_beta_normal(p, q):
@@ -360,19 +431,23 @@ def _kl_beta_normal(p, q):
     t5 = q.loc.pow(2) * 0.5
     return t1 + t2 + (t3 - t4 + t5) / var_normal
 
+
 @register_kl(Beta, Uniform)
 def _kl_beta_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     result = api.where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), inf, result)
     return result
 
+
 @register_kl(ContinuousBernoulli, Pareto)
 def _kl_continuous_bernoulli_infinity(p, q):
     return _infinite_like(p.probs)
 
+
 @register_kl(ContinuousBernoulli, Exponential)
 def _kl_continuous_bernoulli_exponential(p, q):
     return -p.entropy() - api.log(q.rate) + q.rate * p.mean
+
 
 @register_kl(ContinuousBernoulli, Normal)
 def _kl_continuous_bernoulli_normal(p, q):
@@ -381,10 +456,12 @@ def _kl_continuous_bernoulli_normal(p, q):
     t3 = (p.variance + api.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * api.square(q.scale))
     return t1 + t2 + t3
 
+
 @register_kl(ContinuousBernoulli, Uniform)
 def _kl_continuous_bernoulli_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     return api.where((q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound), inf, result)
+
 
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, ContinuousBernoulli)
@@ -393,11 +470,13 @@ def _kl_continuous_bernoulli_uniform(p, q):
 def _kl_exponential_infinity(p, q):
     return _infinite_like(p.rate)
 
+
 @register_kl(Exponential, Gamma)
 def _kl_exponential_gamma(p, q):
     ratio = q.rate / p.rate
     t1 = -q.concentration * api.log(ratio)
     return t1 + ratio + q.concentration.lgamma() + q.concentration * _euler_gamma - (1 + _euler_gamma)
+
 
 @register_kl(Exponential, Gumbel)
 def _kl_exponential_gumbel(p, q):
@@ -407,6 +486,7 @@ def _kl_exponential_gumbel(p, q):
     t2 = api.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
     t3 = scale_rate_prod.reciprocal()
     return t1 - loc_scale_ratio + t2 + t3
+
 
 @register_kl(Exponential, Normal)
 def _kl_exponential_normal(p, q):
@@ -418,6 +498,7 @@ def _kl_exponential_normal(p, q):
     t4 = q.loc.pow(2) * 0.5
     return t1 - 1 + (t2 - t3 + t4) / var_normal
 
+
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Pareto)
@@ -425,9 +506,11 @@ def _kl_exponential_normal(p, q):
 def _kl_gamma_infinity(p, q):
     return _infinite_like(p.concentration)
 
+
 @register_kl(Gamma, Exponential)
 def _kl_gamma_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
 
 @register_kl(Gamma, Gumbel)
 def _kl_gamma_gumbel(p, q):
@@ -437,6 +520,7 @@ def _kl_gamma_gumbel(p, q):
     t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
     t3 = api.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration) - loc_scale_ratio
     return t1 + t2 + t3
+
 
 @register_kl(Gamma, Normal)
 def _kl_gamma_normal(p, q):
@@ -448,6 +532,7 @@ def _kl_gamma_normal(p, q):
     t4 = 0.5 * q.loc.pow(2)
     return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal
 
+
 @register_kl(Gumbel, Beta)
 @register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
@@ -457,6 +542,7 @@ def _kl_gamma_normal(p, q):
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
 
+
 @register_kl(Gumbel, Normal)
 def _kl_gumbel_normal(p, q):
     param_ratio = p.scale / q.scale
@@ -464,6 +550,7 @@ def _kl_gumbel_normal(p, q):
     t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
     t3 = ((p.loc + p.scale * _euler_gamma - q.loc) / q.scale).pow(2) * 0.5
     return -t1 + t2 + t3 - (_euler_gamma + 1)
+
 
 @register_kl(Laplace, Beta)
 @register_kl(Laplace, ContinuousBernoulli)
@@ -473,6 +560,7 @@ def _kl_gumbel_normal(p, q):
 @register_kl(Laplace, Uniform)
 def _kl_laplace_infinity(p, q):
     return _infinite_like(p.loc)
+
 
 @register_kl(Laplace, Normal)
 def _kl_laplace_normal(p, q):
@@ -484,6 +572,7 @@ def _kl_laplace_normal(p, q):
     t4 = 0.5 * q.loc.pow(2)
     return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
 
+
 @register_kl(Normal, Beta)
 @register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Exponential)
@@ -492,6 +581,7 @@ def _kl_laplace_normal(p, q):
 @register_kl(Normal, Uniform)
 def _kl_normal_infinity(p, q):
     return _infinite_like(p.loc)
+
 
 @register_kl(Normal, Gumbel)
 def _kl_normal_gumbel(p, q):
@@ -503,6 +593,7 @@ def _kl_normal_gumbel(p, q):
     t3 = api.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
     return -t1 + t2 + t3 - 0.5 * (1 + math.log(2 * math.pi))
 
+
 @register_kl(Normal, Laplace)
 def _kl_normal_laplace(p, q):
     loc_diff = p.loc - q.loc
@@ -513,11 +604,13 @@ def _kl_normal_laplace(p, q):
     t3 = loc_diff * api.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
 
+
 @register_kl(Pareto, Beta)
 @register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
 def _kl_pareto_infinity(p, q):
     return _infinite_like(p.scale)
+
 
 @register_kl(Pareto, Exponential)
 def _kl_pareto_exponential(p, q):
@@ -529,6 +622,7 @@ def _kl_pareto_exponential(p, q):
     result = api.where(p.alpha <= 1, inf, result)
     return result
 
+
 @register_kl(Pareto, Gamma)
 def _kl_pareto_gamma(p, q):
     common_term = p.scale.log() + p.alpha.reciprocal()
@@ -539,6 +633,7 @@ def _kl_pareto_gamma(p, q):
     result = t1 + t2 + t3 + t4 - 1
     result = api.where(p.alpha <= 1, inf, result)
     return result
+
 
 @register_kl(Pareto, Normal)
 def _kl_pareto_normal(p, q):
@@ -552,10 +647,12 @@ def _kl_pareto_normal(p, q):
     result = api.where(p.alpha <= 2, inf, result)
     return result
 
+
 @register_kl(Poisson, Bernoulli)
 @register_kl(Poisson, Binomial)
 def _kl_poisson_infinity(p, q):
     return _infinite_like(p.rate)
+
 
 @register_kl(Uniform, Beta)
 def _kl_uniform_beta(p, q):
@@ -568,16 +665,19 @@ def _kl_uniform_beta(p, q):
     result = api.where((p.high > q.support.upper_bound) | (p.low < q.support.lower_bound), inf, result)
     return result
 
+
 @register_kl(Uniform, ContinuousBernoulli)
 def _kl_uniform_continuous_bernoulli(p, q):
     result = -p.entropy() - p.mean * q.logits - api.log1p(-q.probs) - q._cont_bern_log_norm()
     return api.where((p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound), inf, result)
+
 
 @register_kl(Uniform, Exponential)
 def _kl_uniform_exponetial(p, q):
     result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
     result = api.where(p.low < q.support.lower_bound, inf, result)
     return result
+
 
 @register_kl(Uniform, Gamma)
 def _kl_uniform_gamma(p, q):
@@ -590,6 +690,7 @@ def _kl_uniform_gamma(p, q):
     result = api.where(p.low < q.support.lower_bound, inf, result)
     return result
 
+
 @register_kl(Uniform, Gumbel)
 def _kl_uniform_gumbel(p, q):
     common_term = q.scale / (p.high - p.low)
@@ -599,6 +700,7 @@ def _kl_uniform_gumbel(p, q):
     t2 = common_term * (api.exp(-high_loc_diff) - api.exp(-low_loc_diff))
     return t1 - t2
 
+
 @register_kl(Uniform, Normal)
 def _kl_uniform_normal(p, q):
     common_term = p.high - p.low
@@ -606,6 +708,7 @@ def _kl_uniform_normal(p, q):
     t2 = common_term.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
 
 @register_kl(Uniform, Pareto)
 def _kl_uniform_pareto(p, q):
@@ -616,6 +719,7 @@ def _kl_uniform_pareto(p, q):
     result = api.where(p.low < q.support.lower_bound, inf, result)
     return result
 
+
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
@@ -623,9 +727,9 @@ def _kl_independent_independent(p, q):
     result = kl_divergence(p.base_dist, q.base_dist)
     return _sum_rightmost(result, p.reinterpreted_batch_ndims)
 
+
 @register_kl(Cauchy, Cauchy)
 def _kl_cauchy_cauchy(p, q):
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
-

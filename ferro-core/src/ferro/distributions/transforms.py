@@ -534,7 +534,7 @@ class AffineTransform(Transform):
         else:
             result = self.scale.abs().log()
         if self._event_dim:
-            result = result.reshape(tuple(result.shape[:-self._event_dim]) + (-1,)).sum(-1)
+            result = result.reshape((*tuple(result.shape[:-self._event_dim]), -1)).sum(-1)
             shape = shape[:-self._event_dim]
         return result.expand(shape)
 

@@ -8,8 +8,8 @@ from numbers import Number
 from typing import Any
 
 from .. import _api as api
-from .._grids import tril_indices
 from .._api import Tensor
+from .._grids import tril_indices
 
 __all__ = ["broadcast_all", "clamp_probs", "euler_constant", "lazy_property", "logits_to_probs",
            "probs_to_logits", "sum_rightmost", "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -36,7 +36,7 @@ def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
 
 def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     """``value`` summed over its ``dim`` rightmost dims."""
-    return value.reshape(tuple(value.shape[:value.ndim - dim]) + (-1,)).sum(-1) if dim > 0 else value
+    return value.reshape((*tuple(value.shape[:value.ndim - dim]), -1)).sum(-1) if dim > 0 else value
 
 
 def clamp_probs(probs: Tensor) -> Tensor:
@@ -67,14 +67,13 @@ def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
 
 def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     """The inverse of :func:`tril_matrix_to_vec`: a square matrix whose lower triangle is ``vec``."""
-    n = int((-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
-            + 1e-6)
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
     eps = api.finfo(vec.dtype).eps
     if not (abs(n - round(n)) < eps):
         raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
                          "the lower triangular part of a square D x D matrix.")
     n = round(n)
     rows, cols = tril_indices(n, n, offset=diag, device=vec.device)
-    out = api.zeros(tuple(vec.shape[:-1]) + (n, n), dtype=vec.dtype, device=vec.device)
+    out = api.zeros((*tuple(vec.shape[:-1]), n, n), dtype=vec.dtype, device=vec.device)
     out[..., rows, cols] = vec
     return out
