@@ -10,6 +10,7 @@ from numbers import Number
 from typing import Any
 
 from .. import _api as api
+from .. import backends
 from .._api import Size, Tensor
 from ..nn import functional as nnf
 from . import constraints
@@ -394,16 +395,19 @@ class VonMises(Distribution):
                 - log_modified_bessel(self.concentration, 0))
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        """Best and Fisher's rejection sampler, in float64 where the device has it."""
+        """Best and Fisher's rejection sampler, in float64 where the device has it (in float32 small
+        concentrations would take many rounds, as PyTorch notes)."""
         with api.no_grad():
             shape = tuple(self._extended_shape(sample_shape))
-            loc, kappa = self.loc.to(api.float64), self.concentration.to(api.float64)
+            dev = self.loc.device
+            wide = api.float64 if backends.get(dev.type).supports("mul", api.float64, dev.index) else self.loc.dtype
+            loc, kappa = self.loc.to(wide), self.concentration.to(wide)
             tau = 1 + (1 + 4 * kappa ** 2).sqrt()
             rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
             r = api.where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho ** 2) / (2 * rho))
 
             def propose() -> tuple[Tensor, Tensor]:
-                u1, u2, u3 = api.rand((3, *shape), dtype=api.float64, device=loc.device).unbind(0)
+                u1, u2, u3 = api.rand((3, *shape), dtype=wide, device=loc.device).unbind(0)
                 z = (math.pi * u1).cos()
                 f = (1 + r * z) / (r + z)
                 c = kappa * (r - f)
