@@ -20,7 +20,9 @@ Everything is written in ferro ops, so it runs on every backend, with autograd.
 
 from __future__ import annotations
 
-from . import constraints, transforms
+import sys
+
+from . import _paths, constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical, OneHotCategoricalStraightThrough
 from .compound import Independent, MixtureSameFamily
@@ -33,13 +35,15 @@ from .gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .multivariate import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal, Wishart
 from .normal import Normal
-from .transformed import (
+from .transformed import (  # noqa: F401 - for PyTorch's submodule paths
+    ExpRelaxedCategorical,
     Gumbel,
     HalfCauchy,
     HalfNormal,
     InverseGamma,
     Kumaraswamy,
     LogisticNormal,
+    LogitRelaxedBernoulli,
     LogNormal,
     Pareto,
     RelaxedBernoulli,
@@ -58,3 +62,5 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Co
            "OneHotCategoricalStraightThrough", "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
            "Poisson", "Uniform", "VonMises", "Weibull", "Wishart", "TransformedDistribution", "biject_to",
            "kl_divergence", "register_kl", "transform_to", "constraints", "transforms", *transforms.__all__]
+
+_paths.install(sys.modules[__name__], globals())

@@ -39,6 +39,9 @@ def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     return value.reshape((*tuple(value.shape[:value.ndim - dim]), -1)).sum(-1) if dim > 0 else value
 
 
+_sum_rightmost = sum_rightmost  # PyTorch's (private) name, which libraries built on it import
+
+
 def clamp_probs(probs: Tensor) -> Tensor:
     """``probs`` kept inside ``[eps, 1 - eps]`` of their dtype, so that their logits are finite."""
     eps = api.finfo(probs.dtype).eps
