@@ -116,12 +116,12 @@ CASES: dict[str, Factory] = {
 INT_VALUES = {"Categorical"}
 
 
-def _build(case: str, device: str) -> tuple[Any, Any]:
-    """The case in ferro (float64 on ``device``) and torch (float64), with the same parameters."""
+def _build(case: str, device: str, dtype: str = "float64") -> tuple[Any, Any]:
+    """The case in ferro (on ``device``) and torch, with the same parameters, of ``dtype``."""
     state = RNG.bit_generator.state
-    mine = CASES[case](fd, lambda a: ferro.tensor(np.asarray(a, dtype=np.float64), device=device))
+    mine = CASES[case](fd, lambda a: ferro.tensor(np.asarray(a, dtype=dtype), device=device))
     RNG.bit_generator.state = state  # the same random parameters for torch
-    theirs = CASES[case](td, lambda a: torch.tensor(np.asarray(a, dtype=np.float64)))
+    theirs = CASES[case](td, lambda a: torch.tensor(np.asarray(a, dtype=dtype)))
     return mine, theirs
 
 
@@ -153,8 +153,7 @@ def _value(theirs: Any, case: str, device: str) -> tuple[Any, Any]:
     """Values in the support: torch's own draws (seeded)."""
     torch.manual_seed(3)
     v = theirs.sample((2,))
-    dtype = ferro.int64 if case in INT_VALUES else ferro.float64
-    return ferro.tensor(v.numpy(), dtype=dtype, device=device), v
+    return ferro.tensor(v.numpy(), device=device), v
 
 
 @pytest.fixture
@@ -670,3 +669,19 @@ def test_torch_submodule_paths() -> None:
         mine = importlib.import_module(f"ferro.distributions.{info.name}")
         for name in theirs.__all__:
             assert hasattr(mine, name), f"ferro.distributions.{info.name}.{name}"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_values_in_float32(case: str) -> None:
+    """The same in float32 (on the CPU): results keep the dtype and agree with torch's to float32 precision."""
+    mine, theirs = _build(case, "cpu", "float32")
+    vm, vt = _value(theirs, case, "cpu")
+    lp = mine.log_prob(vm)
+    assert lp.dtype == ferro.float32
+    _assert_same(lambda: lp, lambda: theirs.log_prob(vt), "log_prob", rtol=2e-4, atol=2e-4)
+    _assert_same(lambda: mine.entropy(), lambda: theirs.entropy(), "entropy", rtol=2e-4, atol=2e-4)
+    for moment in ("mean", "variance"):
+        _assert_same(lambda m=moment: getattr(mine, m), lambda m=moment: getattr(theirs, m), moment, rtol=2e-4,
+                     atol=2e-4)
+    x = mine.sample((3,))
+    assert x.dtype == (ferro.int64 if case in INT_VALUES else ferro.float32)

@@ -17,10 +17,17 @@ import math
 from collections.abc import Callable
 
 from .. import _api as api
-from .._api import Tensor
+from .. import backends
+from .._api import DType, Tensor
 from ..autograd import Function
 
-__all__ = ["standard_gamma", "poisson", "binomial", "until_accepted"]
+__all__ = ["standard_gamma", "poisson", "binomial", "until_accepted", "widest_float"]
+
+
+def widest_float(like: Tensor) -> DType:
+    """float64 where ``like``'s device has it, else ``like``'s own dtype."""
+    dev = like.device
+    return api.float64 if backends.get(dev.type).supports("mul", api.float64, dev.index) else like.dtype
 
 
 def until_accepted(shape: tuple[int, ...], like: Tensor,
@@ -112,8 +119,9 @@ class _StandardGamma(Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
         alpha, x = ctx.saved_tensors
-        with api.no_grad():
-            return grad * _gamma_cdf_alpha_grad(alpha, x)
+        with api.no_grad():  # in float64 where the device has it: the series cancels in the upper tail
+            wide = widest_float(alpha)
+            return grad * _gamma_cdf_alpha_grad(alpha.to(wide), x.to(wide)).to(alpha.dtype)
 
 
 def standard_gamma(concentration: Tensor) -> Tensor:

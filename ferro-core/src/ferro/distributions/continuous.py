@@ -10,11 +10,10 @@ from numbers import Number
 from typing import Any
 
 from .. import _api as api
-from .. import backends
 from .._api import Size, Tensor
 from ..nn import functional as nnf
 from . import constraints
-from ._samplers import until_accepted
+from ._samplers import until_accepted, widest_float
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, clamp_probs, logits_to_probs, probs_to_logits
@@ -399,8 +398,7 @@ class VonMises(Distribution):
         concentrations would take many rounds, as PyTorch notes)."""
         with api.no_grad():
             shape = tuple(self._extended_shape(sample_shape))
-            dev = self.loc.device
-            wide = api.float64 if backends.get(dev.type).supports("mul", api.float64, dev.index) else self.loc.dtype
+            wide = widest_float(self.loc)
             loc, kappa = self.loc.to(wide), self.concentration.to(wide)
             tau = 1 + (1 + 4 * kappa ** 2).sqrt()
             rho = (tau - (2 * tau).sqrt()) / (2 * kappa)

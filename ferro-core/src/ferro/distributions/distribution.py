@@ -79,6 +79,9 @@ class Distribution:
             value = self.__dict__.get(name)
             if isinstance(value, Tensor):
                 new.__dict__[name] = value.expand(tuple(batch_shape) + tuple(value.shape[nb:]))
+        for name in [k for k in new.__dict__ if k not in self.arg_constraints]:
+            if isinstance(getattr(type(self), name, None), cached_property):
+                del new.__dict__[name]  # a cached value of the old shape: computed again on use
         new._batch_shape = batch_shape
         new._expanded(self, batch_shape)
         return new

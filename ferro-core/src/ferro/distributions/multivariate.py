@@ -184,10 +184,6 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
 
-    def _expanded(self, source: Distribution, batch_shape: Size) -> None:
-        for name in ("variance", "scale_tril", "covariance_matrix", "precision_matrix"):
-            self.__dict__.pop(name, None)
-
     def _full(self, m: Tensor) -> Tensor:
         n = self._event_shape[0]
         return m.expand((*self._batch_shape, n, n))
