@@ -733,3 +733,35 @@ def test_log_prob_and_entropy_gradients_match_torch(case: str, dev: str, torch_f
         g_m = _np(lm.grad) if lm.grad is not None else np.zeros(tuple(lt.shape))
         g_m, g_t = _defined_part(case, g_m, lt.grad.numpy())
         np.testing.assert_allclose(g_m, g_t, rtol=1e-6, atol=1e-8, err_msg=case)
+
+
+def test_a_subclass_written_for_torch() -> None:
+    """A distribution written as PyTorch's are (its own expand through _get_checked_instance) works."""
+    from ferro.distributions import constraints
+    from ferro.distributions.utils import broadcast_all
+
+    class Shifted(fd.Distribution):
+        arg_constraints = {"shift": constraints.real}
+        support = constraints.real
+        has_rsample = True
+
+        def __init__(self, shift: Any, validate_args: Any = None) -> None:
+            (self.shift,) = broadcast_all(shift)
+            super().__init__(self.shift.shape, validate_args=validate_args)
+
+        def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
+            new = self._get_checked_instance(Shifted, _instance)
+            new.shift = self.shift.expand(batch_shape)
+            super(Shifted, new).__init__(batch_shape, validate_args=False)
+            return new
+
+        def rsample(self, sample_shape: Any = ()) -> Any:
+            return self.shift + ferro.randn(self._extended_shape(sample_shape), dtype=self.shift.dtype)
+
+        def log_prob(self, value: Any) -> Any:
+            return fd.Normal(self.shift, 1.0).log_prob(value)
+
+    d = Shifted(ferro.tensor([0.0, 1.0])).expand((3, 2))
+    assert tuple(d.batch_shape) == (3, 2) and tuple(d.sample((4,)).shape) == (4, 3, 2)
+    with pytest.raises(ValueError, match="shift"):
+        Shifted(ferro.tensor([float("nan")]))

@@ -86,6 +86,13 @@ class Distribution:
         new._expanded(self, batch_shape)
         return new
 
+    def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
+        """A new, uninitialized instance for the ``expand`` of a subclass written as PyTorch's are."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {type(self).__name__} of {cls.__name__} that defines a custom "
+                                      "__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
     def _expanded(self, source: Distribution, batch_shape: Size) -> None:
         """Adjust what :meth:`expand` copied from ``source`` beyond the parameters (nothing by default)."""
 
