@@ -155,9 +155,8 @@ def poisson(rate: Tensor) -> Tensor:
     with api.no_grad():
         shape = tuple(rate.shape)
         small = rate < 10
-        lam = api.where(small, 0.0, rate)  # the search runs on the small ones only
-        k_small = _sequential_search(shape, rate, (-api.where(small, rate, 0.0)).exp(),
-                                     lambda k, p: p * api.where(small, rate, 0.0) / k)
+        rs = api.where(small, rate, 0.0)  # the search runs on the small ones only
+        k_small = _sequential_search(shape, rate, (-rs).exp(), lambda k, p: p * rs / k)
         if not bool((~small).any()):
             return k_small
         lam = api.where(small, 10.0, rate)
@@ -191,7 +190,6 @@ def binomial(count: Tensor, probs: Tensor) -> Tensor:
         p = api.where(flip, 1 - probs, probs)  # p <= 1/2; flipped back at the end
         n = count
         small = n * p < 10
-        q = 1 - p
         ps, ns = api.where(small, p, 0.0), api.where(small, n, 0.0)
         s = ps / (1 - ps)
         k = _sequential_search(shape, probs, (1 - ps) ** ns, lambda k, pk: pk * ((ns + 1) * s / k - s), cap=ns)
@@ -215,11 +213,10 @@ def binomial(count: Tensor, probs: Tensor) -> Tensor:
                 kk = ((2 * a / us + b) * u + c).floor()
                 inside = (kk >= 0) & (kk <= nl)
                 fast = (us >= 0.07) & (v <= v_r)
-                kc = kk.clamp(min=0) .minimum(nl)
+                kc = kk.clamp(min=0).minimum(nl)
                 bound = h - (kc + 1).lgamma() - (nl - kc + 1).lgamma() + (kc - m) * lpq
                 slow = (v * alpha / (a / (us * us) + b)).log() <= bound
                 return kk, inside & (fast | slow)
 
             k = api.where(small, k, until_accepted(shape, probs, propose))
-        del q
         return api.where(flip, n - k, k)

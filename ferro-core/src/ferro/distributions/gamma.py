@@ -277,8 +277,7 @@ class FisherSnedecor(Distribution):
 
     @property
     def mean(self) -> Tensor:
-        df2 = self.df2.clone()
-        return api.where(df2 > 2, df2 / (df2 - 2), _NAN)
+        return api.where(self.df2 > 2, self.df2 / (self.df2 - 2), _NAN)
 
     @property
     def mode(self) -> Tensor:
