@@ -1,9 +1,9 @@
 """The base of every distribution: shapes, argument validation, sampling, as ``torch.distributions``.
 
 A distribution has a ``batch_shape`` (independent distributions side by side, from broadcasting its
-parameters) and an ``event_shape`` (the shape of one draw: ``()`` for the scalar ones here).
-``sample(sample_shape)`` has shape ``sample_shape + batch_shape + event_shape`` and no gradient;
-``rsample`` (where ``has_rsample``) is the reparameterized draw that gradients flow through.
+parameters) and an ``event_shape`` (the shape of one draw). ``sample(sample_shape)`` has shape
+``sample_shape + batch_shape + event_shape`` and no gradient; ``rsample`` (where ``has_rsample``) is the
+reparameterized draw that gradients flow through.
 
 With validation on (the default, as PyTorch's ``__debug__``), a parameter outside its constraint and a
 value outside the support given to ``log_prob`` raise ``ValueError``, in PyTorch's words.
@@ -13,27 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 from numbers import Number
 from typing import Any, ClassVar
 
 from .. import _api as api
 from .._api import Size, Tensor
 from . import constraints
+from .utils import broadcast_all
 
 __all__ = ["Distribution", "broadcast_all"]
-
-
-def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
-    """The values as tensors of one broadcast shape: numbers take the dtype and device of the first tensor
-    (the default float dtype without one), as ``torch.distributions.utils.broadcast_all``."""
-    first = next((v for v in values if isinstance(v, Tensor)), None)
-    if not all(isinstance(v, (Tensor, Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number or ferro.Tensor.")
-    dtype = first.dtype if first is not None else api.get_default_dtype()
-    device = first.device if first is not None else None
-    tensors = [v if isinstance(v, Tensor) else api.tensor(float(v), dtype=dtype, device=device) for v in values]
-    shape = api.broadcast_shapes(*(t.shape for t in tensors))
-    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
 
 
 class Distribution:
@@ -60,13 +49,52 @@ class Distribution:
         if not self._validate_args:
             return
         for name, constraint in self.arg_constraints.items():
-            if constraint is constraints.dependent or name not in self.__dict__:
-                continue  # checked by the subclass, or a parameter computed from the one given
+            if constraints.is_dependent(constraint):
+                continue  # checked by the subclass
+            if name not in self.__dict__ and isinstance(getattr(type(self), name, None), cached_property):
+                continue  # a parameter computed lazily from the one given
             value = getattr(self, name)
             if not bool(constraint.check(value).all()):
                 raise ValueError(f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) "
                                  f"of distribution {self!r} to satisfy the constraint {constraint!r}, but found "
                                  f"invalid values:\n{value}")
+
+    def _set_params(self, validate_args: bool | None, event_shape: Sequence[int] = (), **params: Any) -> None:
+        """Broadcast the parameters together, set them as attributes and initialize: the batch shape is
+        theirs (``()`` where all are numbers)."""
+        tensors = broadcast_all(*params.values())
+        for name, value in zip(params, tensors, strict=True):
+            setattr(self, name, value)
+        scalar = all(isinstance(v, Number) for v in params.values())
+        Distribution.__init__(self, Size() if scalar else tensors[0].shape, event_shape, validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Distribution:
+        """The same distribution broadcast to ``batch_shape`` (the parameters are expanded, not copied, and
+        not checked again)."""
+        batch_shape = Size(batch_shape)
+        new = self.__new__(type(self)) if _instance is None else _instance
+        new.__dict__.update(self.__dict__)
+        nb = len(self._batch_shape)
+        for name in self.arg_constraints:
+            value = self.__dict__.get(name)
+            if isinstance(value, Tensor):
+                new.__dict__[name] = value.expand(tuple(batch_shape) + tuple(value.shape[nb:]))
+        for name in [k for k in new.__dict__ if k not in self.arg_constraints]:
+            if isinstance(getattr(type(self), name, None), cached_property):
+                del new.__dict__[name]  # a cached value of the old shape: computed again on use
+        new._batch_shape = batch_shape
+        new._expanded(self, batch_shape)
+        return new
+
+    def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
+        """A new, uninitialized instance for the ``expand`` of a subclass written as PyTorch's are."""
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {type(self).__name__} of {cls.__name__} that defines a custom "
+                                      "__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
+    def _expanded(self, source: Distribution, batch_shape: Size) -> None:
+        """Adjust what :meth:`expand` copied from ``source`` beyond the parameters (nothing by default)."""
 
     @property
     def batch_shape(self) -> Size:
@@ -113,7 +141,7 @@ class Distribution:
 
     def log_prob(self, value: Tensor) -> Tensor:
         """The log of the density (or mass) at ``value``."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} has no log_prob")
 
     def cdf(self, value: Tensor) -> Tensor:
         """The cumulative distribution function at ``value``."""
@@ -122,6 +150,10 @@ class Distribution:
     def icdf(self, value: Tensor) -> Tensor:
         """The inverse of the cumulative distribution function at ``value``."""
         raise NotImplementedError(f"{type(self).__name__} has no icdf")
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete support along a new first dim."""
+        raise NotImplementedError(f"{type(self).__name__} has no enumerate_support")
 
     def entropy(self) -> Tensor:
         """The entropy of each distribution (in nats)."""
@@ -150,6 +182,16 @@ class Distribution:
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({self.support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{value}")
+
+    def _checked(self, value: Tensor) -> Tensor:
+        """``value`` after :meth:`_validate_sample` where validation is on."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return value
+
+    def _param_like(self) -> Tensor:
+        """A parameter tensor, whose dtype and device new tensors take."""
+        return next(v for k in self.arg_constraints if isinstance(v := self.__dict__.get(k), Tensor))
 
     def __repr__(self) -> str:
         shown = [f"{k}: {v if v.numel() == 1 else v.shape}" for k in self.arg_constraints

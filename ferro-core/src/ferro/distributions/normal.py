@@ -4,28 +4,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from numbers import Number
-from typing import Any
 
 from .. import _api as api
-from .._api import Size, Tensor
+from .._api import Tensor
 from . import constraints
-from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
+from .distribution import LOG_SQRT_2PI
+from .exp_family import ExponentialFamily
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """The normal distribution of mean ``loc`` and standard deviation ``scale`` (> 0)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch = Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.shape
-        super().__init__(batch, validate_args=validate_args)
+        self._set_params(validate_args, loc=loc, scale=scale)
 
     @property
     def mean(self) -> Tensor:
@@ -48,13 +46,11 @@ class Normal(Distribution):
         return self.loc + eps * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        value = self._checked(value)
         return -((value - self.loc) ** 2) / (2 * self.scale.pow(2)) - self.scale.log() - LOG_SQRT_2PI
 
     def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        value = self._checked(value)
         return 0.5 * (1 + ((value - self.loc) / (self.scale * math.sqrt(2))).erf())
 
     def icdf(self, value: Tensor) -> Tensor:
@@ -63,6 +59,9 @@ class Normal(Distribution):
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Normal:
-        """The same distribution broadcast to ``batch_shape``."""
-        return Normal(self.loc.expand(batch_shape), self.scale.expand(batch_shape), validate_args=False)
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:  # type: ignore[override]
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

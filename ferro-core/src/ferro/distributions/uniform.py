@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Number
 
 from .. import _api as api
-from .._api import Size, Tensor
+from .._api import Tensor
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution
 
 __all__ = ["Uniform"]
 
@@ -24,12 +23,10 @@ class Uniform(Distribution):
         return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Tensor | float, high: Tensor | float, validate_args: bool | None = None) -> None:
-        self.low, self.high = broadcast_all(low, high)
-        batch = Size() if isinstance(low, Number) and isinstance(high, Number) else self.low.shape
-        super().__init__(batch, validate_args=validate_args)
+        self._set_params(validate_args, low=low, high=high)
 
-    @property
-    def support(self) -> constraints.Constraint:  # type: ignore[override]
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> constraints.Constraint:
         """``[low, high]`` (``log_prob`` at ``high`` itself is -inf, as PyTorch)."""
         return constraints.interval(self.low, self.high)
 
@@ -54,14 +51,12 @@ class Uniform(Distribution):
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        value = self._checked(value)
         inside = (self.low <= value) & (self.high > value)
         return inside.to(self.low.dtype).log() - (self.high - self.low).log()
 
     def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
+        value = self._checked(value)
         return ((value - self.low) / (self.high - self.low)).clamp(min=0, max=1)
 
     def icdf(self, value: Tensor) -> Tensor:
