@@ -37,13 +37,20 @@ from .amp import autocast as autocast
 __version__ = "0.1.0"
 
 #: Subpackages loaded when first used (``ferro.distributions``...), so that ``import ferro`` stays light.
-_LAZY = ("distributions", "onnx", "special")
+_LAZY = ("distributions", "onnx", "special", "quantization", "ao")
+#: ``ferro.quantize_per_tensor``, ``ferro.qint8``...: :mod:`ferro.quantization`'s names, loaded on first use.
+_FROM_QUANTIZATION = ("quantize_per_tensor", "quantize_per_channel", "quantize_blockwise", "dequantize", "qint8",
+                      "quint8", "qint32", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+                      "per_channel_symmetric", "per_block_symmetric")
 
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _FROM_QUANTIZATION:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.quantization"), name)
     raise AttributeError(f"module 'ferro' has no attribute {name!r}")
 
 
@@ -68,5 +75,5 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, *_FROM_QUANTIZATION, "accelerator", "amp", "autocast", "GradScaler",
            "cuda", "data", "nn", "optim", "random", "utils"]

@@ -1,0 +1,152 @@
+"""Dynamic int8 quantization of Linear layers: :func:`quantize_dynamic` and :class:`DynamicQuantizedLinear`
+(PyTorch's ``torch.ao.quantization.quantize_dynamic`` and ``torch.ao.nn.quantized.dynamic.Linear``).
+
+The weight is quantized once, symmetrically per output channel (qint8, zero point 0); each forward quantizes
+its input per batch (one scale and zero point from the batch's range, int8), multiplies the int8 values with
+``int8_matmul`` (int32 accumulation, never through floats), removes the input's zero point in int32
+(``zero_point * column sums of the weight``) and scales the int32 sums back to float32, adding the bias.
+Every step is a ferro op, so it runs on every backend that has the ``int8_matmul`` kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .._core.dtypes import float32, float64, int8, int32, int64
+from .._core.records import ops
+from .._core.tensor import Tensor
+from .._creation import zeros
+from ..errors import DTypeError
+from ..nn import Linear, Module
+from ._qtypes import QDType, qint8
+from ._tensor import QuantizedTensor, quantize_per_channel
+
+__all__ = ["DynamicQuantizedLinear", "quantize_dynamic"]
+
+
+def _weight_scales(w: Tensor) -> Tensor:
+    """Per output channel ``max |w| / 127`` (1 for an all-zero row), float64 as PyTorch's per-channel scales."""
+    s = w.detach().abs().amax(1).to(float64) / 127.0
+    return ops.where(s > 0, s, 1.0)
+
+
+class DynamicQuantizedLinear(Module):
+    """A Linear layer with an int8 weight (per output channel) and inputs quantized to int8 per batch.
+
+    ``weight()`` gives the quantized weight, ``bias()`` the float bias, as PyTorch's dynamic Linear.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: QDType = qint8) -> None:
+        super().__init__()
+        if dtype is not qint8:
+            raise DTypeError(f"DynamicQuantizedLinear: dtype must be ferro.qint8, got {dtype!r}")
+        self.in_features, self.out_features = in_features, out_features
+        w = zeros(out_features, in_features)
+        self.register_buffer("_weight", self._laid_out(quantize_per_channel(
+            w, _weight_scales(w), zeros(out_features, dtype=int64), 0, qint8)))
+        self.register_buffer("_bias", zeros(out_features) if bias else None)
+
+    @staticmethod
+    def _laid_out(q: QuantizedTensor) -> QuantizedTensor:
+        """``q`` over int8 values stored transposed, ``(in, out)`` contiguous: the layout ``int8_matmul``
+        reads best (one copy of the weight, no transposition per forward)."""
+        values = q._values().t().contiguous().t()
+        return QuantizedTensor._make(values, q._qdtype, q._qscheme, scales=q._q_scales,
+                                     zero_points=q._q_zero_points, axis=q._q_axis)
+
+    @classmethod
+    def from_float(cls, mod: Linear) -> DynamicQuantizedLinear:
+        """The quantized counterpart of the float Linear ``mod`` (on its device)."""
+        w = mod.weight.detach()
+        out = cls.__new__(cls)
+        Module.__init__(out)
+        out.in_features, out.out_features = mod.in_features, mod.out_features
+        zps = zeros(w.shape[0], dtype=int64, device=w.device)
+        out.register_buffer("_weight", cls._laid_out(quantize_per_channel(w, _weight_scales(w), zps, 0, qint8)))
+        out.register_buffer("_bias", None if mod.bias is None else mod.bias.detach().to(float32).clone())
+        return out
+
+    def weight(self) -> QuantizedTensor:
+        """The quantized weight, ``(out_features, in_features)``, per-channel qint8."""
+        return self._weight
+
+    def bias(self) -> Tensor | None:
+        """The float bias (None without one)."""
+        return self._bias
+
+    def _parts(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The transposed int8 weight, its int32 column sums and float32 scales (cached per weight)."""
+        w = self._weight
+        cached = self.__dict__.get("_cache")
+        if cached is None or cached[0] is not w:
+            wt = w._values().t()
+            cached = (w, wt, wt.to(int32).sum(0), w._q_scales.to(float32))  # type: ignore[union-attr]
+            self.__dict__["_cache"] = cached
+        return cached[1], cached[2], cached[3]
+
+    def forward(self, x: Tensor) -> Tensor:
+        wt, colsum, wscale = self._parts()
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1]).to(float32)
+        lo, hi = x2.amin().clamp(max=0.0), x2.amax().clamp(min=0.0)
+        scale = (hi - lo).clamp(min=1e-8) / 255.0
+        zp = (-128.0 - lo / scale).round().clamp(-128, 127)
+        q = (x2 / scale + zp).round().clamp(-128, 127).to(int8)
+        acc = ops.int8_matmul(q, wt) - zp.to(int32) * colsum
+        y = acc.to(float32) * (scale * wscale)
+        if self._bias is not None:
+            y = y + self._bias
+        return y.reshape(*shape[:-1], self.out_features)
+
+    def _load_one(self, name: str, key: str, current: Tensor, value: Any, is_param: bool, assign: bool,
+                  errors: list[str]) -> None:
+        if name != "_weight":
+            return super()._load_one(name, key, current, value, is_param, assign, errors)
+        if not isinstance(value, QuantizedTensor) or tuple(value.shape) != tuple(current.shape):
+            errors.append(f"While loading {key}: expected a quantized tensor of shape {tuple(current.shape)}, got "
+                          f"{type(value).__name__} of shape {tuple(value.shape) if isinstance(value, Tensor) else ()}")
+            return
+        self._buffers["_weight"] = self._laid_out(value.to(current.device))
+        return None
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, dtype={qint8}, "
+                f"qscheme=ferro.per_channel_affine")
+
+
+#: The float module types quantize_dynamic knows, and their quantized counterparts.
+_MAPPING: dict[type, type] = {Linear: DynamicQuantizedLinear}
+
+
+def quantize_dynamic(model: Module, qconfig_spec: Any = None, dtype: QDType = qint8, mapping: Any = None,
+                     inplace: bool = False) -> Module:
+    """``model`` with its layers of the types in ``qconfig_spec`` (default ``{nn.Linear}``) replaced by
+    dynamically quantized ones (int8 weights, int8 activations quantized per batch, int32 products);
+    a copy unless ``inplace`` (``torch.ao.quantization.quantize_dynamic``)."""
+    if dtype is not qint8:
+        raise DTypeError(f"quantize_dynamic(): dtype must be ferro.qint8, got {dtype!r}")
+    if not isinstance(model, Module):
+        raise TypeError(f"quantize_dynamic(): argument 'model' must be an nn.Module, not {type(model).__name__}")
+    types = set(qconfig_spec) if qconfig_spec is not None else {Linear}
+    table = dict(_MAPPING if mapping is None else mapping)
+    unknown = [t for t in types if not isinstance(t, type) or t not in table]
+    if unknown:
+        raise ValueError(f"quantize_dynamic(): no dynamically quantized counterpart of {unknown} (ferro quantizes "
+                         f"{', '.join(t.__name__ for t in table)})")
+    if not inplace:
+        model = copy.deepcopy(model)
+    if type(model) in types:
+        return table[type(model)].from_float(model)
+    _swap(model, types, table)
+    return model
+
+
+def _swap(module: Module, types: set[type], table: dict[type, type]) -> None:
+    for name, child in list(module._modules.items()):
+        if child is None:
+            continue
+        if type(child) in types:
+            module._modules[name] = table[type(child)].from_float(child)
+        else:
+            _swap(child, types, table)
