@@ -146,9 +146,9 @@ def test_int8_matmul_is_exact_in_int32(dev, m, k, n):
 
 def test_int8_matmul_refuses_other_dtypes_and_shapes():
     a = ferro.ones(2, 3, dtype=ferro.int8)
-    with pytest.raises(ferro.errors.DTypeError, match="int8_matmul: argument 'other' must be int8, got ferro.int32"):
+    with pytest.raises(ferro.errors.DTypeError, match=r"int8_matmul: argument 'other' must be int8, got ferro\.int32"):
         ferro.ops.int8_matmul(a, ferro.ones(3, 2, dtype=ferro.int32))
-    with pytest.raises(ferro.errors.ShapeError, match=r"int8_matmul: shapes \[2, 3\] and \[2, 3\] cannot be multiplied"):
+    with pytest.raises(ferro.errors.ShapeError, match=r"int8_matmul: shapes \[2, 3\] and \[2, 3\] cannot be"):
         ferro.ops.int8_matmul(a, a)
 
 
@@ -229,7 +229,7 @@ def test_dynamic_linear_follows_its_int8_arithmetic(dev):
 def test_quantize_dynamic_refuses_what_it_cannot_quantize():
     with pytest.raises(ValueError, match="no dynamically quantized counterpart"):
         ferro.quantization.quantize_dynamic(nn.Sequential(nn.Conv2d(1, 1, 3)), {nn.Conv2d})
-    with pytest.raises(ferro.errors.DTypeError, match="dtype must be ferro.qint8"):
+    with pytest.raises(ferro.errors.DTypeError, match=r"dtype must be ferro\.qint8"):
         ferro.quantization.quantize_dynamic(nn.Linear(2, 2), {nn.Linear}, dtype=ferro.quint8)
 
 

@@ -75,5 +75,6 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, *_FROM_QUANTIZATION, "accelerator", "amp", "autocast", "GradScaler",
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, *_FROM_QUANTIZATION, "accelerator", "amp",
+           "autocast", "GradScaler",
            "cuda", "data", "nn", "optim", "random", "utils"]

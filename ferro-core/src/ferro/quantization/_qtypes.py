@@ -17,7 +17,7 @@ class QDType:
     """A quantized dtype: integer values of ``storage`` dtype in ``[qmin, qmax]``, read with a scale and a
     zero point."""
 
-    __slots__ = ("name", "storage", "qmin", "qmax")
+    __slots__ = ("name", "qmax", "qmin", "storage")
     is_floating_point = False
     is_complex = False
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from .._core.dtypes import float32, float64, int64
 from .._core.layouts import LayoutTensor, track
-from .._core.tensor import Tensor, _wrap
 from .._core.records import ops
+from .._core.tensor import Tensor, _wrap
 from .._creation import tensor as _tensor
 from .._creation import zeros
 from .._ops.conversion import _parse
@@ -58,8 +58,16 @@ class QuantizedTensor(LayoutTensor):
     (0.1, 10, ferro.per_tensor_affine)
     """
 
-    __slots__ = ("_qdtype", "_qscheme", "_q_scale", "_q_zero_point", "_q_scales", "_q_zero_points", "_q_axis",
-                 "_q_block")
+    __slots__ = (
+        "_q_axis",
+        "_q_block",
+        "_q_scale",
+        "_q_scales",
+        "_q_zero_point",
+        "_q_zero_points",
+        "_qdtype",
+        "_qscheme",
+    )
     kind = "quantized"
     describes = "quantized"
     way_out = ".dequantize()"
