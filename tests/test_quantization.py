@@ -119,7 +119,9 @@ def test_ops_without_a_quantized_rule_name_the_op_and_never_dequantize(dev):
              (lambda: q @ x.t(), r"matmul\(\): argument '\w+' is a quantized tensor"),
              (lambda: ferro.cat([x, q]), r"cat\(\): argument 'tensors' is a quantized tensor"),
              (lambda: q.sum(), r"sum\(\): argument '\w+' is a quantized tensor"),
-             (lambda: nn.functional.linear(x, q), r"linear\(\): argument 'weight' is a quantized tensor"),
+             (lambda: nn.functional.linear(q, x), r"linear\(\): argument 'input' is a quantized tensor"),
+             (lambda: nn.functional.linear(x, ferro.quantize_blockwise(x, 2)),
+              r"linear\(\): argument 'weight' is a quantized tensor other than a 2-D qint8 per-tensor"),
              (lambda: q.numpy(), r"numpy\(\): argument 'self' is a quantized tensor"),
              (lambda: q.to(ferro.float32), r"to\(\): argument 'self' is a quantized tensor")]
     for fn, message in cases:
@@ -224,6 +226,50 @@ def test_dynamic_linear_follows_its_int8_arithmetic(dev):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
     full = x @ lin.weight.detach().cpu().numpy().T + lin.bias.detach().cpu().numpy()
     assert np.abs(y - full).max() < 0.05 * np.abs(full).max()
+
+
+@pytest.mark.parametrize("scheme", ["per_tensor", "per_channel"])
+def test_linear_with_a_quantized_weight_removes_both_zero_points_in_int32(dev, scheme):
+    """The quantized layout's rule for linear: exact int32 sums of (x_q - zp_x) (w_q - zp_w), scaled once."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 20)).astype(np.float32)
+    w = rng.standard_normal((6, 20)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    fw = ferro.tensor(w, device=dev)
+    if scheme == "per_tensor":
+        qw = ferro.quantize_per_tensor(fw, 0.02, 7, ferro.qint8)
+        ws, wz = np.float32(0.02), np.int64(7)
+    else:
+        scales = rng.uniform(0.01, 0.03, 6)
+        zps = rng.integers(-5, 5, 6)
+        qw = ferro.quantize_per_channel(fw, ferro.tensor(scales, device=dev), ferro.tensor(zps, device=dev), 0,
+                                        ferro.qint8)
+        ws, wz = scales.astype(np.float32), zps[:, None]
+    y = nn.functional.linear(ferro.tensor(x, device=dev), qw, ferro.tensor(bias, device=dev))
+    assert tuple(y.shape) == (2, 3, 6) and y.dtype == ferro.float32
+    x2 = x.reshape(-1, 20)
+    lo, hi = min(x2.min(), 0), max(x2.max(), 0)
+    s = np.float32(hi - lo) / np.float32(255)
+    zp = np.clip(np.rint(np.float32(-128) - np.float32(lo) / s), -128, 127)
+    xq = np.clip(np.rint(x2 / s + zp), -128, 127).astype(np.int64)
+    acc = (xq - np.int64(zp)) @ (qw.int_repr().cpu().numpy().astype(np.int64) - wz).T
+    ref = acc.astype(np.float32) * (s * ws) + bias
+    np.testing.assert_allclose(y.cpu().numpy().reshape(-1, 6), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_clone_deepcopy_and_moving_keep_a_quantized_tensor(dev):
+    x = ferro.tensor(_data((4, 6)))
+    q = ferro.quantize_per_channel(x, ferro.tensor([0.1, 0.2, 0.3, 0.4], dtype=ferro.float64),
+                                   ferro.tensor([0, 1, 2, 3]), 0, ferro.qint8)
+    for other in (ferro.clone(q), copy.deepcopy(q), q.to(dev)):
+        assert other.is_quantized and other.qscheme() is ferro.per_channel_affine
+        assert other is not q or dev == "cpu"  # to() its own device: itself, as PyTorch
+        np.testing.assert_array_equal(other.dequantize().cpu().numpy(), q.dequantize().numpy())
+    assert q.to(dev).device == ferro.device(dev) and q.to(dev).q_per_channel_scales().device == ferro.device(dev)
+    model = ferro.quantization.quantize_dynamic(nn.Sequential(nn.Linear(6, 3)))
+    moved = copy.deepcopy(model).to(dev)
+    assert moved[0].weight().device == ferro.device(dev)
+    np.testing.assert_allclose(moved(x.to(dev)).cpu().numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_quantize_dynamic_refuses_what_it_cannot_quantize():

@@ -13,6 +13,7 @@ never by ``import ferro``. See ``docs/quantization.md``.
 
 from __future__ import annotations
 
+from . import _rules  # noqa: F401  (registers what ops do with quantized tensors)
 from ._dynamic import DynamicQuantizedLinear, quantize_dynamic
 from ._qtypes import (
     QDType,

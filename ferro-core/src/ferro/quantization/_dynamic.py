@@ -1,11 +1,11 @@
 """Dynamic int8 quantization of Linear layers: :func:`quantize_dynamic` and :class:`DynamicQuantizedLinear`
 (PyTorch's ``torch.ao.quantization.quantize_dynamic`` and ``torch.ao.nn.quantized.dynamic.Linear``).
 
-The weight is quantized once, symmetrically per output channel (qint8, zero point 0); each forward quantizes
-its input per batch (one scale and zero point from the batch's range, int8), multiplies the int8 values with
-``int8_matmul`` (int32 accumulation, never through floats), removes the input's zero point in int32
-(``zero_point * column sums of the weight``) and scales the int32 sums back to float32, adding the bias.
-Every step is a ferro op, so it runs on every backend that has the ``int8_matmul`` kernel.
+The weight is quantized once, symmetrically per output channel (qint8, zero point 0); each forward is
+``nn.functional.linear`` with that quantized weight, which the quantized layout's rule runs dynamically
+quantized (``_rules``): the input quantized to int8 per batch, ``int8_matmul`` with int32 accumulation (never
+through floats), zero points removed in int32, the sums scaled back to float32 once. Every step is a ferro
+op, so it runs on every backend that has the ``int8_matmul`` kernel.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .._core.dtypes import float32, float64, int8, int32, int64
+from .._core.dtypes import float32, float64, int64
 from .._core.records import ops
 from .._core.tensor import Tensor
 from .._creation import zeros
 from ..errors import DTypeError
 from ..nn import Linear, Module
+from ..nn.functional import linear
 from ._qtypes import QDType, qint8
 from ._tensor import QuantizedTensor, quantize_per_channel
 
@@ -51,9 +52,7 @@ class DynamicQuantizedLinear(Module):
     def _laid_out(q: QuantizedTensor) -> QuantizedTensor:
         """``q`` over int8 values stored transposed, ``(in, out)`` contiguous: the layout ``int8_matmul``
         reads best (one copy of the weight, no transposition per forward)."""
-        values = q._values().t().contiguous().t()
-        return QuantizedTensor._make(values, q._qdtype, q._qscheme, scales=q._q_scales,
-                                     zero_points=q._q_zero_points, axis=q._q_axis)
+        return q._remake(q._values().t().contiguous().t())
 
     @classmethod
     def from_float(cls, mod: Linear) -> DynamicQuantizedLinear:
@@ -75,29 +74,8 @@ class DynamicQuantizedLinear(Module):
         """The float bias (None without one)."""
         return self._bias
 
-    def _parts(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The transposed int8 weight, its int32 column sums and float32 scales (cached per weight)."""
-        w = self._weight
-        cached = self.__dict__.get("_cache")
-        if cached is None or cached[0] is not w:
-            wt = w._values().t()
-            cached = (w, wt, wt.to(int32).sum(0), w._q_scales.to(float32))  # type: ignore[union-attr]
-            self.__dict__["_cache"] = cached
-        return cached[1], cached[2], cached[3]
-
     def forward(self, x: Tensor) -> Tensor:
-        wt, colsum, wscale = self._parts()
-        shape = x.shape
-        x2 = x.reshape(-1, shape[-1]).to(float32)
-        lo, hi = x2.amin().clamp(max=0.0), x2.amax().clamp(min=0.0)
-        scale = (hi - lo).clamp(min=1e-8) / 255.0
-        zp = (-128.0 - lo / scale).round().clamp(-128, 127)
-        q = (x2 / scale + zp).round().clamp(-128, 127).to(int8)
-        acc = ops.int8_matmul(q, wt) - zp.to(int32) * colsum
-        y = acc.to(float32) * (scale * wscale)
-        if self._bias is not None:
-            y = y + self._bias
-        return y.reshape(*shape[:-1], self.out_features)
+        return linear(x, self._weight, self._bias)  # the quantized layout's rule for linear (``_rules``)
 
     def _load_one(self, name: str, key: str, current: Tensor, value: Any, is_param: bool, assign: bool,
                   errors: list[str]) -> None:

@@ -61,6 +61,7 @@ class QuantizedTensor(LayoutTensor):
     __slots__ = (
         "_q_axis",
         "_q_block",
+        "_q_derived",
         "_q_scale",
         "_q_scales",
         "_q_zero_point",
@@ -80,6 +81,8 @@ class QuantizedTensor(LayoutTensor):
     _q_zero_points: Tensor | None
     _q_axis: int
     _q_block: int
+    #: what products with this tensor derive from it (``_rules.weight_parts``), made once: it never changes
+    _q_derived: Any
 
     @classmethod
     def _make(cls, values: Tensor, qdtype: QDType, scheme: QScheme, *, scale: float = 1.0, zero_point: int = 0,
@@ -89,7 +92,18 @@ class QuantizedTensor(LayoutTensor):
         q = values.detach()._as_subclass(cls)
         q._qdtype, q._qscheme, q._q_scale, q._q_zero_point = qdtype, scheme, scale, zero_point
         q._q_scales, q._q_zero_points, q._q_axis, q._q_block = scales, zero_points, axis, block
+        q._q_derived = None
         return track(q)
+
+    def _remake(self, values: Tensor, scales: Tensor | None = None, zero_points: Tensor | None = None
+                ) -> QuantizedTensor:
+        """A quantized tensor of this one's dtype and scheme over ``values`` (and the given per-channel or
+        per-block parameters; default this one's)."""
+        return QuantizedTensor._make(values, self._qdtype, self._qscheme, scale=self._q_scale,
+                                     zero_point=self._q_zero_point,
+                                     scales=self._q_scales if scales is None else scales,
+                                     zero_points=self._q_zero_points if zero_points is None else zero_points,
+                                     axis=self._q_axis, block=self._q_block)
 
     @property
     def dtype(self) -> Any:
@@ -174,15 +188,20 @@ class QuantizedTensor(LayoutTensor):
             raise UnsupportedLayoutError("to", "self", self.describes, self.way_out)
         if dev is None or dev == self._device:
             return self
-        moved = {k: getattr(self, k) for k in ("_q_scales", "_q_zero_points")}
-        moved = {k: (None if v is None else v.to(dev)) for k, v in moved.items()}
-        return QuantizedTensor._make(self._values().to(dev), self._qdtype, self._qscheme, scale=self._q_scale,
-                                     zero_point=self._q_zero_point, scales=moved["_q_scales"],
-                                     zero_points=moved["_q_zero_points"], axis=self._q_axis, block=self._q_block)
+        def move(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.to(dev)
+        return self._remake(self._values().to(dev), move(self._q_scales), move(self._q_zero_points))
 
     def cpu(self) -> QuantizedTensor:
         """The same quantized tensor on the CPU."""
         return self.to("cpu")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> QuantizedTensor:
+        def copy(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.clone()
+        q = self._remake(self._values().clone(), copy(self._q_scales), copy(self._q_zero_points))
+        memo[id(self)] = q
+        return q
 
     def detach(self) -> QuantizedTensor:
         """Itself: a quantized tensor is never part of a graph."""
