@@ -313,6 +313,12 @@ def test_a_quantized_model_state_dict_round_trips(digits_mlp):
                                                               for m in model]))
     other.load_state_dict(ferro.load(buf))
     np.testing.assert_array_equal(other(xte).numpy(), qmodel(xte).numpy())
+    first = ferro.quantization.DynamicQuantizedLinear(64, 64)  # built empty, as PyTorch's, then loaded
+    first.load_state_dict(qmodel[0].state_dict())
+    np.testing.assert_array_equal(first(xte).numpy(), qmodel[0](xte).numpy())
+    with pytest.raises(RuntimeError, match="expected a quantized tensor of shape"):
+        ferro.quantization.DynamicQuantizedLinear(64, 64).load_state_dict({"_weight": ferro.zeros(64, 64),
+                                                                           "_bias": ferro.zeros(64)})
 
 
 def test_a_malformed_quantized_entry_is_the_files_fault():

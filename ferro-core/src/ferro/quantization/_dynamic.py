@@ -42,11 +42,14 @@ class DynamicQuantizedLinear(Module):
         super().__init__()
         if dtype is not qint8:
             raise DTypeError(f"DynamicQuantizedLinear: dtype must be ferro.qint8, got {dtype!r}")
-        self.in_features, self.out_features = in_features, out_features
-        w = zeros(out_features, in_features)
-        self.register_buffer("_weight", self._laid_out(quantize_per_channel(
-            w, _weight_scales(w), zeros(out_features, dtype=int64), 0, qint8)))
-        self.register_buffer("_bias", zeros(out_features) if bias else None)
+        self._quantize(zeros(out_features, in_features), zeros(out_features) if bias else None)
+
+    def _quantize(self, w: Tensor, bias: Tensor | None) -> None:
+        """Hold ``w`` (out, in) quantized per output channel, symmetric, and ``bias`` in float32."""
+        self.out_features, self.in_features = w.shape
+        zps = zeros(w.shape[0], dtype=int64, device=w.device)
+        self.register_buffer("_weight", self._laid_out(quantize_per_channel(w, _weight_scales(w), zps, 0, qint8)))
+        self.register_buffer("_bias", None if bias is None else bias.detach().to(float32).clone())
 
     @staticmethod
     def _laid_out(q: QuantizedTensor) -> QuantizedTensor:
@@ -57,13 +60,9 @@ class DynamicQuantizedLinear(Module):
     @classmethod
     def from_float(cls, mod: Linear) -> DynamicQuantizedLinear:
         """The quantized counterpart of the float Linear ``mod`` (on its device)."""
-        w = mod.weight.detach()
         out = cls.__new__(cls)
         Module.__init__(out)
-        out.in_features, out.out_features = mod.in_features, mod.out_features
-        zps = zeros(w.shape[0], dtype=int64, device=w.device)
-        out.register_buffer("_weight", cls._laid_out(quantize_per_channel(w, _weight_scales(w), zps, 0, qint8)))
-        out.register_buffer("_bias", None if mod.bias is None else mod.bias.detach().to(float32).clone())
+        out._quantize(mod.weight.detach(), mod.bias)
         return out
 
     def weight(self) -> QuantizedTensor:
