@@ -19,5 +19,7 @@ def quantized_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     int32 = np.int32
 
     def int8_matmul(x: Any, y: Any) -> Any:
-        return np.einsum("mk,kn->mn", x.astype(int32), y.astype(int32))
+        # C order: einsum's inner loop then walks both operands' rows at unit stride (a transposed weight
+        # view, as quantized Linear keeps it, would otherwise be read across its rows)
+        return np.einsum("mk,kn->mn", x.astype(int32, order="C"), y.astype(int32, order="C"))
     return {"int8_matmul": int8_matmul}
