@@ -255,6 +255,7 @@ SKIPPED: dict[str, str] = {
     **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim.py compares it with torch"
        for n in ("sgd", "adam", "rmsprop", "adagrad", "adamax", "nadam")},
     "amp_unscale_": "GradScaler's in-place unscale under no_grad; tests/test_amp.py compares it with torch",
+    "int8_matmul": "integer in, integer out (no gradient); tests/test_quantization.py checks it against NumPy",
     **{f"{n}_step": "an optimizer's in-place update under no_grad; tests/test_optim_surface.py compares it with "
        "torch" for n in ("adadelta", "radam", "rprop", "asgd")},
     **{n: "output is bool (a test of each element)" for n in ("isin", "isneginf", "isposinf", "isreal", "signbit")},

@@ -28,7 +28,7 @@ def test_no_stale_omission() -> None:
 def test_stale_lines_are_caught(tmp_path: Path) -> None:
     path = tmp_path / "omissions.txt"
     path.write_text("torch tensor ferro has it\ntorch no_such_name_in_torch torch has none\n"
-                    "torch quantize_per_tensor quantization\n")
+                    "torch choose_qparams_optimized quantization\n")
     found = _coverage.stale(_coverage.load_omissions(path))
     assert [s.split(": ", 2)[1] for s in found] == ["torch tensor", "torch no_such_name_in_torch"]
 
@@ -58,7 +58,8 @@ def test_measure_splits_torch_names(namespace: str) -> None:
 
 def test_known_names() -> None:
     assert "relu" in _coverage.measure("nn.functional").present
-    assert "quantize_per_tensor" in _coverage.measure("torch").omitted
+    assert "quantize_per_tensor" in _coverage.measure("torch").present
+    assert "fbgemm_linear_int8_weight" in _coverage.measure("torch").omitted
     assert "Linear" in _coverage.torch_names("nn") and "Adam" in _coverage.torch_names("optim")
 
 

@@ -440,3 +440,26 @@ def test_fused_steps_without_a_kernel_layout_take_the_same_formulas(cp: Any, lay
         results.append(p.detach().float().cpu().numpy())
     tol = 2e-3 if layout == "float16" else 1e-6
     np.testing.assert_allclose(results[0], results[1], rtol=tol, atol=tol)
+
+
+# -- int8_matmul (ferro.quantization) -----------------------------------------------
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(64, 1024, 1024), (13, 33, 37), (1, 1, 1), (3, 0, 2)])
+def test_int8_matmul_kernel_is_exact_in_int32(cp: Any, table: dict[str, Any], m: int, k: int, n: int) -> None:
+    rng = np.random.default_rng(m + k + n)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    for y in (cp.asarray(b), cp.asarray(np.ascontiguousarray(b.T)).T):  # rows contiguous, and a transposed view
+        got = table["int8_matmul"](cp.asarray(a), y)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got.get(), want)
+
+
+def test_quantize_dynamic_runs_on_cuda(cp: Any) -> None:
+    lin = ferro.nn.Linear(40, 24)
+    q = ferro.quantization.quantize_dynamic(lin).to("cuda")
+    x = ferro.randn(9, 40)
+    np.testing.assert_allclose(q(x.to("cuda")).cpu().numpy(), ferro.quantization.quantize_dynamic(lin)(x).numpy(),
+                               rtol=1e-5, atol=1e-5)

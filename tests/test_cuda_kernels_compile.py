@@ -44,7 +44,8 @@ def test_kernel_source_compiles(nvrtc: Any, name: str, dtype: str) -> None:
 def test_every_kernel_the_launchers_use_is_compiled(nvrtc: Any) -> None:
     # The entry points the Python launchers ask for (kernel(source, name, dtype)) exist in the PTX.
     from pathlib import Path
-    text = Path(kernels.__file__).parent.parent.joinpath("_fused.py").read_text()
+    package = Path(kernels.__file__).parent.parent
+    text = "".join(package.joinpath(f).read_text() for f in ("_fused.py", "_quantized.py"))
     used = set(re.findall(r'(?:kernel|_launch_rows)\("(\w+)", "(\w+)"', text))
     assert {s for s, _ in used} == set(kernels.SOURCES) - {"activations"}, used
     used |= {("activations", f"{n}_{way}") for n in kernels.ACTIVATIONS for way in ("forward", "backward")}

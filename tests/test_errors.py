@@ -206,6 +206,7 @@ EXTRA: dict[str, Callable[[ferro.DType, str], Any]] = {
     **{f"{n.lower()}_step": (lambda d, dev, _n=n: _optimizer_step(_n, d, dev))
        for n in ("SGD", "Adam", "RMSprop", "Adagrad", "Adamax", "NAdam")},
     "amp_unscale_": lambda d, dev: ferro.ops.amp_unscale_([_x(d, dev)], ferro.zeros((), device=dev), 0.5),
+    "int8_matmul": lambda d, dev: ferro.ops.int8_matmul(_x(d, dev), _x(d, dev, (4, 2))),
 }
 
 

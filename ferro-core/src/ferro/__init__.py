@@ -47,10 +47,15 @@ finally:
 
 __version__ = "0.1.0"
 
+#: ``ferro.quantize_per_tensor``, ``ferro.qint8``...: :mod:`ferro.quantization`'s names.
+_FROM_QUANTIZATION = ("quantize_per_tensor", "quantize_per_channel", "quantize_blockwise", "dequantize", "qint8",
+                      "quint8", "qint32", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+                      "per_channel_symmetric", "per_block_symmetric")
 #: Loaded when first used, so that ``import ferro`` stays light: subpackages, and what only some programs call.
 _LAZY = {"distributions": ".distributions", "onnx": ".onnx", "special": ".special", "save": ".serialization",
          "load": ".serialization", "GradScaler": ".amp.grad_scaler", "data": ".data", "utils": ".utils",
-         "accelerator": ".accelerator", "cuda": ".cuda"}
+         "accelerator": ".accelerator", "cuda": ".cuda", "quantization": ".quantization", "ao": ".ao",
+         **dict.fromkeys(_FROM_QUANTIZATION, ".quantization")}
 __getattr__ = _attributes(__name__, _LAZY)
 
 

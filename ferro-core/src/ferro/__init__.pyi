@@ -18,6 +18,7 @@ from ferro import LongTensor as LongTensor
 from ferro import ShortTensor as ShortTensor
 from ferro import accelerator as accelerator
 from ferro import amp as amp
+from ferro import ao as ao
 from ferro import autograd as autograd
 from ferro import backends as backends
 from ferro import cuda as cuda
@@ -29,6 +30,7 @@ from ferro import linalg as linalg
 from ferro import nn as nn
 from ferro import onnx as onnx
 from ferro import optim as optim
+from ferro import quantization as quantization
 from ferro import random as random
 from ferro import special as special
 from ferro import utils as utils
@@ -47,6 +49,9 @@ from ferro.autograd import set_grad_enabled as set_grad_enabled
 from ferro.autograd._engine import _PostHookHandle as _PostHookHandle
 from ferro.errors import BackendUnavailableError as BackendUnavailableError
 from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
+from ferro.quantization import QDType as _QDType
+from ferro.quantization import QScheme as _QScheme
+from ferro.quantization import QuantizedTensor as _QuantizedTensor
 from ferro.random import Generator as Generator
 
 __all__ = [
@@ -90,6 +95,7 @@ __all__ = [
     'amp',
     'angle',
     'any',
+    'ao',
     'arange',
     'arccos',
     'arccos_',
@@ -198,6 +204,7 @@ __all__ = [
     'data',
     'deg2rad',
     'deg2rad_',
+    'dequantize',
     'det',
     'detach_',
     'device',
@@ -405,6 +412,11 @@ __all__ = [
     'outer',
     'pad',
     'pairwise_distance',
+    'per_block_symmetric',
+    'per_channel_affine',
+    'per_channel_symmetric',
+    'per_tensor_affine',
+    'per_tensor_symmetric',
     'permute',
     'pixel_shuffle',
     'pixel_unshuffle',
@@ -413,6 +425,13 @@ __all__ = [
     'pow',
     'prod',
     'promote_types',
+    'qint32',
+    'qint8',
+    'quantization',
+    'quantize_blockwise',
+    'quantize_per_channel',
+    'quantize_per_tensor',
+    'quint8',
     'rad2deg',
     'rad2deg_',
     'rand',
@@ -2358,6 +2377,11 @@ def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians (integers give the default float dtype)."""
 def deg2rad_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.deg2rad`; returns self."""
+def dequantize(input: Any) -> Any:
+    """
+    The real values of a quantized tensor as a dense float32 tensor (a dense tensor is returned as it is; a list of
+    tensors gives a list, as ``torch.dequantize``).
+    """
 def det(a: Tensor) -> Tensor:
     """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
 def detach_(self: Any) -> Tensor:
@@ -2961,6 +2985,11 @@ def pairwise_distance(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
+per_block_symmetric: _QScheme
+per_channel_affine: _QScheme
+per_channel_symmetric: _QScheme
+per_tensor_affine: _QScheme
+per_tensor_symmetric: _QScheme
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
 def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
@@ -2977,6 +3006,36 @@ def prod(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = Fa
     """Product of elements (over ``dim``); integers multiply in int64."""
 def promote_types(a: DType, b: DType) -> DType:
     """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's rules."""
+qint32: _QDType
+qint8: _QDType
+def quantize_blockwise(input: Tensor, block_size: builtins.int = 32, dtype: _QDType = ...) -> _QuantizedTensor:
+    """
+    ``input`` quantized symmetrically in blocks of ``block_size`` consecutive values along its last dimension, one
+    float32 scale per block (``max |x| / 127`` for qint8): each value is within half a step of its block's scale of
+    the input. The last block of a row may be shorter.
+    """
+def quantize_per_channel(
+    input: Tensor,
+    scales: Tensor,
+    zero_points: Tensor,
+    axis: builtins.int,
+    dtype: _QDType,
+) -> _QuantizedTensor:
+    """
+    ``input`` quantized with one scale and zero point per index along ``axis`` (``torch.quantize_per_channel``, the
+    same values).
+    """
+def quantize_per_tensor(
+    input: Tensor,
+    scale: builtins.float,
+    zero_point: builtins.int,
+    dtype: _QDType,
+) -> _QuantizedTensor:
+    """
+    ``input`` quantized with one ``scale`` and ``zero_point``: ``clamp(round(input / scale) + zero_point)`` in
+    ``dtype``'s range (``torch.quantize_per_tensor``, the same values).
+    """
+quint8: _QDType
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees (integers give the default float dtype)."""
 def rad2deg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:

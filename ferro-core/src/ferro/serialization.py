@@ -82,6 +82,9 @@ class _Encoder:
         if isinstance(obj, (bytes, bytearray)):
             return {"b": base64.b64encode(bytes(obj)).decode("ascii")}
         if isinstance(obj, Tensor):
+            parts = getattr(obj, "__ferro_parts__", None)  # a layout tensor (quantized): its parts, by kind
+            if parts is not None and getattr(obj, "kind", None) in _LAYOUT_LOADERS:
+                return {"Y": [obj.kind, self.encode(parts(), path)]}  # type: ignore[attr-defined]
             return self._tensor(obj, path)
         if isinstance(obj, dict):
             return {"D": [[self.encode(k, (*path, "<key>")), self.encode(v, (*path, str(k)))]
@@ -478,6 +481,8 @@ class _Decoder:
                         return fn(v)
                     except (TypeError, ValueError, IndexError) as e:
                         raise _fail(f"bad {tag!r} value {v!r:.100} in ferro's metadata ({e})") from None
+                if tag == "Y" and isinstance(v, list) and len(v) == 2 and v[0] in _LAYOUT_LOADERS:
+                    return _layout_tensor(v[0], self.decode(v[1]))
                 if tag in ("L", "U") and isinstance(v, list):
                     items = [self.decode(x) for x in v]
                     return items if tag == "L" else tuple(items)
@@ -492,6 +497,20 @@ class _Decoder:
                         out[key] = self.decode(x)
                     return out
         raise _fail(f"unknown entry {node!r:.200} in ferro's metadata")
+
+
+#: Layout tensor kinds ferro.save stores (as their parts: tensors and plain values) -> the module and function
+#: that rebuild one from its parts. A fixed table: a file can name only these.
+_LAYOUT_LOADERS: dict[str, tuple[str, str]] = {"quantized": ("ferro.quantization._tensor", "from_parts")}
+
+
+def _layout_tensor(kind: str, parts: Any) -> Any:
+    import importlib
+    module, fn = _LAYOUT_LOADERS[kind]
+    try:
+        return getattr(importlib.import_module(module), fn)(parts)
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise _fail(f"a {kind} tensor's entry in ferro's metadata is malformed ({e})") from None
 
 
 def _dtype(name: str) -> Any:

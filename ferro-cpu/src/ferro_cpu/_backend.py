@@ -26,6 +26,7 @@ from ._conv import conv_kernels
 from ._fused import fused_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
+from ._quantized import quantized_kernels
 from ._rows import row_kernels
 
 __all__ = ["NumpyBackend"]
@@ -54,7 +55,7 @@ class NumpyBackend(ArrayAPIBackend):
     name = "cpu"
     description = "NumPy on the host CPU"
     module_name = "numpy"
-    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided"})
+    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided", "quantized"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -264,6 +265,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
+        table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),

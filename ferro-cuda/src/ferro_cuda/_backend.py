@@ -46,7 +46,7 @@ class CudaBackend(ArrayAPIBackend):
     name = "cuda"
     description = "CuPy on NVIDIA GPUs"
     module_name = "cupy"
-    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided"})
+    optional_groups = frozenset({"special", "complex", "linalg", "fft", "strided", "quantized"})
 
     def namespace(self) -> Any:
         """Import CuPy; a missing CuPy says how to install it, a broken one says why it failed."""
@@ -201,12 +201,14 @@ class CudaBackend(ArrayAPIBackend):
         from ._device_kernels import device_kernels
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         from ._generated import generated_kernels
+        from ._quantized import quantized_kernels
         generic = self._generic_kernels(index)
         table = {**device_kernels(self.xp, self.cupy_bfloat16()), **fused_kernels(),
                  "index_put": index_put_kernel(generic["index_put"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
-                 "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2)}  # a view in CuPy
+                 "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2),  # a view in CuPy
+                 **quantized_kernels()}  # int8_matmul (ferro.quantization)
         # a plugin's op that gives an expression and no CUDA kernel: generated from its record (ferro's own
         # elementwise ops run CuPy's ufuncs; reciprocal, rsqrt, exp2, frac their decompositions)
         table.update(generated_kernels({name: op for name, op in elementwise_ops().items()

@@ -30,7 +30,7 @@ class OpenCLBackend(Backend):
     name = "opencl"
     description = "pyopencl on OpenCL devices"
     complete = True
-    optional_groups = frozenset({"special", "strided"})
+    optional_groups = frozenset({"special", "strided", "quantized"})
 
     def __init__(self) -> None:
         self._devices: list[Any] = []
@@ -115,6 +115,8 @@ class OpenCLBackend(Backend):
         table = kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
         from ._fused import fused_kernels  # softmax, layer_norm, cross_entropy in one launch (ferro._ops.fused)
         table.update(fused_kernels(self.runtime(index)))
+        from ._quantized import quantized_kernels  # int8_matmul (ferro.quantization)
+        table.update(quantized_kernels(self.runtime(index)))
         if self.device_rng():
             from ._random import device_random_kernels
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))

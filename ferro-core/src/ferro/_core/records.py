@@ -91,6 +91,11 @@ def _index(d: DType) -> tuple[DType, DType] | None:
     return None if d.is_complex else (d, int64)
 
 
+def _int8_to_int32(d: DType) -> tuple[DType, DType] | None:
+    from .dtypes import int8, int32
+    return (int8, int32) if d is int8 else None
+
+
 def _magnitude(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import complex64, float32, float64
     return (d, {complex64: float32}.get(d, float64)) if d.is_complex else (d, d)
@@ -114,6 +119,7 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
     "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),
+    "int8_to_int32": (_int8_to_int32, "int8 (products accumulated in int32)"),
 }
 
 

@@ -39,6 +39,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     numeric,
     predicates,
     products,
+    quantized,
     reduction,
     sampling,
     scatter,

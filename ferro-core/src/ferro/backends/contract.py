@@ -291,6 +291,10 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "16-bit floats and rounded once; found_inf (one float32 element) set to 1 where any held inf or "
               "nan, else left as it was (torch._amp_foreach_non_finite_check_and_unscale_).", group="fused",
               op="amp_unscale_"),
+    Primitive("int8_matmul", ("int8_matmul",), _p("x: Array; y: Array"), A,
+              "x @ y of int8 matrices (M, K) and (K, N) as an int32 (M, N) array, every product and sum exact in "
+              "int32 (never through floats): the product of ferro.quantization's dynamic int8 Linear layers.",
+              group="quantized", op="int8_matmul"),
 )
 
 #: Kernel name -> its primitive.
@@ -305,6 +309,8 @@ GROUPS: dict[str, Group] = {
     "linalg": Group("linalg", "Factorizations (torch.linalg); no decomposition into primitives."),
     "fft": Group("fft", "Fast Fourier transforms; no decomposition into primitives."),
     "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
+    "quantized": Group("quantized", "int8 products accumulated in int32 (ferro.quantization); no decomposition "
+                       "into primitives."),
     "fused": Group("fused", "Kernels of ops that also have a decomposition, each optional on its own.", whole=False),
 }
 GROUPS = {n: g._replace(members=tuple(k for p in PRIMITIVES if p.group == n for k in p.kernels))

@@ -833,6 +833,10 @@ def _unscaled(f: Any, g: Any) -> Any:
 
 
 OP_DB.append(OpInfo("amp_unscale_", lambda g: g * 0.25, call=_unscaled, grad=False))
+# int8 x int8 -> int32 (ferro.quantization's products): exact, so the reference is the int64 product
+OP_DB.append(OpInfo("int8_matmul", lambda a, b: a.astype("int64") @ b.astype("int64"), 2,
+                    call=lambda f, a, b: f.ops.int8_matmul(a, b), grad=False, edge=False, widen=False,
+                    shapes=(((3, 4), (4, 5)), ((1, 7), (7, 1)), ((2, 0), (0, 3)), ((0, 2), (2, 3)))))
 # -- PyTorch's fused multiply-adds, stacking and small numeric ops (_ops/blas, _ops/stacking, _ops/numeric) ----
 _AB = {"beta": 2, "alpha": 3}
 OP_DB += [

@@ -4,7 +4,7 @@ Each kernel source is CUDA C kept as a ``.cu`` file here (or generated from a
 table: :mod:`.activations`); ``common.cuh`` is prepended to it and one
 ``FERRO_INSTANTIATE(T, SUFFIX)`` line per dtype appended, which defines plain
 ``extern "C"`` entry points named ``ferro_<kernel>_<suffix>`` (``f32``,
-``f64``, ``i32``, ``i64``). :func:`source` gives that text; :func:`kernel`
+``f64``, ``i32``, ``i64``, ``i8``). :func:`source` gives that text; :func:`kernel`
 compiles it with CuPy (NVRTC) on first use and caches the result per
 (source, dtype, entry point); :func:`compile_ptx` compiles it to PTX with
 NVRTC alone, which needs no GPU and no driver, so CI checks every source.
@@ -24,6 +24,7 @@ __all__ = ["SOURCES", "DTYPES", "source", "sources", "kernel", "entry_name", "co
 #: ferro dtype name -> (C type, entry-point suffix).
 DTYPES: dict[str, tuple[str, str]] = {
     "float32": ("float", "f32"), "float64": ("double", "f64"), "int32": ("int", "i32"), "int64": ("long long", "i64"),
+    "int8": ("signed char", "i8"),
 }
 _FLOATS = ("float32", "float64")
 
@@ -37,6 +38,7 @@ SOURCES: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "amp": ("amp.cu", _FLOATS),
     "scatter_add": ("scatter_add.cu", (*_FLOATS, "int32", "int64")),
     "scan": ("scan.cu", (*_FLOATS, "int32", "int64")),
+    "int8_matmul": ("int8_matmul.cu", ("int8",)),
 }
 
 #: Options for NVRTC, both at run time (CuPy adds the GPU's architecture) and in the CI check.
