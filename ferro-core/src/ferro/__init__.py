@@ -33,11 +33,13 @@ from ._legacy import legacy_new as _legacy_new
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import GradScaler as GradScaler
 from .amp import autocast as autocast
+from ._sparse_faces import __all__ as _sparse_all
+from ._sparse_faces import layout, sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, strided  # noqa: F401
 
 __version__ = "0.1.0"
 
 #: Subpackages loaded when first used (``ferro.distributions``...), so that ``import ferro`` stays light.
-_LAZY = ("distributions", "onnx", "special")
+_LAZY = ("distributions", "onnx", "sparse", "special")
 
 
 def __getattr__(name: str) -> object:
@@ -68,5 +70,5 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
+__all__ = [*_api_all, *_grids_all, *_sparse_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
            "cuda", "data", "nn", "optim", "random", "utils"]

@@ -24,6 +24,7 @@ from ferro.backends import (
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
+from ._sparse import sparse_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._rows import row_kernels
@@ -264,6 +265,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
+        table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
             "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
