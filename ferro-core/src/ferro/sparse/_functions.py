@@ -57,7 +57,7 @@ def _coo(a: Any) -> SparseCOO:
     return a if isinstance(a, SparseCOO) else a.to_sparse()
 
 
-def sum(input: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:  # noqa: A001
+def sum(input: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """The sum of a sparse tensor: over everything (a dense 0-d tensor), or over ``dim`` (a sparse tensor
     while sparse dimensions remain, else dense), as ``torch.sparse.sum``."""
     if keepdim:
@@ -156,7 +156,7 @@ def mul(input: Any, other: Any) -> Any:
 
 def div(input: Any, other: Any) -> Any:
     """``sparse / scalar``: the values divided, the pattern kept."""
-    if not isinstance(input, _Sparse) or isinstance(other, Tensor) and other.ndim:
+    if not isinstance(input, _Sparse) or (isinstance(other, Tensor) and other.ndim):
         raise ValueError("div(): only a sparse tensor divided by a scalar is supported; call .to_dense() first")
     return input._with_values(input._v / other)
 

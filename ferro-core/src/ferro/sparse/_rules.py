@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._core.layouts import rule
-from . import _functions as F
+from . import _functions as F  # noqa: N812  (the functions the rules map to)
 
 __all__: list[str] = []
 

@@ -111,7 +111,7 @@ class _Sparse(LayoutTensor):
         return transpose(self, dim0, dim1)
 
     @property
-    def T(self) -> Any:  # noqa: N802  (PyTorch's name)
+    def T(self) -> Any:
         """The transpose of a 2-D sparse tensor."""
         return self.t()
 
@@ -141,7 +141,7 @@ class SparseCOO(_Sparse):
     """A sparse tensor in coordinate form (``ferro.sparse_coo``): ``indices`` (sparse_dim, nnz) int64 and
     ``values`` (nnz, *dense_shape); duplicates allowed until :meth:`coalesce`."""
 
-    __slots__ = ("_i", "_v", "_coalesced", "_csr")
+    __slots__ = ("_coalesced", "_csr", "_i", "_v")
     kind = "sparse_coo"
     describes = "sparse_coo"
     layout = sparse_coo
@@ -231,7 +231,7 @@ class SparseCSR(_Sparse):
     """A 2-D sparse tensor in compressed-row form (``ferro.sparse_csr``): ``crow_indices`` (rows + 1),
     ``col_indices`` (nnz) and ``values`` (nnz)."""
 
-    __slots__ = ("_crow", "_col", "_v", "_rows")
+    __slots__ = ("_col", "_crow", "_rows", "_v")
     kind = "sparse_csr"
     describes = "sparse_csr"
     layout = sparse_csr
