@@ -115,6 +115,8 @@ class OpenCLBackend(Backend):
         table = kernel_table(self.runtime(index), lambda: self._host_rng._rng(index), host)
         from ._fused import fused_kernels  # softmax, layer_norm, cross_entropy in one launch (ferro._ops.fused)
         table.update(fused_kernels(self.runtime(index)))
+        from ._sparse import sparse_kernels  # spmm_csr, spmv_csr (ferro._ops.sparse, ferro.sparse)
+        table.update(sparse_kernels(self.runtime(index)))
         if self.device_rng():
             from ._random import device_random_kernels
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))
