@@ -172,17 +172,21 @@ def test_out_of_range_indices_are_refused_at_construction():
     ferro.sparse_coo_tensor([[0, 1], [5, 0]], [1.0, 2.0], (2, 4), check_invariants=False)  # opted out
 
 
-def test_a_backend_without_sparse_kernels_names_the_layout():
-    from ferro._ops.sparse import spmm_csr
-    op = ferro.ops.spmm_csr.__wrapped_op__ if hasattr(ferro.ops.spmm_csr, "__wrapped_op__") else None
-    assert op is not None and op.decomposition is None  # nothing densifies behind the user's back
-    crow, col = ferro.tensor([0, 1, 1]), ferro.tensor([0])
-    assert spmm_csr(crow, col, ferro.ones(1), ferro.ones(2, 3)).shape == (2, 3)
-    strict = [n for n in ferro.backends.available() if not ferro.backends.get(n).supports("spmm_csr", ferro.float32)]
-    for name in strict:
-        dev = name
-        with pytest.raises(UnsupportedOperationError, match="sparse_csr"):
-            spmm_csr(crow.to(dev), col.to(dev), ferro.ones(1, device=dev), ferro.ones(2, 3, device=dev))
+def test_a_backend_without_sparse_kernels_names_the_layout(monkeypatch):
+    from ferro._core.records import REGISTRY
+    assert REGISTRY["spmm_csr"].decomposition is None  # nothing densifies behind the user's back
+    lacking = [n for n in ferro.backends.available() if not ferro.backends.get(n).supports("spmm_csr", ferro.float32)]
+    assert "prims" in lacking and "cpu" not in lacking  # the test plugin with the required primitives only
+    s = ferro.sparse_coo_tensor(IDX, VAL, (5, 4), device="prims")
+    with pytest.raises(UnsupportedOperationError, match=r"spmm_csr.*'prims'.*sparse_csr layout"):
+        ferro.sparse.mm(s, ferro.ones(4, 3, device="prims"))
+    np.testing.assert_array_equal(_np(s.to_dense()), _np(torch.sparse_coo_tensor(IDX, VAL, (5, 4)).to_dense()))
+    monkeypatch.setenv("FERRO_FALLBACK", "cpu")  # the opt-in fallback runs it on the CPU, with a warning
+    with pytest.warns(RuntimeWarning, match="spmm_csr"):
+        out = ferro.sparse.mm(s, ferro.ones(4, 3, device="prims"))
+    assert out.device.type == "prims"
+    np.testing.assert_allclose(_np(out), _np(torch.sparse.mm(torch.sparse_coo_tensor(IDX, VAL, (5, 4)),
+                                                            torch.ones(4, 3))))
 
 
 def test_embedding_sparse_gradients_with_sgd_and_sparse_adam(dev):

@@ -31,10 +31,10 @@ from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functio
 from ._grids import __all__ as _grids_all
 from ._legacy import legacy_new as _legacy_new
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
-from .amp import GradScaler as GradScaler
-from .amp import autocast as autocast
 from ._sparse_faces import __all__ as _sparse_all
 from ._sparse_faces import layout, sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, strided  # noqa: F401
+from .amp import GradScaler as GradScaler
+from .amp import autocast as autocast
 
 __version__ = "0.1.0"
 
@@ -70,5 +70,5 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_sparse_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
-           "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
+           *_sparse_all, "cuda", "data", "nn", "optim", "random", "utils"]

@@ -17,7 +17,7 @@ from .._core.dtypes import int32, int64, promote_types
 from .._core.records import OpDef, ops, register
 from .._core.tensor import Tensor
 from .._creation import arange, zeros
-from ..dispatch._dispatch import _unsupported, check_devices, finish, kernel_for
+from ..dispatch._dispatch import _unsupported, check_devices, fallback_enabled, finish, kernel_for, run_elsewhere
 from ..errors import DTypeError, ShapeError
 
 __all__ = ["spmm_csr", "spmv_csr", "csr_rows"]
@@ -64,6 +64,8 @@ def _run(op: OpDef, crow: Tensor, col: Tensor, values: Tensor, dense: Tensor, di
         raise DTypeError(f"{op.name}(): not defined for dtype {dtype}; it takes {op.dtype_words}")
     k = kernel_for(op, dev, dtype)
     if k is None:
+        if fallback_enabled() and dev.type != "cpu":  # the opt-in CPU fallback, as for every op
+            return run_elsewhere(op, dev, dtype, (crow, col, values, dense), {})
         raise _unsupported(op, dtype, dev, "the backend has no kernels for the sparse_csr layout")
     compute, out = op.table[dtype]
     v, d = (t if t._dtype is compute else t.to(compute) for t in (values, dense))
