@@ -1,7 +1,9 @@
 """Sparse kernels: a CSR matrix times a dense matrix or vector, on scipy.sparse's compiled loops.
 
-scipy is imported on the first call, not when the backend loads. The CSR arrays are handed to scipy as
-they are (no copy, no re-validation: the core checked them when the sparse tensor was made).
+scipy is imported on the first call, not when the backend loads. The CSR arrays go to scipy's own loop
+(``csr_matvecs``, what ``csr_matrix @ ndarray`` runs) as they are: no ``csr_matrix`` is built, so the arrays
+are neither re-validated (the core checked them when the sparse tensor was made) nor copied to a narrower
+index dtype. Where that private loop is missing (another scipy), the public ``csr_matrix`` product runs.
 """
 
 from __future__ import annotations
@@ -12,19 +14,31 @@ from typing import Any
 __all__ = ["sparse_kernels"]
 
 
-def _csr(crow: Any, col: Any, values: Any, ncols: int) -> Any:
-    from scipy.sparse import csr_matrix
-    m = csr_matrix((values, col, crow), shape=(len(crow) - 1, ncols), copy=False)
-    return m
+def _loop() -> Any:
+    try:
+        from scipy.sparse._sparsetools import csr_matvecs
+    except ImportError:  # pragma: no cover - a scipy without it: the public product below
+        return None
+    return csr_matvecs
 
 
 def sparse_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     """The kernels of the ``spmm_csr`` and ``spmv_csr`` ops (``ferro/_ops/sparse.py``)."""
+    found: list[Any] = []
 
-    def spmm_csr(crow: Any, col: Any, values: Any, dense: Any) -> Any:
-        return np.asarray(_csr(crow, col, values, dense.shape[0]) @ dense, dtype=values.dtype)
+    def product(crow: Any, col: Any, values: Any, dense: Any) -> Any:
+        if not found:
+            found.append(_loop())
+        rows, k = len(crow) - 1, (dense.shape[1] if dense.ndim == 2 else 1)
+        loop = found[0]
+        if loop is None or values.dtype.itemsize == 2:  # scipy has no 16-bit loop: csr_matrix computes wider
+            from scipy.sparse import csr_matrix
+            m = csr_matrix((values, col, crow), shape=(rows, dense.shape[0]), copy=False)
+            return np.asarray(m @ dense).astype(values.dtype, copy=False)
+        x = np.ascontiguousarray(dense, dtype=values.dtype)
+        y = np.zeros((rows, k) if dense.ndim == 2 else (rows,), dtype=values.dtype)
+        if rows and k and len(values):
+            loop(rows, dense.shape[0], k, crow, col.astype(crow.dtype, copy=False), values, x.ravel(), y.ravel())
+        return y
 
-    def spmv_csr(crow: Any, col: Any, values: Any, vector: Any) -> Any:
-        return np.asarray(_csr(crow, col, values, vector.shape[0]) @ vector, dtype=values.dtype)
-
-    return {"spmm_csr": spmm_csr, "spmv_csr": spmv_csr}
+    return {"spmm_csr": product, "spmv_csr": product}

@@ -10,7 +10,7 @@ from .._core.tensor import Tensor
 from .._creation import zeros
 from .._ops.sparse import spmm_csr, spmv_csr
 from ..errors import ShapeError
-from ._tensors import SparseCOO, SparseCSR, _Sparse, linear_index, make_coo, make_csr
+from ._tensors import SparseCOO, SparseCSR, _Sparse, linear_index, make_coo, to, transpose
 
 __all__ = ["mm", "matmul", "sum", "softmax", "log_softmax", "mul", "div", "add", "transpose", "neg", "clone", "to"]
 
@@ -192,32 +192,6 @@ def add(input: Any, other: Any, alpha: Any = 1) -> Any:
     return flat.index_add(0, linear_index(s._i, sizes), v.to(flat._dtype)).reshape(tuple(dense.shape))
 
 
-def transpose(input: Any, dim0: int, dim1: int) -> Any:
-    """Swap two sparse dimensions: COO swaps its index rows (the result is uncoalesced, as PyTorch's); CSR
-    gives the CSR of the transposed matrix (PyTorch gives CSC, a layout ferro does not have)."""
-    n = input.ndim
-    d0, d1 = dim0 % n, dim1 % n
-    s = _coo(input)
-    if max(d0, d1) >= s.sparse_dim():
-        raise ValueError("transpose(): only sparse dimensions of a sparse tensor can be swapped")
-    order = list(range(s.sparse_dim()))
-    order[d0], order[d1] = order[d1], order[d0]
-    shape = list(s.shape)
-    shape[d0], shape[d1] = shape[d1], shape[d0]
-    out = make_coo(s._i[order], s._v, tuple(shape), d0 == d1 and s._coalesced)
-    return out.to_sparse_csr() if isinstance(input, SparseCSR) else out
-
-
 def clone(input: Any, **_: Any) -> Any:
     """A copy with cloned values (the indices are shared: nothing writes them)."""
     return input._with_values(input._v.clone())
-
-
-def to(input: Any, *args: Any, **kwargs: Any) -> Any:
-    """The sparse tensor with its parts moved / cast by ``Tensor.to``'s arguments (dtype casts the values)."""
-    v = input._v.to(*args, **kwargs)
-    dev = v._device
-    if isinstance(input, SparseCOO):
-        return make_coo(input._i.to(dev), v, tuple(input.shape), input._coalesced)
-    return make_csr(input._crow.to(dev), input._col.to(dev), v, tuple(input.shape))
-

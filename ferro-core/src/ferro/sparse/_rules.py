@@ -30,7 +30,7 @@ _for_both("div", "true_divide")(F.div)
 _for_both("neg", "negative")(F.neg)
 _for_both("add")(F.add)
 _for_both("clone")(F.clone)
-_for_both("to")(F.to)
+_for_both("cast")(F.to)
 
 
 @_for_both("sub", "subtract")

@@ -18,9 +18,10 @@ from .._core.layouts import LayoutTensor, sparse_coo, sparse_csr, track
 from .._core.records import ops
 from .._core.tensor import Tensor, _new
 from .._creation import arange, zeros
+from .._ops.sparse import csr_rows
 from ..errors import UnsupportedLayoutError
 
-__all__ = ["SparseCOO", "SparseCSR", "make_coo", "make_csr", "coo_from_dense", "linear_index"]
+__all__ = ["SparseCOO", "SparseCSR", "make_coo", "make_csr", "coo_from_dense", "linear_index", "transpose", "to"]
 
 
 class _Pattern:
@@ -100,14 +101,21 @@ class _Sparse(LayoutTensor):
         """The same pattern with detached values."""
         return self._with_values(self._v.detach())
 
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """The sparse tensor on another device or of another dtype (``Tensor.to``'s arguments; the dtype is the
+        values')."""
+        return to(self, *args, **kwargs)
+
+    def cpu(self) -> Any:
+        """The sparse tensor on the CPU."""
+        return self.to("cpu")
+
     def t(self) -> Any:
         """The transpose of a 2-D sparse tensor (see :func:`ferro.sparse.transpose`)."""
-        from ._functions import transpose
         return transpose(self, 0, 1) if self.ndim == 2 else self
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Two sparse dimensions swapped (see :func:`ferro.sparse.transpose`)."""
-        from ._functions import transpose
         return transpose(self, dim0, dim1)
 
     @property
@@ -256,7 +264,6 @@ class SparseCSR(_Sparse):
     def row_indices(self) -> Tensor:
         """The row of each stored entry (computed once)."""
         if self._rows is None:
-            from .._ops.sparse import csr_rows
             self._rows = csr_rows(self._crow, self._nnz())
         return self._rows
 
@@ -327,3 +334,28 @@ def coo_from_dense(x: Tensor, sparse_dim: int | None = None) -> SparseCOO:
         mask = mask.any(tuple(range(nsparse, x.ndim)))
     idx = ops.nonzero(mask).t().contiguous()
     return make_coo(idx, x[tuple(idx[d] for d in range(nsparse))], tuple(x.shape), True)
+
+
+def transpose(input: Any, dim0: int, dim1: int) -> Any:
+    """Swap two sparse dimensions: COO swaps its index rows (the result is uncoalesced, as PyTorch's); CSR
+    gives the CSR of the transposed matrix (PyTorch gives CSC, a layout ferro does not have)."""
+    n = input.ndim
+    d0, d1 = dim0 % n, dim1 % n
+    s = input if isinstance(input, SparseCOO) else input.to_sparse()
+    if max(d0, d1) >= s.sparse_dim():
+        raise ValueError("transpose(): only sparse dimensions of a sparse tensor can be swapped")
+    order = list(range(s.sparse_dim()))
+    order[d0], order[d1] = order[d1], order[d0]
+    shape = list(s.shape)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    out = make_coo(s._i[order], s._v, tuple(shape), d0 == d1 and s._coalesced)
+    return out.to_sparse_csr() if isinstance(input, SparseCSR) else out
+
+
+def to(input: Any, *args: Any, **kwargs: Any) -> Any:
+    """The sparse tensor with its parts moved / cast by ``Tensor.to``'s arguments (dtype casts the values)."""
+    v = input._v.to(*args, **kwargs)
+    dev = v._device
+    if isinstance(input, SparseCOO):
+        return make_coo(input._i.to(dev), v, tuple(input.shape), input._coalesced)
+    return make_csr(input._crow.to(dev), input._col.to(dev), v, tuple(input.shape))
