@@ -41,15 +41,15 @@ def _matrix(n: int, nnz: int) -> Any:
 def _contenders(m: Any, backends: list[str]) -> list[Contender]:
     import torch
     out = [Contender("scipy", types.SimpleNamespace(mm=lambda d, m=m: m @ d), lambda a, rg: a)]
-    t = torch.sparse_csr_tensor(torch.from_numpy(m.indptr.astype(np.int64)), torch.from_numpy(m.indices.astype(
-        np.int64)), torch.from_numpy(m.data), m.shape)
+    # every contender gets the same arrays: scipy's int32 indices
+    t = torch.sparse_csr_tensor(torch.from_numpy(m.indptr), torch.from_numpy(m.indices), torch.from_numpy(m.data),
+                                m.shape)
     out.append(Contender("torch", types.SimpleNamespace(mm=lambda d, t=t: torch.sparse.mm(t, d)),
                          lambda a, rg: torch.from_numpy(a.copy())))
     for name in backends:
         b = ferro.backends.get(name)
         device = f"{name}:{b.default_device_index()}"
-        s = ferro.sparse_csr_tensor(m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data, m.shape,
-                                    device=device)
+        s = ferro.sparse_csr_tensor(m.indptr, m.indices, m.data, m.shape, device=device)
         out.append(Contender(f"ferro:{name}", types.SimpleNamespace(mm=lambda d, s=s: ferro.sparse.mm(s, d)),
                              lambda a, rg, device=device: ferro.tensor(a, device=device),
                              functools.partial(b.synchronize, b.default_device_index())))
