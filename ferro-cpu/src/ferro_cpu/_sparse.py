@@ -30,15 +30,18 @@ def sparse_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         if not found:
             found.append(_loop())
         rows, k = len(crow) - 1, (dense.shape[1] if dense.ndim == 2 else 1)
+        out = values.dtype
+        compute = np.float32 if out.itemsize == 2 else out  # float16, bfloat16: scipy has no 16-bit loop
+        v = values.astype(compute, copy=False)
+        x = np.ascontiguousarray(dense, dtype=compute)
         loop = found[0]
-        if loop is None or values.dtype.itemsize == 2:  # scipy has no 16-bit loop: csr_matrix computes wider
+        if loop is None:
             from scipy.sparse import csr_matrix
-            m = csr_matrix((values, col, crow), shape=(rows, dense.shape[0]), copy=False)
-            return np.asarray(m @ dense).astype(values.dtype, copy=False)
-        x = np.ascontiguousarray(dense, dtype=values.dtype)
-        y = np.zeros((rows, k) if dense.ndim == 2 else (rows,), dtype=values.dtype)
-        if rows and k and len(values):
-            loop(rows, dense.shape[0], k, crow, col.astype(crow.dtype, copy=False), values, x.ravel(), y.ravel())
-        return y
+            y = np.asarray(csr_matrix((v, col, crow), shape=(rows, dense.shape[0]), copy=False) @ x)
+        else:
+            y = np.zeros((rows, k) if dense.ndim == 2 else (rows,), dtype=compute)
+            if rows and k and len(v):
+                loop(rows, dense.shape[0], k, crow, col.astype(crow.dtype, copy=False), v, x.ravel(), y.ravel())
+        return y.astype(out, copy=False)
 
     return {"spmm_csr": product, "spmv_csr": product}
