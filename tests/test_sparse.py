@@ -135,6 +135,14 @@ def test_sum_mul_softmax_transpose(dev):
     np.testing.assert_array_equal(_np(s.to_sparse_csr().t().to_dense()), _np(t.t().to_dense()))
     dense = RNG.standard_normal((5, 4)).astype(np.float32)
     np.testing.assert_allclose(_np(ferro.tensor(dense, device=dev) + s), _np(torch.tensor(dense) + t), rtol=1e-6)
+    d = RNG.standard_normal((4, 2)).astype(np.float32)
+    want = _np(torch.mm(t, torch.tensor(d)))
+    for got in (ferro.mm(s, ferro.tensor(d, device=dev)), s.mm(ferro.tensor(d, device=dev)),
+                ferro.matmul(s, ferro.tensor(d, device=dev))):
+        np.testing.assert_allclose(_np(got), want, rtol=1e-5, atol=1e-6)
+    left = RNG.standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_allclose(_np(ferro.tensor(left, device=dev) @ s), _np(torch.tensor(left) @ t.to_dense()),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_softmax_gradient():

@@ -36,8 +36,9 @@ class _Pattern:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def __getattr__(self, name: str) -> Any:
-        raise UnsupportedLayoutError(f"a dense kernel ('{name}')", "input", "sparse", ".to_dense()")
+    def __getattr__(self, name: str) -> Any:  # a function without a sparse rule handed it to a dense kernel
+        raise TypeError(f"a sparse tensor reached a dense kernel (which read '{name}'): the function called has no "
+                        "rule for the sparse layouts; call .to_dense() first to run the dense function")
 
 
 def _start(cls: type, shape: tuple[int, ...], values: Tensor) -> Any:
