@@ -44,7 +44,7 @@ def sparse_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         y = rt.empty((rows, k) if dense.ndim == 2 else (rows,), values.dtype)
         if rows and k:
             cr, co, v, x = contig(crow, _LONG), contig(col, _LONG), contig(values), contig(dense, values.dtype)
-            kernel(values.dtype)(rt.queue, (rows, k), None, cr.buffer, cr.offset, co.buffer, co.offset, v.buffer,
+            kernel(values.dtype)(rt.queue, (k, rows), None, cr.buffer, cr.offset, co.buffer, co.offset, v.buffer,
                                  v.offset, x.buffer, x.offset, y.buffer, k)
         return y
 

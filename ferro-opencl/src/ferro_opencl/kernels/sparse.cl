@@ -7,7 +7,7 @@ __kernel void spmm_csr(__global const long *crow, const long crow_off, __global 
                        __global const ${T} *val, const long val_off, __global const ${T} *x, const long x_off,
                        __global ${T} *y, const long k)
 {
-    const long r = get_global_id(0), j = get_global_id(1);
+    const long j = get_global_id(0), r = get_global_id(1);  /* j fastest: neighbours read neighbouring x */
     const long start = crow[crow_off + r], end = crow[crow_off + r + 1];
     ${ACC} acc = 0;
     for (long e = start; e < end; ++e)
