@@ -14,7 +14,7 @@ from __future__ import annotations
 from .._core.dtypes import int32, int64, promote_types
 from .._core.records import OpDef, ops, register
 from .._core.tensor import Tensor
-from .._creation import arange, zeros
+from .._creation import arange
 from ..dispatch._dispatch import _unsupported, check_devices, fallback_enabled, finish, kernel_for, run_elsewhere
 from ..errors import DTypeError, ShapeError
 
@@ -33,9 +33,15 @@ def _grad_values(g: Tensor, crow: Tensor, col: Tensor, values: Tensor, dense: Te
 
 
 def _grad_dense(g: Tensor, crow: Tensor, col: Tensor, values: Tensor, dense: Tensor) -> Tensor:
-    rows = csr_rows(crow, values.shape[0])
-    scaled = ops.index_select(g, 0, rows) * (values.unsqueeze(-1) if dense.ndim == 2 else values)
-    return zeros(dense.shape, dtype=dense._dtype, device=dense._device).index_add(0, col, scaled.to(dense._dtype))
+    # the transposed matrix times the gradient, on the same kernel: the entries sorted by column (stable, so
+    # each column's entries keep their row order) give the transpose's CSR arrays
+    rows = csr_rows(crow, values.shape[0]).to(int64)
+    order = ops.argsort(col, stable=True)
+    cols = ops.index_select(col, 0, order).to(int64)
+    crow_t = ops.searchsorted(cols, arange(dense.shape[0] + 1, dtype=int64, device=col._device))
+    product = spmm_csr if dense.ndim == 2 else spmv_csr
+    return product(crow_t, ops.index_select(rows, 0, order), ops.index_select(values, 0, order),
+                   g).to(dense._dtype)
 
 
 def _check(name: str, crow: Tensor, col: Tensor, values: Tensor, dense: Tensor, dims: int) -> None:
