@@ -233,3 +233,23 @@ def test_import_ferro_loads_neither_the_sparse_package_nor_scipy():
     code = "import sys, ferro; print('ferro.sparse' in sys.modules, 'scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_cuda_kernels_on_the_scipy_interface_they_share_with_cupyx(dtype):
+    """ferro-cuda's spmm/spmv kernels, run with NumPy and scipy.sparse in place of CuPy and cupyx.scipy.sparse
+    (the same interface; no GPU here): the same products as PyTorch's."""
+    import scipy.sparse
+
+    from ferro_cuda._sparse import sparse_kernels
+    kernels = sparse_kernels(np, lambda: scipy.sparse)
+    t = torch.sparse_coo_tensor(IDX, VAL, (5, 4)).coalesce().to_sparse_csr()
+    crow, col, vals = (x.numpy() for x in (t.crow_indices(), t.col_indices(), t.values()))
+    d = RNG.standard_normal((4, 3)).astype(dtype)
+    got = kernels["spmm_csr"](crow, col, vals.astype(dtype), d)
+    assert got.dtype == np.dtype(dtype) and got.shape == (5, 3)
+    tol = 1e-2 if dtype == "float16" else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), t.to_dense().double().numpy() @ d.astype(np.float64),
+                               rtol=tol, atol=tol)
+    v = kernels["spmv_csr"](crow, col, vals.astype(dtype), d[:, 0].copy())
+    np.testing.assert_allclose(v.astype(np.float64), got[:, 0].astype(np.float64), rtol=tol, atol=tol)
