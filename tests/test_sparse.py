@@ -213,6 +213,12 @@ def test_embedding_sparse_gradients_with_sgd_and_sparse_adam(dev):
         np.testing.assert_allclose(_np(e.weight.grad.to_dense()), _np(te.weight.grad.to_dense()), rtol=1e-5,
                                    atol=1e-6)
         np.testing.assert_allclose(_np(e.weight), _np(te.weight), rtol=1e-5, atol=1e-6)
+    e = ferro.nn.Embedding(10, 3, sparse=True)
+    e(ferro.tensor([1, 2], device="cpu")).sum().backward()
+    before = e.weight.detach().clone()
+    with pytest.raises(NotImplementedError, match="SGD: momentum with a sparse_coo gradient"):
+        ferro.optim.SGD(e.parameters(), lr=0.1, momentum=0.9).step()
+    assert bool((e.weight.detach() == before).all())  # nothing changed
     with pytest.raises(RuntimeError, match="dense gradients"):
         p = ferro.zeros(3, requires_grad=True)
         p.sum().backward()
