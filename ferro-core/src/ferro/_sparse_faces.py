@@ -47,7 +47,12 @@ def _to_dense(self: Tensor, dtype: Any = None) -> Tensor:
     return self if dtype is None else self.to(dtype)
 
 
-Tensor.layout = strided  # type: ignore[attr-defined]  # sparse tensors' classes say sparse_coo / sparse_csr
+def _layout(self: Tensor) -> Layout:
+    """The memory layout: ``ferro.strided`` (sparse tensors' classes say ``sparse_coo`` / ``sparse_csr``)."""
+    return strided
+
+
+Tensor.layout = property(_layout)  # type: ignore[attr-defined]
 Tensor.to_sparse = _to_sparse  # type: ignore[attr-defined]
 Tensor.to_sparse_coo = _to_sparse  # type: ignore[attr-defined]
 Tensor.to_sparse_csr = _to_sparse_csr  # type: ignore[attr-defined]
