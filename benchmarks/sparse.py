@@ -59,7 +59,7 @@ def _contenders(m: Any, backends: list[str]) -> list[Contender]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="all", help="ferro backends, comma-separated (default: every available)")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--budget", type=float, default=0.2, help="seconds per round")
     p.add_argument("--small", action="store_true", help="10k x 10k, 100k non-zeros")
     args = p.parse_args(argv)
