@@ -78,6 +78,19 @@ def test_conversions(dev):
                                                                                 .crow_indices()))
 
 
+def test_hybrid_moves_and_casts(dev):
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    x[[1, 3]] = 0
+    s, t = ferro.tensor(x, device=dev).to_sparse(1), torch.tensor(x).to_sparse(1)
+    assert (s.sparse_dim(), s.dense_dim()) == (t.sparse_dim(), t.dense_dim()) == (1, 1)
+    np.testing.assert_array_equal(_np(s.indices()), _np(t.indices()))
+    np.testing.assert_array_equal(_np(s.values()), _np(t.values()))
+    assert ferro.tensor(x, device=dev).to_sparse(layout=ferro.sparse_csr).layout is ferro.sparse_csr
+    moved = s.to("cpu").double()
+    assert moved.device.type == "cpu" and moved.dtype == ferro.float64 and moved.layout is ferro.sparse_coo
+    np.testing.assert_array_equal(moved.to_dense().numpy(), x.astype(np.float64))
+
+
 @pytest.mark.parametrize("layout", ["coo", "csr"])
 @pytest.mark.parametrize("vector", [False, True])
 def test_spmm_spmv_forward_and_gradients(dev, layout, vector):
@@ -164,6 +177,8 @@ def test_ops_without_a_rule_refuse_naming_op_and_layout(dev):
         ferro.abs(c)
     with pytest.raises(ValueError, match="pattern"):
         s * ferro.sparse_coo_tensor([[0], [0]], [1.0], (5, 4), device=dev)
+    with pytest.raises(TypeError, match=r"add\(\): a sparse_coo tensor plus a float"):
+        s + 1.0
 
 
 def test_out_of_range_indices_are_refused_at_construction():

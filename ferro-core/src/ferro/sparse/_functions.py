@@ -179,7 +179,10 @@ def add(input: Any, other: Any, alpha: Any = 1) -> Any:
                        tuple(input.shape), False)
         return out if isinstance(input, SparseCOO) else out.to_sparse_csr()
     dense, sp = (input, other) if isinstance(other, _Sparse) else (other, input)
-    if not isinstance(dense, Tensor) or tuple(dense.shape) != tuple(sp.shape):
+    if not isinstance(dense, Tensor):
+        raise TypeError(f"add(): a {sp.describes} tensor plus a {type(dense).__name__} would fill every entry not "
+                        "stored; call .to_dense() first, or add to .values()")
+    if tuple(dense.shape) != tuple(sp.shape):
         raise ShapeError(f"add(): a {sp.describes} tensor of shape {list(sp.shape)} adds to a dense tensor of the "
                          f"same shape, not to {getattr(dense, 'shape', type(dense).__name__)}")
     s = _coo(sp)
