@@ -248,6 +248,10 @@ def test_gradients_accumulate_sparse():
     np.add.at(expect, [1, 2, 2, 5], 1)
     assert e.weight.grad.layout is ferro.sparse_coo
     np.testing.assert_array_equal(_np(e.weight.grad.to_dense()), expect)
+    ferro.optim.SGD(e.parameters(), lr=0.1).zero_grad(set_to_none=False)  # PyTorch's: no entry left
+    assert e.weight.grad._nnz() == 0 and not e.weight.grad.to_dense().any()
+    e(ferro.tensor([4])).sum().backward()
+    np.testing.assert_array_equal(_np(e.weight.grad.to_dense())[4], [1.0, 1.0])
 
 
 def test_import_ferro_loads_neither_the_sparse_package_nor_scipy():

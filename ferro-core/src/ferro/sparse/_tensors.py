@@ -192,6 +192,12 @@ class SparseCOO(_Sparse):
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
         return self._v
 
+    def zero_(self) -> SparseCOO:
+        """Empty the tensor in place (no stored entry left), as PyTorch's ``zero_`` of a sparse COO tensor."""
+        self._i, self._v = self._i[:, :0], self._v.detach()[:0]
+        self._coalesced, self._csr = True, None
+        return self
+
     def coalesce(self) -> SparseCOO:
         """The same tensor with its indices sorted and duplicates summed (differentiable)."""
         if self._coalesced:
@@ -249,6 +255,11 @@ class SparseCSR(_Sparse):
 
     def _with_values(self, values: Tensor) -> SparseCSR:
         return make_csr(self._crow, self._col, values, tuple(self.shape), rows=self._rows)
+
+    def zero_(self) -> SparseCSR:
+        """Zero the stored values in place (the pattern stays), as PyTorch's ``zero_`` of a CSR tensor."""
+        self._v.detach().zero_()
+        return self
 
     def crow_indices(self) -> Tensor:
         """The row pointers: row ``r``'s entries are ``crow_indices[r]:crow_indices[r + 1]``."""
