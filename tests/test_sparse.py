@@ -4,6 +4,7 @@ their gradients (to the values and to the dense operand), sum, softmax, scaling,
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
@@ -12,9 +13,19 @@ import pytest
 import torch
 
 import ferro
+from ferro._core import layouts, modes
 from ferro.errors import UnsupportedLayoutError, UnsupportedOperationError
 
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _layer_off_afterwards():
+    """Every sparse tensor made here is gone after the module (a failed ``pytest.raises`` keeps frames, and
+    them, in reference cycles until a collection): the layout layer is off again for the tests that follow."""
+    yield
+    gc.collect()
+    assert layouts.live() == 0 and modes.ARMED[0] == 0
 # a 5 x 4 pattern with a duplicate (1, 2) and an empty row (3)
 IDX = [[0, 1, 4, 1, 2, 4, 1], [1, 2, 0, 3, 2, 3, 2]]
 VAL = [1.5, -2.0, 0.5, 3.0, -1.0, 2.5, 4.0]

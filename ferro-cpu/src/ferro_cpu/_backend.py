@@ -24,10 +24,10 @@ from ferro.backends import (
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
-from ._sparse import sparse_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._rows import row_kernels
+from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
 
