@@ -90,8 +90,8 @@ def _declared(body: list[ast.stmt]) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom):
-            names.update(a.asname for a in node.names if a.asname == a.name)
+        elif isinstance(node, ast.ImportFrom):  # PEP 484: a stub re-exports what it imports with "as"
+            names.update(a.asname for a in node.names if a.asname)
     return names
 
 

@@ -40,6 +40,8 @@ try:
     from ._grids import __all__ as _grids_all
     from ._legacy import legacy_new as _legacy_new
     from ._legacy import typed_tensor_classes as _typed_tensor_classes
+    from ._sparse_faces import __all__ as _sparse_all
+    from ._sparse_faces import layout, sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, strided  # noqa: F401
     from .amp import autocast as autocast
 finally:
     if _gc_was_enabled:
@@ -55,6 +57,7 @@ _FROM_QUANTIZATION = ("quantize_per_tensor", "quantize_per_channel", "quantize_b
 _LAZY = {"distributions": ".distributions", "onnx": ".onnx", "special": ".special", "save": ".serialization",
          "load": ".serialization", "GradScaler": ".amp.grad_scaler", "data": ".data", "utils": ".utils",
          "accelerator": ".accelerator", "cuda": ".cuda", "quantization": ".quantization", "ao": ".ao",
+         "sparse": ".sparse",
          **dict.fromkeys(_FROM_QUANTIZATION, ".quantization")}
 __getattr__ = _attributes(__name__, _LAZY)
 
@@ -80,4 +83,5 @@ _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "amp", "autocast", "nn", "optim", "random"]
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, *_sparse_all, "amp", "autocast", "nn", "optim",
+           "random"]

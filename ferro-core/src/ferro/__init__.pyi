@@ -32,11 +32,13 @@ from ferro import onnx as onnx
 from ferro import optim as optim
 from ferro import quantization as quantization
 from ferro import random as random
+from ferro import sparse as sparse
 from ferro import special as special
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
 from ferro._core.inference_mode import inference_mode as inference_mode
+from ferro._core.layouts import Layout as layout
 from ferro._core.numeric_info import finfo as finfo
 from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
@@ -331,6 +333,7 @@ __all__ = [
     'kron',
     'kthvalue',
     'layer_norm',
+    'layout',
     'ldexp',
     'le',
     'lerp',
@@ -498,6 +501,11 @@ __all__ = [
     'slogdet',
     'softmax',
     'sort',
+    'sparse',
+    'sparse_coo',
+    'sparse_coo_tensor',
+    'sparse_csr',
+    'sparse_csr_tensor',
     'special',
     'split',
     'split_with_sizes',
@@ -509,6 +517,7 @@ __all__ = [
     'stack',
     'std',
     'std_mean',
+    'strided',
     'sub',
     'subtract',
     'sum',
@@ -1334,6 +1343,9 @@ class Tensor:
         """Kronecker product."""
     def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
         """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    @property
+    def layout(self) -> layout:
+        """The memory layout: ``ferro.strided`` (sparse tensors' classes say ``sparse_coo`` / ``sparse_csr``)."""
     def ldexp(self, other: Any) -> Tensor:
         """``input * 2^other`` (integers give the default float dtype)."""
     def ldexp_(self, other: Any) -> Tensor:
@@ -1865,8 +1877,16 @@ class Tensor:
         ``x`` on another device and/or with another dtype: ``to("cpu")``, ``to(ferro.float64)``, ``to(device,
         dtype)``, ``to(other_tensor)``. Returns ``x`` itself when nothing changes.
         """
+    def to_dense(self, dtype: Any = None) -> Tensor:
+        """This tensor, dense already (a sparse tensor returns its dense form)."""
     def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
         """This array on ``device`` (the array API standard's spelling of ``.to(device)``)."""
+    def to_sparse(self, sparse_dim: builtins.int | None = None, *, layout: layout | None = None) -> Any:
+        """The sparse COO form of this tensor (its nonzero entries; differentiable), or of ``layout``."""
+    def to_sparse_coo(self, sparse_dim: builtins.int | None = None, *, layout: layout | None = None) -> Any:
+        """The sparse COO form of this tensor (its nonzero entries; differentiable), or of ``layout``."""
+    def to_sparse_csr(self) -> Any:
+        """The sparse CSR form of this 2-D tensor."""
     def tolist(self) -> Any:
         """The values as (nested) Python lists of numbers."""
     def topk(
@@ -3255,6 +3275,15 @@ def sort(
     stable: builtins.bool = True,
 ) -> _ValuesIndices:
     """``(values, indices)`` of ``x`` sorted along ``dim``."""
+sparse_coo: layout
+def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, **kwargs: Any) -> Any:
+    """A sparse COO tensor from its indices and values (see :func:`ferro.sparse.sparse_coo_tensor`)."""
+sparse_csr: layout
+def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, **kwargs: Any) -> Any:
+    """
+    A sparse CSR tensor from its row pointers, column indices and values (see
+    :func:`ferro.sparse.sparse_csr_tensor`).
+    """
 def split(
     x: Tensor,
     split_size_or_sections: builtins.int | collections.abc.Sequence[builtins.int],
@@ -3296,6 +3325,7 @@ def std_mean(
     keepdim: builtins.bool = False,
 ) -> builtins.tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim`` (all elements by default)."""
+strided: layout
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
 def subtract(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:

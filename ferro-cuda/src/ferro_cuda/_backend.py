@@ -209,6 +209,8 @@ class CudaBackend(ArrayAPIBackend):
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
                  "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2),  # a view in CuPy
                  **quantized_kernels()}  # int8_matmul (ferro.quantization)
+        from ._sparse import sparse_kernels
+        table.update(sparse_kernels(self.xp))  # spmm_csr, spmv_csr on cuSPARSE (ferro._ops.sparse)
         # a plugin's op that gives an expression and no CUDA kernel: generated from its record (ferro's own
         # elementwise ops run CuPy's ufuncs; reciprocal, rsqrt, exp2, frac their decompositions)
         table.update(generated_kernels({name: op for name, op in elementwise_ops().items()

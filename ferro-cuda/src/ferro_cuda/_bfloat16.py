@@ -262,6 +262,8 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
                       COPY),
         # bfloat16 gradients are copied to float32, run amp.cu's float32 kernel and are copied back (_fused)
         "fused_amp_unscale": (COPY,),
+        # bfloat16 values and operand are copied to float32, multiplied by cuSPARSE and copied back (_sparse)
+        "spmm_csr": (COPY,), "spmv_csr": (COPY,),
     })
     table.update({op: (Generated(op),) for op in GENERATED})
     own = {"softmax": "softmax", "log_softmax": "softmax", "layer_norm": "layer_norm",

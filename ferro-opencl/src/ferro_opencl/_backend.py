@@ -117,6 +117,8 @@ class OpenCLBackend(Backend):
         table.update(fused_kernels(self.runtime(index)))
         from ._quantized import quantized_kernels  # int8_matmul (ferro.quantization)
         table.update(quantized_kernels(self.runtime(index)))
+        from ._sparse import sparse_kernels  # spmm_csr, spmv_csr (ferro._ops.sparse, ferro.sparse)
+        table.update(sparse_kernels(self.runtime(index)))
         if self.device_rng():
             from ._random import device_random_kernels
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))

@@ -45,6 +45,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     scatter,
     shape,
     sorting,
+    sparse,
     special_functions,
     stacking,
     statistics,

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.dtypes import result_type
-from .._core.records import OpDef, register
+from .._core.layouts import LayoutTensor
+from .._core.records import OpDef, ops, register
 from .._core.tensor import Tensor
 from ..dispatch._dispatch import check_devices, finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
@@ -51,6 +52,8 @@ def _product(op: str, x: Tensor, y: Tensor) -> Tensor:
     """The matmul op, its errors naming ``op`` (matmul, mm, bmm, mv, dot: the function called)."""
     if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
         raise TypeError(f"{op}(): expected two Tensors, got {type(x).__name__} and {type(y).__name__}")
+    if isinstance(x, LayoutTensor) or isinstance(y, LayoutTensor):  # sparse, quantized: the matmul op's rules
+        return ops.matmul(x, y)
     xs, ys = x._data.shape, y._data.shape
     if not xs or not ys:
         raise ShapeError(f"{op}: both arguments need at least 1 dimension, got shapes {list(xs)} and {list(ys)}")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core import grad_mode as _mode
+from .._core.layouts import LayoutTensor
 from .._core.node import Node
 from .._core.tensor import Tensor, _wrap
 from ._views import VIEW_OPS, refresh
@@ -144,7 +145,7 @@ def _useful(roots: list[Node], wanted: dict[Node, int], wanted_leaves: set[int])
 def _owned(g: Tensor, create_graph: bool) -> Tensor:
     """A gradient to store in ``.grad``: never an alias of another tensor (the user's ``gradient``,
     another leaf's gradient, a read-only broadcast view), so in-place changes to it stay local."""
-    if create_graph:
+    if create_graph or isinstance(g, LayoutTensor):  # a sparse gradient (Embedding(sparse=True)): its own clone
         return g.clone()
     return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
 

@@ -13,8 +13,9 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "Adadelta", "RAdam", "LBFGS",
-           "Rprop", "ASGD", "lr_scheduler"]
+           "Rprop", "ASGD", "SparseAdam", "lr_scheduler"]
 
 __getattr__ = attributes(__name__, {"lr_scheduler": ".lr_scheduler"})  # loaded by the scripts that schedule

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._core.grad_mode import no_grad
+from .._core.layouts import LayoutTensor
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor
@@ -290,7 +291,7 @@ class Optimizer:
         """Update ``p`` and its state ``tensors`` (None for unused ones) with the fused kernel where
         there is one, else with ``unfused``; both take ``(p, g, *tensors, *scalars)``, the kernel on
         native arrays."""
-        kernel = self._kernel_for(group, p)
+        kernel = None if isinstance(g, LayoutTensor) else self._kernel_for(group, p)  # sparse: in ferro ops
         if kernel is None:
             unfused(p, g, *tensors, *scalars)
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.layouts import LayoutTensor
 from .._core.tensor import Tensor
 from .._creation import empty_like
 from .optimizer import Optimizer, check, decayed_grad, register_step
@@ -50,6 +51,9 @@ class SGD(Optimizer):
             if g is None:
                 continue
             buf, first = None, False
+            if momentum and isinstance(g, LayoutTensor):  # refused before any state is made
+                raise NotImplementedError(f"SGD: momentum with a {g.describes} gradient (nn.Embedding(sparse=True)) "
+                                          "is not supported; use momentum=0 or optim.SparseAdam")
             if momentum:
                 st = state.get(p)
                 if st is None:

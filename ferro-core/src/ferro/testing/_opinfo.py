@@ -1037,3 +1037,28 @@ OP_DB += [
     _nn("pdist", lambda x: _np().array([_np().linalg.norm(x[i] - x[j]) for i in range(4) for j in range(i + 1, 4)]),
         lambda f, F, x: F.pdist(x)),
 ]
+
+
+# -- the sparse kernels' ops (_ops/sparse): a fixed 3 x 4 CSR matrix (an empty row) times the input ----------------
+_CSR = ([0, 2, 2, 5], [0, 3, 1, 2, 3], [1.5, -2.0, 0.5, 3.0, -1.0])
+
+
+def _csr_dense() -> Any:
+    a = _np().zeros((3, 4))
+    a[[0, 0, 2, 2, 2], _CSR[1]] = _CSR[2]
+    return a
+
+
+def _csr_call(name: str) -> Callable[..., Any]:
+    def call(f: Any, x: Any) -> Any:
+        crow, col = (f.tensor(v, device=x.device) for v in _CSR[:2])
+        return getattr(f.ops, name)(crow, col, f.tensor(_CSR[2], dtype=x.dtype, device=x.device), x)
+    return call
+
+
+OP_DB += [
+    OpInfo("spmm_csr", lambda x: _csr_dense() @ x, call=_csr_call("spmm_csr"), shapes=(((4, 5),),), dtypes=FLOATS,
+           edge=False, gradgrad=True),
+    OpInfo("spmv_csr", lambda x: _csr_dense() @ x, call=_csr_call("spmv_csr"), shapes=(((4,),),), dtypes=FLOATS,
+           edge=False, gradgrad=True),
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from ..._core.tensor import Tensor
@@ -21,6 +22,8 @@ class Embedding(Module):
     The row at ``padding_idx`` starts at zero and gets no gradient. With ``max_norm``, looked-up rows
     whose ``norm_type``-norm exceeds it are rescaled in place first, as in PyTorch. With
     ``scale_grad_by_freq``, each row's gradient is divided by how often its index occurs in the batch.
+    With ``sparse=True``, ``weight.grad`` is a sparse COO tensor holding only the looked-up rows, which
+    ``optim.SGD`` and ``optim.SparseAdam`` apply.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
@@ -28,8 +31,6 @@ class Embedding(Module):
                  sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        if sparse:
-            raise NotImplementedError("Embedding: sparse gradients are not implemented in ferro yet")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
@@ -67,7 +68,10 @@ class Embedding(Module):
         """The rows of ``weight`` at ``input``'s indices: shape ``input.shape + (embedding_dim,)``."""
         if self.max_norm is not None:
             self._renorm(input)
-        out = F.embedding(input, self.weight, self.padding_idx)
+        if self.sparse:  # ferro.sparse is loaded on first use, not with ferro.nn
+            out = importlib.import_module("ferro.sparse._embedding").embedding(input, self.weight, self.padding_idx)
+        else:
+            out = F.embedding(input, self.weight, self.padding_idx)
         if self.scale_grad_by_freq and out.requires_grad:
             # The same values, with the gradient of each lookup divided by its index's count.
             counts = input.reshape(-1).bincount(minlength=self.num_embeddings)[input].unsqueeze(-1)
