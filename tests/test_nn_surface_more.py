@@ -1,0 +1,275 @@
+"""The nn.functional ops, layers and optimizers ferro gained for the PyTorch surface (fold / unfold, lp and
+unpooling, 3-d adaptive pools and transposed convolution, grid sampling, embedding_bag, ctc_loss, the margin
+losses, the Lazy layers, Adafactor, Muon), against torch on cpu and opencl: values and gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+def _pair(v: np.ndarray, dev: str, grad: bool = False) -> tuple[ferro.Tensor, Any]:
+    x = ferro.tensor(v, device=dev)
+    t = torch.tensor(v)
+    if grad:
+        x.requires_grad_(True)
+        t.requires_grad_(True)
+    return x, t
+
+
+def _close(mine: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    np.testing.assert_allclose(mine.detach().cpu().numpy() if hasattr(mine, "cpu") else mine.detach().numpy(),
+                               theirs.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _check(dev: str, arrays: list[np.ndarray], fn: Callable[..., Any], tfn: Callable[..., Any],
+           grad: tuple[int, ...] = (0,), rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """``fn`` on ferro tensors against ``tfn`` on torch ones (float32): the value and, for the inputs ``grad``,
+    the gradient of a weighted sum of it."""
+    pairs = [_pair(a, dev, i in grad) for i, a in enumerate(arrays)]
+    mine, theirs = fn(*(p[0] for p in pairs)), tfn(*(p[1] for p in pairs))
+    _close(mine, theirs, rtol, atol)
+    if not grad:
+        return
+    w = _rng().normal(size=tuple(theirs.shape)).astype(np.float32)
+    (mine * ferro.tensor(w, device=dev)).sum().backward()
+    (theirs * torch.tensor(w)).sum().backward()
+    for i in grad:
+        _close(pairs[i][0].grad, pairs[i][1].grad, rtol, atol)
+
+
+def _f32(*shape: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
+    return _rng().uniform(lo, hi, shape).astype(np.float32)
+
+
+# -- functional ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": (2, 3), "stride": 2, "padding": 1},
+                                {"kernel_size": 2, "dilation": 2, "stride": (1, 2)}])
+def test_unfold_and_fold(dev: str, kw: dict) -> None:
+    x = _f32(2, 3, 5, 6)
+    _check(dev, [x], lambda a: F.unfold(a, **kw), lambda a: TF.unfold(a, **kw))
+    cols = TF.unfold(torch.tensor(x), **kw).numpy()
+    _check(dev, [cols], lambda a: F.fold(a, (5, 6), **kw), lambda a: TF.fold(a, (5, 6), **kw))
+    _check(dev, [x[0]], lambda a: F.unfold(a, **kw), lambda a: TF.unfold(a, **kw))  # unbatched
+    with pytest.raises(ferro.errors.ShapeError, match="fold"):
+        F.fold(ferro.tensor(cols, device=dev)[:, :, 1:], (5, 6), **kw)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_lp_pool(dev: str, n: int) -> None:
+    x = _f32(2, 3, *([6] * n), lo=0.1, hi=2.0)
+    for p, k, s, ceil in ((2.0, 2, None, False), (3.0, 3, 2, True), (1.5, 2, 1, False)):
+        _check(dev, [x], lambda a: getattr(F, f"lp_pool{n}d")(a, p, k, s, ceil),
+               lambda a: getattr(TF, f"lp_pool{n}d")(a, p, k, s, ceil), rtol=1e-4)
+    mine = getattr(ferro.nn, f"LPPool{n}d")(2, 3, stride=2)(ferro.tensor(x, device=dev))
+    _close(mine, getattr(torch.nn, f"LPPool{n}d")(2, 3, stride=2)(torch.tensor(x)), 1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_and_with_indices(dev: str, n: int) -> None:
+    x = _f32(2, 3, *([6] * n))
+    fx, tx = _pair(x, dev)
+    out, idx = getattr(F, f"max_pool{n}d_with_indices")(fx, 2)
+    tout, tidx = getattr(TF, f"max_pool{n}d_with_indices")(tx, 2)
+    _close(out, tout)
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+    pooled = tout.detach().numpy()
+    tidx_np = tidx.numpy()
+
+    def mine(a: ferro.Tensor) -> ferro.Tensor:
+        return getattr(F, f"max_unpool{n}d")(a, ferro.tensor(tidx_np, device=dev), 2)
+    _check(dev, [pooled], mine, lambda a: getattr(TF, f"max_unpool{n}d")(a, tidx, 2))
+    size = [7] * n
+    _close(getattr(F, f"max_unpool{n}d")(out, idx, 2, output_size=size),
+           getattr(TF, f"max_unpool{n}d")(tout, tidx, 2, output_size=size))
+    layer = getattr(ferro.nn, f"MaxUnpool{n}d")(2)
+    _close(layer(out, idx), getattr(torch.nn, f"MaxUnpool{n}d")(2)(tout, tidx))
+    with pytest.raises(ValueError, match=f"max_unpool{n}d"):
+        getattr(F, f"max_unpool{n}d")(out, idx, 2, output_size=[12] * n)
+    aout, aidx = getattr(F, f"adaptive_max_pool{n}d_with_indices")(fx, 4)
+    taout, taidx = getattr(TF, f"adaptive_max_pool{n}d_with_indices")(tx, 4)
+    _close(aout, taout)
+    np.testing.assert_array_equal(aidx.numpy(), taidx.numpy())
+
+
+def test_adaptive_pools_3d(dev: str) -> None:
+    x = _f32(2, 3, 5, 7, 6)
+    for size in (3, (2, None, 4), (5, 7, 6), (1, 1, 1)):
+        _check(dev, [x], lambda a: F.adaptive_avg_pool3d(a, size), lambda a: TF.adaptive_avg_pool3d(a, size))
+        _check(dev, [x], lambda a: F.adaptive_max_pool3d(a, size), lambda a: TF.adaptive_max_pool3d(a, size))
+    _check(dev, [x[0]], lambda a: F.adaptive_avg_pool3d(a, 2), lambda a: TF.adaptive_avg_pool3d(a, 2))
+    fx, tx = _pair(x, dev)
+    _close(ferro.nn.AdaptiveAvgPool3d((2, 3, 4))(fx), torch.nn.AdaptiveAvgPool3d((2, 3, 4))(tx))
+    out, idx = ferro.nn.AdaptiveMaxPool3d(3, return_indices=True)(fx)
+    tout, tidx = torch.nn.AdaptiveMaxPool3d(3, return_indices=True)(tx)
+    _close(out, tout)
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+
+
+def test_conv_transpose3d(dev: str) -> None:
+    x, w = _f32(2, 4, 3, 4, 3), _f32(4, 3, 2, 3, 2)
+    for kw in ({}, {"stride": 2, "padding": 1, "output_padding": 1}, {"groups": 2, "dilation": (1, 2, 1)}):
+        b = _f32(3 * kw.get("groups", 1))
+        _check(dev, [x, w, b], lambda a, c, d: F.conv_transpose3d(a, c, d, **kw),
+               lambda a, c, d: TF.conv_transpose3d(a, c, d, **kw), grad=(0, 1, 2), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_affine_grid_and_grid_sample(dev: str, n: int) -> None:
+    theta = _f32(2, n, n + 1, lo=-1.2, hi=1.2)
+    size = [2, 3, 5, 6] if n == 2 else [2, 3, 4, 5, 3]
+    x = _f32(*size)
+    for align in (False, True):
+        _check(dev, [theta], lambda a: F.affine_grid(a, size, align_corners=align),
+               lambda a: TF.affine_grid(a, size, align_corners=align))
+        grid = TF.affine_grid(torch.tensor(theta), size[:2] + [4] * n, align_corners=align).detach().numpy()
+        for mode in ("bilinear", "nearest"):
+            for pad in ("zeros", "border", "reflection"):
+                kw = {"mode": mode, "padding_mode": pad, "align_corners": align}
+                _check(dev, [x, grid], lambda a, g: F.grid_sample(a, g, **kw), lambda a, g: TF.grid_sample(a, g, **kw),
+                       grad=(0, 1) if mode == "bilinear" else (0,), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(dev: str, mode: str) -> None:
+    w = _f32(10, 4)
+    idx = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0], dtype=np.int64)
+    offsets = np.array([0, 3, 3, 7], dtype=np.int64)  # the second bag is empty
+    ti, to = torch.tensor(idx), torch.tensor(offsets)
+    fi, fo = ferro.tensor(idx, device=dev), ferro.tensor(offsets, device=dev)
+    for kw in ({}, {"padding_idx": 2}):
+        _check(dev, [w], lambda a: F.embedding_bag(fi, a, fo, mode=mode, **kw),
+               lambda a: TF.embedding_bag(ti, a, to, mode=mode, **kw))
+    # (PyTorch 2.13's CPU mean divides the last bag by its length to the end of the input, past the last offset:
+    # the offsets here end with the input, where both agree.)
+    last, tlast = ferro.tensor([0, 3, 3, 9], device=dev), torch.tensor([0, 3, 3, 9])
+    _check(dev, [w], lambda a: F.embedding_bag(fi, a, last, mode=mode, include_last_offset=True),
+           lambda a: TF.embedding_bag(ti, a, tlast, mode=mode, include_last_offset=True))
+    if mode == "sum":  # the indices past the last offset are in no bag (values only: PyTorch's gradient of their
+        # rows is uninitialized memory)
+        _check(dev, [w], lambda a: F.embedding_bag(fi, a, fo, mode=mode, include_last_offset=True),
+               lambda a: TF.embedding_bag(ti, a, to, mode=mode, include_last_offset=True), grad=())
+    two_d = idx[:8].reshape(2, 4)
+    _check(dev, [w], lambda a: F.embedding_bag(ferro.tensor(two_d, device=dev), a, mode=mode),
+           lambda a: TF.embedding_bag(torch.tensor(two_d), a, mode=mode))
+    if mode == "sum":
+        psw = _f32(9)
+        _check(dev, [w, psw], lambda a, p: F.embedding_bag(fi, a, fo, mode="sum", per_sample_weights=p),
+               lambda a, p: TF.embedding_bag(ti, a, to, mode="sum", per_sample_weights=p), grad=(0, 1))
+    else:
+        with pytest.raises(NotImplementedError, match="embedding_bag"):
+            F.embedding_bag(fi, ferro.tensor(w, device=dev), fo, mode=mode,
+                            per_sample_weights=ferro.ones(9, device=dev))
+
+
+def test_embedding_bag_module_and_state_dict(dev: str) -> None:
+    tm = torch.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0)
+    m = ferro.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0).to(dev)
+    assert set(m.state_dict()) == set(tm.state_dict())
+    m.load_state_dict({k: ferro.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    idx = np.array([[0, 3, 4], [5, 0, 9]])
+    _close(m(ferro.tensor(idx, device=dev)), tm(torch.tensor(idx)))
+    pre = ferro.nn.EmbeddingBag.from_pretrained(ferro.tensor(_f32(5, 2), device=dev), mode="max")
+    tpre = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(_f32(5, 2)), mode="max")
+    _close(pre(ferro.tensor([[1, 2], [3, 4]], device=dev)), tpre(torch.tensor([[1, 2], [3, 4]])))
+    assert not pre.weight.requires_grad
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss(dev: str, reduction: str) -> None:
+    rng = _rng()
+    steps, nb, classes = 12, 3, 5
+    logits = rng.normal(size=(steps, nb, classes)).astype(np.float32)
+    lp = TF.log_softmax(torch.tensor(logits), -1).numpy()
+    targets = np.array([[1, 2, 2, 3], [4, 1, 0, 0], [3, 3, 3, 1]], dtype=np.int64)
+    in_len, tg_len = [12, 9, 7], [4, 2, 4]
+    kw = {"reduction": reduction}
+    # gradients with respect to the logits: PyTorch's CTC backward assumes its input came from log_softmax
+    _check(dev, [logits], lambda a: F.ctc_loss(a.log_softmax(-1), ferro.tensor(targets, device=dev), in_len, tg_len,
+                                               **kw),
+           lambda a: TF.ctc_loss(a.log_softmax(-1), torch.tensor(targets), in_len, tg_len, **kw), rtol=1e-4,
+           atol=1e-5)
+    flat = np.concatenate([targets[i, :n] for i, n in enumerate(tg_len)])
+    _check(dev, [logits], lambda a: F.ctc_loss(a.log_softmax(-1), ferro.tensor(flat, device=dev), in_len, tg_len,
+                                               blank=0, **kw),
+           lambda a: TF.ctc_loss(a.log_softmax(-1), torch.tensor(flat), in_len, tg_len, blank=0, **kw), rtol=1e-4,
+           atol=1e-5)
+    # an impossible alignment (3 repeated labels need 5 steps): inf, or 0 with zero_infinity
+    for zero in (False, True):
+        mine = F.ctc_loss(ferro.tensor(lp, device=dev), ferro.tensor(targets, device=dev), [12, 4, 7], tg_len,
+                          reduction="none", zero_infinity=zero)
+        theirs = TF.ctc_loss(torch.tensor(lp), torch.tensor(targets), [12, 4, 7], tg_len, reduction="none",
+                             zero_infinity=zero)
+        _close(mine, theirs, 1e-4)
+    mod = ferro.nn.CTCLoss(blank=4, zero_infinity=True)
+    tmod = torch.nn.CTCLoss(blank=4, zero_infinity=True)
+    _close(mod(ferro.tensor(lp, device=dev), ferro.tensor(targets % 4, device=dev), in_len, tg_len),
+           tmod(torch.tensor(lp), torch.tensor(targets % 4), in_len, tg_len), 1e-4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_margin_and_linear_losses(dev: str, reduction: str) -> None:
+    x = _f32(4, 5)
+    target = np.array([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 1, 1, 1, 1], [4, 4, -1, 0, 0]], dtype=np.int64)
+    r = {"reduction": reduction}
+    _check(dev, [x], lambda a: F.multilabel_margin_loss(a, ferro.tensor(target, device=dev), **r),
+           lambda a: TF.multilabel_margin_loss(a, torch.tensor(target), **r))
+    _check(dev, [x[0]], lambda a: F.multilabel_margin_loss(a, ferro.tensor(target[0], device=dev), **r),
+           lambda a: TF.multilabel_margin_loss(a, torch.tensor(target[0]), **r))
+    y, z = _f32(4, 5), _f32(4, 5)
+    for kw in ({}, {"margin": 0.5, "swap": True}):
+        _check(dev, [x, y, z], lambda a, b, c: F.triplet_margin_with_distance_loss(a, b, c, **kw, **r),
+               lambda a, b, c: TF.triplet_margin_with_distance_loss(a, b, c, **kw, **r), grad=(0, 1, 2))
+    _check(dev, [x, y, z],
+           lambda a, b, c: F.triplet_margin_with_distance_loss(
+               a, b, c, distance_function=lambda u, v: 1 - F.cosine_similarity(u, v), **r),
+           lambda a, b, c: TF.triplet_margin_with_distance_loss(
+               a, b, c, distance_function=lambda u, v: 1 - TF.cosine_similarity(u, v), **r), grad=(0, 1, 2))
+    w, b = _f32(3, 5), _f32(3)
+    cls = np.array([0, 2, 1, 2])
+    for kw in ({}, {"label_smoothing": 0.1, "ignore_index": 1}):
+        _check(dev, [x, w, b], lambda a, c, d: F.linear_cross_entropy(
+            a, c, ferro.tensor(cls, device=dev), linear_bias=d, **kw, **r),
+            lambda a, c, d: TF.linear_cross_entropy(a, c, torch.tensor(cls), linear_bias=d, **kw, **r),
+            grad=(0, 1, 2))
+    mod, tmod = ferro.nn.MultiLabelMarginLoss(**r), torch.nn.MultiLabelMarginLoss(**r)
+    _close(mod(ferro.tensor(x, device=dev), ferro.tensor(target, device=dev)), tmod(torch.tensor(x),
+                                                                                   torch.tensor(target)))
+    mod2 = ferro.nn.TripletMarginWithDistanceLoss(margin=0.3, **r)
+    tmod2 = torch.nn.TripletMarginWithDistanceLoss(margin=0.3, **r)
+    _close(mod2(*(ferro.tensor(v, device=dev) for v in (x, y, z))), tmod2(*(torch.tensor(v) for v in (x, y, z))))
+
+
+def test_prelu_and_gumbel_softmax(dev: str) -> None:
+    x = _f32(3, 4, 5)
+    for w in (_f32(1), _f32(4)):
+        _check(dev, [x, w], F.prelu, TF.prelu, grad=(0, 1))
+    fx = ferro.tensor(x, device=dev, requires_grad=True)
+    ferro.manual_seed(0)
+    soft = F.gumbel_softmax(fx, tau=0.5, dim=1)
+    np.testing.assert_allclose(soft.sum(1).detach().numpy(), 1.0, rtol=1e-5)
+    hard = F.gumbel_softmax(fx, hard=True)
+    assert set(np.unique(hard.detach().numpy())) <= {0.0, 1.0}
+    np.testing.assert_array_equal(hard.detach().numpy().sum(-1), 1.0)
+    hard.sum().backward()  # straight through: the soft sample's gradient, which sums to 0 per row
+    np.testing.assert_allclose(fx.grad.numpy().sum(-1), 0.0, atol=1e-5)
+    # the argmax of a sample is distributed as softmax(logits)
+    ferro.manual_seed(1)
+    logits = ferro.tensor([[0.0, 1.0, 2.0]], device=dev).expand(20000, 3)
+    freq = F.gumbel_softmax(logits, hard=True).detach().numpy().mean(0)
+    np.testing.assert_allclose(freq, np.exp([0, 1, 2]) / np.exp([0, 1, 2]).sum(), atol=0.015)
