@@ -273,3 +273,128 @@ def test_prelu_and_gumbel_softmax(dev: str) -> None:
     logits = ferro.tensor([[0.0, 1.0, 2.0]], device=dev).expand(20000, 3)
     freq = F.gumbel_softmax(logits, hard=True).detach().numpy().mean(0)
     np.testing.assert_allclose(freq, np.exp([0, 1, 2]) / np.exp([0, 1, 2]).sum(), atol=0.015)
+
+
+# -- layers: PyTorch's parameters, so that state_dicts load both ways -------------------------------------------
+
+
+def _load_torch(mine: Any, theirs: Any, dev: str) -> None:
+    assert list(mine.state_dict()) == list(theirs.state_dict())
+    mine.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    mine.to(dev)
+
+
+@pytest.mark.parametrize(("name", "args", "shape"), [
+    ("ConvTranspose3d", (4, 6, (2, 3, 2)), (2, 4, 3, 4, 3)),
+    ("InstanceNorm3d", (3,), (2, 3, 4, 3, 5)),
+    ("Fold", ((5, 6), 2), (2, 12, 20)),
+    ("Unfold", ((2, 3),), (2, 3, 5, 6)),
+])
+def test_new_layers_load_torch_state(dev: str, name: str, args: tuple, shape: tuple) -> None:
+    kw = {"affine": True, "track_running_stats": True} if name == "InstanceNorm3d" else {}
+    theirs = getattr(torch.nn, name)(*args, **kw)
+    mine = getattr(ferro.nn, name)(*args, **kw)
+    if name == "InstanceNorm3d":
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+            theirs.running_mean.uniform_(-1, 1)
+    _load_torch(mine, theirs, dev)
+    x = _f32(*shape)
+    _close(mine(ferro.tensor(x, device=dev)), theirs(torch.tensor(x)), 1e-4, 1e-5)
+    if name == "InstanceNorm3d":  # running statistics: PyTorch's update in training, used in eval
+        _close(mine.eval()(ferro.tensor(x, device=dev)), theirs.eval()(torch.tensor(x)), 1e-4, 1e-5)
+
+
+def test_linear_cross_entropy_loss_module(dev: str) -> None:
+    torch.manual_seed(0)
+    for kw in ({}, {"bias": True, "out_features": (2, 3), "label_smoothing": 0.1}):
+        theirs = torch.nn.LinearCrossEntropyLoss(5, 4, **kw)
+        mine = ferro.nn.LinearCrossEntropyLoss(5, 4, **kw)
+        _load_torch(mine, theirs, dev)
+        x = _f32(3, 5)
+        target = np.random.default_rng(1).integers(0, 4, (3, *kw.get("out_features", ()))).astype(np.int64)
+        fx, tx = _pair(x, dev, True)
+        mine_loss, their_loss = mine(fx, ferro.tensor(target, device=dev)), theirs(tx, torch.tensor(target))
+        _close(mine_loss, their_loss, 1e-5)
+        mine_loss.backward()
+        their_loss.backward()
+        _close(fx.grad, tx.grad, 1e-4, 1e-6)
+        _close(mine.linear.weight.grad, theirs.linear.weight.grad, 1e-4, 1e-6)
+
+
+@pytest.mark.parametrize(("lazy", "full", "shape", "args"), [
+    ("LazyLinear", "Linear", (3, 7), (4,)),
+    ("LazyConv1d", "Conv1d", (2, 3, 8), (5, 3)),
+    ("LazyConv2d", "Conv2d", (2, 3, 6, 6), (4, 3)),
+    ("LazyConv3d", "Conv3d", (2, 2, 4, 4, 4), (3, 2)),
+    ("LazyConvTranspose1d", "ConvTranspose1d", (2, 3, 5), (4, 2)),
+    ("LazyConvTranspose2d", "ConvTranspose2d", (2, 3, 4, 4), (2, 3)),
+    ("LazyConvTranspose3d", "ConvTranspose3d", (1, 2, 3, 3, 3), (2, 2)),
+    ("LazyBatchNorm1d", "BatchNorm1d", (4, 6), ()),
+    ("LazyBatchNorm2d", "BatchNorm2d", (2, 3, 4, 4), ()),
+    ("LazyBatchNorm3d", "BatchNorm3d", (2, 3, 2, 3, 2), ()),
+    ("LazyInstanceNorm1d", "InstanceNorm1d", (2, 3, 5), ()),
+    ("LazyInstanceNorm2d", "InstanceNorm2d", (2, 3, 4, 4), ()),
+    ("LazyInstanceNorm3d", "InstanceNorm3d", (2, 3, 2, 3, 2), ()),
+])
+def test_lazy_layers(dev: str, lazy: str, full: str, shape: tuple, args: tuple) -> None:
+    x = _f32(*shape)
+    m = getattr(ferro.nn, lazy)(*args)
+    assert m.has_uninitialized_params() and not list(m.parameters())
+    seen = []
+    m.register_forward_hook(lambda mod, inp, out: seen.append(type(mod).__name__))
+    m.to(dev)  # replayed on the parameters once they exist
+    out = m(ferro.tensor(x, device=dev))
+    assert type(m) is getattr(ferro.nn, full) and seen == [full]
+    tm = getattr(torch.nn, lazy)(*args)
+    tm(torch.tensor(x))
+    assert [(k, tuple(v.shape)) for k, v in m.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
+    assert all(p.device == ferro.device(dev) for p in m.parameters())
+    # a state_dict sizes a fresh lazy layer (PyTorch's parameters, then the same outputs)
+    fresh = getattr(ferro.nn, lazy)(*args)
+    fresh.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    fresh.to(dev)
+    tm.train()
+    _close(fresh(ferro.tensor(x, device=dev)), tm(torch.tensor(x)), 1e-4, 1e-5)
+    assert out.shape == tuple(tm(torch.tensor(x)).shape)
+
+
+# -- optimizers: the same parameters as torch after N steps ---------------------------------------------------
+
+
+def _optimize(lib: Any, make: Callable[[list[Any]], Any], dev: str | None, vector: bool) -> list[np.ndarray]:
+    rng = _rng()
+    x, y = rng.normal(size=(16, 5)).astype(np.float32), rng.normal(size=(16, 3)).astype(np.float32)
+    w0, b0 = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    kw = {"device": dev} if dev else {}
+    w, b = lib.tensor(w0, requires_grad=True, **kw), lib.tensor(b0, requires_grad=True, **kw)
+    params = [w, b] if vector else [w]
+    opt = make(params)
+    xs, ys = lib.tensor(x, **kw), lib.tensor(y, **kw)
+    out = []
+    for _ in range(10):
+        opt.zero_grad()
+        (((xs @ w + b - ys) ** 2).mean() + 0.1 * (w ** 4).sum()).backward()
+        opt.step()
+        out.append(np.concatenate([p.detach().numpy().ravel() for p in params]))
+    return out
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [
+    ("Adafactor", {}), ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "d": 2.0, "weight_decay": 0.1}),
+    ("Adafactor", {"eps": (1e-3, 1e-2), "maximize": True}),
+    ("Muon", {}), ("Muon", {"lr": 0.02, "momentum": 0.9, "nesterov": False, "adjust_lr_fn": "match_rms_adamw"}),
+])
+def test_new_optimizers_match_torch(dev: str, name: str, kwargs: dict) -> None:
+    vector = name != "Muon"  # Muon takes matrices only
+    mine = _optimize(ferro, lambda ps: getattr(ferro.optim, name)(ps, **kwargs), dev, vector)
+    theirs = _optimize(torch, lambda ps: getattr(torch.optim, name)(ps, **kwargs), None, vector)
+    # Muon orthogonalizes in bfloat16, as PyTorch does: its roundings differ by a few bfloat16 ulps
+    tol = {"rtol": 2e-2, "atol": 2e-3} if name == "Muon" else {"rtol": 1e-4, "atol": 1e-5}
+    for step, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        np.testing.assert_allclose(a, b, **tol, err_msg=f"step {step}")
+    with pytest.raises(ValueError, match="Muon only supports 2D"):
+        ferro.optim.Muon([ferro.zeros(3, requires_grad=True)])
+    with pytest.raises(ValueError, match="beta2_decay"):
+        ferro.optim.Adafactor([ferro.zeros(3, requires_grad=True)], beta2_decay=0.5)

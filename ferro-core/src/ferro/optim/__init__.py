@@ -2,11 +2,13 @@
 
 from . import lr_scheduler
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -15,4 +17,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "Adadelta", "RAdam", "LBFGS",
-           "Rprop", "ASGD", "lr_scheduler"]
+           "Rprop", "ASGD", "Adafactor", "Muon", "lr_scheduler"]

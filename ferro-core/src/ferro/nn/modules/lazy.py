@@ -160,19 +160,27 @@ class LazyBatchNorm3d(LazyModuleMixin):
     cls_to_become, _spatial = BatchNorm3d, 0  # channels: dim 1
 
 
-class LazyInstanceNorm1d(LazyModuleMixin):
+class _LazyInstanceNorm(LazyModuleMixin):
+    """PyTorch's lazy instance norms are affine and track running statistics by default (the full ones do not)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, **kwargs: Any) -> None:
+        super().__init__(eps, momentum, affine, track_running_stats, device=device, dtype=dtype, **kwargs)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm):
     """:class:`InstanceNorm1d` whose ``num_features`` comes from its first input."""
 
     cls_to_become, _spatial = InstanceNorm1d, 1
 
 
-class LazyInstanceNorm2d(LazyModuleMixin):
+class LazyInstanceNorm2d(_LazyInstanceNorm):
     """:class:`InstanceNorm2d` whose ``num_features`` comes from its first input."""
 
     cls_to_become, _spatial = InstanceNorm2d, 2
 
 
-class LazyInstanceNorm3d(LazyModuleMixin):
+class LazyInstanceNorm3d(_LazyInstanceNorm):
     """:class:`InstanceNorm3d` whose ``num_features`` comes from its first input."""
 
     cls_to_become, _spatial = InstanceNorm3d, 3
