@@ -398,3 +398,81 @@ def test_new_optimizers_match_torch(dev: str, name: str, kwargs: dict) -> None:
         ferro.optim.Muon([ferro.zeros(3, requires_grad=True)])
     with pytest.raises(ValueError, match="beta2_decay"):
         ferro.optim.Adafactor([ferro.zeros(3, requires_grad=True)], beta2_decay=0.5)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fractional_max_pool(dev: str, n: int) -> None:
+    shape, k, out = ((2, 3, 9, 11), (2, 3), (4, 5)) if n == 2 else ((2, 2, 7, 8, 9), (2, 3, 2), (3, 4, 5))
+    x = _f32(*shape)
+    u = _rng().random((2, shape[1], n)).astype(np.float32)
+    fu, tu = ferro.tensor(u, device=dev), torch.tensor(u)
+    name = f"fractional_max_pool{n}d"
+    _check(dev, [x], lambda a: getattr(F, name)(a, k, output_size=out, _random_samples=fu),
+           lambda a: getattr(TF, name)(a, k, output_size=out, _random_samples=tu))
+    ratio = (0.6,) * n
+    fx, tx = _pair(x, dev)
+    mine, idx = getattr(F, f"{name}_with_indices")(fx, k, output_ratio=ratio, _random_samples=fu)
+    theirs, tidx = getattr(TF, f"{name}_with_indices")(tx, k, output_ratio=ratio, _random_samples=tu)
+    _close(mine, theirs)
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+    layer = getattr(ferro.nn, f"FractionalMaxPool{n}d")(k, output_size=out, _random_samples=fu)
+    _close(layer(fx), getattr(torch.nn, f"FractionalMaxPool{n}d")(k, output_size=out, _random_samples=tu)(tx))
+    drawn = getattr(F, name)(fx, k, output_size=out)  # random windows: each output is one of the input's values
+    assert np.isin(drawn.numpy(), x).all() and drawn.shape == theirs.shape[:2] + tuple(out)
+    with pytest.raises(ValueError, match=name):
+        getattr(F, name)(fx, k, output_size=[s + 1 for s in shape[2:]])
+
+
+def test_adaptive_log_softmax(dev: str) -> None:
+    torch.manual_seed(0)
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True)
+    mine = ferro.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0, head_bias=True)
+    _load_torch(mine, theirs, dev)
+    x = _f32(7, 8)
+    target = np.array([0, 9, 4, 2, 7, 5, 3])
+    fx, tx = _pair(x, dev, True)
+    out, loss = mine(fx, ferro.tensor(target, device=dev))
+    tout, tloss = theirs(tx, torch.tensor(target))
+    _close(out, tout, 1e-5)
+    _close(loss, tloss, 1e-5)
+    loss.backward()
+    tloss.backward()
+    _close(fx.grad, tx.grad, 1e-4, 1e-6)
+    _close(mine.tail[1][0].weight.grad, theirs.tail[1][0].weight.grad, 1e-4, 1e-6)
+    _close(mine.log_prob(fx), theirs.log_prob(tx), 1e-5)
+    np.testing.assert_array_equal(mine.predict(fx).numpy(), theirs.predict(tx).numpy())
+    with pytest.raises(ValueError, match="Target values"):
+        mine(fx, ferro.tensor([10] * 7, device=dev))
+
+
+def test_data_parallel_and_functional_attention(dev: str) -> None:
+    inner = ferro.nn.Linear(4, 3).to(dev)
+    wrapped = ferro.nn.DataParallel(inner)
+    tinner = torch.nn.Linear(4, 3)
+    twrapped = torch.nn.DataParallel(tinner)
+    assert list(wrapped.state_dict()) == list(twrapped.state_dict()) == ["module.weight", "module.bias"]
+    wrapped.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in twrapped.state_dict().items()})
+    x = _f32(5, 4)
+    _close(wrapped(ferro.tensor(x, device=dev)), twrapped(torch.tensor(x)))
+    with pytest.raises(NotImplementedError, match="DistributedDataParallel"):
+        ferro.nn.DataParallel(inner, device_ids=[0, 1])
+    e, heads = 8, 2
+    rng = _rng()
+    q, k = rng.normal(size=(5, 3, e)).astype(np.float32), rng.normal(size=(6, 3, e)).astype(np.float32)
+    w, b = (rng.normal(size=(3 * e, e)) * 0.3).astype(np.float32), rng.normal(size=(3 * e,)).astype(np.float32)
+    ow, ob = rng.normal(size=(e, e)).astype(np.float32), rng.normal(size=(e,)).astype(np.float32)
+    bias_kv = rng.normal(size=(1, 1, e)).astype(np.float32)
+    pad = np.zeros((3, 6), bool)
+    pad[1, 4:] = True
+
+    def run(lib: Any, functional: Any, device: str | None, **kw: Any) -> Any:
+        def t(a: np.ndarray) -> Any:
+            return lib.tensor(a, device=device) if device else lib.tensor(a)
+        return functional.multi_head_attention_forward(t(q), t(k), t(k), e, heads, t(w), t(b), t(bias_kv), t(bias_kv),
+                                                       True, 0.0, t(ow), t(ob), training=False,
+                                                       key_padding_mask=t(pad), **kw)
+    for kw in ({}, {"average_attn_weights": False}):
+        out, weights = run(ferro, F, dev, **kw)
+        tout, tweights = run(torch, TF, None, **kw)
+        _close(out, tout, 1e-4, 1e-5)
+        _close(weights, tweights, 1e-4, 1e-6)

@@ -1,7 +1,8 @@
 """The rest of ``nn.functional``'s window and sampling layers, written in ops: ``unfold`` / ``fold``
 (im2col and its adjoint), ``lp_pool1d/2d/3d``, ``max_unpool1d/2d/3d``, ``adaptive_avg_pool3d`` /
-``adaptive_max_pool3d``, ``conv_transpose3d``, ``affine_grid`` and ``grid_sample``; and the tuple-returning
-``*_with_indices`` forms of the max poolings. Output sizes, window bounds and coordinates are PyTorch's."""
+``adaptive_max_pool3d``, ``fractional_max_pool2d/3d``, ``conv_transpose3d``, ``affine_grid`` and
+``grid_sample``; and the tuple-returning ``*_with_indices`` forms of the max poolings. Output sizes, window
+bounds and coordinates are PyTorch's."""
 
 from __future__ import annotations
 
@@ -13,11 +14,21 @@ from typing import Any
 from .._core.naming import names_errors
 from .._core.records import ops, register_composites
 from .._core.tensor import Tensor
-from .._creation import arange, tensor, zeros
+from .._creation import arange, rand, tensor, zeros
 from ..errors import ShapeError
 from ._rules import check_rule
 from .conv import FUNCTIONS as _CONV
-from .conv import _conv_transposend, _padding, _tuple, adaptive_max_pool, batched, max_pool, positions, unfold
+from .conv import (
+    _conv_transposend,
+    _padding,
+    _tuple,
+    adaptive_max_pool,
+    batched,
+    max_pool,
+    positions,
+    unfold,
+    window_max,
+)
 from .elementwise import where
 
 __all__ = ["FUNCTIONS", "PLAIN"]
@@ -192,6 +203,77 @@ def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     return _conv_transposend(3, x, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+def _fractional(n: int, input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
+                return_indices: bool, _random_samples: Tensor | None) -> Any:
+    """PyTorch's fractional max pooling: in each dim of each plane, windows of the kernel's size start at
+    ``floor((i + u) * alpha) - floor(u * alpha)`` (``alpha = (in - k) / (out - 1)``, the last at ``in - k``)
+    for a sample ``u`` in [0, 1) per plane and dim (``_random_samples`` (N, C, n), else drawn)."""
+    name = f"fractional_max_pool{n}d"
+    check_rule(name, input)
+    x, was_batched = batched(input, n, name)
+    k = _tuple(kernel_size, n, "kernel_size")
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+        ratio = (output_ratio,) * n if isinstance(output_ratio, (int, float)) else tuple(output_ratio)
+        if not all(0 < r < 1 for r in ratio):
+            raise ValueError(f"{name}: output_ratio must be between 0 and 1 (exclusive), got {output_ratio}")
+        out = tuple(int(s * r) for s, r in zip(spatial, ratio))
+    else:
+        out = _tuple(output_size, n, "output_size")
+    for i in range(n):
+        if out[i] + k[i] - 1 > spatial[i]:
+            raise ValueError(f"{name}: out + pool_size - 1 ({out[i]} + {k[i]} - 1) must not exceed the input size "
+                             f"({spatial[i]}) in dim {i}")
+    nb, c = x.shape[0], x.shape[1]
+    if _random_samples is None:
+        samples = rand(nb, c, n, dtype=x.dtype, device=x.device)
+    else:
+        samples = _random_samples.to(x.dtype)
+        if tuple(samples.shape) != (nb, c, n):
+            raise ShapeError(f"{name}: expected _random_samples of shape {[nb, c, n]}, got {list(samples.shape)}")
+    order = (1, 0) if n == 2 else tuple(range(n))  # PyTorch's 2-d samples are (width, height)
+    key: list[Any] = [arange(nb, device=x.device).reshape(nb, *([1] * (1 + 2 * n))),
+                      arange(c, device=x.device).reshape(1, c, *([1] * (2 * n)))]
+    where_from = None
+    for d in range(n):
+        u = samples[:, :, order[d]].reshape(nb, c, 1)
+        steps = arange(out[d], device=x.device).to(x.dtype).reshape(1, 1, -1)
+        if out[d] > 1:
+            alpha = (spatial[d] - k[d]) / (out[d] - 1)
+            starts = ((steps + u) * alpha).floor() - (u * alpha).floor()
+            starts = where(steps == out[d] - 1, float(spatial[d] - k[d]), starts)
+        else:
+            starts = steps * 0 + float(spatial[d] - k[d])
+        shape = [nb, c] + [1] * (2 * n)
+        shape[2 + d] = out[d]
+        offsets = [1] * (2 + 2 * n)
+        offsets[2 + n + d] = k[d]
+        idx = starts.long().reshape(shape) + arange(k[d], device=x.device).reshape(offsets)
+        key.append(idx)
+        term = idx * math.prod(spatial[d + 1:])
+        where_from = term if where_from is None else where_from + term
+    got = window_max(x[tuple(key)], where_from if return_indices else None, n)
+    if was_batched:
+        return got
+    return tuple(t.squeeze(0) for t in got) if return_indices else got.squeeze(0)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None) -> Any:
+    """Max pooling of (N, C, H, W) or (C, H, W) over pseudo-random overlapping windows to ``output_size`` (or
+    ``output_ratio`` of the input); ``return_indices=True`` also returns flat indices into H * W."""
+    return _fractional(2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None) -> Any:
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) over pseudo-random overlapping windows (as
+    :func:`fractional_max_pool2d`)."""
+    return _fractional(3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
 # -- spatial transformers ----------------------------------------------------------------------------------------
 
 
@@ -318,6 +400,16 @@ def _with_indices(n: int) -> Callable[..., Any]:
     return pool
 
 
+def _fractional_with_indices(n: int) -> Callable[..., Any]:
+    def pool(input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+             return_indices: bool = False, _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        return _fractional(n, input, kernel_size, output_size, output_ratio, True, _random_samples)
+    pool.__name__ = pool.__qualname__ = f"fractional_max_pool{n}d_with_indices"
+    pool.__doc__ = (f"``fractional_max_pool{n}d`` with ``return_indices=True``: the maxima and their flat input "
+                    "indices.")
+    return pool
+
+
 def _adaptive_with_indices(n: int) -> Callable[..., Any]:
     def pool(input: Tensor, output_size: Any, return_indices: bool = False) -> tuple[Tensor, Tensor]:
         return adaptive_max_pool(n, input, output_size, True)
@@ -342,6 +434,8 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("conv_transpose3d", conv_transpose3d, ("index_put", "conv3d")),
     ("affine_grid", affine_grid, ("matmul", "stack")),
     ("grid_sample", grid_sample, ("gather", "floor", "where", "mul", "add", "clamp")),
+    ("fractional_max_pool2d", fractional_max_pool2d, ("rand", "floor", "getitem", "argmax", "where", "sum")),
+    ("fractional_max_pool3d", fractional_max_pool3d, ("rand", "floor", "getitem", "argmax", "where", "sum")),
 ]
 
 #: Layout ops take any dtype; the pools and samplers that average or interpolate real floating ones.
@@ -355,5 +449,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 #: Functions of nn.functional that return a tuple, not registry ops (the database compares one result).
 PLAIN: dict[str, Callable[..., Any]] = {
     f.__name__: names_errors(f.__name__, f)
-    for f in [*(_with_indices(n) for n in (1, 2, 3)), *(_adaptive_with_indices(n) for n in (1, 2, 3))]
+    for f in [*(_with_indices(n) for n in (1, 2, 3)), *(_adaptive_with_indices(n) for n in (1, 2, 3)),
+              *(_fractional_with_indices(n) for n in (2, 3))]
 }

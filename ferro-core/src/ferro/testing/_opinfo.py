@@ -1104,6 +1104,28 @@ def _np_unpool(x: Any, indices: Any, n: int) -> Any:
     return out.reshape(idx.shape[:2] + out_shape)
 
 
+
+def _np_fractional(x: Any, k: tuple[int, ...], out: tuple[int, ...], samples: Any) -> Any:
+    """PyTorch's fractional max pooling with the given samples (per plane; a 2-d plane's are (w, h))."""
+    import itertools
+    np = _np()
+    n = len(k)
+    nb, c, *size = x.shape
+    res = np.zeros((nb, c, *out), dtype=x.dtype)
+    for b, ch in itertools.product(range(nb), range(c)):
+        u = samples[b][ch][::-1] if n == 2 else samples[b][ch]
+        starts = []
+        for d in range(n):
+            alpha = np.float32((size[d] - k[d]) / (out[d] - 1))
+            seq = [int(np.float32((i + np.float32(u[d])) * alpha)) - int(np.float32(np.float32(u[d]) * alpha))
+                   for i in range(out[d] - 1)]
+            starts.append([*seq, size[d] - k[d]])
+        for pos in itertools.product(*(range(o) for o in out)):
+            window = tuple(slice(starts[d][pos[d]], starts[d][pos[d]] + k[d]) for d in range(n))
+            res[(b, ch, *pos)] = x[(b, ch, *window)].max()
+    return res
+
+
 _UNPOOL = {1: [[[1, 2, 5]]], 2: [[[[0, 3], [9, 14]]]], 3: [[[[[0, 9], [19, 30]]]]]}
 _ML = [[0, -1, 0], [1, 2, -1], [2, 0, 1], [-1, 0, 0]]
 _IDENTITY = [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]]
@@ -1144,6 +1166,12 @@ OP_DB += [
         lambda f, F, x: F.linear_cross_entropy(x, _w(f, x, _W), _t(f, x, [0, 1, 1, 0]))),
     _nn("embedding_bag", lambda x: _np().stack([x[[0, 1]].mean(0), x[[2, 3]].mean(0)]),
         lambda f, F, x: F.embedding_bag(_t(f, x, [[0, 1], [2, 3]]), x)),
+    _nn("fractional_max_pool2d", lambda x: _np_fractional(x, (2, 2), (2, 3), [[[0.3, 0.7], [0.9, 0.1]]]),
+        lambda f, F, x: F.fractional_max_pool2d(x, 2, (2, 3), _random_samples=_w(f, x, [[[0.3, 0.7], [0.9, 0.1]]])),
+        shapes=(((1, 2, 5, 6),),)),
+    _nn("fractional_max_pool3d", lambda x: _np_fractional(x, (2, 1, 2), (2, 3, 2), [[[0.3, 0.7, 0.5]]]),
+        lambda f, F, x: F.fractional_max_pool3d(x, (2, 1, 2), (2, 3, 2), _random_samples=_w(f, x, [[[0.3, 0.7, 0.5]]])),
+        shapes=(((1, 1, 4, 5, 4),),)),
     _nn("ctc_loss", lambda x: _np_ctc(x, [1, 2]),
         lambda f, F, x: F.ctc_loss(x, _t(f, x, [1, 2]), [4], [2], reduction="sum"), shapes=(((4, 3),),)),
 ]

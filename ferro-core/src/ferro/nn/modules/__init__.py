@@ -4,9 +4,11 @@ from . import activation as _activation
 from . import lazy as _lazy
 from . import padding as _padding
 from .activation import *  # noqa: F403
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .data_parallel import DataParallel
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .embedding_bag import EmbeddingBag
@@ -62,6 +64,8 @@ from .pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -103,5 +107,6 @@ __all__ = [
     *_activation.__all__, *_padding.__all__,
     "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
     "MaxUnpool2d", "MaxUnpool3d", "InstanceNorm3d", "Fold", "Unfold", "EmbeddingBag", "CTCLoss",
-    "LinearCrossEntropyLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", *_lazy.__all__,
+    "LinearCrossEntropyLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "FractionalMaxPool2d",
+    "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss", "DataParallel", *_lazy.__all__,
 ]

@@ -1,5 +1,5 @@
 """Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool1d/2d/3d``,
-``AdaptiveMaxPool1d/2d/3d``, ``LPPool1d/2d/3d``, ``MaxUnpool1d/2d/3d``.
+``AdaptiveMaxPool1d/2d/3d``, ``LPPool1d/2d/3d``, ``MaxUnpool1d/2d/3d``, ``FractionalMaxPool2d/3d``.
 
 Each module holds its settings and calls the function of ``ferro.nn.functional`` (registry ops written
 in ``_ops/conv.py``, which a backend may fuse); the settings at their defaults are left out of the call,
@@ -18,7 +18,7 @@ from .module import Module
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
-           "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -266,3 +266,36 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """The inverse of :class:`MaxPool3d` (given its indices): the maxima back in place, zeros elsewhere."""
 
     _fn = staticmethod(F.max_unpool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn: Any
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input: Tensor) -> Any:
+        """The maxima of pseudo-random windows (and their flat indices with ``return_indices``)."""
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                              _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max pooling of (N, C, H, W) over pseudo-random overlapping windows to ``output_size`` or
+    ``output_ratio`` of the input (Graham's fractional max pooling)."""
+
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Max pooling of (N, C, D, H, W) over pseudo-random overlapping windows (see :class:`FractionalMaxPool2d`)."""
+
+    _fn = staticmethod(F.fractional_max_pool3d)
