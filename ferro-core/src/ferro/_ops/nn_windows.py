@@ -41,7 +41,7 @@ def _windows_2d(name: str, kernel_size: Any, dilation: Any, padding: Any, stride
     k, d = _tuple(kernel_size, 2, "kernel_size"), _tuple(dilation, 2, "dilation")
     p, s = _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
     if min(k) < 1 or min(d) < 1 or min(s) < 1 or min(p) < 0:
-        raise ValueError(f"{name}: kernel_size, dilation and stride must be positive and padding not negative, got "
+        raise ValueError(f"nn.{name}: kernel_size, dilation and stride must be positive and padding not negative, got "
                          f"kernel_size={list(k)}, dilation={list(d)}, padding={list(p)}, stride={list(s)}")
     return k, d, p, s
 
@@ -50,7 +50,7 @@ def unfold_windows(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: 
     """The sliding blocks of (N, C, H, W) or (C, H, W) as columns: (N, C * kH * kW, L), block by block in
     row-major order (PyTorch's im2col)."""
     k, d, p, s = _windows_2d("unfold", kernel_size, dilation, padding, stride)
-    x, was_batched = batched(input, 2, "unfold")
+    x, was_batched = batched(input, 2, "nn.unfold")
     win = unfold(ops.pad(x, _padding(p, k, d, s, 2)), k, s, d)  # (N, C, oH, oW, kH, kW)
     n, c, oh, ow = win.shape[:4]
     cols = win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * k[0] * k[1], oh * ow)
@@ -63,15 +63,15 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
     adding up (PyTorch's col2im, the adjoint of :func:`unfold`)."""
     k, d, p, s = _windows_2d("fold", kernel_size, dilation, padding, stride)
     out = _tuple(output_size, 2, "output_size")
-    x, was_batched = batched(input, 1, "fold")
+    x, was_batched = batched(input, 1, "nn.fold")
     n, rows, length = x.shape
     if rows % (k[0] * k[1]):
-        raise ShapeError(f"fold: expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+        raise ShapeError(f"nn.fold: expected size of input's dimension 1 to be divisible by the product of kernel_size, "
                          f"but got input.size(1)={rows} and kernel_size={list(k)}")
     padded = (out[0] + 2 * p[0], out[1] + 2 * p[1])
     blocks = [(padded[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
     if blocks[0] < 1 or blocks[1] < 1 or blocks[0] * blocks[1] != length:
-        raise ShapeError(f"fold: given output_size={list(out)}, kernel_size={list(k)}, dilation={list(d)}, "
+        raise ShapeError(f"nn.fold: given output_size={list(out)}, kernel_size={list(k)}, dilation={list(d)}, "
                          f"padding={list(p)}, stride={list(s)}, expected size of input's dimension 2 to match the "
                          f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, "
                          f"but got input.size(2)={length}")
@@ -421,8 +421,8 @@ def _adaptive_with_indices(n: int) -> Callable[..., Any]:
 
 #: (name, function, ops it uses)
 _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("im2col", unfold_windows, ("pad", "getitem", "permute", "reshape")),  # F.unfold (Tensor.unfold differs)
-    ("col2im", fold, ("scatter_add", "reshape", "getitem")),  # F.fold
+    ("unfold", unfold_windows, ("pad", "getitem", "permute", "reshape")),
+    ("fold", fold, ("scatter_add", "reshape", "getitem")),
     ("lp_pool1d", lp_pool1d, ("pow", "avg_pool1d", "sign", "abs", "relu", "mul")),
     ("lp_pool2d", lp_pool2d, ("pow", "avg_pool2d", "sign", "abs", "relu", "mul")),
     ("lp_pool3d", lp_pool3d, ("pow", "sign", "abs", "relu", "mul")),
@@ -439,10 +439,14 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
 ]
 
 #: Layout ops take any dtype; the pools and samplers that average or interpolate real floating ones.
-_ANY = ("im2col", "col2im", "max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d")
+#: im2col and col2im are the ops ``nn.unfold`` / ``nn.fold`` (``unfold`` names Tensor.unfold's sliding view).
+_PREFIXED = ("unfold", "fold")
+_ANY = ("max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d")
 _ORDERED = ("adaptive_max_pool3d",)  # a maximum: real numbers (argmax refuses bool and complex)
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    **register_composites("nn", [r for r in _ROWS if r[0] not in _ANY + _ORDERED], dtype_rule="real_floating"),
+    **register_composites("nn", [r for r in _ROWS if r[0] in _PREFIXED], prefix="nn."),
+    **register_composites("nn", [r for r in _ROWS if r[0] not in _ANY + _ORDERED + _PREFIXED],
+                          dtype_rule="real_floating"),
     **register_composites("nn", [r for r in _ROWS if r[0] in _ANY]),
     **register_composites("nn", [r for r in _ROWS if r[0] in _ORDERED], dtype_rule="real_numeric"),
 }

@@ -53,10 +53,7 @@ globals().update(_NUMERIC)  # normalize
 globals().update(_SURFACE)  # softmin, hardshrink, the margin losses, pixel_shuffle...
 globals().update(_DROPOUTS)  # dropout1d/3d, alpha dropouts, rrelu, channel_shuffle, adaptive_avg_pool1d, pdist
 globals().update(_BAGS)  # embedding_bag, ctc_loss
-#: fold / unfold (the ops col2im / im2col: Tensor.unfold is another op), lp pools, max unpools, 3-d adaptive
-#: pools, conv_transpose3d, affine_grid, grid_sample; and the max pools' *_with_indices forms.
-_WINDOW_NAMES = {"unfold" if k == "im2col" else "fold" if k == "col2im" else k: v for k, v in _WINDOWS.items()}
-globals().update(_WINDOW_NAMES)
+globals().update(_WINDOWS)  # fold / unfold, lp pools, max unpools, 3-d adaptive and fractional pools, ...
 globals().update(_WITH_INDICES)
 #: The in-place activations (``F.elu_(x)``): the op's in-place form, as ``Tensor.relu_``.
 _INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold",
@@ -78,5 +75,5 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
-           *_SURFACE, *_DROPOUTS, *_INPLACE, *_BAGS, *_WINDOW_NAMES, *_WITH_INDICES,
+           *_SURFACE, *_DROPOUTS, *_INPLACE, *_BAGS, *_WINDOWS, *_WITH_INDICES,
            "adaptive_max_pool1d"]

@@ -1130,8 +1130,8 @@ _UNPOOL = {1: [[[1, 2, 5]]], 2: [[[[0, 3], [9, 14]]]], 3: [[[[[0, 9], [19, 30]]]
 _ML = [[0, -1, 0], [1, 2, -1], [2, 0, 1], [-1, 0, 0]]
 _IDENTITY = [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]]
 OP_DB += [
-    _nn("im2col", lambda x: _np_unfold(x, 2), lambda f, F, x: F.unfold(x, 2), shapes=(((1, 2, 3, 4),),)),
-    _nn("col2im", lambda x: _np_fold(x, 3, 2), lambda f, F, x: F.fold(x, 3, 2), shapes=(((1, 8, 4),),)),
+    _nn("nn.unfold", lambda x: _np_unfold(x, 2), lambda f, F, x: F.unfold(x, 2), shapes=(((1, 2, 3, 4),),)),
+    _nn("nn.fold", lambda x: _np_fold(x, 3, 2), lambda f, F, x: F.fold(x, 3, 2), shapes=(((1, 8, 4),),)),
     _nn("lp_pool1d", lambda x: _np().sqrt(x[..., 0::2] ** 2 + x[..., 1::2] ** 2),
         lambda f, F, x: F.lp_pool1d(x, 2, 2), shapes=(((2, 3, 4),),), domain=(0.5, 2.0)),
     _nn("lp_pool2d", lambda x: _np().sqrt((x ** 2).reshape(1, 2, 2, 2, 2, 2).sum((3, 5))),
