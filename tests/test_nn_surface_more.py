@@ -476,3 +476,24 @@ def test_data_parallel_and_functional_attention(dev: str) -> None:
         tout, tweights = run(torch, TF, None, **kw)
         _close(out, tout, 1e-4, 1e-5)
         _close(weights, tweights, 1e-4, 1e-6)
+
+
+@pytest.mark.parametrize(("mode", "shape"), [("linear", (2, 3, 7)), ("bilinear", (2, 3, 5, 6)),
+                                             ("bicubic", (2, 3, 5, 6)), ("trilinear", (1, 2, 4, 5, 3)),
+                                             ("area", (2, 3, 5, 6)), ("nearest-exact", (1, 2, 4, 5, 3))])
+def test_interpolate_modes(dev: str, mode: str, shape: tuple) -> None:
+    x = _f32(*shape)
+    n = len(shape) - 2
+    size = (9, 4, 6)[:n]
+    cases: list[dict] = [{"size": size}, {"scale_factor": 1.7}, {"scale_factor": 0.6},
+                         {"scale_factor": 1.7, "recompute_scale_factor": True}]
+    if mode not in ("area", "nearest-exact"):
+        cases.append({"size": size, "align_corners": True})
+    for kw in cases:
+        _check(dev, [x], lambda a: F.interpolate(a, mode=mode, **kw), lambda a: TF.interpolate(a, mode=mode, **kw),
+               grad=() if mode == "nearest-exact" else (0,), rtol=1e-4, atol=1e-5)
+    up = ferro.nn.Upsample(scale_factor=1.5, mode=mode, recompute_scale_factor=True)
+    tup = torch.nn.Upsample(scale_factor=1.5, mode=mode, recompute_scale_factor=True)
+    _close(up(ferro.tensor(x, device=dev)), tup(torch.tensor(x)), 1e-4, 1e-5)
+    with pytest.raises(ValueError, match="interpolate"):
+        F.interpolate(ferro.tensor(x, device=dev), scale_factor=2, mode="bogus")

@@ -14,7 +14,7 @@ from typing import Any
 from .._core.naming import names_errors
 from .._core.records import ops, register_composites
 from .._core.tensor import Tensor
-from .._creation import arange, rand, tensor, zeros
+from .._creation import arange, rand, zeros
 from ..errors import ShapeError
 from ._rules import check_rule
 from .conv import FUNCTIONS as _CONV
@@ -23,6 +23,7 @@ from .conv import (
     _padding,
     _tuple,
     adaptive_max_pool,
+    adaptive_windows_mean,
     batched,
     max_pool,
     positions,
@@ -66,8 +67,8 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
     x, was_batched = batched(input, 1, "nn.fold")
     n, rows, length = x.shape
     if rows % (k[0] * k[1]):
-        raise ShapeError(f"nn.fold: expected size of input's dimension 1 to be divisible by the product of kernel_size, "
-                         f"but got input.size(1)={rows} and kernel_size={list(k)}")
+        raise ShapeError(f"nn.fold: expected size of input's dimension 1 to be divisible by the product of "
+                         f"kernel_size, but got input.size(1)={rows} and kernel_size={list(k)}")
     padded = (out[0] + 2 * p[0], out[1] + 2 * p[1])
     blocks = [(padded[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
     if blocks[0] < 1 or blocks[1] < 1 or blocks[0] * blocks[1] != length:
@@ -168,16 +169,6 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
-def _averaging(size: int, out: int, like: Tensor) -> Tensor:
-    """The (size, out) matrix whose column ``j`` averages adaptive window ``j`` (PyTorch's bounds)."""
-    rows = [[0.0] * out for _ in range(size)]
-    for j in range(out):
-        start, end = j * size // out, -(-(j + 1) * size // out)
-        for i in range(start, end):
-            rows[i][j] = 1.0 / (end - start)
-    return tensor(rows, dtype=like.dtype, device=like.device).reshape(size, out)
-
-
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (int or triple, None keeps that
     size), with PyTorch's window bounds: one averaging matrix per dim (the windows are separable)."""
@@ -186,8 +177,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     sizes = tuple(s if o is None else o for o, s in zip(_tuple(output_size, 3, "output_size"), x.shape[2:]))
     if any(o < 0 for o in sizes):
         raise ValueError(f"adaptive_avg_pool3d: output_size must not be negative, got {list(sizes)}")
-    for dim, o in zip((2, 3, 4), sizes):
-        x = (x.movedim(dim, -1) @ _averaging(x.shape[dim], o, x)).movedim(-1, dim)
+    x = adaptive_windows_mean(x, sizes)
     return x if was_batched else x.squeeze(0)
 
 
