@@ -497,3 +497,27 @@ def test_interpolate_modes(dev: str, mode: str, shape: tuple) -> None:
     _close(up(ferro.tensor(x, device=dev)), tup(torch.tensor(x)), 1e-4, 1e-5)
     with pytest.raises(ValueError, match="interpolate"):
         F.interpolate(ferro.tensor(x, device=dev), scale_factor=2, mode="bogus")
+
+
+@pytest.mark.parametrize("name", ["Adafactor", "Muon"])
+def test_new_optimizers_resume_from_state_dict(name: str) -> None:
+    """Steps after load_state_dict continue as if the optimizer had never stopped."""
+    def make(params: list) -> Any:
+        return getattr(ferro.optim, name)(params, lr=0.02)
+    whole = _optimize(ferro, make, "cpu", name != "Muon")
+    rng = _rng()
+    x, y = rng.normal(size=(16, 5)).astype(np.float32), rng.normal(size=(16, 3)).astype(np.float32)
+    w0, b0 = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    w, b = ferro.tensor(w0, requires_grad=True), ferro.tensor(b0, requires_grad=True)
+    params = [w, b] if name != "Muon" else [w]
+    opt = make(params)
+    xs, ys = ferro.tensor(x), ferro.tensor(y)
+    for step in range(10):
+        if step == 4:  # a fresh optimizer from the saved state
+            saved = opt.state_dict()
+            opt = make(params)
+            opt.load_state_dict(saved)
+        opt.zero_grad()
+        (((xs @ w + b - ys) ** 2).mean() + 0.1 * (w ** 4).sum()).backward()
+        opt.step()
+    np.testing.assert_allclose(np.concatenate([p.detach().numpy().ravel() for p in params]), whole[-1], rtol=1e-6)
