@@ -210,6 +210,7 @@ LOCAL: dict[str, list[tuple[str, Callable[..., Any], tuple[Any, ...]]]] = {
     "alpha_dropout": [("fixed seed", _seeded(lambda x: F.alpha_dropout(x, 0.4, training=True)), (A34,))],
     "feature_alpha_dropout": [("fixed seed", _seeded(lambda x: F.feature_alpha_dropout(x, 0.4, training=True)),
                                (_r(2, 3, 4),))],
+    "gumbel_softmax": [("fixed seed", _seeded(lambda x: F.gumbel_softmax(x, tau=0.7, dim=0)), (A34,))],
     "aminmax": [("over a dim", lambda x: ferro.stack(ferro.aminmax(x, dim=1)), (A34,)),
                 ("all", lambda x: ferro.stack(ferro.aminmax(x)), (A34,))],
     "msort": [("no ties", lambda x: ferro.msort(x), (A34,))],

@@ -22,7 +22,8 @@ from .._creation import arange, ones, tensor, zeros
 from ..errors import ShapeError
 from .fused import fusable
 
-__all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows", "adaptive_max_pool", "max_pool", "avg_pool"]
+__all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows", "adaptive_windows_mean", "adaptive_max_pool",
+           "max_pool", "avg_pool"]
 
 
 def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
@@ -384,6 +385,21 @@ def _adaptive_mean(x: Tensor, output_size: Any) -> Tensor:
     return ops.stack(rows, -2)
 
 
+def adaptive_windows_mean(x: Tensor, out: Sequence[int]) -> Tensor:
+    """Average pooling of (N, C, *spatial) to ``out`` with PyTorch's adaptive windows, one averaging matrix per
+    dim (the windows are separable)."""
+    for d, o in enumerate(out):
+        size = x.shape[2 + d]
+        rows = [[0.0] * o for _ in range(size)]
+        for j in range(o):
+            start, end = j * size // o, -(-(j + 1) * size // o)
+            for i in range(start, end):
+                rows[i][j] = 1.0 / (end - start)
+        weights = tensor(rows, dtype=x.dtype, device=x.device).reshape(size, o)
+        x = (x.movedim(2 + d, -1) @ weights).movedim(-1, 2 + d)
+    return x
+
+
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
     return _adaptive_mean(x, output_size)
@@ -398,30 +414,96 @@ def adaptive_max_pool2d(x: Tensor, output_size: Any) -> Tensor:
     return y if batched else y.squeeze(0)
 
 
+#: The modes of ``F.interpolate`` and the number of spatial dims each takes (None: any).
+_MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2, "bicubic": 2,
+          "trilinear": 3}
+
+
+def _cubic_weights(t: float) -> list[float]:
+    """PyTorch's cubic convolution weights (A = -0.75) of the 4 neighbours at offsets -1..2 from ``floor(src)``."""
+    a = -0.75
+
+    def near(x: float) -> float:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: float) -> float:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _resampling(mode: str, size: int, out: int, scale: float, align_corners: bool, like: Tensor) -> Tensor:
+    """The (size, out) matrix whose column ``j`` holds the weights of output ``j``'s input samples along one dim,
+    as PyTorch computes them for ``linear`` (the linear modes are separable) and ``bicubic``."""
+    rows = [[0.0] * out for _ in range(size)]
+    for j in range(out):
+        if align_corners:
+            src = j * (size - 1) / (out - 1) if out > 1 else 0.0
+        else:
+            src = scale * (j + 0.5) - 0.5
+            if mode == "linear":
+                src = max(src, 0.0)
+        low = math.floor(src)
+        t = src - low
+        if mode == "linear":
+            low = min(low, size - 1)
+            high = min(low + 1, size - 1)
+            rows[low][j] += 1 - t
+            rows[high][j] += t
+        else:
+            for k, w in zip(range(low - 1, low + 3), _cubic_weights(t)):
+                rows[min(max(k, 0), size - 1)][j] += w
+    return tensor(rows, dtype=like.dtype, device=like.device).reshape(size, out)
+
+
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                align_corners: bool | None = None) -> Tensor:
-    """Resize the spatial dims of (N, C, ...): ``nearest`` (any dims) or ``bilinear`` (2-D)."""
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of (N, C, ...): ``nearest``, ``nearest-exact`` and ``area`` (any dims),
+    ``linear`` (1-D), ``bilinear`` / ``bicubic`` (2-D), ``trilinear`` (3-D), with PyTorch's source coordinates
+    (``align_corners``; a ``scale_factor`` is used as given unless ``recompute_scale_factor``)."""
     n = x.ndim - 2
+    if mode not in _MODES:
+        raise ValueError(f"interpolate: mode must be one of {list(_MODES)}, got {mode!r}")
+    if _MODES[mode] not in (None, n):
+        raise ValueError(f"interpolate: mode {mode!r} takes a {_MODES[mode] + 2}-D input, got {x.ndim}-D "
+                         f"{list(x.shape)}")
+    if align_corners is not None and mode not in ("linear", "bilinear", "bicubic", "trilinear"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by ferro")
     in_size = x.shape[2:]
     if size is not None:
+        if scale_factor is not None:
+            raise ValueError("only one of size or scale_factor should be defined")
         out = _tuple(size, n, "size")
         scales = [i / o for i, o in zip(in_size, out)]
     elif scale_factor is not None:
         sf = (scale_factor,) * n if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
         out = tuple(math.floor(i * s) for i, s in zip(in_size, sf))
-        scales = [1 / s for s in sf]
+        scales = [i / o for i, o in zip(in_size, out)] if recompute_scale_factor else [1 / s for s in sf]
     else:
         raise ValueError("interpolate: either size or scale_factor must be given")
-    if mode == "nearest":
+    if mode == "area":
+        return adaptive_windows_mean(x, out)
+    if mode in ("nearest", "nearest-exact"):
         key: list[Any] = [slice(None), slice(None)]
         for d in range(n):
-            idx = [min(math.floor(o * scales[d]), in_size[d] - 1) for o in range(out[d])]
+            if mode == "nearest":
+                idx = [min(math.floor(o * scales[d]), in_size[d] - 1) for o in range(out[d])]
+            else:
+                idx = [min(math.floor((o + 0.5) * scales[d]), in_size[d] - 1) for o in range(out[d])]
             shape = [1] * n
             shape[d] = out[d]
             key.append(tensor(idx, device=x.device).reshape(shape))
         return x[tuple(key)]
-    if mode != "bilinear" or n != 2:
-        raise ValueError(f"interpolate: mode {mode!r} is not supported for {n}-D inputs (nearest, bilinear)")
+    if mode != "bilinear":  # linear, trilinear, bicubic: one resampling matrix per dim
+        kind = "cubic" if mode == "bicubic" else "linear"
+        y = x
+        for d in range(n):
+            weights = _resampling(kind, in_size[d], out[d], scales[d], bool(align_corners), x)
+            y = (y.movedim(2 + d, -1) @ weights).movedim(-1, 2 + d)
+        return y
     out_h, out_w = out
 
     def coords(o: int, i: int, scale: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -454,7 +536,7 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("avg_pool1d", avg_pool1d), ("avg_pool2d", avg_pool2d),
     ("adaptive_avg_pool2d", adaptive_avg_pool2d),
     ("adaptive_max_pool2d", adaptive_max_pool2d),
-    ("interpolate", interpolate, ("mul", "add")),  # the linear modes (the samples are nearest)
+    ("interpolate", interpolate, ("mul", "add", "matmul", "movedim")),  # the linear modes (the samples are nearest)
 ]
 
 

@@ -17,8 +17,11 @@ from .._ops.elementwise import FUNCTIONS as _ELEMENTWISE
 from .._ops.inplace import make_inplace as _make_inplace
 from .._ops.movement import pad
 from .._ops.nn import FUNCTIONS as _NN
+from .._ops.nn_bags import FUNCTIONS as _BAGS
 from .._ops.nn_dropouts import FUNCTIONS as _DROPOUTS
 from .._ops.nn_surface import FUNCTIONS as _SURFACE
+from .._ops.nn_windows import FUNCTIONS as _WINDOWS
+from .._ops.nn_windows import PLAIN as _WITH_INDICES
 from .._ops.numeric import NN_FUNCTIONS as _NUMERIC
 
 relu = _ELEMENTWISE["relu"]
@@ -49,6 +52,9 @@ globals().update(_CONV)
 globals().update(_NUMERIC)  # normalize
 globals().update(_SURFACE)  # softmin, hardshrink, the margin losses, pixel_shuffle...
 globals().update(_DROPOUTS)  # dropout1d/3d, alpha dropouts, rrelu, channel_shuffle, adaptive_avg_pool1d, pdist
+globals().update(_BAGS)  # embedding_bag, ctc_loss
+globals().update(_WINDOWS)  # fold / unfold, lp pools, max unpools, 3-d adaptive and fractional pools, ...
+globals().update(_WITH_INDICES)
 #: The in-place activations (``F.elu_(x)``): the op's in-place form, as ``Tensor.relu_``.
 _INPLACE = {f"{n}_": _make_inplace(n) for n in ("relu", "elu", "celu", "selu", "leaky_relu", "hardtanh", "threshold",
                                                  "rrelu")}
@@ -69,5 +75,5 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
-           *_SURFACE, *_DROPOUTS, *_INPLACE,
+           *_SURFACE, *_DROPOUTS, *_INPLACE, *_BAGS, *_WINDOWS, *_WITH_INDICES,
            "adaptive_max_pool1d"]

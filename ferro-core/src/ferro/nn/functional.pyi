@@ -10,8 +10,14 @@ from ferro import Tensor
 __all__ = [
     'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
+    'adaptive_avg_pool3d',
     'adaptive_max_pool1d',
+    'adaptive_max_pool1d_with_indices',
     'adaptive_max_pool2d',
+    'adaptive_max_pool2d_with_indices',
+    'adaptive_max_pool3d',
+    'adaptive_max_pool3d_with_indices',
+    'affine_grid',
     'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
@@ -28,9 +34,11 @@ __all__ = [
     'conv3d',
     'conv_transpose1d',
     'conv_transpose2d',
+    'conv_transpose3d',
     'cosine_embedding_loss',
     'cosine_similarity',
     'cross_entropy',
+    'ctc_loss',
     'dropout',
     'dropout1d',
     'dropout2d',
@@ -38,11 +46,19 @@ __all__ = [
     'elu',
     'elu_',
     'embedding',
+    'embedding_bag',
     'feature_alpha_dropout',
+    'fold',
+    'fractional_max_pool2d',
+    'fractional_max_pool2d_with_indices',
+    'fractional_max_pool3d',
+    'fractional_max_pool3d_with_indices',
     'gaussian_nll_loss',
     'gelu',
     'glu',
+    'grid_sample',
     'group_norm',
+    'gumbel_softmax',
     'hardshrink',
     'hardsigmoid',
     'hardswish',
@@ -58,16 +74,27 @@ __all__ = [
     'leaky_relu',
     'leaky_relu_',
     'linear',
+    'linear_cross_entropy',
     'local_response_norm',
     'log_softmax',
     'logsigmoid',
+    'lp_pool1d',
+    'lp_pool2d',
+    'lp_pool3d',
     'margin_ranking_loss',
     'max_pool1d',
+    'max_pool1d_with_indices',
     'max_pool2d',
+    'max_pool2d_with_indices',
     'max_pool3d',
+    'max_pool3d_with_indices',
+    'max_unpool1d',
+    'max_unpool2d',
+    'max_unpool3d',
     'mish',
     'mse_loss',
     'multi_margin_loss',
+    'multilabel_margin_loss',
     'multilabel_soft_margin_loss',
     'nll_loss',
     'normalize',
@@ -78,6 +105,7 @@ __all__ = [
     'pixel_shuffle',
     'pixel_unshuffle',
     'poisson_nll_loss',
+    'prelu',
     'relu',
     'relu6',
     'relu_',
@@ -101,6 +129,8 @@ __all__ = [
     'threshold',
     'threshold_',
     'triplet_margin_loss',
+    'triplet_margin_with_distance_loss',
+    'unfold',
 ]
 
 
@@ -108,16 +138,46 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of (N, C, L) or (C, L) to length ``output_size``, with PyTorch's window bounds."""
 def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     """Average pooling to a fixed output size, with PyTorch's window bounds."""
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """
+    Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (int or triple, None keeps that size),
+    with PyTorch's window bounds: one averaging matrix per dim (the windows are separable).
+    """
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
     """
     Max pooling of (N, C, L) or (C, L) to length ``output_size``; ``return_indices=True`` also returns where each
     maximum came from (int64 indices into L).
     """
+def adaptive_max_pool1d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``adaptive_max_pool1d`` with ``return_indices=True``: the maxima and their flat input indices."""
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: builtins.bool = False) -> Any:
     """
     Max pooling of (N, C, H, W) or (C, H, W) to ``output_size`` (int or pair, None keeps that size), with PyTorch's
     window bounds; ``return_indices=True`` also returns where each maximum came from (int64 flat indices into H *
     W). Without indices it is the registry op ``adaptive_max_pool2d``.
+    """
+def adaptive_max_pool2d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``adaptive_max_pool2d`` with ``return_indices=True``: the maxima and their flat input indices."""
+def adaptive_max_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``, with PyTorch's window bounds."""
+def adaptive_max_pool3d_with_indices(
+    input: Tensor,
+    output_size: Any,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``adaptive_max_pool3d`` with ``return_indices=True``: the maxima and their flat input indices."""
+def affine_grid(theta: Tensor, size: Any, align_corners: builtins.bool | None = None) -> Tensor:
+    """
+    The sampling grid of the affine maps ``theta`` (N, 2, 3) or (N, 3, 4) over an output of ``size`` (N, C, H, W) or
+    (N, C, D, H, W): (N, H, W, 2) or (N, D, H, W, 3) normalized (x, y[, z]) coordinates.
     """
 def alpha_dropout(
     input: Tensor,
@@ -247,6 +307,17 @@ def conv_transpose2d(
     dilation: Any = 1,
 ) -> Tensor:
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+def conv_transpose3d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 3-D convolution; ``weight`` is (C_in, C_out/groups, kD, kH, kW)."""
 def cosine_embedding_loss(
     x1: Tensor,
     x2: Tensor,
@@ -266,6 +337,21 @@ def cross_entropy(
     label_smoothing: builtins.float = 0.0,
 ) -> Tensor:
     """Cross entropy of logits ``x`` (N, C, ...) with class indices or class probabilities ``target``."""
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Any,
+    target_lengths: Any,
+    blank: builtins.int = 0,
+    reduction: builtins.str = 'mean',
+    zero_infinity: builtins.bool = False,
+) -> Tensor:
+    """
+    The negative log-likelihood of ``targets`` under every alignment of the per-step class log-probabilities
+    ``log_probs`` (T, N, C) or (T, C), with ``blank`` between and around labels; ``targets`` (N, S) padded or 1-D
+    concatenated. ``mean`` divides each loss by its target length, then averages; an impossible alignment costs inf
+    (0 with ``zero_infinity``).
+    """
 def dropout(
     x: Tensor,
     p: builtins.float = 0.5,
@@ -300,6 +386,25 @@ def elu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.elu`; returns self."""
 def embedding(x: Tensor, weight: Tensor, padding_idx: builtins.int | None = None) -> Tensor:
     """Rows of ``weight`` at the integer indices ``x``; rows at ``padding_idx`` get no gradient."""
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: builtins.float | None = None,
+    norm_type: builtins.float = 2,
+    scale_grad_by_freq: builtins.bool = False,
+    mode: builtins.str = 'mean',
+    sparse: builtins.bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: builtins.bool = False,
+    padding_idx: builtins.int | None = None,
+) -> Tensor:
+    """
+    The ``sum``, ``mean`` or ``max`` of the rows of ``weight`` in each bag: the rows of a 2-D ``input``, or the runs
+    of a 1-D ``input`` starting at ``offsets``; ``per_sample_weights`` scale the rows (``sum``); indices equal to
+    ``padding_idx`` are left out. An empty bag gives zeros. (B, embedding_dim). ``sparse`` only changes the
+    gradient's layout in PyTorch: the gradient here is dense.
+    """
 def feature_alpha_dropout(
     input: Tensor,
     p: builtins.float = 0.5,
@@ -307,6 +412,60 @@ def feature_alpha_dropout(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """``alpha_dropout`` of whole channels (dims after the first two are one feature)."""
+def fold(
+    input: Tensor,
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+) -> Tensor:
+    """
+    Sum the columns of (N, C * kH * kW, L) or (C * kH * kW, L) back into (N, C, H, W) blocks, overlaps adding up
+    (PyTorch's col2im, the adjoint of :func:`unfold`).
+    """
+def fractional_max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+    _random_samples: Tensor | None = None,
+) -> Any:
+    """
+    Max pooling of (N, C, H, W) or (C, H, W) over pseudo-random overlapping windows to ``output_size`` (or
+    ``output_ratio`` of the input); ``return_indices=True`` also returns flat indices into H * W.
+    """
+def fractional_max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+    _random_samples: Tensor | None = None,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``fractional_max_pool2d`` with ``return_indices=True``: the maxima and their flat input indices."""
+def fractional_max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+    _random_samples: Tensor | None = None,
+) -> Any:
+    """
+    Max pooling of (N, C, D, H, W) or (C, D, H, W) over pseudo-random overlapping windows (as
+    :func:`fractional_max_pool2d`).
+    """
+def fractional_max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: builtins.bool = False,
+    _random_samples: Tensor | None = None,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``fractional_max_pool3d`` with ``return_indices=True``: the maxima and their flat input indices."""
 def gaussian_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -323,6 +482,18 @@ def gelu(x: Tensor, approximate: builtins.str = 'none') -> Tensor:
     """x * Phi(x); approximate='tanh' for the tanh form."""
 def glu(x: Tensor, dim: builtins.int = -1) -> Tensor:
     """a * sigmoid(b) for the two halves a, b along dim."""
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: builtins.str = 'bilinear',
+    padding_mode: builtins.str = 'zeros',
+    align_corners: builtins.bool | None = None,
+) -> Tensor:
+    """
+    Sample (N, C, H, W) at the normalized (x, y) points of ``grid`` (N, Ho, Wo, 2), or (N, C, D, H, W) at the (x, y,
+    z) of (N, Do, Ho, Wo, 3): ``bilinear`` (trilinear) or ``nearest``, points outside the input read ``zeros``, the
+    ``border`` or their ``reflection``. Gradients reach the input and the grid.
+    """
 def group_norm(
     x: Tensor,
     num_groups: builtins.int,
@@ -331,6 +502,17 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize groups of channels of each sample."""
+def gumbel_softmax(
+    logits: Tensor,
+    tau: builtins.float = 1,
+    hard: builtins.bool = False,
+    eps: builtins.float = 1e-10,
+    dim: builtins.int = -1,
+) -> Tensor:
+    """
+    A sample of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with Gumbel(0, 1) noise ``g``;
+    ``hard=True`` returns the one-hot of its argmax with the soft sample's gradient (straight-through).
+    """
 def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
 def hardsigmoid(x: Any) -> Tensor:
@@ -369,8 +551,14 @@ def interpolate(
     scale_factor: Any = None,
     mode: builtins.str = 'nearest',
     align_corners: builtins.bool | None = None,
+    recompute_scale_factor: builtins.bool | None = None,
+    antialias: builtins.bool = False,
 ) -> Tensor:
-    """Resize the spatial dims of (N, C, ...): ``nearest`` (any dims) or ``bilinear`` (2-D)."""
+    """
+    Resize the spatial dims of (N, C, ...): ``nearest``, ``nearest-exact`` and ``area`` (any dims), ``linear``
+    (1-D), ``bilinear`` / ``bicubic`` (2-D), ``trilinear`` (3-D), with PyTorch's source coordinates
+    (``align_corners``; a ``scale_factor`` is used as given unless ``recompute_scale_factor``).
+    """
 def kl_div(x: Tensor, target: Tensor, reduction: builtins.str = 'mean', log_target: builtins.bool = False) -> Tensor:
     """KL divergence with ``x`` in log space; ``reduction='batchmean'`` divides by the batch size."""
 def l1_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
@@ -389,6 +577,22 @@ def leaky_relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.leaky_relu`; returns self."""
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias``; ``weight`` is (out_features, in_features)."""
+def linear_cross_entropy(
+    input: Tensor,
+    linear_weight: Tensor,
+    target: Tensor,
+    *,
+    linear_bias: Tensor | None = None,
+    weight: Tensor | None = None,
+    reduction: builtins.str = 'mean',
+    ignore_index: builtins.int | None = None,
+    label_smoothing: builtins.float = 0.0,
+    options: Any = None,
+) -> Tensor:
+    """
+    ``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``; ``options`` (PyTorch's chunking, a
+    memory strategy with the same result) is accepted and the logits are made whole.
+    """
 def local_response_norm(
     x: Tensor,
     size: builtins.int,
@@ -401,6 +605,30 @@ def log_softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) over dim."""
 def logsigmoid(x: Any) -> Tensor:
     """log(sigmoid(x)), stably."""
+def lp_pool1d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: Any,
+    stride: Any = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """Power-average pooling of (N, C, L) or (C, L): ``(sum over the window of x^p)^(1/p)``."""
+def lp_pool2d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: Any,
+    stride: Any = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """Power-average pooling of (N, C, H, W) or (C, H, W): ``(sum over the window of x^p)^(1/p)``."""
+def lp_pool3d(
+    input: Tensor,
+    norm_type: builtins.float,
+    kernel_size: Any,
+    stride: Any = None,
+    ceil_mode: builtins.bool = False,
+) -> Tensor:
+    """Power-average pooling of (N, C, D, H, W) or (C, D, H, W): ``(sum over the window of x^p)^(1/p)``."""
 def margin_ranking_loss(
     x1: Tensor,
     x2: Tensor,
@@ -422,6 +650,16 @@ def max_pool1d(
     Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
     ``return_indices=True`` also returns where each maximum came from (indices into L).
     """
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``max_pool1d`` with ``return_indices=True``: the maxima and their flat input indices."""
 def max_pool2d(
     x: Tensor,
     kernel_size: Any,
@@ -435,6 +673,16 @@ def max_pool2d(
     Maximum over sliding windows of (N, C, H, W) or (C, H, W); ``stride`` defaults to ``kernel_size``; ``ceil_mode``
     rounds the output size up; ``return_indices=True`` also returns flat indices into H * W.
     """
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``max_pool2d`` with ``return_indices=True``: the maxima and their flat input indices."""
 def max_pool3d(
     x: Tensor,
     kernel_size: Any,
@@ -445,6 +693,43 @@ def max_pool3d(
     return_indices: builtins.bool = False,
 ) -> Any:
     """Maximum over sliding windows of (N, C, D, H, W) or (C, D, H, W) (options as :func:`max_pool2d`)."""
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+    return_indices: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``max_pool3d`` with ``return_indices=True``: the maxima and their flat input indices."""
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The inverse of ``max_pool1d``: each value at its index of the output, zeros elsewhere."""
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The inverse of ``max_pool2d``: each value at its flat index of the output plane, zeros elsewhere."""
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
+    """The inverse of ``max_pool3d``: each value at its flat index of the output volume, zeros elsewhere."""
 def mish(x: Any) -> Tensor:
     """x * tanh(softplus(x))."""
 def mse_loss(x: Tensor, target: Tensor, reduction: builtins.str = 'mean') -> Tensor:
@@ -460,6 +745,17 @@ def multi_margin_loss(
     reduction: builtins.str = 'mean',
 ) -> Tensor:
     """Per sample, the mean over the other classes ``i`` of ``max(0, margin - x[y] + x[i])^p`` (p 1 or 2)."""
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    Per sample, ``sum over target classes j and other classes i of max(0, 1 - (x[j] - x[i])) / C``; the target's
+    class indices end at its first -1.
+    """
 def multilabel_soft_margin_loss(
     input: Tensor,
     target: Tensor,
@@ -521,6 +817,11 @@ def poisson_nll_loss(
     """
     The negative log-likelihood of ``target`` under a Poisson of rate ``input`` (``exp(input)`` with ``log_input``);
     ``full`` adds Stirling's term for targets above 1.
+    """
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """
+    ``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope, or one per channel (dim 1; dim 0 of a
+    1-D input).
     """
 def relu(x: Tensor) -> Tensor:
     """max(x, 0)."""
@@ -609,4 +910,23 @@ def triplet_margin_loss(
     """
     ``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm distance (``swap``: the smaller of ``d(a, n)`` and
     ``d(p, n)``).
+    """
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: collections.abc.Callable[[Tensor, Tensor], Tensor] | None = None,
+    margin: builtins.float = 1.0,
+    swap: builtins.bool = False,
+    reduction: builtins.str = 'mean',
+) -> Tensor:
+    """
+    ``max(d(a, p) - d(a, n) + margin, 0)`` for any distance ``d`` (default ``pairwise_distance``; ``swap``: the
+    smaller of ``d(a, n)`` and ``d(p, n)``).
+    """
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
+    """
+    The sliding blocks of (N, C, H, W) or (C, H, W) as columns: (N, C * kH * kW, L), block by block in row-major
+    order (PyTorch's im2col).
     """

@@ -51,7 +51,7 @@ def _errors() -> Any:
 
 def public_function(ferro: Any, name: str) -> Callable[..., Any] | None:
     """The public function of op ``name`` (``ferro.X``, ``ferro.nn.functional.X``, ``ferro.linalg.X``..., else
-    ``ferro.ops.X``, where every op of the registry is, plugins' too)."""
+    ``ferro.ops.X``, where every op of the registry is, plugins' too, under its whole name)."""
     for ns in (ferro, ferro.nn.functional, ferro.ops):
         obj = ns
         for part in name.split("."):
@@ -60,7 +60,8 @@ def public_function(ferro: Any, name: str) -> Callable[..., Any] | None:
                 break
         if callable(obj):
             return obj
-    return None
+    whole = getattr(ferro.ops, name, None)  # a registry name with a dot that is no namespace (nn.fold)
+    return whole if callable(whole) else None
 
 
 def _short(name: str) -> str:

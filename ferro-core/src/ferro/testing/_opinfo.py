@@ -1062,3 +1062,145 @@ OP_DB += [
     OpInfo("spmv_csr", lambda x: _csr_dense() @ x, call=_csr_call("spmv_csr"), shapes=(((4,),),), dtypes=FLOATS,
            edge=False, gradgrad=True),
 ]
+# -- the rest of nn.functional's window, sampling and sequence ops (_ops/nn_windows, nn_bags, nn_surface) -----
+
+
+def _np_unfold(x: Any, k: int) -> Any:
+    """im2col of (N, C, H, W) with a k x k kernel, stride 1."""
+    n, c, h, w = x.shape
+    oh, ow = h - k + 1, w - k + 1
+    cols = [x[:, :, i:i + oh, j:j + ow].reshape(n, c, 1, oh * ow) for i in range(k) for j in range(k)]
+    return _np().concatenate(cols, 2).reshape(n, c * k * k, oh * ow)
+
+
+def _np_fold(cols: Any, size: int, k: int) -> Any:
+    """col2im into (N, C, size, size) with a k x k kernel, stride 1."""
+    n, ck, _length = cols.shape
+    c, o = ck // (k * k), size - k + 1
+    out = _np().zeros((n, c, size, size), dtype=cols.dtype)
+    blocks = cols.reshape(n, c, k, k, o, o)
+    for i in range(k):
+        for j in range(k):
+            out[:, :, i:i + o, j:j + o] += blocks[:, :, i, j]
+    return out
+
+
+def _np_ctc(lp: Any, target: list[int], blank: int = 0) -> Any:
+    """The CTC loss of one (T, C) sequence by enumerating every path."""
+    import itertools
+    np = _np()
+    total = []
+    for path in itertools.product(range(lp.shape[1]), repeat=lp.shape[0]):
+        collapsed = [p for i, p in enumerate(path) if p != blank and (i == 0 or p != path[i - 1])]
+        if collapsed == target:
+            total.append(sum(lp[t, p] for t, p in enumerate(path)))
+    return -np.logaddexp.reduce(np.array(total))
+
+
+def _np_multilabel(x: Any, y: Any) -> Any:
+    np = _np()
+    out = []
+    for row, tgt in zip(x, y):
+        labels = []
+        for v in tgt:
+            if v < 0:
+                break
+            labels.append(v)
+        others = [i for i in range(len(row)) if i not in labels]
+        out.append(sum(max(0.0, 1 - row[j] + row[i]) for j in labels for i in others) / len(row))
+    return np.mean(out)
+
+
+def _np_grid(theta: Any, h: int, w: int) -> Any:
+    """affine_grid of (N, 2, 3) to (N, h, w, 2), align_corners=False."""
+    np = _np()
+    xs, ys = (np.arange(w) * 2 + 1) / w - 1, (np.arange(h) * 2 + 1) / h - 1
+    base = np.stack([np.tile(xs, (h, 1)), np.tile(ys[:, None], (1, w)), np.ones((h, w))], -1)
+    return base.reshape(1, h * w, 3) @ np.swapaxes(theta, 1, 2)
+
+
+def _np_shape(nested: Any) -> tuple[int, ...]:
+    return _np().asarray(nested).shape
+
+
+def _np_unpool(x: Any, indices: Any, n: int) -> Any:
+    np = _np()
+    idx = np.asarray(indices)
+    out_shape = tuple((s - 1) * 2 + 2 for s in idx.shape[2:])
+    out = np.zeros((*idx.shape[:2], int(np.prod(out_shape))), dtype=x.dtype)
+    np.put_along_axis(out, idx.reshape(*idx.shape[:2], -1), x.reshape(*idx.shape[:2], -1), 2)
+    return out.reshape(idx.shape[:2] + out_shape)
+
+
+
+def _np_fractional(x: Any, k: tuple[int, ...], out: tuple[int, ...], samples: Any) -> Any:
+    """PyTorch's fractional max pooling with the given samples (per plane; a 2-d plane's are (w, h))."""
+    import itertools
+    np = _np()
+    n = len(k)
+    nb, c, *size = x.shape
+    res = np.zeros((nb, c, *out), dtype=x.dtype)
+    for b, ch in itertools.product(range(nb), range(c)):
+        u = samples[b][ch][::-1] if n == 2 else samples[b][ch]
+        starts = []
+        for d in range(n):
+            alpha = np.float32((size[d] - k[d]) / (out[d] - 1))
+            seq = [int(np.float32((i + np.float32(u[d])) * alpha)) - int(np.float32(np.float32(u[d]) * alpha))
+                   for i in range(out[d] - 1)]
+            starts.append([*seq, size[d] - k[d]])
+        for pos in itertools.product(*(range(o) for o in out)):
+            window = tuple(slice(starts[d][pos[d]], starts[d][pos[d]] + k[d]) for d in range(n))
+            res[(b, ch, *pos)] = x[(b, ch, *window)].max()
+    return res
+
+
+_UNPOOL = {1: [[[1, 2, 5]]], 2: [[[[0, 3], [9, 14]]]], 3: [[[[[0, 9], [19, 30]]]]]}
+_ML = [[0, -1, 0], [1, 2, -1], [2, 0, 1], [-1, 0, 0]]
+_IDENTITY = [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]]
+OP_DB += [
+    _nn("nn.unfold", lambda x: _np_unfold(x, 2), lambda f, F, x: F.unfold(x, 2), shapes=(((1, 2, 3, 4),),)),
+    _nn("nn.fold", lambda x: _np_fold(x, 3, 2), lambda f, F, x: F.fold(x, 3, 2), shapes=(((1, 8, 4),),)),
+    _nn("lp_pool1d", lambda x: _np().sqrt(x[..., 0::2] ** 2 + x[..., 1::2] ** 2),
+        lambda f, F, x: F.lp_pool1d(x, 2, 2), shapes=(((2, 3, 4),),), domain=(0.5, 2.0)),
+    _nn("lp_pool2d", lambda x: _np().sqrt((x ** 2).reshape(1, 2, 2, 2, 2, 2).sum((3, 5))),
+        lambda f, F, x: F.lp_pool2d(x, 2, 2), shapes=(((1, 2, 4, 4),),), domain=(0.5, 2.0)),
+    _nn("lp_pool3d", lambda x: _np().sqrt((x ** 2).sum((2, 3, 4), keepdims=True)),
+        lambda f, F, x: F.lp_pool3d(x, 2, 2), shapes=(((1, 2, 2, 2, 2),),), domain=(0.5, 2.0)),
+    *(_nn(f"max_unpool{n}d", lambda x, _n=n: _np_unpool(x, _UNPOOL[_n], _n),
+          lambda f, F, x, _n=n: getattr(F, f"max_unpool{_n}d")(x, _t(f, x, _UNPOOL[_n]), 2),
+          shapes=((tuple(_np_shape(_UNPOOL[n])),),)) for n in (1, 2, 3)),
+    _nn("adaptive_avg_pool3d", lambda x: x.reshape(1, 2, 2, 2, 2, 2, 2, 2).mean((3, 5, 7)),
+        lambda f, F, x: F.adaptive_avg_pool3d(x, 2), shapes=(((1, 2, 4, 4, 4),),)),
+    _nn("adaptive_max_pool3d", lambda x: x.reshape(1, 2, 2, 2, 2, 2, 2, 2).max((3, 5, 7)),
+        lambda f, F, x: F.adaptive_max_pool3d(x, 2), shapes=(((1, 2, 4, 4, 4),),)),
+    _nn("conv_transpose3d", lambda x: x.sum(1, keepdims=True) * 2,
+        lambda f, F, x: F.conv_transpose3d(x, f.full((2, 1, 1, 1, 1), 2, device=x.device).to(x.dtype)),
+        shapes=(((1, 2, 2, 3, 2),),)),
+    _nn("affine_grid", lambda x: _np_grid(x, 2, 3).reshape(1, 2, 3, 2),
+        lambda f, F, x: F.affine_grid(x, (1, 1, 2, 3), align_corners=False), shapes=(((1, 2, 3),),)),
+    _nn("grid_sample", lambda x: x, lambda f, F, x: F.grid_sample(
+        x, F.affine_grid(_w(f, x, _IDENTITY), (1, 1, 3, 4), align_corners=True), align_corners=True),
+        shapes=(((1, 1, 3, 4),),)),
+    _nn("prelu", lambda x: _np().where(x > 0, x, 0.25 * x), lambda f, F, x: F.prelu(x, _w(f, x, [0.25]))),
+    _rnd("gumbel_softmax", lambda x: x * 0 + 1, lambda f, x: f.nn.functional.gumbel_softmax(x),
+         shapes=(((4, 1),),)),
+    _nn("multilabel_margin_loss", lambda x: _np_multilabel(x, _ML),
+        lambda f, F, x: F.multilabel_margin_loss(x, _t(f, x, _ML))),
+    _nn("triplet_margin_with_distance_loss",
+        lambda x: _np().maximum(_np().linalg.norm(x - x[::-1] + 1e-6, axis=-1)
+                                - _np().linalg.norm(x - x[:, ::-1] + 1e-6, axis=-1) + 1, 0).mean(),
+        lambda f, F, x: F.triplet_margin_with_distance_loss(x, x.flip(0), x.flip(1))),
+    _nn("linear_cross_entropy", lambda x: -_lsm(x @ _np().array(_W).T)[range(4), [0, 1, 1, 0]].mean(),
+        lambda f, F, x: F.linear_cross_entropy(x, _w(f, x, _W), _t(f, x, [0, 1, 1, 0]))),
+    _nn("embedding_bag", lambda x: _np().stack([x[[0, 1]].mean(0), x[[2, 3]].mean(0)]),
+        lambda f, F, x: F.embedding_bag(_t(f, x, [[0, 1], [2, 3]]), x)),
+    _nn("fractional_max_pool2d", lambda x: _np_fractional(x, (2, 2), (2, 3), [[[0.3, 0.7], [0.9, 0.1]]]),
+        lambda f, F, x: F.fractional_max_pool2d(x, 2, (2, 3), _random_samples=_w(f, x, [[[0.3, 0.7], [0.9, 0.1]]])),
+        shapes=(((1, 2, 5, 6),),)),
+    _nn("fractional_max_pool3d", lambda x: _np_fractional(x, (2, 1, 2), (2, 3, 2), [[[0.3, 0.7, 0.5]]]),
+        lambda f, F, x: F.fractional_max_pool3d(x, (2, 1, 2), (2, 3, 2), _random_samples=_w(f, x, [[[0.3, 0.7, 0.5]]])),
+        shapes=(((1, 1, 4, 5, 4),),)),
+    _nn("ctc_loss", lambda x: _np_ctc(x, [1, 2]),
+        lambda f, F, x: F.ctc_loss(x, _t(f, x, [1, 2]), [4], [2], reduction="sum"), shapes=(((4, 3),),)),
+]
+

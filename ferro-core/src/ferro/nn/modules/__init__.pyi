@@ -30,6 +30,7 @@ from ferro.nn.modules.activation import Softsign as Softsign
 from ferro.nn.modules.activation import Tanh as Tanh
 from ferro.nn.modules.activation import Tanhshrink as Tanhshrink
 from ferro.nn.modules.activation import Threshold as Threshold
+from ferro.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
 from ferro.nn.modules.attention import MultiheadAttention as MultiheadAttention
 from ferro.nn.modules.container import ModuleDict as ModuleDict
 from ferro.nn.modules.container import ModuleList as ModuleList
@@ -41,6 +42,8 @@ from ferro.nn.modules.conv import Conv2d as Conv2d
 from ferro.nn.modules.conv import Conv3d as Conv3d
 from ferro.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from ferro.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
+from ferro.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
+from ferro.nn.modules.data_parallel import DataParallel as DataParallel
 from ferro.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from ferro.nn.modules.distance import PairwiseDistance as PairwiseDistance
 from ferro.nn.modules.dropout import AlphaDropout as AlphaDropout
@@ -49,8 +52,25 @@ from ferro.nn.modules.dropout import Dropout1d as Dropout1d
 from ferro.nn.modules.dropout import Dropout2d as Dropout2d
 from ferro.nn.modules.dropout import Dropout3d as Dropout3d
 from ferro.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
+from ferro.nn.modules.embedding_bag import EmbeddingBag as EmbeddingBag
 from ferro.nn.modules.flatten import Flatten as Flatten
 from ferro.nn.modules.flatten import Unflatten as Unflatten
+from ferro.nn.modules.fold import Fold as Fold
+from ferro.nn.modules.fold import Unfold as Unfold
+from ferro.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
+from ferro.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from ferro.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
+from ferro.nn.modules.lazy import LazyConv1d as LazyConv1d
+from ferro.nn.modules.lazy import LazyConv2d as LazyConv2d
+from ferro.nn.modules.lazy import LazyConv3d as LazyConv3d
+from ferro.nn.modules.lazy import LazyConvTranspose1d as LazyConvTranspose1d
+from ferro.nn.modules.lazy import LazyConvTranspose2d as LazyConvTranspose2d
+from ferro.nn.modules.lazy import LazyConvTranspose3d as LazyConvTranspose3d
+from ferro.nn.modules.lazy import LazyInstanceNorm1d as LazyInstanceNorm1d
+from ferro.nn.modules.lazy import LazyInstanceNorm2d as LazyInstanceNorm2d
+from ferro.nn.modules.lazy import LazyInstanceNorm3d as LazyInstanceNorm3d
+from ferro.nn.modules.lazy import LazyLinear as LazyLinear
+from ferro.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from ferro.nn.modules.linear import Bilinear as Bilinear
 from ferro.nn.modules.linear import Identity as Identity
 from ferro.nn.modules.linear import Linear as Linear
@@ -58,13 +78,16 @@ from ferro.nn.modules.loss import BCELoss as BCELoss
 from ferro.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
 from ferro.nn.modules.loss import CosineEmbeddingLoss as CosineEmbeddingLoss
 from ferro.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
+from ferro.nn.modules.loss import CTCLoss as CTCLoss
 from ferro.nn.modules.loss import GaussianNLLLoss as GaussianNLLLoss
 from ferro.nn.modules.loss import HingeEmbeddingLoss as HingeEmbeddingLoss
 from ferro.nn.modules.loss import HuberLoss as HuberLoss
 from ferro.nn.modules.loss import KLDivLoss as KLDivLoss
 from ferro.nn.modules.loss import L1Loss as L1Loss
+from ferro.nn.modules.loss import LinearCrossEntropyLoss as LinearCrossEntropyLoss
 from ferro.nn.modules.loss import MarginRankingLoss as MarginRankingLoss
 from ferro.nn.modules.loss import MSELoss as MSELoss
+from ferro.nn.modules.loss import MultiLabelMarginLoss as MultiLabelMarginLoss
 from ferro.nn.modules.loss import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss
 from ferro.nn.modules.loss import MultiMarginLoss as MultiMarginLoss
 from ferro.nn.modules.loss import NLLLoss as NLLLoss
@@ -72,6 +95,7 @@ from ferro.nn.modules.loss import PoissonNLLLoss as PoissonNLLLoss
 from ferro.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
 from ferro.nn.modules.loss import SoftMarginLoss as SoftMarginLoss
 from ferro.nn.modules.loss import TripletMarginLoss as TripletMarginLoss
+from ferro.nn.modules.loss import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
 from ferro.nn.modules.module import Module as Module
 from ferro.nn.modules.module import RemovableHandle as RemovableHandle
 from ferro.nn.modules.normalization import BatchNorm1d as BatchNorm1d
@@ -80,6 +104,7 @@ from ferro.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 from ferro.nn.modules.normalization import GroupNorm as GroupNorm
 from ferro.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from ferro.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from ferro.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from ferro.nn.modules.normalization import LayerNorm as LayerNorm
 from ferro.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
 from ferro.nn.modules.normalization import RMSNorm as RMSNorm
@@ -100,14 +125,24 @@ from ferro.nn.modules.padding import ZeroPad2d as ZeroPad2d
 from ferro.nn.modules.padding import ZeroPad3d as ZeroPad3d
 from ferro.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from ferro.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from ferro.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
 from ferro.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from ferro.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
+from ferro.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
 from ferro.nn.modules.pooling import AvgPool1d as AvgPool1d
 from ferro.nn.modules.pooling import AvgPool2d as AvgPool2d
 from ferro.nn.modules.pooling import AvgPool3d as AvgPool3d
+from ferro.nn.modules.pooling import FractionalMaxPool2d as FractionalMaxPool2d
+from ferro.nn.modules.pooling import FractionalMaxPool3d as FractionalMaxPool3d
+from ferro.nn.modules.pooling import LPPool1d as LPPool1d
+from ferro.nn.modules.pooling import LPPool2d as LPPool2d
+from ferro.nn.modules.pooling import LPPool3d as LPPool3d
 from ferro.nn.modules.pooling import MaxPool1d as MaxPool1d
 from ferro.nn.modules.pooling import MaxPool2d as MaxPool2d
 from ferro.nn.modules.pooling import MaxPool3d as MaxPool3d
+from ferro.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
+from ferro.nn.modules.pooling import MaxUnpool2d as MaxUnpool2d
+from ferro.nn.modules.pooling import MaxUnpool3d as MaxUnpool3d
 from ferro.nn.modules.rnn import GRU as GRU
 from ferro.nn.modules.rnn import LSTM as LSTM
 from ferro.nn.modules.rnn import RNN as RNN
@@ -131,8 +166,11 @@ from ferro.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest
 __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
+    'AdaptiveAvgPool3d',
+    'AdaptiveLogSoftmaxWithLoss',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d',
     'AlphaDropout',
     'AvgPool1d',
     'AvgPool2d',
@@ -144,6 +182,7 @@ __all__ = [
     'BatchNorm3d',
     'Bilinear',
     'CELU',
+    'CTCLoss',
     'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
@@ -156,17 +195,23 @@ __all__ = [
     'Conv3d',
     'ConvTranspose1d',
     'ConvTranspose2d',
+    'ConvTranspose3d',
     'CosineEmbeddingLoss',
     'CosineSimilarity',
     'CrossEntropyLoss',
+    'DataParallel',
     'Dropout',
     'Dropout1d',
     'Dropout2d',
     'Dropout3d',
     'ELU',
     'Embedding',
+    'EmbeddingBag',
     'FeatureAlphaDropout',
     'Flatten',
+    'Fold',
+    'FractionalMaxPool2d',
+    'FractionalMaxPool3d',
     'GELU',
     'GLU',
     'GRU',
@@ -182,13 +227,32 @@ __all__ = [
     'Identity',
     'InstanceNorm1d',
     'InstanceNorm2d',
+    'InstanceNorm3d',
     'KLDivLoss',
     'L1Loss',
+    'LPPool1d',
+    'LPPool2d',
+    'LPPool3d',
     'LSTM',
     'LSTMCell',
     'LayerNorm',
+    'LazyBatchNorm1d',
+    'LazyBatchNorm2d',
+    'LazyBatchNorm3d',
+    'LazyConv1d',
+    'LazyConv2d',
+    'LazyConv3d',
+    'LazyConvTranspose1d',
+    'LazyConvTranspose2d',
+    'LazyConvTranspose3d',
+    'LazyInstanceNorm1d',
+    'LazyInstanceNorm2d',
+    'LazyInstanceNorm3d',
+    'LazyLinear',
+    'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
+    'LinearCrossEntropyLoss',
     'LocalResponseNorm',
     'LogSigmoid',
     'LogSoftmax',
@@ -197,10 +261,14 @@ __all__ = [
     'MaxPool1d',
     'MaxPool2d',
     'MaxPool3d',
+    'MaxUnpool1d',
+    'MaxUnpool2d',
+    'MaxUnpool3d',
     'Mish',
     'Module',
     'ModuleDict',
     'ModuleList',
+    'MultiLabelMarginLoss',
     'MultiLabelSoftMarginLoss',
     'MultiMarginLoss',
     'MultiheadAttention',
@@ -248,7 +316,9 @@ __all__ = [
     'TransformerEncoder',
     'TransformerEncoderLayer',
     'TripletMarginLoss',
+    'TripletMarginWithDistanceLoss',
     'Unflatten',
+    'Unfold',
     'Upsample',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

@@ -14,7 +14,7 @@ from ..parameter import Parameter
 from .linear import Linear
 from .module import Module
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "multi_head_attention_forward"]
 
 
 def _additive(mask: Tensor | None, dtype: Any, name: str) -> Tensor | None:
@@ -225,3 +225,53 @@ class MultiheadAttention(Module):
         if not batched:
             return out.squeeze(0), (None if weights is None else weights.squeeze(0))
         return (out if self.batch_first else out.transpose(0, 1)), weights
+
+
+class _Projection:
+    """``out_proj`` of :func:`multi_head_attention_forward`: a linear map by given tensors."""
+
+    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+                                 in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+                                 bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+                                 out_proj_bias: Tensor | None, training: bool = True,
+                                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                                 attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+                                 q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+                                 v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+                                 static_v: Tensor | None = None, average_attn_weights: bool = True,
+                                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """``F.multi_head_attention_forward``: :class:`MultiheadAttention`'s computation with the weights given,
+    on sequence-first inputs (L, N, E) or unbatched (L, E); returns ``(attn_output, attn_weights or None)``."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k / static_v are not supported by ferro")
+    if query.shape[-1] != embed_dim_to_check:
+        raise ShapeError(f"multi_head_attention_forward: was expecting embedding dimension of {embed_dim_to_check}, "
+                         f"but got {query.shape[-1]}")
+    if embed_dim_to_check % num_heads:
+        raise ValueError(f"multi_head_attention_forward: embed_dim {embed_dim_to_check} not divisible by num_heads "
+                         f"{num_heads}")
+    if use_separate_proj_weight and (q_proj_weight is None or k_proj_weight is None or v_proj_weight is None):
+        raise ValueError("multi_head_attention_forward: use_separate_proj_weight is True but q_proj_weight, "
+                         "k_proj_weight or v_proj_weight is None")
+    if not use_separate_proj_weight and in_proj_weight is None:
+        raise ValueError("multi_head_attention_forward: use_separate_proj_weight is False but in_proj_weight is None")
+    # The layer's forward, run on the given tensors: a layer without parameters of its own holds them.
+    layer = MultiheadAttention.__new__(MultiheadAttention)
+    Module.__init__(layer)
+    attrs = {"embed_dim": embed_dim_to_check, "num_heads": num_heads, "dropout": dropout_p, "batch_first": False,
+             "kdim": key.shape[-1], "vdim": value.shape[-1], "_qkv_same_embed_dim": not use_separate_proj_weight,
+             "head_dim": embed_dim_to_check // num_heads, "add_zero_attn": add_zero_attn, "training": training,
+             "in_proj_weight": in_proj_weight, "in_proj_bias": in_proj_bias, "q_proj_weight": q_proj_weight,
+             "k_proj_weight": k_proj_weight, "v_proj_weight": v_proj_weight, "bias_k": bias_k, "bias_v": bias_v,
+             "out_proj": _Projection(out_proj_weight, out_proj_bias)}
+    for name, value_ in attrs.items():
+        object.__setattr__(layer, name, value_)
+    return MultiheadAttention.forward(layer, query, key, value, key_padding_mask, need_weights, attn_mask,
+                                      average_attn_weights, is_causal)

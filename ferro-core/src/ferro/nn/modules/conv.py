@@ -1,4 +1,4 @@
-"""Convolutions ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d``, initialized as PyTorch initializes them."""
+"""Convolutions ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``, initialized as PyTorch initializes them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..parameter import Parameter
 from ._params import optional_parameters, reset_kaiming
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -161,7 +161,7 @@ class _ConvTranspose(_ConvNd):
 
     def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         """The transposed convolution of ``input``; ``output_size`` picks among the possible output sizes."""
-        fn = (F.conv_transpose1d, F.conv_transpose2d)[self._n - 1]
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._n - 1]
         return fn(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
                   self.groups, self.dilation)
 
@@ -176,3 +176,9 @@ class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-D convolution over (N, C_in, H, W); weight (C_in, C_out/groups, kH, kW)."""
 
     _n = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-D convolution over (N, C_in, D, H, W); weight (C_in, C_out/groups, kD, kH, kW)."""
+
+    _n = 3

@@ -578,6 +578,9 @@ class Module:
         missing: list[str] = []
         errors: list[str] = []
         expected: set[str] = set()
+        for mod_prefix, module in list(self.named_modules()):  # lazy layers take their sizes from the tensors
+            if hasattr(module, "_materialize_from_state"):
+                module._materialize_from_state(state_dict, mod_prefix + "." if mod_prefix else "")
         for mod_prefix, module in self.named_modules():
             p = mod_prefix + "." if mod_prefix else ""
             members = [(n, t, True) for n, t in module._parameters.items() if t is not None]

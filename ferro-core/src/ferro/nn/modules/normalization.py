@@ -1,4 +1,4 @@
-"""Normalization layers: ``BatchNorm1d/2d/3d`` (with running statistics), ``InstanceNorm1d/2d``,
+"""Normalization layers: ``BatchNorm1d/2d/3d`` (with running statistics), ``InstanceNorm1d/2d/3d``,
 ``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm``."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from ..parameter import Parameter
 from ._params import optional_parameters
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm",
-           "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 class _NormBase(Module):
@@ -165,6 +165,12 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance normalization of (N, C, H, W) or (C, H, W); no affine and no running stats by default."""
 
     _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W); no affine and no running stats by default."""
+
+    _dims = (4, 5)
 
 
 def _shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:

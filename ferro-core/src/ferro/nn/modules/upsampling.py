@@ -14,7 +14,7 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuf
 
 
 class Upsample(Module):
-    """Resize the spatial dims to ``size`` or by ``scale_factor`` (``mode`` 'nearest' or 'bilinear')."""
+    """Resize the spatial dims to ``size`` or by ``scale_factor`` (every mode of ``F.interpolate``)."""
 
     def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                  align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
@@ -28,7 +28,8 @@ class Upsample(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """``input`` resized."""
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners)
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
 
     def extra_repr(self) -> str:
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
