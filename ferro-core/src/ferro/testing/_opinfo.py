@@ -581,6 +581,9 @@ def _fft_ref(name: str, complex_in: bool) -> Callable[..., Any]:
             dim = tuple(range(x.ndim - len(kw["s"]), x.ndim))
         if dim is not None:
             kw["axis" if isinstance(dim, int) else "axes"] = dim
+        if name in ("hfft2", "hfftn", "ihfft2", "ihfftn"):  # not in numpy.fft
+            from scipy import fft
+            return getattr(fft, name)(x, **kw)
         return getattr(_np().fft, name)(x, **kw)
     return ref
 
@@ -612,10 +615,10 @@ OP_DB += [
       for n in ("rfft", "ihfft")),
     *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True),
              shapes=_FFTN, kwargs=_FFT_KWN, edge=False, gradgrad=n == "irfftn")
-      for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn")),
+      for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn", "hfft2", "hfftn")),
     *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFTN,
              kwargs=_FFT_KWN, edge=False)
-      for n in ("rfft2", "rfftn")),
+      for n in ("rfft2", "rfftn", "ihfft2", "ihfftn")),
     *(OpInfo(f"fft.{n}", lambda x, dim=None, _n=n: getattr(_np().fft, _n)(x, axes=dim),
              call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=(((5,),), ((4, 5),), ((2, 3, 4),)),
              kwargs=({}, {"dim": -1}, {"dim": (0, -1)}), edge=False) for n in ("fftshift", "ifftshift")),
