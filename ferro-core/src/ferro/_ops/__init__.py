@@ -45,6 +45,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     shape,
     sorting,
     special_functions,
+    special_kernels,
     stacking,
     statistics,
 )

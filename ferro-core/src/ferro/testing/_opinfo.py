@@ -905,6 +905,66 @@ OP_DB += [
            domain=(0.0, 3.0)),
 ]
 
+# -- torch.special's one-kernel functions (_ops/special_kernels) and polygamma, multigammaln -------------------
+def _sf(name: str) -> Callable[..., Any]:
+    return lambda f, *a, **k: getattr(f.special, name)(*a, **k)
+
+
+def _poly_ref(name: str) -> Callable[..., Any]:
+    """SciPy's polynomial at n = floor(5 n) (0 for a negative n), the n the op's samples are called with."""
+    def u(n: Any, x: Any) -> Any:  # U_n, with U_-1 = 0
+        return _np().where(n < 0, 0.0, _sp().eval_chebyu(_np().maximum(n, 0), x))
+    evals = {
+        "chebyshev_polynomial_t": lambda n, x: _sp().eval_chebyt(n, x),
+        "chebyshev_polynomial_u": u,
+        "chebyshev_polynomial_v": lambda n, x: u(n, x) - u(n - 1, x),
+        "chebyshev_polynomial_w": lambda n, x: u(n, x) + u(n - 1, x),
+        "hermite_polynomial_h": lambda n, x: _sp().eval_hermite(n, x),
+        "hermite_polynomial_he": lambda n, x: _sp().eval_hermitenorm(n, x),
+        "laguerre_polynomial_l": lambda n, x: _sp().eval_laguerre(n, x),
+        "legendre_polynomial_p": lambda n, x: _sp().eval_legendre(n, x),
+    }
+    shifted = name.startswith("shifted_")
+    fn = evals[name.replace("shifted_", "")]
+
+    def ref(x: Any, n: Any) -> Any:
+        k = _np().floor(_np().asarray(n, dtype=float) * 5).astype(_np().int64)
+        x = _np().asarray(x, dtype=float)
+        x, k = _np().broadcast_arrays(2 * x - 1 if shifted else x, k)
+        return _np().where(k < 0, 0.0, fn(_np().maximum(k, 0), x))
+    return ref
+
+
+_POLYS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+          "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+OP_DB += [
+    OpInfo("i0", lambda x: _sp().i0(x), call=_sf("i0"), gradgrad=True),
+    OpInfo("i0e", lambda x: _sp().i0e(x), call=_sf("i0e")),
+    OpInfo("i1", lambda x: _sp().i1(x), call=_sf("i1")),
+    OpInfo("i1e", lambda x: _sp().i1e(x), call=_sf("i1e")),
+    OpInfo("erfcx", lambda x: _sp().erfcx(x), call=_sf("erfcx")),
+    *(OpInfo(n, lambda x, _f=f: getattr(_sp(), _f)(x), call=_sf(n), grad=False, domain=(0.1, 12.0))
+      for n, f in (("modified_bessel_k0", "k0"), ("modified_bessel_k1", "k1"), ("scaled_modified_bessel_k0", "k0e"),
+                   ("scaled_modified_bessel_k1", "k1e"), ("bessel_y0", "y0"), ("bessel_y1", "y1"))),
+    *(OpInfo(n, lambda x, _f=f: getattr(_sp(), _f)(x), call=_sf(n), grad=False, domain=(-12.0, 12.0))
+      for n, f in (("bessel_j0", "j0"), ("bessel_j1", "j1"))),
+    OpInfo("spherical_bessel_j0", lambda x: _np().sinc(_np().where(_np().isinf(x), 0, x) / _np().pi)
+           * ~_np().isinf(x), call=_sf("spherical_bessel_j0"), grad=False, domain=(-8.0, 8.0)),
+    OpInfo("zeta", lambda x, q: _sp().zeta(x + 1, q), 2, call=lambda f, x, q: f.special.zeta(x + 1, q),
+           domain=(0.5, 4.0), grad=False),
+    OpInfo("gammainc", lambda a, x: _sp().gammainc(a, x), 2, call=_sf("gammainc"), domain=(0.5, 4.0), grad=False),
+    OpInfo("gammaincc", lambda a, x: _sp().gammaincc(a, x), 2, call=_sf("gammaincc"), domain=(0.5, 4.0),
+           grad=False),
+    *(OpInfo(n, _poly_ref(n), 2, call=lambda f, x, k, _n=n: getattr(f.special, _n)(x, (k * 5).floor()),
+             domain=(-1.2, 1.2), grad=False, rtol=1e-5, atol=1e-5)
+      for n in (*_POLYS, *(f"shifted_{p}" for p in _POLYS[:4]))),
+    OpInfo("polygamma", lambda x, n=1: _sp().polygamma(n, x), call=lambda f, x, n=1: f.special.polygamma(n, x),
+           domain=(0.5, 4.0), kwargs=({"n": 0}, {"n": 1}, {"n": 3}), edge=False),
+    OpInfo("multigammaln", lambda x, p=3: _sp().multigammaln(_np().asarray(x, dtype=float) + 2, p),
+           call=lambda f, x, p=3: f.special.multigammaln(x + 2, p), domain=(0.0, 3.0), kwargs=({"p": 1}, {"p": 3}),
+           edge=False),
+]
+
 # -- the rest of nn.functional's everyday losses and activations (_ops/nn_surface) -----------------------------
 _PM1 = [[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -1.0], [-1.0, 1.0, 1.0]]
 OP_DB += [
