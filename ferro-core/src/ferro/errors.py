@@ -21,6 +21,7 @@ __all__ = [
     "DTypeError",
     "PluginError",
     "SerializationError",
+    "LinAlgError",
 ]
 
 
@@ -98,6 +99,11 @@ class DTypeError(FerroError, TypeError, RuntimeError):
 
     A ``TypeError`` and also a ``RuntimeError``, which is what PyTorch raises for these.
     """
+
+
+class LinAlgError(FerroError, ValueError, RuntimeError):
+    """A linear-algebra routine failed on its input's values (a singular matrix, one that is not
+    positive-definite); ``torch.linalg.LinAlgError`` (a ``RuntimeError``, and a ``ValueError`` as NumPy's)."""
 
 
 class PluginError(FerroError, RuntimeError):

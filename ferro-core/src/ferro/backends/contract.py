@@ -213,6 +213,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "(u, s, vh).", group="linalg"),
     Primitive("linalg_lu_factor", ("linalg_lu_factor",), _p("x: Array"), "tuple[Array, Array]",
               "(LU packed, 1-based int32 pivots) as LAPACK's getrf.", group="linalg"),
+    Primitive("linalg_eig", ("linalg_eig",), _p("x: Array"), "tuple[Array, Array]",
+              "(eigenvalues, eigenvectors of norm 1) of a general square matrix, complex (or real where all are), "
+              "as LAPACK's geev.", group="linalg_eig"),
     # -- optional: FFT ---------------------------------------------------------------------------------
     Primitive("fft_c2c", ("fft_c2c",), _p("x: Array; dims: tuple[int, ...]; norm: str; forward: bool"), A,
               "Complex-to-complex transform over dims, in x's dtype.", group="fft"),
@@ -292,6 +295,8 @@ GROUPS: dict[str, Group] = {
                      "parts decompose into casts, exact for finite values only, so a backend lacking them had "
                      "better have no complex dtypes."),
     "linalg": Group("linalg", "Factorizations (torch.linalg); no decomposition into primitives."),
+    "linalg_eig": Group("linalg_eig", "The eigen-decomposition of general matrices (linalg.eig, linalg.eigvals), "
+                        "outside the Array API standard: a backend offers it where its library has it.", whole=False),
     "fft": Group("fft", "Fast Fourier transforms; no decomposition into primitives."),
     "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
     "fused": Group("fused", "Kernels of ops that also have a decomposition, each optional on its own.", whole=False),

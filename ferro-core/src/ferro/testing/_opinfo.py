@@ -1027,6 +1027,66 @@ OP_DB += [
            shapes=(((6, 2, 3),),), edge=False),
 ]
 
+# -- torch.linalg's *_ex variants, lu_solve, householder_product, eig (_ops/linalg_solvers) --------------------
+def _diag_dominant(x: Any) -> Any:
+    return x + 4 * _np().eye(x.shape[-1])
+
+
+def _lu_solve_ref(a: Any, b: Any) -> Any:
+    return _np().linalg.solve(_diag_dominant(a), b)
+
+
+def _lu_solve_call(f: Any, a: Any, b: Any) -> Any:
+    """lu_solve from lu_factor (factored in float32 for 16-bit floats, which the CPU's LAPACK lacks)."""
+    shifted = a + 4 * f.eye(3, dtype=a.dtype, device=a.device)
+    half = a.dtype in (f.float16, f.bfloat16)
+    lu, piv = f.linalg.lu_factor(shifted.float() if half else shifted)
+    return f.linalg.lu_solve(lu.to(a.dtype), piv, b)
+
+
+def _sorted_eigvals(x: Any) -> Any:
+    w = _np().linalg.eigvals(x)
+    return _np().sort_complex(w.reshape(-1, w.shape[-1])).reshape(w.shape)
+
+
+def _householder_ref(a: Any, tau: Any) -> Any:
+    np = _np()
+    m, n = a.shape
+    q = np.eye(m, dtype=np.result_type(a, tau))
+    for i in range(tau.shape[-1]):
+        v = np.concatenate([np.zeros(i), [1.0], a[i + 1:, i]])
+        q = q - tau[i] * np.outer(q @ v, v.conj())
+    return q[:, :n]
+
+
+def _sort_c(f: Any, w: Any) -> Any:
+    """Eigenvalues in NumPy's sort_complex order (real part, then imaginary), so they compare with the reference."""
+    key = w.real * 1e6 + w.imag
+    return w.gather(-1, key.argsort(-1))
+
+
+OP_DB += [
+    OpInfo("linalg.inv_ex", lambda x: _np().linalg.inv(_diag_dominant(x)), shapes=_SQ, edge=False,
+           call=lambda f, x: f.linalg.inv_ex(x + 4 * f.eye(x.shape[-1], dtype=x.dtype, device=x.device)).inverse),
+    OpInfo("linalg.solve_ex", _lu_solve_ref, 2, shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))), edge=False,
+           call=lambda f, a, b: f.linalg.solve_ex(a + 4 * f.eye(3, dtype=a.dtype, device=a.device), b).result),
+    OpInfo("linalg.cholesky_ex", lambda x: _np().linalg.cholesky(x @ _np().swapaxes(x, -1, -2) + _np().eye(3)),
+           call=lambda f, x: f.linalg.cholesky_ex(x @ x.mT + f.eye(3, dtype=x.dtype, device=x.device)).L,
+           shapes=_SQ, edge=False),
+    OpInfo("linalg.lu_factor_ex", lambda x: _np().stack([_scipy_linalg().lu_factor(m)[0] for m in
+                                                         _diag_dominant(x).reshape(-1, 3, 3)]).reshape(x.shape),
+           call=lambda f, x: f.linalg.lu_factor_ex(x + 4 * f.eye(3, dtype=x.dtype, device=x.device)).LU,
+           shapes=_SQ, edge=False),
+    OpInfo("linalg.lu_solve", _lu_solve_ref, 2, shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))), edge=False,
+           call=lambda f, a, b: _lu_solve_call(f, a, b)),
+    OpInfo("linalg.householder_product", _householder_ref, 2, shapes=(((4, 3), (2,)), ((3, 3), (3,))), edge=False,
+           call=lambda f, a, t: f.linalg.householder_product(a, t)),
+    OpInfo("linalg.eigvals", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eigvals(x)), shapes=_SQ,
+           edge=False, grad=False),
+    OpInfo("linalg.eig", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eig(x).eigenvalues), shapes=_SQ,
+           edge=False, grad=False),
+]
+
 # -- PyTorch's elementwise functions written in other elementwise ops (_ops/elementwise_composites) -----------
 OP_DB += [
     OpInfo("isposinf", lambda x: _np().isposinf(x), grad=False),
