@@ -112,18 +112,18 @@ $FN $T ferro_{name}($T x0, $T nf) {{
     if (nf < ($T)0) return ($T)0;
     long n = (long)nf; $T x = {arg}; if (n == 0) return ($T)1;
     $T p = ($T)1, q = {p1};
-    for (long k = 1; k < n; ++k) {{ $T kk = ($T)k; $T r = {step}; p = q; q = r; }}
+    for (long k = 1; k < n; ++k) {{ $T r = {step}; p = q; q = r; }}
     return q; }}"""
-#: name -> (p_1, p_{k+1} from q = p_k and p = p_{k-1} at kk = k)
+#: name -> (p_1, p_{k+1} from q = p_k and p = p_{k-1})
 _RECURRENCES = {
     "chebyshev_polynomial_t": ("x", "($T)2 * x * q - p"),
     "chebyshev_polynomial_u": ("($T)2 * x", "($T)2 * x * q - p"),
     "chebyshev_polynomial_v": ("($T)2 * x - ($T)1", "($T)2 * x * q - p"),
     "chebyshev_polynomial_w": ("($T)2 * x + ($T)1", "($T)2 * x * q - p"),
-    "hermite_polynomial_h": ("($T)2 * x", "($T)2 * x * q - ($T)2 * kk * p"),
-    "hermite_polynomial_he": ("x", "x * q - kk * p"),
-    "laguerre_polynomial_l": ("($T)1 - x", "((($T)2 * kk + ($T)1 - x) * q - kk * p) / (kk + ($T)1)"),
-    "legendre_polynomial_p": ("x", "((($T)2 * kk + ($T)1) * x * q - kk * p) / (kk + ($T)1)"),
+    "hermite_polynomial_h": ("($T)2 * x", "($T)2 * x * q - ($T)2 * ($T)k * p"),
+    "hermite_polynomial_he": ("x", "x * q - ($T)k * p"),
+    "laguerre_polynomial_l": ("($T)1 - x", "((($T)2 * ($T)k + ($T)1 - x) * q - ($T)k * p) / (($T)k + ($T)1)"),
+    "legendre_polynomial_p": ("x", "((($T)2 * ($T)k + ($T)1) * x * q - ($T)k * p) / (($T)k + ($T)1)"),
 }
 
 
