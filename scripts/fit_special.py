@@ -40,6 +40,21 @@ def _amp(j, y, order):  # sqrt(x) * (J cos t + Y sin t), sqrt(x) * (Y cos t - J 
 _J0A, _J0B = _amp(sp.j0, sp.y0, 0)
 _J1A, _J1B = _amp(sp.j1, sp.y1, 1)
 
+def _airy_pos(u):  # x^(1/4) exp(2/3 x^(3/2)) Ai(x) at x = 2 / u^(2/3)
+    x = 2 / u ** (2 / 3)
+    return sp.airye(x)[0] * x ** 0.25
+
+
+def _airy_neg(which):  # the amplitudes of sin and cos of 2/3 x^(3/2) + pi / 4 in Ai(-x), at x = 4 / u^(2/3)
+    def f(u):
+        x = 4 / u ** (2 / 3)
+        t = 2 / 3 * x ** 1.5 + np.pi / 4
+        ai, _, bi, _ = sp.airy(-x)
+        s = np.sqrt(np.pi) * x ** 0.25
+        return s * (ai * np.sin(t) + bi * np.cos(t)) if which == "A" else s * (ai * np.cos(t) - bi * np.sin(t))
+    return f
+
+
 #: name -> (function of t on [-1, 1] mapped from the domain, domain, degree)
 FITS = {
     # modified Bessel functions of the first kind: i0e, i1e on [0, 8] and sqrt(x) i0e(x) in u = 8 / x
@@ -62,6 +77,11 @@ FITS = {
                                                           - 1 / np.sqrt(s))) / np.sqrt(s), (0.0, 25.0), 30),
     "J0_P": (_J0A, (0.0, 1.0), 30), "J0_Q": (_J0B, (0.0, 1.0), 30),
     "J1_P": (_J1A, (0.0, 1.0), 30), "J1_Q": (_J1B, (0.0, 1.0), 30),
+    # Airy's Ai: directly on [-4, 2]; beyond 2, x^(1/4) exp(2/3 x^(3/2)) Ai(x) in u = (2 / x)^(3/2); below -4 the
+    # amplitudes of sin and cos of 2/3 |x|^(3/2) + pi / 4 in u = (4 / |x|)^(3/2)
+    "AI_MID": (lambda x: sp.airy(x)[0], (-4.0, 2.0), 40),
+    "AI_POS": (_airy_pos, (0.0, 1.0), 30),
+    "AI_NEG_A": (_airy_neg("A"), (0.0, 1.0), 30), "AI_NEG_B": (_airy_neg("B"), (0.0, 1.0), 30),
 }
 
 

@@ -21,13 +21,15 @@ UNARY = {"i0": (-30, 30), "i0e": (-30, 30), "i1": (-30, 30), "i1e": (-30, 30), "
          "modified_bessel_i1": (-30, 30), "modified_bessel_k0": (0.01, 40), "modified_bessel_k1": (0.01, 40),
          "scaled_modified_bessel_k0": (0.01, 40), "scaled_modified_bessel_k1": (0.01, 40),
          "bessel_j0": (-60, 60), "bessel_j1": (-60, 60), "bessel_y0": (0.01, 60), "bessel_y1": (0.05, 60),
-         "spherical_bessel_j0": (-20, 20), "erfcx": (-5, 40)}
+         "spherical_bessel_j0": (-20, 20), "erfcx": (-5, 40), "airy_ai": (-30, 12)}
 POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
                "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
                "laguerre_polynomial_l", "legendre_polynomial_p"]
-#: torch's bessel_j0 / j1 / y0 / y1 are good to about 1e-6 relative (SciPy and ferro agree to 1e-12)
-LOOSE = {"bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"}
+#: (rtol, atol) against torch where torch's float64 values are good to about 1e-6 (SciPy and ferro agree to 1e-12):
+#: its bessel_j0 / j1 / y0 / y1 and airy_ai (3e-6 off near x = -2.09)
+LOOSE = {"bessel_j0": (1e-5, 1e-6), "bessel_j1": (1e-5, 1e-6), "bessel_y0": (1e-5, 1e-6), "bessel_y1": (1e-5, 1e-6),
+         "airy_ai": (1e-5, 1e-5)}
 
 
 def _close(out: Any, ref: torch.Tensor, rtol: float, atol: float) -> None:
@@ -42,8 +44,8 @@ def test_unary_values_match_torch(device: str, dtype: str, name: str) -> None:
     out = getattr(ferro.special, name)(ferro.tensor(x, device=device))
     ref = getattr(torch.special, name)(torch.tensor(x))
     assert out.dtype.name == dtype
-    tight = (1e-5, 1e-6) if name in LOOSE else (1e-10, 1e-9)
-    _close(out, ref, *(tight if dtype == "float64" else (2e-5, 1e-6)))
+    tight = LOOSE.get(name, (1e-10, 1e-9))
+    _close(out, ref, *(tight if dtype == "float64" else (2e-5, max(1e-6, tight[1]))))
 
 
 @pytest.mark.parametrize("device", DEVICES)

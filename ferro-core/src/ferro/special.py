@@ -23,7 +23,7 @@ NAMES: dict[str, str] = {
     "zeta": "zeta", "gammainc": "gammainc", "gammaincc": "gammaincc",
     **{n: n for n in ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
                       "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
-                      "spherical_bessel_j0", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+                      "spherical_bessel_j0", "airy_ai", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
                       "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
                       "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
                       "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",

@@ -263,6 +263,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(_special_kernels(pool, quiet))
         table.update(polynomial_kernels(np, POLYNOMIALS))  # torch.special's orthogonal polynomials
         table["spherical_bessel_j0"] = _spherical_j0
+        table["airy_ai"] = _airy_ai
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
@@ -347,6 +348,13 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
         kernel.__name__ = kernel.__qualname__ = op
         return kernel
     return {op: lazy(op) for op in _SPECIAL}
+
+
+def _airy_ai(x: Any) -> Any:
+    """Airy's Ai (the first of scipy.special.airy's four results), in x's dtype."""
+    import numpy as np
+    from scipy import special
+    return np.asarray(special.airy(x if x.itemsize >= 4 else x.astype(np.float32))[0], dtype=x.dtype)
 
 
 def _spherical_j0(x: Any) -> Any:

@@ -1,10 +1,12 @@
 """The C helpers of ``torch.special``'s functions that ferro computes in one kernel (``ferro/_ops/special_kernels.py``):
-Bessel functions, the orthogonal polynomials, Hurwitz's zeta, the regularized incomplete gamma functions, erfcx.
+Bessel functions, Airy's Ai, the orthogonal polynomials, Hurwitz's zeta, the regularized incomplete gamma
+functions, erfcx.
 
 Written once for OpenCL C and CUDA C (``$FN``, ``$T``: :mod:`ferro._core.expr`). The Bessel functions evaluate
 Chebyshev series fitted by ``scripts/fit_special.py`` (``special_coefficients.py``); the others are textbook
 algorithms (three-term recurrences, Euler-Maclaurin summation, the series and continued fraction of the incomplete
-gamma function, a continued fraction for erfcx), each described where it is defined. Edge values follow SciPy,
+gamma function, a continued fraction for erfcx), each described where it is defined; the Bessel and Airy helpers
+evaluate their series first (at clamped, safe arguments) and then pick the answer. Edge values follow SciPy,
 which the CPU kernels call, and PyTorch, which agrees (``bessel_j0``, ``bessel_y0``, ``i0`` and their order-1
 companions give NaN at infinity).
 """
@@ -83,6 +85,17 @@ _Y1 = _bessel("y1", _Y_EDGES + f"    $T t = x - ($T)3 * {_PI} / ($T)4;\n"
               ("Y1_SMALL", "fmin(x * x, ($T)25)"), ("J1_P", "($T)5 / fmax(x, ($T)5)"),
               ("J1_Q", "($T)5 / fmax(x, ($T)5)"))
 
+# Airy's Ai: a series on [-4, 2]; beyond 2, exp(-z) x^(-1/4) times a series in (2 / x)^(3/2) (z = 2/3 x^(3/2)); below
+# -4, (A sin(z + pi/4) + B cos(z + pi/4)) / (sqrt(pi) |x|^(1/4)) with A and B series in (4 / |x|)^(3/2).
+_AIRY = _bessel("airy_ai", "if (isnan(x) || isinf(x)) return NAN;\n"
+                "    if (x > ($T)2) return exp(($T)(-2.0 / 3) * x * sqrt(x)) * v_AI_POS / sqrt(sqrt(x));\n"
+                "    if (x >= ($T)-4) return v_AI_MID;\n"
+                f"    $T a = -x, t = ($T)(2.0 / 3) * a * sqrt(a) + {_PI} / ($T)4;\n"
+                "    return (v_AI_NEG_A * sin(t) + v_AI_NEG_B * cos(t)) / (($T)1.7724538509055160273 * sqrt(sqrt(a)));",
+                ("AI_MID", "fmin(fmax(x, ($T)-4), ($T)2)"), ("AI_POS", "pow(($T)2 / fmax(x, ($T)2), ($T)1.5)"),
+                ("AI_NEG_A", "pow(($T)4 / fmax(-x, ($T)4), ($T)1.5)"),
+                ("AI_NEG_B", "pow(($T)4 / fmax(-x, ($T)4), ($T)1.5)"))
+
 #: op name -> (C expression, helpers)
 BESSEL: dict[str, tuple[str, tuple[Helper, ...]]] = {
     "i0": ("ferro_i0(a)", (_CHEB, _I0E, _I0)), "i0e": ("ferro_i0e(a)", (_CHEB, _I0E)),
@@ -93,6 +106,7 @@ BESSEL: dict[str, tuple[str, tuple[Helper, ...]]] = {
     "scaled_modified_bessel_k1": ("ferro_k1e(a)", (_CHEB, _I1E, _I1, _K1E)),
     "bessel_j0": ("ferro_j0(a)", (_CHEB, _J0)), "bessel_j1": ("ferro_j1(a)", (_CHEB, _J1)),
     "bessel_y0": ("ferro_y0(a)", (_CHEB, _J0, _Y0)), "bessel_y1": ("ferro_y1(a)", (_CHEB, _J1, _Y1)),
+    "airy_ai": ("ferro_airy_ai(a)", (_CHEB, _AIRY)),
 }
 
 #: sin(x) / x, its Taylor series near 0 (no cancellation), 0 at +-inf.

@@ -1,5 +1,5 @@
-"""``torch.special``'s functions that are one kernel each: Bessel functions, the orthogonal polynomials, Hurwitz's
-zeta, the regularized incomplete gamma functions, ``erfcx``.
+"""``torch.special``'s functions that are one kernel each: Bessel functions, Airy's Ai, the orthogonal polynomials,
+Hurwitz's zeta, the regularized incomplete gamma functions, ``erfcx``.
 
 Each is an elementwise op with an expression (its C: ``ferro/_core/c_special.py``), from which the OpenCL and
 CUDA backends generate kernels; the CPU backend calls SciPy (the polynomials: NumPy, ``backends/_polynomials.py``).
@@ -73,6 +73,7 @@ _UNARY: list[tuple[str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, 
     ("bessel_y0", (), None, "The Bessel function of the second kind of order 0."),
     ("bessel_y1", (), None, "The Bessel function of the second kind of order 1."),
     ("spherical_bessel_j0", (), None, "The spherical Bessel function of the first kind of order 0, sin(x) / x."),
+    ("airy_ai", (), None, "Airy's function Ai(x)."),
     ("erfcx", (X, OUT), (lambda g, x, out: g * (2 * x * out - _2_SQRT_PI),), "The scaled complementary error "
      "function exp(x^2) erfc(x)."),
 ]

@@ -948,6 +948,7 @@ OP_DB += [
                    ("scaled_modified_bessel_k1", "k1e"), ("bessel_y0", "y0"), ("bessel_y1", "y1"))),
     *(OpInfo(n, lambda x, _f=f: getattr(_sp(), _f)(x), call=_sf(n), grad=False, domain=(-12.0, 12.0))
       for n, f in (("bessel_j0", "j0"), ("bessel_j1", "j1"))),
+    OpInfo("airy_ai", lambda x: _sp().airy(x)[0], call=_sf("airy_ai"), grad=False, domain=(-12.0, 6.0)),
     OpInfo("spherical_bessel_j0", lambda x: _np().sinc(_np().where(_np().isinf(x), 0, x) / _np().pi)
            * ~_np().isinf(x), call=_sf("spherical_bessel_j0"), grad=False, domain=(-8.0, 8.0)),
     OpInfo("zeta", lambda x, q: _sp().zeta(x + 1, q), 2, call=lambda f, x, q: f.special.zeta(x + 1, q),
