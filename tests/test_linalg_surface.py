@@ -172,3 +172,28 @@ def test_eig_and_eigvals_match_torch_with_gradients(complex_input: bool) -> None
     ((tv.abs() ** 2 * torch.tensor(np.arange(4.0))).sum() + tw.imag.sum() + tw.real.sum()).backward()
     _same(fa.grad, ta.grad, rtol=1e-7)
     _same(ferro.linalg.eigvals(fa), torch.linalg.eigvals(ta))
+
+
+@pytest.mark.parametrize(("kind", "hermitian"), [("real", False), ("complex_symmetric", False), ("hermitian", True)])
+def test_ldl_factor_and_solve_match_torch(kind: str, hermitian: bool) -> None:
+    c = RNG.normal(size=(2, 5, 5)) + (1j * RNG.normal(size=(2, 5, 5)) if kind != "real" else 0)
+    a = c + (np.conj(c).transpose(0, 2, 1) if hermitian else c.transpose(0, 2, 1))
+    b = RNG.normal(size=(2, 5, 3)).astype(a.dtype)
+    mine, theirs = ferro.linalg.ldl_factor(ferro.tensor(a), hermitian=hermitian), \
+        torch.linalg.ldl_factor(torch.tensor(a), hermitian=hermitian)
+    _same(mine.LD, theirs.LD)
+    assert mine.pivots.dtype is ferro.int32
+    assert mine.pivots.tolist() == theirs.pivots.tolist()
+    x = ferro.linalg.ldl_solve(mine.LD, mine.pivots, ferro.tensor(b), hermitian=hermitian)
+    _same(x, torch.linalg.ldl_solve(theirs.LD, theirs.pivots, torch.tensor(b), hermitian=hermitian), rtol=1e-8)
+    _same(ferro.tensor(a) @ x, torch.tensor(b), rtol=1e-8)
+
+
+def test_ldl_factor_reports_a_singular_d_and_is_not_differentiable() -> None:
+    ex = ferro.linalg.ldl_factor_ex(ferro.zeros(3, 3, dtype=ferro.float64))
+    assert ex.info.item() == torch.linalg.ldl_factor_ex(torch.zeros(3, 3, dtype=torch.float64)).info.item() == 1
+    with pytest.raises(ferro.linalg.LinAlgError, match=r"D\[1,1\] is zero"):
+        ferro.linalg.ldl_factor(ferro.zeros(3, 3))
+    a = ferro.eye(3, dtype=ferro.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"derivative for 'linalg\.ldl_factor' is not implemented"):
+        ferro.linalg.ldl_factor(a).LD.sum().backward()

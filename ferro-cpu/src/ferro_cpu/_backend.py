@@ -264,6 +264,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(polynomial_kernels(np, POLYNOMIALS))  # torch.special's orthogonal polynomials
         table["spherical_bessel_j0"] = _spherical_j0
         table["airy_ai"] = _airy_ai
+        table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
@@ -348,6 +349,37 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
         kernel.__name__ = kernel.__qualname__ = op
         return kernel
     return {op: lazy(op) for op in _SPECIAL}
+
+
+def _lapack(kind: str, dtype: Any, hermitian: bool) -> Any:
+    """SciPy's LAPACK routine ``?sy{kind}`` (``?he{kind}`` for a complex Hermitian matrix) for ``dtype``."""
+    from scipy.linalg import lapack
+    letter = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[str(dtype)]
+    return getattr(lapack, f"{letter}{'he' if hermitian and letter in 'cz' else 'sy'}{kind}")
+
+
+def _ldl_factor(x: Any, hermitian: bool) -> tuple[Any, Any, Any]:
+    """The LDL factorization of each matrix of the batch ``x`` (its lower triangle), as LAPACK's sytrf / hetrf."""
+    import numpy as np
+    trf = _lapack("trf", x.dtype, hermitian)
+    flat = x.reshape(-1, *x.shape[-2:])
+    ld, piv, info = np.empty_like(flat), np.empty(flat.shape[:-1], np.int32), np.empty(flat.shape[0], np.int32)
+    for i, m in enumerate(flat):
+        out, ipiv, code = trf(m, lower=1)
+        ld[i], piv[i], info[i] = np.tril(out), ipiv, code
+    return ld.reshape(x.shape), piv.reshape(x.shape[:-1]), info.reshape(x.shape[:-2])
+
+
+def _ldl_solve(ld: Any, piv: Any, b: Any, hermitian: bool) -> Any:
+    """The solutions from :func:`_ldl_factor`'s results, as LAPACK's sytrs / hetrs (``b`` has ld's batch)."""
+    import numpy as np
+    trs = _lapack("trs", ld.dtype, hermitian)
+    flat_ld, flat_piv = ld.reshape(-1, *ld.shape[-2:]), piv.reshape(-1, piv.shape[-1])
+    flat_b = b.reshape(-1, *b.shape[-2:])
+    out = np.empty_like(flat_b)
+    for i in range(flat_b.shape[0]):
+        out[i] = trs(flat_ld[i], flat_piv[i], flat_b[i], lower=1)[0]
+    return out.reshape(b.shape)
 
 
 def _airy_ai(x: Any) -> Any:

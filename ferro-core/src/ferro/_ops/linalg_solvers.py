@@ -1,6 +1,8 @@
 """More of ``torch.linalg``: the ``*_ex`` variants that report failures in ``info`` instead of raising
-(``inv_ex``, ``solve_ex``, ``cholesky_ex``, ``lu_factor_ex``), ``lu_solve``, ``householder_product``, and the
-eigen-decomposition of general matrices (``eig``, ``eigvals``, on the ``linalg_eig`` kernel).
+(``inv_ex``, ``solve_ex``, ``cholesky_ex``, ``lu_factor_ex``), ``lu_solve``, ``householder_product``, the
+eigen-decomposition of general matrices (``eig``, ``eigvals``, on the ``linalg_eig`` kernel) and the Bunch-Kaufman
+LDL factorization (``ldl_factor``, ``ldl_factor_ex``, ``ldl_solve``, on the ``linalg_ldl_*`` kernels: LAPACK's
+format, not differentiable, as in PyTorch).
 
 ``info`` is an int32 tensor of the batch shape: 0 where the factorization succeeded, else PyTorch's code (the
 1-based index of the zero pivot of ``U``, or of the leading minor that is not positive-definite). Where it is not
@@ -27,13 +29,16 @@ from .linalg_ext import FUNCTIONS as _LINALG
 from .linalg_ext import _kernel, _lu_factor, _permutation, _square
 from .linalg_more import FUNCTIONS as _MORE
 
-__all__ = ["FUNCTIONS", "InvExResult", "SolveExResult", "CholeskyExResult", "LUFactorExResult", "EigResult"]
+__all__ = ["FUNCTIONS", "InvExResult", "SolveExResult", "CholeskyExResult", "LUFactorExResult", "EigResult",
+           "LDLFactorResult", "LDLFactorExResult"]
 
 InvExResult = namedtuple("InvExResult", ["inverse", "info"])
 SolveExResult = namedtuple("SolveExResult", ["result", "info"])
 CholeskyExResult = namedtuple("CholeskyExResult", ["L", "info"])
 LUFactorExResult = namedtuple("LUFactorExResult", ["LU", "pivots", "info"])
 EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+LDLFactorResult = namedtuple("LDLFactorResult", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("LDLFactorExResult", ["LD", "pivots", "info"])
 _COMPLEX = {float32: complex64, float64: complex128, complex64: complex64, complex128: complex128}
 _HALF = (float16, bfloat16)
 
@@ -271,6 +276,66 @@ def eigvals(A: Tensor) -> Tensor:
     return _Eig.apply(A)[0]
 
 
+class _LDLFactor(Function):
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
+        ld, piv, info = _kernel(a._device, "linalg_ldl_factor")(a._data, hermitian)
+        return _wrap(ld, a._dtype, a._device), _wrap(piv, int32, a._device), _wrap(info, int32, a._device)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError("the derivative for 'linalg.ldl_factor' is not implemented")
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> LDLFactorExResult:
+    """``(LD, pivots, info)``: the Bunch-Kaufman factorization ``A = L D L^T`` (``L D L^H`` with ``hermitian``) of
+    the lower triangle of symmetric matrices, in LAPACK's packed format; ``info`` the 1-based index of a zero
+    diagonal element of ``D`` (0: none)."""
+    check_rule("linalg.ldl_factor_ex", A)
+    _square("ldl_factor_ex", A)
+    if _half(A):
+        return _back(ldl_factor_ex(A.to(float32), hermitian=hermitian, check_errors=check_errors), A.dtype)
+    ld, piv, info = _LDLFactor.apply(A, hermitian)
+    if check_errors:
+        _raise_for("ldl_factor_ex", info, "D[{0},{0}] is zero: the matrix is singular.")
+    return LDLFactorExResult(ld, piv, info)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> LDLFactorResult:
+    """``(LD, pivots)`` of :func:`ldl_factor_ex`, raising ``LinAlgError`` where ``D`` is singular."""
+    check_rule("linalg.ldl_factor", A)
+    ld, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    _raise_for("ldl_factor", info, "D[{0},{0}] is zero: the matrix is singular.")
+    return LDLFactorResult(ld, piv)
+
+
+class _LDLSolve(Function):
+    @staticmethod
+    def forward(ctx: Any, ld: Tensor, piv: Tensor, b: Tensor, hermitian: bool) -> Tensor:
+        out = _kernel(ld._device, "linalg_ldl_solve")(ld._data, piv._data, b._data, hermitian)
+        return _wrap(out, ld._dtype, ld._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        raise RuntimeError("the derivative for 'linalg.ldl_solve' is not implemented")
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
+    """The solution of ``A X = B`` from ``A``'s :func:`ldl_factor`."""
+    check_rule("linalg.ldl_solve", LD, B)
+    _square("ldl_solve", LD)
+    if B.ndim < 2 or B.shape[-2] != LD.shape[-1]:
+        raise ShapeError(f"linalg.ldl_solve: LD of shape {list(LD.shape)} and B of shape {list(B.shape)} do not "
+                         "match (B must be a (batch of) matrices with as many rows as LD)")
+    if _half(LD, B):
+        return ldl_solve(LD.to(float32), pivots, B.to(float32), hermitian=hermitian).to(LD.dtype)
+    from .shape import broadcast_shapes
+    batch = tuple(broadcast_shapes(LD.shape[:-2], B.shape[:-2]))
+    B = B.to(LD.dtype).expand(*batch, *B.shape[-2:])
+    LD, pivots = LD.expand(*batch, *LD.shape[-2:]), pivots.expand(*batch, pivots.shape[-1])
+    return _LDLSolve.apply(LD.contiguous(), pivots.contiguous(), B.contiguous(), hermitian)
+
+
 _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("inv_ex", inv_ex, ("linalg.lu_factor", "linalg.inv", "where")),
     ("solve_ex", solve_ex, ("linalg.lu_factor", "linalg.solve", "where")),
@@ -279,6 +344,8 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("lu_solve", lu_solve, ("linalg.solve_triangular", "matmul")),
     ("householder_product", householder_product, ("matmul", "where", "sub")),
     ("eig", eig, ("linalg_eig",)), ("eigvals", eigvals, ("linalg_eig",)),  # the optional kernel (group linalg_eig)
+    ("ldl_factor_ex", ldl_factor_ex, ("linalg_ldl_factor",)), ("ldl_factor", ldl_factor, ("linalg_ldl_factor",)),
+    ("ldl_solve", ldl_solve, ("linalg_ldl_solve",)),
 ]
 FUNCTIONS: dict[str, Callable[..., Any]] = register_composites(
     "linalg", [(n, reported_as(f"linalg.{n}", f), u) for n, f, u in _ROWS], dtype_rule="floating", prefix="linalg.")

@@ -1045,6 +1045,18 @@ def _lu_solve_call(f: Any, a: Any, b: Any) -> Any:
     return f.linalg.lu_solve(lu.to(a.dtype), piv, b)
 
 
+def _sym(x: Any) -> Any:
+    """A symmetric, well-conditioned matrix made from ``x``."""
+    return x + _np().swapaxes(x, -1, -2) + 8 * _np().eye(x.shape[-1])
+
+
+def _ldl_inverse(f: Any, x: Any, name: str) -> Any:
+    """The inverse of ``_sym(x)`` through ldl_factor(_ex) and ldl_solve."""
+    a = x + x.mT + 8 * f.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    ld, piv = getattr(f.linalg, name)(a)[:2]
+    return f.linalg.ldl_solve(ld, piv, f.eye(x.shape[-1], dtype=x.dtype, device=x.device).expand(a.shape))
+
+
 def _sorted_eigvals(x: Any) -> Any:
     w = _np().linalg.eigvals(x)
     return _np().sort_complex(w.reshape(-1, w.shape[-1])).reshape(w.shape)
@@ -1082,6 +1094,12 @@ OP_DB += [
            call=lambda f, a, b: _lu_solve_call(f, a, b)),
     OpInfo("linalg.householder_product", _householder_ref, 2, shapes=(((4, 3), (2,)), ((3, 3), (3,))), edge=False,
            call=lambda f, a, t: f.linalg.householder_product(a, t)),
+    *(OpInfo(f"linalg.{n}", lambda x: _np().linalg.inv(_sym(x)), call=lambda f, x, _n=n: _ldl_inverse(f, x, _n),
+             shapes=_SQ, edge=False, grad=False) for n in ("ldl_factor", "ldl_factor_ex")),
+    OpInfo("linalg.ldl_solve", lambda a, b: _np().linalg.solve(_sym(a), b), 2, edge=False, grad=False,
+           shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))),
+           call=lambda f, a, b: f.linalg.ldl_solve(*f.linalg.ldl_factor(a + a.mT + 8 * f.eye(3, dtype=a.dtype,
+                                                                                              device=a.device)), b)),
     OpInfo("linalg.eigvals", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eigvals(x)), shapes=_SQ,
            edge=False, grad=False),
     OpInfo("linalg.eig", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eig(x).eigenvalues), shapes=_SQ,
