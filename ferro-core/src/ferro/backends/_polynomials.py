@@ -2,8 +2,8 @@
 the device backends generate theirs from the same recurrences in ``ferro/_core/c_special.py``).
 
 Each is ``p_n(x)`` by its three-term recurrence ``p_{k+1} = f(x, k, p_k, p_{k-1})`` from ``p_0 = 1`` and ``p_1``,
-run for all elements at once up to the largest ``n`` (float16 and bfloat16 in float32, as the device kernels); ``n`` is truncated to an integer (as PyTorch reads it) and
-a negative ``n`` gives 0.
+run for all elements at once up to the largest ``n`` (float16 and bfloat16 in float32, as the device kernels);
+``n`` is truncated to an integer (as PyTorch reads it) and a negative ``n`` gives 0.
 """
 
 from __future__ import annotations
