@@ -17,8 +17,8 @@ from ferro.errors import DTypeError, ShapeError, UnsupportedOperationError
 
 RNG = np.random.default_rng(0)
 ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
-N_D = ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn")
-REAL_INPUT = ("rfft", "ihfft", "rfft2", "rfftn")
+N_D = ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn")
+REAL_INPUT = ("rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn")
 NORMS = (None, "backward", "ortho", "forward")
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "DTypeError",
     "PluginError",
     "SerializationError",
+    "LinAlgError",
 ]
 
 
@@ -112,6 +113,11 @@ class DTypeError(FerroError, TypeError, RuntimeError):
 
     A ``TypeError`` and also a ``RuntimeError``, which is what PyTorch raises for these.
     """
+
+
+class LinAlgError(FerroError, ValueError, RuntimeError):
+    """A linear-algebra routine failed on its input's values (a singular matrix, one that is not
+    positive-definite); ``torch.linalg.LinAlgError`` (a ``RuntimeError``, and a ``ValueError`` as NumPy's)."""
 
 
 class PluginError(FerroError, RuntimeError):

@@ -14,11 +14,15 @@ __all__ = [
     'fftn',
     'fftshift',
     'hfft',
+    'hfft2',
+    'hfftn',
     'ifft',
     'ifft2',
     'ifftn',
     'ifftshift',
     'ihfft',
+    'ihfft2',
+    'ihfftn',
     'irfft',
     'irfft2',
     'irfftn',
@@ -68,6 +72,24 @@ def hfft(
     norm: builtins.str | None = None,
 ) -> Tensor:
     """The FFT of a Hermitian-symmetric signal given by its first half: a real spectrum of ``n`` points."""
+def hfft2(
+    input: Tensor,
+    s: collections.abc.Sequence[builtins.int] | None = None,
+    dim: collections.abc.Sequence[builtins.int] = ...,
+    norm: builtins.str | None = None,
+) -> Tensor:
+    """The two-dimensional :func:`hfftn`: a real spectrum from the first half of a Hermitian signal."""
+def hfftn(
+    input: Tensor,
+    s: collections.abc.Sequence[builtins.int] | None = None,
+    dim: collections.abc.Sequence[builtins.int] | None = None,
+    norm: builtins.str | None = None,
+) -> Tensor:
+    """
+    The N-dimensional FFT of a Hermitian-symmetric signal given by its first half along the last of ``dim``:
+    ``irfftn`` of its conjugate with the normalization mirrored (the last size ``2 * (size - 1)`` unless ``s``
+    says).
+    """
 def ifft(
     input: Tensor,
     n: builtins.int | None = None,
@@ -98,6 +120,20 @@ def ihfft(
     norm: builtins.str | None = None,
 ) -> Tensor:
     """The inverse of :func:`hfft`: the first half of the Hermitian spectrum of a real signal."""
+def ihfft2(
+    input: Tensor,
+    s: collections.abc.Sequence[builtins.int] | None = None,
+    dim: collections.abc.Sequence[builtins.int] = ...,
+    norm: builtins.str | None = None,
+) -> Tensor:
+    """The inverse of :func:`hfft2`: the first half of the Hermitian spectrum of a real signal."""
+def ihfftn(
+    input: Tensor,
+    s: collections.abc.Sequence[builtins.int] | None = None,
+    dim: collections.abc.Sequence[builtins.int] | None = None,
+    norm: builtins.str | None = None,
+) -> Tensor:
+    """The inverse of :func:`hfftn`: the conjugate of ``rfftn`` with the normalization mirrored."""
 def irfft(
     input: Tensor,
     n: builtins.int | None = None,

@@ -6,26 +6,45 @@ import collections.abc
 from typing import Any, NamedTuple
 
 from ferro import Tensor
+from ferro.errors import LinAlgError as LinAlgError
 
 __all__ = [
+    'CholeskyExResult',
+    'EigResult',
     'EighResult',
+    'InvExResult',
+    'LDLFactorExResult',
+    'LDLFactorResult',
+    'LUFactorExResult',
     'LUFactorResult',
     'LUResult',
+    'LinAlgError',
     'QRResult',
     'SVDResult',
     'SlogdetResult',
+    'SolveExResult',
     'cdist',
     'cholesky',
+    'cholesky_ex',
     'cond',
     'cross',
     'det',
     'diagonal',
+    'eig',
     'eigh',
+    'eigvals',
     'eigvalsh',
+    'householder_product',
     'inv',
+    'inv_ex',
+    'ldl_factor',
+    'ldl_factor_ex',
+    'ldl_solve',
     'lstsq',
     'lu',
     'lu_factor',
+    'lu_factor_ex',
+    'lu_solve',
     'matmul',
     'matrix_exp',
     'matrix_norm',
@@ -37,6 +56,7 @@ __all__ = [
     'qr',
     'slogdet',
     'solve',
+    'solve_ex',
     'solve_triangular',
     'svd',
     'svdvals',
@@ -48,10 +68,48 @@ __all__ = [
 ]
 
 
+class CholeskyExResult(NamedTuple):
+    """CholeskyExResult(L, info)"""
+    L: Tensor
+    info: Tensor
+
+
+class EigResult(NamedTuple):
+    """EigResult(eigenvalues, eigenvectors)"""
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
 class EighResult(NamedTuple):
     """EighResult(eigenvalues, eigenvectors)"""
     eigenvalues: Tensor
     eigenvectors: Tensor
+
+
+class InvExResult(NamedTuple):
+    """InvExResult(inverse, info)"""
+    inverse: Tensor
+    info: Tensor
+
+
+class LDLFactorExResult(NamedTuple):
+    """LDLFactorExResult(LD, pivots, info)"""
+    LD: Tensor
+    pivots: Tensor
+    info: Tensor
+
+
+class LDLFactorResult(NamedTuple):
+    """LDLFactorResult(LD, pivots)"""
+    LD: Tensor
+    pivots: Tensor
+
+
+class LUFactorExResult(NamedTuple):
+    """LUFactorExResult(LU, pivots, info)"""
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
 
 
 class LUFactorResult(NamedTuple):
@@ -86,10 +144,21 @@ class SlogdetResult(NamedTuple):
     logabsdet: Tensor
 
 
+class SolveExResult(NamedTuple):
+    """SolveExResult(result, info)"""
+    result: Tensor
+    info: Tensor
+
+
 def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:
     """Pairwise ``p``-norm distances between the rows of ``x1`` (.., P, M) and ``x2`` (.., R, M)."""
 def cholesky(a: Tensor, *, upper: builtins.bool = False) -> Tensor:
     """The Cholesky factor of symmetric positive-definite matrices (lower, or upper with ``upper``)."""
+def cholesky_ex(A: Tensor, *, upper: builtins.bool = False, check_errors: builtins.bool = False) -> CholeskyExResult:
+    """
+    ``(L, info)``: the Cholesky factor, with ``info`` the order of the leading minor that is not positive-definite
+    where one is not.
+    """
 def cond(A: Tensor, p: Any = None) -> Tensor:
     """
     The condition number: the ratio of the largest to the smallest singular value (``p`` None or 2, -2 its inverse);
@@ -101,12 +170,38 @@ def det(a: Tensor) -> Tensor:
     """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
 def diagonal(A: Tensor, *, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
     """The diagonal of each matrix (the last two dims by default)."""
+def eig(A: Tensor) -> EigResult:
+    """``(eigenvalues, eigenvectors)`` of general square matrices, complex (eigenvectors of norm 1)."""
 def eigh(a: Tensor) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, both differentiable."""
+def eigvals(A: Tensor) -> Tensor:
+    """The eigenvalues of general square matrices, complex."""
 def eigvalsh(a: Tensor) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices, differentiable."""
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """
+    The first ``n`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` column ``i`` of ``A``
+    below the diagonal and 1 on it (LAPACK's ``orgqr``).
+    """
 def inv(a: Tensor) -> Tensor:
     """The inverse of a (batch of) square matrices."""
+def inv_ex(A: Tensor, *, check_errors: builtins.bool = False) -> InvExResult:
+    """``(inverse, info)``: the inverse of square matrices, with ``info`` the zero pivot where one is singular."""
+def ldl_factor(A: Tensor, *, hermitian: builtins.bool = False) -> LDLFactorResult:
+    """``(LD, pivots)`` of :func:`ldl_factor_ex`, raising ``LinAlgError`` where ``D`` is singular."""
+def ldl_factor_ex(
+    A: Tensor,
+    *,
+    hermitian: builtins.bool = False,
+    check_errors: builtins.bool = False,
+) -> LDLFactorExResult:
+    """
+    ``(LD, pivots, info)``: the Bunch-Kaufman factorization ``A = L D L^T`` (``L D L^H`` with ``hermitian``) of the
+    lower triangle of symmetric matrices, in LAPACK's packed format; ``info`` the 1-based index of a zero diagonal
+    element of ``D`` (0: none).
+    """
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: builtins.bool = False) -> Tensor:
+    """The solution of ``A X = B`` from ``A``'s :func:`ldl_factor`."""
 def lstsq(a: Tensor, b: Tensor) -> Any:
     """Least-squares solution of ``a @ x = b`` for full-column-rank ``a`` (normal equations), differentiable."""
 def lu(a: Tensor, *, pivot: builtins.bool = True) -> LUResult:
@@ -115,6 +210,23 @@ def lu_factor(a: Tensor, *, pivot: builtins.bool = True) -> LUFactorResult:
     """
     ``LU, pivots`` of LAPACK's ``getrf``: ``LU`` packs the unit-lower ``L`` and ``U``; ``pivots`` (int32, 1-based)
     the row swaps. Raises for a singular matrix, as PyTorch does (use :func:`lu` then).
+    """
+def lu_factor_ex(A: Tensor, *, pivot: builtins.bool = True, check_errors: builtins.bool = False) -> LUFactorExResult:
+    """
+    ``(LU, pivots, info)`` of LAPACK's ``getrf``, with ``info`` the first zero pivot of ``U`` (0: none); unlike
+    :func:`lu_factor` it does not raise for a singular matrix.
+    """
+def lu_solve(
+    LU: Tensor,
+    pivots: Tensor,
+    B: Tensor,
+    *,
+    left: builtins.bool = True,
+    adjoint: builtins.bool = False,
+) -> Tensor:
+    """
+    The solution of ``A X = B`` from ``A``'s :func:`lu_factor` (``X A = B`` with ``left=False``; ``A^H`` for ``A``
+    with ``adjoint``).
     """
 def matmul(x: Tensor, y: Tensor) -> Tensor:
     """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
@@ -157,6 +269,11 @@ def slogdet(a: Tensor) -> SlogdetResult:
     """``(sign, log|det|)`` of square matrices; the log is differentiable."""
 def solve(a: Tensor, b: Tensor) -> Tensor:
     """``x`` with ``a @ x == b`` (``b`` a vector or a matrix of right-hand sides)."""
+def solve_ex(A: Tensor, B: Tensor, *, left: builtins.bool = True, check_errors: builtins.bool = False) -> SolveExResult:
+    """
+    ``(result, info)``: the solution of ``A X = B`` (``X A = B`` with ``left=False``), with ``info`` the zero pivot
+    where ``A`` is singular.
+    """
 def solve_triangular(
     A: Tensor,
     B: Tensor,

@@ -21,6 +21,7 @@ from ferro.backends import (
     in_float32,
     with_torch_special_values,
 )
+from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
@@ -262,6 +263,10 @@ class NumpyBackend(ArrayAPIBackend):
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
             return x.copy() if x.dtype.kind in "iub" else rint(x)
         table.update(_special_kernels(pool, quiet))
+        table.update(polynomial_kernels(np, POLYNOMIALS))  # torch.special's orthogonal polynomials
+        table["spherical_bessel_j0"] = _spherical_j0
+        table["airy_ai"] = _airy_ai
+        table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
@@ -306,18 +311,24 @@ def _transpose(x: Any, dims: tuple[int, ...]) -> Any:
 
 
 def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """``kernel`` giving its input's dtype: SciPy's ufuncs compute float16 and bfloat16 in a wider type."""
-    def k(x: Any) -> Any:
-        out = kernel(x)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)
+    """``kernel`` giving its (array) inputs' dtype: SciPy's ufuncs compute float16 and bfloat16 in a wider type."""
+    def k(*args: Any) -> Any:
+        out = kernel(*args)
+        dt = next(a.dtype for a in args if hasattr(a, "dtype"))
+        return out if out.dtype == dt else out.astype(dt)
     return k
 
 
-_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+#: op -> the scipy.special ufunc its CPU kernel calls
+_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma",
+            "i0": "i0", "i0e": "i0e", "i1": "i1", "i1e": "i1e", "modified_bessel_k0": "k0", "modified_bessel_k1": "k1",
+            "scaled_modified_bessel_k0": "k0e", "scaled_modified_bessel_k1": "k1e", "bessel_j0": "j0",
+            "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1", "erfcx": "erfcx", "zeta": "zeta",
+            "gammainc": "gammainc", "gammaincc": "gammaincc"}
 
 
 def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
-    """erf, erfc, erfinv, lgamma, digamma from scipy.special, imported when one of them first runs: importing
+    """The special functions of :data:`_SPECIAL` from scipy.special, imported when one of them first runs: importing
     it (with its array API layer, numpy.testing, unittest, numpy.f2py) would take most of the first op's time."""
     built: dict[str, Callable[..., Any]] = {}
 
@@ -327,16 +338,66 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
         fn = getattr(special, _SPECIAL[op])
         # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
         u = getattr(fn, "__wrapped__", fn)
-        built[op] = k = with_torch_special_values(np, op, _same_dtype(_ufunc_kernel(u, quiet, False, pool)))
+        if hasattr(u, "nin"):
+            k = _ufunc_kernel(u, quiet, False, pool)
+        else:  # zeta is a function around the ufuncs of its two forms
+            def k(*args: Any, _u: Any = u) -> Any:
+                return np.asarray(_u(*args))
+        built[op] = k = with_torch_special_values(np, op, _same_dtype(k))
         return k
 
     def lazy(op: str) -> Callable[..., Any]:
-        def kernel(x: Any) -> Any:
+        def kernel(*args: Any) -> Any:
             k = built.get(op)
-            return (k or build(op))(x)
+            return (k or build(op))(*args)
         kernel.__name__ = kernel.__qualname__ = op
         return kernel
     return {op: lazy(op) for op in _SPECIAL}
+
+
+def _lapack(kind: str, dtype: Any, hermitian: bool) -> Any:
+    """SciPy's LAPACK routine ``?sy{kind}`` (``?he{kind}`` for a complex Hermitian matrix) for ``dtype``."""
+    from scipy.linalg import lapack
+    letter = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[str(dtype)]
+    return getattr(lapack, f"{letter}{'he' if hermitian and letter in 'cz' else 'sy'}{kind}")
+
+
+def _ldl_factor(x: Any, hermitian: bool) -> tuple[Any, Any, Any]:
+    """The LDL factorization of each matrix of the batch ``x`` (its lower triangle), as LAPACK's sytrf / hetrf."""
+    import numpy as np
+    trf = _lapack("trf", x.dtype, hermitian)
+    flat = x.reshape(-1, *x.shape[-2:])
+    ld, piv, info = np.empty_like(flat), np.empty(flat.shape[:-1], np.int32), np.empty(flat.shape[0], np.int32)
+    for i, m in enumerate(flat):
+        out, ipiv, code = trf(m, lower=1)
+        ld[i], piv[i], info[i] = np.tril(out), ipiv, code
+    return ld.reshape(x.shape), piv.reshape(x.shape[:-1]), info.reshape(x.shape[:-2])
+
+
+def _ldl_solve(ld: Any, piv: Any, b: Any, hermitian: bool) -> Any:
+    """The solutions from :func:`_ldl_factor`'s results, as LAPACK's sytrs / hetrs (``b`` has ld's batch)."""
+    import numpy as np
+    trs = _lapack("trs", ld.dtype, hermitian)
+    flat_ld, flat_piv = ld.reshape(-1, *ld.shape[-2:]), piv.reshape(-1, piv.shape[-1])
+    flat_b = b.reshape(-1, *b.shape[-2:])
+    out = np.empty_like(flat_b)
+    for i in range(flat_b.shape[0]):
+        out[i] = trs(flat_ld[i], flat_piv[i], flat_b[i], lower=1)[0]
+    return out.reshape(b.shape)
+
+
+def _airy_ai(x: Any) -> Any:
+    """Airy's Ai (the first of scipy.special.airy's four results), in x's dtype."""
+    import numpy as np
+    from scipy import special
+    return np.asarray(special.airy(x if x.itemsize >= 4 else x.astype(np.float32))[0], dtype=x.dtype)
+
+
+def _spherical_j0(x: Any) -> Any:
+    """sin(x) / x (1 at 0, 0 at +-inf), in x's dtype."""
+    import numpy as np
+    out = np.sinc(np.where(np.isinf(x), 0, x) / np.pi)
+    return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

@@ -253,7 +253,7 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
         "argsort": (THRUST,), "unique": (THRUST,),
         **{k: (_UNCHECKED,) for k in ("cumsum", "cumprod", "searchsorted", "histc", "bincount")},
         **{f"linalg_{k}": (_CUSOLVER,) for k in ("inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "svd",
-                                                 "pinv", "lu_factor")},
+                                                 "pinv", "lu_factor", "eig")},
         **{k: (_CUFFT,) for k in ("fft_c2c", "fft_r2c", "fft_c2r")},
         # the optimizer kernels run their CUDA C source for float32/float64 and CuPy ufuncs otherwise (_fused)
         "fused_adam": (*(r for f, n in (("multiply", 2), ("add", 2), ("subtract", 2), ("divide", 2), ("sqrt", 1),

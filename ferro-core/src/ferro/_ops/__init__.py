@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     linalg,
     linalg_ext,
     linalg_more,
+    linalg_solvers,
     movement,
     nn,
     nn_bags,
@@ -49,6 +50,7 @@ from . import (  # noqa: F401  (each module registers its ops)
     sorting,
     sparse,
     special_functions,
+    special_kernels,
     stacking,
     statistics,
 )

@@ -344,6 +344,36 @@ def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | N
     return _c2r_n("irfftn", input, s, dim, norm)
 
 
+@_public
+def hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+          norm: str | None = None) -> Tensor:
+    """The two-dimensional :func:`hfftn`: a real spectrum from the first half of a Hermitian signal."""
+    return _c2r_n("hfft2", conj(_as_complex("hfft2", input)), s, dim, _SWAP[_norm("hfft2", norm)])
+
+
+@_public
+def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+           norm: str | None = None) -> Tensor:
+    """The inverse of :func:`hfft2`: the first half of the Hermitian spectrum of a real signal."""
+    return conj(_r2c_n("ihfft2", input, s, dim, _SWAP[_norm("ihfft2", norm)]))
+
+
+@_public
+def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+          norm: str | None = None) -> Tensor:
+    """The N-dimensional FFT of a Hermitian-symmetric signal given by its first half along the last of ``dim``:
+    ``irfftn`` of its conjugate with the normalization mirrored (the last size ``2 * (size - 1)`` unless ``s``
+    says)."""
+    return _c2r_n("hfftn", conj(_as_complex("hfftn", input)), s, dim, _SWAP[_norm("hfftn", norm)])
+
+
+@_public
+def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+           norm: str | None = None) -> Tensor:
+    """The inverse of :func:`hfftn`: the conjugate of ``rfftn`` with the normalization mirrored."""
+    return conj(_r2c_n("ihfftn", input, s, dim, _SWAP[_norm("ihfftn", norm)]))
+
+
 def _shift(name: str, x: Tensor, dim: int | Sequence[int] | None, sign: int) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"fft.{name}(): argument 'input' must be a Tensor, not {type(x).__name__}")
@@ -403,8 +433,10 @@ def _no_grad() -> Any:
 _ROWS: list[tuple[str, Callable[..., Any], str]] = [
     *((n, f, "fft_complex") for n, f in (("fft", fft), ("ifft", ifft), ("fft2", fft2), ("ifft2", ifft2),
                                          ("fftn", fftn), ("ifftn", ifftn), ("irfft", irfft), ("irfft2", irfft2),
-                                         ("irfftn", irfftn), ("hfft", hfft))),
-    *((n, f, "fft_real") for n, f in (("rfft", rfft), ("rfft2", rfft2), ("rfftn", rfftn), ("ihfft", ihfft))),
+                                         ("irfftn", irfftn), ("hfft", hfft),
+                                         ("hfft2", hfft2), ("hfftn", hfftn))),
+    *((n, f, "fft_real") for n, f in (("rfft", rfft), ("rfft2", rfft2), ("rfftn", rfftn), ("ihfft", ihfft),
+                                      ("ihfft2", ihfft2), ("ihfftn", ihfftn))),
     ("fftshift", fftshift, "same"), ("ifftshift", ifftshift, "same"),
     ("fftfreq", fftfreq, "real_floating"), ("rfftfreq", rfftfreq, "real_floating"),
 ]

@@ -21,7 +21,7 @@ from .._core.records import register_composites
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
 from ..dispatch._dispatch import fallback_enabled, kernel, reported_as, warn_fallback
-from ..errors import ShapeError, UnsupportedOperationError
+from ..errors import LinAlgError, ShapeError, UnsupportedOperationError
 
 __all__ = ["FUNCTIONS"]
 
@@ -69,7 +69,12 @@ def _kernel(dev: Any, name: str) -> Callable[..., Any]:
 def _call(name: str, a: Tensor, *args: Any, real: tuple[int, ...] = ()) -> Any:
     """Run kernel ``name`` on ``a``; outputs at the positions ``real`` (eigenvalues, singular values) have
     ``a``'s real dtype."""
-    out = _kernel(a._device, name)(a._data, *args)
+    try:
+        out = _kernel(a._device, name)(a._data, *args)
+    except Exception as e:
+        if type(e).__name__ != "LinAlgError":  # NumPy's or CuPy's: the backend's own type, ferro's for the user
+            raise
+        raise LinAlgError(str(e)) from None
     if isinstance(out, tuple):
         real_dt = _REAL.get(a._dtype, a._dtype)
         return tuple(_wrap(o, real_dt if i in real else a._dtype, a._device) for i, o in enumerate(out))

@@ -1,5 +1,6 @@
 """``torch.special``'s functions that ferro writes in ops: ``sinc``, ``entr``, ``ndtr``, ``ndtri``, ``log_ndtr``,
-``xlog1py`` (the others of ``ferro.special`` are ferro's elementwise ops under PyTorch's names).
+``xlog1py``, ``polygamma``, ``multigammaln`` (the others of ``ferro.special`` are ferro's elementwise ops under
+PyTorch's names, and those of ``special_kernels``).
 
 Where a formula divides by zero or takes a log of zero at some inputs, the inputs are replaced there before
 the formula and the answer chosen after (``where``), so that neither the value nor the gradient of the
@@ -17,6 +18,7 @@ from .._core.records import register_composites
 from .._core.tensor import Tensor
 from ._rules import check_rule
 from .elementwise import where
+from .special_kernels import FUNCTIONS as _KERNELS
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE"]
 
@@ -78,6 +80,30 @@ def xlog1py(input: Any, other: Any) -> Tensor:
     return where(zero, where(y.isnan(), y, 0.0), out)
 
 
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of digamma: digamma at 0, else ``(-1)^(n+1) n! zeta(n + 1, x)``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"polygamma(): n must be a non-negative integer, got {n!r}")
+    x = _floating("polygamma", input)
+    if n == 0:
+        return x.digamma()
+    return _KERNELS["zeta"](float(n + 1), x) * ((-1.0) ** (n + 1) * math.factorial(n))
+
+
+def multigammaln(input: Tensor, p: int) -> Tensor:
+    """The log of the multivariate gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum over j < p of lgamma(x - j / 2)``; every element must exceed ``(p - 1) / 2``."""
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise ValueError(f"multigammaln(): p has to be an integer greater than or equal to 1, got {p!r}")
+    x = _floating("multigammaln", input)
+    if x.numel() and not bool((x > (p - 1) / 2).all()):
+        raise RuntimeError(f"multigammaln(): all elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    out = (x - 0.0).lgamma()
+    for j in range(1, p):
+        out = out + (x - j / 2).lgamma()
+    return out + p * (p - 1) / 4 * math.log(math.pi)
+
+
 #: (name, function, the ops it uses)
 _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("sinc", sinc, ("eq", "where", "mul", "sin", "div")),
@@ -85,6 +111,8 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
     ("ndtr", ndtr, ("mul", "erfc")), ("ndtri", ndtri, ("mul", "sub", "erfinv")),
     ("log_ndtr", log_ndtr, ("lt", "where", "mul", "erfc", "log", "neg", "log1p")),
     ("xlog1py", xlog1py, ("eq", "isnan", "where", "log1p", "mul")),
+    ("polygamma", polygamma, ("digamma", "zeta", "mul")),
+    ("multigammaln", multigammaln, ("gt", "all", "sub", "lgamma", "add")),
 ]
 
 FUNCTIONS: dict[str, Callable[..., Any]] = register_composites("elementwise", _ROWS, dtype_rule="real_float")

@@ -367,9 +367,16 @@ class ArrayAPIBackend(Backend):
             w, v = la.eigh(x)
             return w, v
 
-        return {"linalg_inv": la.inv, "linalg_det": lambda x: xp.asarray(la.det(x)), "linalg_slogdet": slogdet,
-                "linalg_solve": la.solve, "linalg_cholesky": la.cholesky, "linalg_qr": qr, "linalg_eigh": eigh,
-                "linalg_svd": svd, "linalg_pinv": la.pinv, "linalg_lu_factor": lambda x: lu_factor(xp, x)}
+        table = {"linalg_inv": la.inv, "linalg_det": lambda x: xp.asarray(la.det(x)), "linalg_slogdet": slogdet,
+                 "linalg_solve": la.solve, "linalg_cholesky": la.cholesky, "linalg_qr": qr, "linalg_eigh": eigh,
+                 "linalg_svd": svd, "linalg_pinv": la.pinv, "linalg_lu_factor": lambda x: lu_factor(xp, x)}
+        if hasattr(la, "eig"):  # not in the standard (NumPy has it): linalg.eig / eigvals's kernel
+
+            def eig(x: Any) -> tuple[Any, Any]:
+                w, v = la.eig(x)
+                return w, v
+            table["linalg_eig"] = eig
+        return table
 
     # -- complex numbers and the FFT (ferro._ops.complex, ferro._ops.fft) ---------------------------------
 

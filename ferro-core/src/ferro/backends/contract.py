@@ -213,6 +213,15 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "(u, s, vh).", group="linalg"),
     Primitive("linalg_lu_factor", ("linalg_lu_factor",), _p("x: Array"), "tuple[Array, Array]",
               "(LU packed, 1-based int32 pivots) as LAPACK's getrf.", group="linalg"),
+    Primitive("linalg_eig", ("linalg_eig",), _p("x: Array"), "tuple[Array, Array]",
+              "(eigenvalues, eigenvectors of norm 1) of a general square matrix, complex (or real where all are), "
+              "as LAPACK's geev.", group="linalg_eig"),
+    Primitive("linalg_ldl_factor", ("linalg_ldl_factor",), _p("x: Array; hermitian: bool"),
+              "tuple[Array, Array, Array]", "(LD with zeros above the diagonal, int32 pivots, int32 info) of the lower "
+              "triangle as LAPACK's sytrf (hetrf with hermitian), over the batch.", group="linalg_ldl"),
+    Primitive("linalg_ldl_solve", ("linalg_ldl_solve",), _p("ld: Array; pivots: Array; b: Array; hermitian: bool"), A,
+              "x with a @ x = b from linalg_ldl_factor's LD and pivots, as LAPACK's sytrs (hetrs), over the batch.",
+              group="linalg_ldl"),
     # -- optional: FFT ---------------------------------------------------------------------------------
     Primitive("fft_c2c", ("fft_c2c",), _p("x: Array; dims: tuple[int, ...]; norm: str; forward: bool"), A,
               "Complex-to-complex transform over dims, in x's dtype.", group="fft"),
@@ -307,6 +316,10 @@ GROUPS: dict[str, Group] = {
                      "parts decompose into casts, exact for finite values only, so a backend lacking them had "
                      "better have no complex dtypes."),
     "linalg": Group("linalg", "Factorizations (torch.linalg); no decomposition into primitives."),
+    "linalg_eig": Group("linalg_eig", "The eigen-decomposition of general matrices (linalg.eig, linalg.eigvals), "
+                        "outside the Array API standard: a backend offers it where its library has it.", whole=False),
+    "linalg_ldl": Group("linalg_ldl", "The Bunch-Kaufman LDL factorization (linalg.ldl_factor, ldl_solve) in "
+                        "LAPACK's format, outside the Array API standard.", whole=False),
     "fft": Group("fft", "Fast Fourier transforms; no decomposition into primitives."),
     "strided": Group("strided", "Views by explicit strides: as_strided, stride(), storage_offset() need them."),
     "quantized": Group("quantized", "int8 products accumulated in int32 (ferro.quantization); no decomposition "

@@ -581,6 +581,9 @@ def _fft_ref(name: str, complex_in: bool) -> Callable[..., Any]:
             dim = tuple(range(x.ndim - len(kw["s"]), x.ndim))
         if dim is not None:
             kw["axis" if isinstance(dim, int) else "axes"] = dim
+        if name in ("hfft2", "hfftn", "ihfft2", "ihfftn"):  # not in numpy.fft
+            from scipy import fft
+            return getattr(fft, name)(x, **kw)
         return getattr(_np().fft, name)(x, **kw)
     return ref
 
@@ -612,10 +615,10 @@ OP_DB += [
       for n in ("rfft", "ihfft")),
     *(OpInfo(f"fft.{n}", _fft_ref(n, True), call=_zf(n, True),
              shapes=_FFTN, kwargs=_FFT_KWN, edge=False, gradgrad=n == "irfftn")
-      for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn")),
+      for n in ("fft2", "ifft2", "irfft2", "fftn", "ifftn", "irfftn", "hfft2", "hfftn")),
     *(OpInfo(f"fft.{n}", _fft_ref(n, False), call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=_FFTN,
              kwargs=_FFT_KWN, edge=False)
-      for n in ("rfft2", "rfftn")),
+      for n in ("rfft2", "rfftn", "ihfft2", "ihfftn")),
     *(OpInfo(f"fft.{n}", lambda x, dim=None, _n=n: getattr(_np().fft, _n)(x, axes=dim),
              call=lambda f, x, _n=n, **k: getattr(f.fft, _n)(x, **k), shapes=(((5,),), ((4, 5),), ((2, 3, 4),)),
              kwargs=({}, {"dim": -1}, {"dim": (0, -1)}), edge=False) for n in ("fftshift", "ifftshift")),
@@ -906,6 +909,67 @@ OP_DB += [
            domain=(0.0, 3.0)),
 ]
 
+# -- torch.special's one-kernel functions (_ops/special_kernels) and polygamma, multigammaln -------------------
+def _sf(name: str) -> Callable[..., Any]:
+    return lambda f, *a, **k: getattr(f.special, name)(*a, **k)
+
+
+def _poly_ref(name: str) -> Callable[..., Any]:
+    """SciPy's polynomial at n = floor(5 n) (0 for a negative n), the n the op's samples are called with."""
+    def u(n: Any, x: Any) -> Any:  # U_n, with U_-1 = 0
+        return _np().where(n < 0, 0.0, _sp().eval_chebyu(_np().maximum(n, 0), x))
+    evals = {
+        "chebyshev_polynomial_t": lambda n, x: _sp().eval_chebyt(n, x),
+        "chebyshev_polynomial_u": u,
+        "chebyshev_polynomial_v": lambda n, x: u(n, x) - u(n - 1, x),
+        "chebyshev_polynomial_w": lambda n, x: u(n, x) + u(n - 1, x),
+        "hermite_polynomial_h": lambda n, x: _sp().eval_hermite(n, x),
+        "hermite_polynomial_he": lambda n, x: _sp().eval_hermitenorm(n, x),
+        "laguerre_polynomial_l": lambda n, x: _sp().eval_laguerre(n, x),
+        "legendre_polynomial_p": lambda n, x: _sp().eval_legendre(n, x),
+    }
+    shifted = name.startswith("shifted_")
+    fn = evals[name.replace("shifted_", "")]
+
+    def ref(x: Any, n: Any) -> Any:
+        k = _np().floor(_np().asarray(n, dtype=float) * 5).astype(_np().int64)
+        x = _np().asarray(x, dtype=float)
+        x, k = _np().broadcast_arrays(2 * x - 1 if shifted else x, k)
+        return _np().where(k < 0, 0.0, fn(_np().maximum(k, 0), x))
+    return ref
+
+
+_POLYS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+          "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+OP_DB += [
+    OpInfo("i0", lambda x: _sp().i0(x), call=_sf("i0"), gradgrad=True),
+    OpInfo("i0e", lambda x: _sp().i0e(x), call=_sf("i0e")),
+    OpInfo("i1", lambda x: _sp().i1(x), call=_sf("i1")),
+    OpInfo("i1e", lambda x: _sp().i1e(x), call=_sf("i1e")),
+    OpInfo("erfcx", lambda x: _sp().erfcx(x), call=_sf("erfcx")),
+    *(OpInfo(n, lambda x, _f=f: getattr(_sp(), _f)(x), call=_sf(n), grad=False, domain=(0.1, 12.0))
+      for n, f in (("modified_bessel_k0", "k0"), ("modified_bessel_k1", "k1"), ("scaled_modified_bessel_k0", "k0e"),
+                   ("scaled_modified_bessel_k1", "k1e"), ("bessel_y0", "y0"), ("bessel_y1", "y1"))),
+    *(OpInfo(n, lambda x, _f=f: getattr(_sp(), _f)(x), call=_sf(n), grad=False, domain=(-12.0, 12.0))
+      for n, f in (("bessel_j0", "j0"), ("bessel_j1", "j1"))),
+    OpInfo("airy_ai", lambda x: _sp().airy(x)[0], call=_sf("airy_ai"), grad=False, domain=(-12.0, 6.0)),
+    OpInfo("spherical_bessel_j0", lambda x: _np().sinc(_np().where(_np().isinf(x), 0, x) / _np().pi)
+           * ~_np().isinf(x), call=_sf("spherical_bessel_j0"), grad=False, domain=(-8.0, 8.0)),
+    OpInfo("zeta", lambda x, q: _sp().zeta(x + 1, q), 2, call=lambda f, x, q: f.special.zeta(x + 1, q),
+           domain=(0.5, 4.0), grad=False),
+    OpInfo("gammainc", lambda a, x: _sp().gammainc(a, x), 2, call=_sf("gammainc"), domain=(0.5, 4.0), grad=False),
+    OpInfo("gammaincc", lambda a, x: _sp().gammaincc(a, x), 2, call=_sf("gammaincc"), domain=(0.5, 4.0),
+           grad=False),
+    *(OpInfo(n, _poly_ref(n), 2, call=lambda f, x, k, _n=n: getattr(f.special, _n)(x, (k * 5).floor()),
+             domain=(-1.2, 1.2), grad=False, rtol=1e-5, atol=1e-5)
+      for n in (*_POLYS, *(f"shifted_{p}" for p in _POLYS[:4]))),
+    OpInfo("polygamma", lambda x, n=1: _sp().polygamma(n, x), call=lambda f, x, n=1: f.special.polygamma(n, x),
+           domain=(0.5, 4.0), kwargs=({"n": 0}, {"n": 1}, {"n": 3}), edge=False),
+    OpInfo("multigammaln", lambda x, p=3: _sp().multigammaln(_np().asarray(x, dtype=float) + 2, p),
+           call=lambda f, x, p=3: f.special.multigammaln(x + 2, p), domain=(0.0, 3.0), kwargs=({"p": 1}, {"p": 3}),
+           edge=False),
+]
+
 # -- the rest of nn.functional's everyday losses and activations (_ops/nn_surface) -----------------------------
 _PM1 = [[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -1.0], [-1.0, 1.0, 1.0]]
 OP_DB += [
@@ -966,6 +1030,84 @@ OP_DB += [
            shapes=(((3, 4),), ((2, 3, 4),)), edge=False),
     OpInfo("linalg.tensorinv", lambda x: _np().linalg.tensorinv(x, 1), call=lambda f, x: f.linalg.tensorinv(x, 1),
            shapes=(((6, 2, 3),),), edge=False),
+]
+
+# -- torch.linalg's *_ex variants, lu_solve, householder_product, eig (_ops/linalg_solvers) --------------------
+def _diag_dominant(x: Any) -> Any:
+    return x + 4 * _np().eye(x.shape[-1])
+
+
+def _lu_solve_ref(a: Any, b: Any) -> Any:
+    return _np().linalg.solve(_diag_dominant(a), b)
+
+
+def _lu_solve_call(f: Any, a: Any, b: Any) -> Any:
+    """lu_solve from lu_factor (factored in float32 for 16-bit floats, which the CPU's LAPACK lacks)."""
+    shifted = a + 4 * f.eye(3, dtype=a.dtype, device=a.device)
+    half = a.dtype in (f.float16, f.bfloat16)
+    lu, piv = f.linalg.lu_factor(shifted.float() if half else shifted)
+    return f.linalg.lu_solve(lu.to(a.dtype), piv, b)
+
+
+def _sym(x: Any) -> Any:
+    """A symmetric, well-conditioned matrix made from ``x``."""
+    return x + _np().swapaxes(x, -1, -2) + 8 * _np().eye(x.shape[-1])
+
+
+def _ldl_inverse(f: Any, x: Any, name: str) -> Any:
+    """The inverse of ``_sym(x)`` through ldl_factor(_ex) and ldl_solve."""
+    a = x + x.mT + 8 * f.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    ld, piv = getattr(f.linalg, name)(a)[:2]
+    return f.linalg.ldl_solve(ld, piv, f.eye(x.shape[-1], dtype=x.dtype, device=x.device).expand(a.shape))
+
+
+def _sorted_eigvals(x: Any) -> Any:
+    w = _np().linalg.eigvals(x)
+    return _np().sort_complex(w.reshape(-1, w.shape[-1])).reshape(w.shape)
+
+
+def _householder_ref(a: Any, tau: Any) -> Any:
+    np = _np()
+    m, n = a.shape
+    q = np.eye(m, dtype=np.result_type(a, tau))
+    for i in range(tau.shape[-1]):
+        v = np.concatenate([np.zeros(i), [1.0], a[i + 1:, i]])
+        q = q - tau[i] * np.outer(q @ v, v.conj())
+    return q[:, :n]
+
+
+def _sort_c(f: Any, w: Any) -> Any:
+    """Eigenvalues in NumPy's sort_complex order (real part, then imaginary), so they compare with the reference."""
+    key = w.real * 1e6 + w.imag
+    return w.gather(-1, key.argsort(-1))
+
+
+OP_DB += [
+    OpInfo("linalg.inv_ex", lambda x: _np().linalg.inv(_diag_dominant(x)), shapes=_SQ, edge=False,
+           call=lambda f, x: f.linalg.inv_ex(x + 4 * f.eye(x.shape[-1], dtype=x.dtype, device=x.device)).inverse),
+    OpInfo("linalg.solve_ex", _lu_solve_ref, 2, shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))), edge=False,
+           call=lambda f, a, b: f.linalg.solve_ex(a + 4 * f.eye(3, dtype=a.dtype, device=a.device), b).result),
+    OpInfo("linalg.cholesky_ex", lambda x: _np().linalg.cholesky(x @ _np().swapaxes(x, -1, -2) + _np().eye(3)),
+           call=lambda f, x: f.linalg.cholesky_ex(x @ x.mT + f.eye(3, dtype=x.dtype, device=x.device)).L,
+           shapes=_SQ, edge=False),
+    OpInfo("linalg.lu_factor_ex", lambda x: _np().stack([_scipy_linalg().lu_factor(m)[0] for m in
+                                                         _diag_dominant(x).reshape(-1, 3, 3)]).reshape(x.shape),
+           call=lambda f, x: f.linalg.lu_factor_ex(x + 4 * f.eye(3, dtype=x.dtype, device=x.device)).LU,
+           shapes=_SQ, edge=False),
+    OpInfo("linalg.lu_solve", _lu_solve_ref, 2, shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))), edge=False,
+           call=lambda f, a, b: _lu_solve_call(f, a, b)),
+    OpInfo("linalg.householder_product", _householder_ref, 2, shapes=(((4, 3), (2,)), ((3, 3), (3,))), edge=False,
+           call=lambda f, a, t: f.linalg.householder_product(a, t)),
+    *(OpInfo(f"linalg.{n}", lambda x: _np().linalg.inv(_sym(x)), call=lambda f, x, _n=n: _ldl_inverse(f, x, _n),
+             shapes=_SQ, edge=False, grad=False) for n in ("ldl_factor", "ldl_factor_ex")),
+    OpInfo("linalg.ldl_solve", lambda a, b: _np().linalg.solve(_sym(a), b), 2, edge=False, grad=False,
+           shapes=(((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1))),
+           call=lambda f, a, b: f.linalg.ldl_solve(*f.linalg.ldl_factor(a + a.mT + 8 * f.eye(3, dtype=a.dtype,
+                                                                                              device=a.device)), b)),
+    OpInfo("linalg.eigvals", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eigvals(x)), shapes=_SQ,
+           edge=False, grad=False),
+    OpInfo("linalg.eig", _sorted_eigvals, call=lambda f, x: _sort_c(f, f.linalg.eig(x).eigenvalues), shapes=_SQ,
+           edge=False, grad=False),
 ]
 
 # -- PyTorch's elementwise functions written in other elementwise ops (_ops/elementwise_composites) -----------
