@@ -105,6 +105,14 @@ class LayoutMode(Mode):
     layer = "layout"
     inner = True
 
+    def cares(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether a layout tensor is among the arguments (or in a list or tuple of them)."""
+        for a in args:
+            if isinstance(a, LayoutTensor) or (isinstance(a, (list, tuple))
+                                               and any(isinstance(x, LayoutTensor) for x in a)):
+                return True
+        return bool(kwargs) and self.cares(tuple(kwargs.values()), {})
+
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
         found = layout_args(args, kwargs)

@@ -54,6 +54,12 @@ class Mode:
         and stays active inside the op: autocast wants only the ops of its policy."""
         return True
 
+    def cares(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether the layer has anything to do with this call of an op it wants (default: yes). A layout
+        answers no when none of the arguments is of its layout: the op then runs as if the layer were not
+        there, which keeps dense ops cheap while a layout tensor lives."""
+        return True
+
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                proceed: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> Any:
         """Run ``op`` on ``args``: return ``proceed(args, kwargs)``, with the arguments changed or not, or
@@ -105,6 +111,8 @@ class _Armed(dict):  # type: ignore[type-arg]
 def active() -> tuple[Mode, ...]:
     """The layers active on this thread (its own and the global ones), outermost first."""
     modes = _stack.modes
+    if not modes:
+        return _globals
     if _globals:
         extra = tuple(g for g in _globals if g not in modes)
         if extra:
@@ -184,7 +192,7 @@ def bind_fast(dev: Any) -> None:
 def run(op: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call ``op`` (implemented by ``impl``) through the layers active on this thread that want it."""
     every = active()
-    modes = tuple(m for m in every if m.wants(op))
+    modes = tuple(m for m in every if m.wants(op) and m.cares(args, kwargs))
     if not modes:
         return impl(*args, **kwargs)
 
@@ -206,7 +214,7 @@ def layered(op: Any, impl: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """For an elementwise op's slow path: ``impl(*args)`` through the layers, or None when no layer active
     on this thread wants the op (the caller then goes on as usual)."""
     modes = active()
-    if not modes or not any(m.wants(op) for m in modes):
+    if not modes or not any(m.wants(op) and m.cares(args, {}) for m in modes):
         return None
     return run(op, impl, args, {})
 
