@@ -1,0 +1,29 @@
+"""Constant folding: a pure call on constants only (``full`` of a Python scalar, a cast of it...) runs once, when
+the graph is built, and its result becomes a constant of the replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Call, Graph, values_in
+from . import rename
+from .effects import pure, unsafe
+
+__all__ = ["run"]
+
+
+def run(graph: Graph) -> int:
+    """Fold in place; returns how many calls were folded."""
+    bad = unsafe(graph)
+    consts: dict[int, Any] = {}
+    kept = []
+    for node in graph.nodes:
+        if consts:
+            rename.apply(node, consts)
+        if (isinstance(node, Call) and isinstance(node.outs, int) and pure(node.name) and node.outs not in bad
+                and not values_in((node.args, node.kwargs))):
+            consts[node.outs] = node.kernel(*node.args, **node.kwargs)
+            continue
+        kept.append(node)
+    graph.nodes = kept
+    return len(consts)
