@@ -16,6 +16,7 @@ each replay (its hyperparameters and step counts are Python numbers that change 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -27,12 +28,15 @@ from ..optim._lr_base import LRScheduler
 from ..optim.optimizer import Optimizer
 from .graph import Call, Graph, Host, Sync, V
 
-__all__ = ["GraphBreak", "TraceMode", "Tracer", "user_line"]
+__all__ = ["GraphBreak", "TraceMode", "Tracer", "arraylike", "user_line"]
 
 _FERRO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Kernels whose result's shape depends on the values: what follows them cannot be replayed.
 VALUE_SHAPED = frozenset({"nonzero", "unique", "bincount"})
 #: What user code called when a host read happened, by the function of ferro's that read.
+#: ferro's argument checks that read values on the host only to raise an error (embedding's refusal of negative
+#: indices on the CPU): they run at capture and are not repeated at replay; not graph breaks.
+_CHECKS = frozenset({"refuse_negative"})
 _HOST_READS = {"item": ".item()", "__bool__": "bool(tensor) (Python control flow on a tensor's value)",
                "tolist": ".tolist()", "numpy": ".numpy()", "__array__": "numpy.asarray(tensor)",
                "format_tensor": "printing a tensor (repr)", "__float__": "float(tensor)", "__int__": "int(tensor)",
@@ -55,17 +59,21 @@ def user_line() -> str:
     return f"{f.f_code.co_filename}:{f.f_lineno}: {src}"
 
 
-def _host_read() -> str:
-    """What the user's code did that read values on the host (the outermost of ferro's functions that did)."""
+def _host_read() -> str | None:
+    """What the user's code did that read values on the host (the outermost of ferro's functions that did), or
+    None for one of ferro's argument checks."""
     found = "reading a tensor's values on the host"
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_FERRO_DIR):
+        if f.f_code.co_name in _CHECKS:
+            return None
         found = _HOST_READS.get(f.f_code.co_name, found)
         f = f.f_back
     return found
 
 
-def _arraylike(x: Any) -> bool:
+def arraylike(x: Any) -> bool:
+    """Whether ``x`` is a native array (of any backend)."""
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (int, float, complex, bool, Tensor))
 
 
@@ -82,13 +90,8 @@ class TraceMode(modes.Mode):
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], proceed: Any) -> Any:
         tr = self.tracer
         if tr.recording():
-            for a in (*args, *kwargs.values()):
-                if isinstance(a, Tensor):
-                    tr.see(a)
-                elif isinstance(a, (tuple, list)):
-                    for b in a:
-                        if isinstance(b, Tensor):
-                            tr.see(b)
+            tr.see_all(args)
+            tr.see_all(kwargs)
         if self.depth == 0:
             tr.op, tr.where = op.name, (user_line() if tr.recording() else "")
         self.depth += 1
@@ -133,6 +136,7 @@ class Tracer:
         self.op = self.where = ""
         self.mode = TraceMode(self)
         self._wrapped: dict[int, Any] = {}
+        self._live: dict[int, Tensor] | None = None  # id(array) -> live tensor holding it, made on first need
         self._undo: list[Any] = []
 
     # -- state ----------------------------------------------------------------------------------
@@ -168,6 +172,17 @@ class Tracer:
             owner = self.grad_owner.get(id(t))
             self.number(t._data, ("ext", owner, "grad") if owner is not None else ("ext", t, "data"))
 
+    def see_all(self, x: Any) -> None:
+        """:meth:`see` every tensor in ``x`` (nested in tuples, lists and dicts)."""
+        if isinstance(x, Tensor):
+            self.see(x)
+        elif type(x) in (tuple, list):
+            for y in x:
+                self.see_all(y)
+        elif type(x) is dict:
+            for y in x.values():
+                self.see_all(y)
+
     def encode(self, x: Any) -> Any:
         """A kernel argument with the arrays the graph knows replaced by values."""
         n = self.ids.get(id(x))
@@ -176,15 +191,44 @@ class Tracer:
         if type(x) is tuple or type(x) is list:
             enc = [self.encode(y) for y in x]
             return enc if type(x) is list else tuple(enc)
-        if _arraylike(x):
-            self.keep.append(x)  # made outside the trace: a constant, kept alive
+        if arraylike(x):
+            found = self._owner(x)
+            if found is not None:
+                return V(self.ids[id(x)])
+            self.keep.append(x)  # made outside the trace and held by no tensor: a constant, kept alive
         return x
 
+    def _owner(self, arr: Any) -> Tensor | None:
+        """The live tensor holding ``arr`` as its data or gradient's data, numbered as an external (kernels
+        reached without an op, as inside an ``autograd.Function``, pass tensors the layer never saw)."""
+        if self._live is None:
+            self._live = {}
+            for obj in gc.get_objects():
+                if isinstance(obj, Tensor) and getattr(obj, "_data", None) is not None:
+                    best = self._live.get(id(obj._data))
+                    if best is None or (obj._rg and obj.grad_fn is None):  # a parameter over its aliases
+                        self._live[id(obj._data)] = obj
+                    g = obj._grad
+                    if g is not None and obj.grad_fn is None:
+                        self._live[id(g._data)] = obj
+        t = self._live.get(id(arr))
+        if t is None:
+            return None
+        if t._data is arr:
+            self.see(t)
+        elif t._grad is not None and t._grad._data is arr:
+            self.see(t)
+            if id(arr) not in self.ids:
+                self.number(arr, ("ext", t, "grad"))
+        else:
+            return None
+        return t if id(arr) in self.ids else None
+
     def _outputs(self, out: Any) -> Any:
-        if _arraylike(out):
+        if arraylike(out):
             return self.number(out, ("call",))
         if isinstance(out, (tuple, list)):
-            return tuple(self.number(o, ("call",)) if _arraylike(o) else None for o in out)
+            return tuple(self.number(o, ("call",)) if arraylike(o) else None for o in out)
         return None
 
     def record(self, name: str, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
@@ -302,8 +346,8 @@ class Tracer:
         tracer = self
 
         def read(*args: Any, **kwargs: Any) -> Any:
-            if tracer.recording():
-                tracer.break_(f"{_host_read()} reads a tensor's values on the host")
+            if tracer.recording() and (what := _host_read()) is not None:
+                tracer.break_(f"{what} reads a tensor's values on the host")
             return to_numpy(*args, **kwargs)
         return read
 
