@@ -235,7 +235,7 @@ def test_torch_compile_arguments_are_checked() -> None:
         ferro.compile(3)
     with pytest.raises(ValueError, match="unknown mode"):
         ferro.compile(lambda x: x, mode="fastest")
-    f = lambda x: x  # noqa: E731
+    f = lambda x: x
     assert ferro.compile(f, disable=True) is f
 
 

@@ -116,7 +116,7 @@ def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callabl
     body.append(f"return {src.output(graph.output)}")
     code = "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body)
     namespace = dict(src.globals)
-    exec(compile(code, "<ferro.compile replay>", "exec"), namespace)  # noqa: S102  (our own generated source)
+    exec(compile(code, "<ferro.compile replay>", "exec"), namespace)
     fn = namespace["replay"]
     fn.source = code  # type: ignore[attr-defined]
     return fn  # type: ignore[no-any-return]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph import Call, Graph, values_in
-from . import rename
 from ..trace import arraylike
+from . import rename
 from .effects import pure, unsafe
 
 __all__ = ["run"]
