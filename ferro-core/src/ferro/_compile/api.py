@@ -105,7 +105,7 @@ class CompiledFunction:
             e.breaks.append(tracer.broken)
             return result
         tracer.finish(result)
-        graph, frees = optimize(tracer.graph, self.fuse)
+        graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None)
         e.graph, e.replay = graph, generate(graph, frees)
         return result
 

@@ -32,6 +32,7 @@ class Call:
     outs: int | tuple[int | None, ...] | None
     op: str = ""
     where: str = ""
+    device: Any = None
 
     def out_values(self) -> list[int]:
         """The values this call defines."""

@@ -16,6 +16,7 @@ each replay (its hyperparameters and step counts are Python numbers that change 
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -23,6 +24,7 @@ import threading
 from typing import Any
 
 from .._core import modes
+from .._core.dtypes import by_name
 from .._core.tensor import Tensor
 from ..optim._lr_base import LRScheduler
 from ..optim.optimizer import Optimizer
@@ -135,7 +137,8 @@ class Tracer:
         self.broken: tuple[str, str] | None = None
         self.op = self.where = ""
         self.mode = TraceMode(self)
-        self._wrapped: dict[int, Any] = {}
+        self._wrapped: dict[tuple[int, Any], Any] = {}
+        self._shapes: dict[int, Any] = {}
         self._live: dict[int, Tensor] | None = None  # id(array) -> live tensor holding it, made on first need
         self._undo: list[Any] = []
 
@@ -151,6 +154,7 @@ class Tracer:
         n = self.graph.new_value(source)
         self.ids[id(arr)] = n
         self.keep.append(arr)
+        self._shapes[n] = (tuple(arr.shape), by_name.get(getattr(arr.dtype, "name", str(arr.dtype))))
         return n
 
     def add_input(self, t: Tensor) -> None:
@@ -204,7 +208,8 @@ class Tracer:
         if self._live is None:
             self._live = {}
             for obj in gc.get_objects():
-                if isinstance(obj, Tensor) and getattr(obj, "_data", None) is not None:
+                # type(), not isinstance(): no attribute of the object is read (a dead weak proxy raises)
+                if issubclass(type(obj), Tensor) and getattr(obj, "_data", None) is not None:
                     best = self._live.get(id(obj._data))
                     if best is None or (obj._rg and obj.grad_fn is None):  # a parameter over its aliases
                         self._live[id(obj._data)] = obj
@@ -231,12 +236,13 @@ class Tracer:
             return tuple(self.number(o, ("call",)) if arraylike(o) else None for o in out)
         return None
 
-    def record(self, name: str, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        """Add one kernel call to the graph."""
+    def record(self, name: str, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+               device: Any = None) -> None:
+        """Add one kernel call (of ``device``'s tables) to the graph."""
         enc = self.encode(args)
         kw = {k: self.encode(v) for k, v in kwargs.items()}
         outs = self._outputs(out)
-        self.graph.nodes.append(Call(name, kernel, enc, kw, outs, self.op, self.where))
+        self.graph.nodes.append(Call(name, kernel, enc, kw, outs, self.op, self.where, device))
 
     def break_(self, reason: str) -> None:
         """The capture cannot go on: raise (``fullgraph``) or finish the call eagerly and remember why."""
@@ -269,18 +275,18 @@ class Tracer:
 
     # -- installing -----------------------------------------------------------------------------
 
-    def _wrap(self, name: str, entry: Any) -> Any:
+    def _wrap(self, dev: Any, name: str, entry: Any) -> Any:
         if isinstance(entry, tuple):  # (kernel or kernels, dtype table[, check])
             k = entry[0]
             if isinstance(k, tuple):  # a fused op's kernels (forward, backward...)
-                k = tuple(self._kernel(name, x) if callable(x) else x for x in k)
+                k = tuple(self._kernel(dev, name, x) if callable(x) else x for x in k)
             elif callable(k):
-                k = self._kernel(name, k)
+                k = self._kernel(dev, name, k)
             return (k, *entry[1:])
-        return self._kernel(name, entry) if callable(entry) else entry
+        return self._kernel(dev, name, entry) if callable(entry) else entry
 
-    def _kernel(self, name: str, k: Any) -> Any:
-        w = self._wrapped.get(id(k))
+    def _kernel(self, dev: Any, name: str, k: Any) -> Any:
+        w = self._wrapped.get((id(k), dev))
         if w is not None:
             return w
         tracer = self
@@ -296,9 +302,9 @@ class Tracer:
                 out = k(*args, **kwargs)
             finally:
                 tracer.in_kernel = False
-            tracer.record(name, k, args, kwargs, out)
+            tracer.record(name, k, args, kwargs, out, dev)
             return out
-        self._wrapped[id(k)] = recorded
+        self._wrapped[(id(k), dev)] = recorded
         self.keep.append(k)
         return recorded
 
@@ -316,7 +322,7 @@ class Tracer:
                 for attr in ("_ops", "_kernels", "_checked"):
                     table = getattr(dev, attr)
                     self._undo.append((dev, attr, table, True))
-                    setattr(dev, attr, _Recording(table, self._wrap))
+                    setattr(dev, attr, _Recording(table, functools.partial(self._wrap, dev)))
                 modes.bind_fast(dev)
                 backend = dev._backend
                 if backend is not None and "to_numpy" not in vars(backend):
@@ -370,6 +376,10 @@ class Tracer:
         """Record the final state and what the function returned."""
         self.sync()
         self.graph.output = self._out(result)
+
+    def shapes(self) -> dict[int, Any]:
+        """Each value's ``(shape, ferro dtype or None)`` as captured."""
+        return self._shapes
 
     def _out(self, x: Any) -> Any:
         if isinstance(x, Tensor):
