@@ -20,7 +20,7 @@ from . import guards
 from .graph import Graph
 from .passes import optimize
 from .replay import GuardFailed, generate
-from .trace import Tracer
+from .trace import Tracer, tracing
 
 __all__ = ["CompiledFunction", "MODES", "compile_callable"]
 
@@ -30,6 +30,8 @@ MODES = {"default": False, "reduce-overhead": False, "max-fusion": True, "max-au
          "max-autotune-no-cudagraphs": False}
 #: How many guard sets one function keeps graphs for (``torch._dynamo.config.cache_size_limit``).
 CACHE_SIZE_LIMIT = 8
+#: How many graphs one guard key keeps for different states of the gradients (accumulating over calls).
+STATE_VARIANTS = 4
 
 
 @dataclass
@@ -37,8 +39,8 @@ class Entry:
     """What is known for one guard key."""
 
     calls: int = 0
-    replay: Callable[[list[Any]], Any] | None = None
-    graph: Graph | None = None
+    replays: list[Callable[[list[Any]], Any]] = field(default_factory=list)
+    graphs: list[Graph] = field(default_factory=list)
     breaks: list[tuple[str, str]] = field(default_factory=list)
     eager: bool = False
 
@@ -62,16 +64,22 @@ class CompiledFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if tracing():  # inside another capture: run eagerly, so that the outer graph records the kernels
+            return self.fn(*args, **kwargs)
         tensors: list[Tensor] = []
         key = guards.key(args, kwargs, tensors)
         if self.module is not None:
             key += (self.module.training,)
         e = self.cache.get(key)
-        if e is not None and e.replay is not None:
-            try:
-                return e.replay([t._data for t in tensors])
-            except GuardFailed:
-                e.replay, e.graph = None, None
+        if e is not None and e.replays:
+            arrays = [t._data for t in tensors]
+            for replay in e.replays:
+                try:
+                    return replay(arrays)
+                except GuardFailed:  # state differs (a gradient there or not): the next graph, or capture
+                    continue
+            if len(e.replays) >= STATE_VARIANTS:
+                return self.fn(*args, **kwargs)
         if e is None:
             if len(self.cache) >= CACHE_SIZE_LIMIT:
                 if not self._warned:
@@ -106,7 +114,8 @@ class CompiledFunction:
             return result
         tracer.finish(result)
         graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None)
-        e.graph, e.replay = graph, generate(graph, frees)
+        e.graphs.append(graph)
+        e.replays.append(generate(graph, frees))
         return result
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-__all__ = ["V", "Call", "Host", "Sync", "Graph", "values_in"]
+__all__ = ["V", "Call", "Check", "Host", "Sync", "Graph", "values_in"]
 
 
 class V(NamedTuple):
@@ -48,6 +48,15 @@ class Sync:
     """Tensor state to write back at this point: ``(tensor, "data" | "grad", value or None, dtype, device)``."""
 
     writes: list[tuple[Any, str, int | None, Any, Any]]
+
+
+@dataclass
+class Check:
+    """A guard on state at this point of the call: whether ``tensor.grad`` is None (gradients accumulate into an
+    existing one, and a graph captured without one must not replay over one)."""
+
+    tensor: Any
+    grad_is_none: bool
 
 
 @dataclass

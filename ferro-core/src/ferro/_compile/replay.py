@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.tensor import _wrap
-from .graph import Call, Graph, Host, Sync, V, values_in
+from .graph import Call, Check, Graph, Host, Sync, V, values_in
 
 __all__ = ["GuardFailed", "generate"]
 
@@ -110,6 +110,9 @@ def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callabl
                     body.append(f"{name}._grad = _wrap(v{n}, {src.const(dt, 'd')}, {src.const(dev, 'e')})")
         elif isinstance(node, Host):
             body.append(f"{src.const(functools.partial(node.fn, *node.args, **node.kwargs), 'h')}()")
+        elif isinstance(node, Check):
+            body.append(f"if ({src.const(node.tensor, 't')}._grad is None) is not {node.grad_is_none}: "
+                        "raise GuardFailed")
         dead = (frees or {}).get(i)
         if dead:
             body.append("del " + ", ".join(f"v{n}" for n in dead))

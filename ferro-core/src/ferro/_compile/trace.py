@@ -11,7 +11,8 @@ What cannot be replayed ends the capture: a host read of a tensor's values (``.i
 printing, ``.numpy()``, ``.tolist()``), and kernels whose result's shape depends on values (``nonzero``,
 ``unique``). The call then finishes eagerly and the break is remembered (or raised, with ``fullgraph``).
 An optimizer's or LR scheduler's ``step`` is kept as a :class:`~.graph.Host` node: Python reruns it at
-each replay (its hyperparameters and step counts are Python numbers that change from call to call).
+each replay (its hyperparameters and step counts are Python numbers that change from call to call); so is
+``zero_grad`` (of an optimizer or a module), whose effect is on Python state (gradients set to None).
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Any
 from .._core import modes
 from .._core.dtypes import by_name
 from .._core.tensor import Tensor
+from ..nn.modules.module import Module
 from ..optim._lr_base import LRScheduler
 from ..optim.optimizer import Optimizer
-from .graph import Call, Graph, Host, Sync, V
+from .graph import Call, Check, Graph, Host, Sync, V
 
-__all__ = ["GraphBreak", "TraceMode", "Tracer", "arraylike", "user_line"]
+__all__ = ["GraphBreak", "TraceMode", "Tracer", "arraylike", "tracing", "user_line"]
 
 _FERRO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Kernels whose result's shape depends on the values: what follows them cannot be replayed.
@@ -43,6 +45,14 @@ _HOST_READS = {"item": ".item()", "__bool__": "bool(tensor) (Python control flow
                "tolist": ".tolist()", "numpy": ".numpy()", "__array__": "numpy.asarray(tensor)",
                "format_tensor": "printing a tensor (repr)", "__float__": "float(tensor)", "__int__": "int(tensor)",
                "__index__": "using a tensor as an index", "__format__": "formatting a tensor"}
+
+
+_active = threading.local()
+
+
+def tracing() -> bool:
+    """Whether a capture is running on this thread."""
+    return getattr(_active, "tracer", None) is not None
 
 
 class GraphBreak(RuntimeError):
@@ -168,6 +178,7 @@ class Tracer:
         if t.grad_fn is None and t._rg and id(t) not in self.params:
             self.params[id(t)] = t
             g = t._grad
+            self.graph.nodes.append(Check(t, g is None))
             if g is not None:
                 self.grad_owner[id(g)] = t
                 if id(g._data) not in self.ids:
@@ -327,15 +338,18 @@ class Tracer:
                 backend = dev._backend
                 if backend is not None and "to_numpy" not in vars(backend):
                     self._patch(backend, "to_numpy", self._host_reader(backend.to_numpy))
-            for cls in (Optimizer, LRScheduler):
-                self._patch(cls, "step", self._host_step(vars(cls)["step"]))
+            for cls, name in ((Optimizer, "step"), (LRScheduler, "step"), (Optimizer, "zero_grad"),
+                              (Module, "zero_grad")):
+                self._patch(cls, name, self._host_step(vars(cls)[name]))
             modes.push(self.mode)
+            _active.tracer = self
         except BaseException:
             self.uninstall()
             raise
 
     def uninstall(self) -> None:
         """Stop recording; every table and method is as it was."""
+        _active.tracer = None
         if self.mode in modes.active():
             modes.pop(self.mode)
         for obj, attr, old, had in reversed(self._undo):
