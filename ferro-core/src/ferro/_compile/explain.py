@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import guards
 from .api import CompiledFunction
 from .graph import Host
 from .trace import Tracer
@@ -45,9 +46,10 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     elif isinstance(getattr(fn, "forward", None), CompiledFunction):
         fn = fn.forward.fn
     tracer = Tracer()
-    for a in (*args, *kwargs.values()):
-        if hasattr(a, "_data") and hasattr(a, "_dtype"):
-            tracer.add_input(a)
+    tensors: list[Any] = []
+    guards.key(args, kwargs, tensors)
+    for t in tensors:
+        tracer.add_input(t)
     tracer.install()
     try:
         fn(*args, **kwargs)
