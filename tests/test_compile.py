@@ -354,3 +354,23 @@ def test_dropout_draws_the_eager_random_stream() -> None:
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert not all((a == want[0]).all() for a in want[1:])  # the masks do change from call to call
+
+
+def test_a_scheduler_inside_the_step_keeps_changing_the_learning_rate() -> None:
+    def run(compiled: bool) -> list[float]:
+        ferro.manual_seed(0)
+        lin = nn.Linear(3, 1)
+        opt = ferro.optim.SGD(lin.parameters(), lr=0.1)
+        sched = ferro.optim.lr_scheduler.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2)
+        x = ferro.randn(4, 3)
+
+        def step(x: ferro.Tensor) -> ferro.Tensor:
+            opt.zero_grad()
+            loss = lin(x).square().mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = ferro.compile(step) if compiled else step
+        return [float(f(x)) for _ in range(8)] + [opt.param_groups[0]["lr"]]
+    assert run(True) == run(False)

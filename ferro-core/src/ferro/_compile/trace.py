@@ -84,6 +84,17 @@ def _host_read() -> str | None:
     return found
 
 
+def _family(cls: type) -> list[type]:
+    """``cls`` and its subclasses (each defining its own ``step`` is a host call too: LBFGS, CyclicLR...)."""
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        if c not in out:
+            out.append(c)
+            todo.extend(c.__subclasses__())
+    return out
+
+
 def arraylike(x: Any) -> bool:
     """Whether ``x`` is a native array (of any backend)."""
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (int, float, complex, bool, Tensor))
@@ -338,9 +349,11 @@ class Tracer:
                 backend = dev._backend
                 if backend is not None and "to_numpy" not in vars(backend):
                     self._patch(backend, "to_numpy", self._host_reader(backend.to_numpy))
-            for cls, name in ((Optimizer, "step"), (LRScheduler, "step"), (Optimizer, "zero_grad"),
-                              (Module, "zero_grad")):
-                self._patch(cls, name, self._host_step(vars(cls)[name]))
+            for base, name in ((Optimizer, "step"), (LRScheduler, "step"), (Optimizer, "zero_grad"),
+                               (Module, "zero_grad")):
+                for cls in _family(base):
+                    if name in vars(cls):
+                        self._patch(cls, name, self._host_step(vars(cls)[name]))
             modes.push(self.mode)
             _active.tracer = self
         except BaseException:
