@@ -374,3 +374,13 @@ def test_a_scheduler_inside_the_step_keeps_changing_the_learning_rate() -> None:
         f = ferro.compile(step) if compiled else step
         return [float(f(x)) for _ in range(8)] + [opt.param_groups[0]["lr"]]
     assert run(True) == run(False)
+
+
+def test_a_result_to_differentiate_outside_runs_eagerly() -> None:
+    lin = nn.Linear(3, 2)
+    f = ferro.compile(lambda x: lin(x).sum())
+    x = ferro.randn(4, 3)
+    for _ in range(3):
+        f(x).backward()  # the backward is the caller's: the result must carry its graph
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 3 * x.sum(0).numpy()[None].repeat(2, 0), rtol=1e-5)
+    assert all(e.eager for e in f.cache.values())

@@ -105,14 +105,15 @@ class CompiledFunction:
             result = self.fn(*args, **kwargs)
         finally:
             tracer.uninstall()
-        if tracer.broken is None and self.module is not None and _requires_grad(result):
-            tracer.broken = ("the module's result requires grad: its backward needs the eager graph (compile the "
-                             "whole training step instead)", "")
+        if tracer.broken is None:
+            tracer.finish(result)
+            if _requires_grad(result) and (self.module is not None or not tracer.params_written):
+                tracer.broken = ("the result requires grad and no backward ran inside: its backward needs the eager "
+                                 "graph (compile the whole training step instead)", "")
         if tracer.broken is not None:
             e.eager = True
             e.breaks.append(tracer.broken)
             return result
-        tracer.finish(result)
         graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None)
         e.graphs.append(graph)
         e.replays.append(generate(graph, frees))

@@ -152,6 +152,7 @@ class Tracer:
         self.params: dict[int, Tensor] = {}  # leaves that require grad: their .grad is written back
         self.grad_owner: dict[int, Tensor] = {}  # id(grad tensor) -> its leaf
         self.synced: dict[tuple[int, str], Any] = {}
+        self.params_written = False  # some gradient or parameter is written back (a backward ran inside)
         self.thread = threading.get_ident()
         self.paused = 0
         self.in_kernel = False
@@ -292,6 +293,7 @@ class Tracer:
                     continue
                 self.synced[key] = n
                 writes.append((p, attr, n, dt, dev))
+                self.params_written = True
         if writes:
             self.graph.nodes.append(Sync(writes))
 
