@@ -100,14 +100,14 @@ def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callabl
                 body.append(f"_r = {call}")
                 body.extend(f"v{o} = _r[{j}]" for j, o in enumerate(node.outs) if o is not None)
         elif isinstance(node, Sync):
-            for t, attr, n, dt, dev in node.writes:
+            for t, attr, w, dt, dev in node.writes:
                 name = src.const(t, "t")
                 if attr == "data":
-                    body.append(f"{name}._data = v{n}")
-                elif n is None:
+                    body.append(f"{name}._data = v{w}")
+                elif w is None:
                     body.append(f"{name}._grad = None")
                 else:
-                    body.append(f"{name}._grad = _wrap(v{n}, {src.const(dt, 'd')}, {src.const(dev, 'e')})")
+                    body.append(f"{name}._grad = _wrap(v{w}, {src.const(dt, 'd')}, {src.const(dev, 'e')})")
         elif isinstance(node, Host):
             body.append(f"{src.const(functools.partial(node.fn, *node.args, **node.kwargs), 'h')}()")
         elif isinstance(node, Check):

@@ -22,6 +22,7 @@ import gc
 import os
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from .._core import modes
@@ -61,7 +62,7 @@ class GraphBreak(RuntimeError):
 
 def user_line() -> str:
     """``file:line: source`` of the innermost frame of the caller's stack outside ferro."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_FERRO_DIR):
         f = f.f_back
     if f is None:
@@ -75,7 +76,7 @@ def _host_read() -> str | None:
     """What the user's code did that read values on the host (the outermost of ferro's functions that did), or
     None for one of ferro's argument checks."""
     found = "reading a tensor's values on the host"
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_FERRO_DIR):
         if f.f_code.co_name in _CHECKS:
             return None
