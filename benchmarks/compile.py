@@ -4,7 +4,8 @@ The digits MLP and CNN, an LSTM and a Transformer encoder (``ferro.bench._models
 ferro and PyTorch, one fixed batch, forward + loss + ``zero_grad`` + backward + optimizer step), timed
 side by side, interleaved round by round (``ferro.bench._harness.measure``):
 
-- ``ferro``: eager; ``ferro.compile``: the same step under ``ferro.compile`` (default mode, replay);
+- ``ferro``: eager; ``ferro.compile``: the same step under ``ferro.compile`` (default mode, replay), on the
+  backend ``--backend`` names (default cpu);
 - ``torch``: PyTorch eager; ``torch.compile``: the step under ``torch.compile`` (inductor; left out with
   ``--no-torch-compile`` or where it fails, with its error).
 
@@ -16,6 +17,7 @@ at least 2x faster) and against PyTorch eager (target <= 0.7), and against ``tor
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -61,8 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.05)
     parser.add_argument("--rows", default="all", help="comma-separated row numbers (1-based), default all")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--backend", default="cpu", help="ferro's backend (default cpu); PyTorch runs on the CPU")
     args = parser.parse_args(argv)
-    contenders = [Contender("ferro", ferro, lambda a, rg: a), Contender("ferro.compile", ferro, lambda a, rg: a)]
+    ferro.set_backend(args.backend)
+    backend = ferro.backends.get(args.backend)
+    sync = functools.partial(backend.synchronize, backend.default_device_index())
+    contenders = [Contender("ferro", ferro, lambda a, rg: a, sync=sync),
+                  Contender("ferro.compile", ferro, lambda a, rg: a, sync=sync)]
     try:
         import torch
         torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -73,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch columns left out: {e}")
     names = [c.name for c in contenders]
     rows = ROWS if args.rows == "all" else [ROWS[int(i) - 1] for i in args.rows.split(",")]
-    print(f"ferro.compile benchmark: {args.rounds} rounds, {args.budget}s per contender per round; "
-          f"times in ms per step (median round)")
+    print(f"ferro.compile benchmark, ferro on {args.backend}: {args.rounds} rounds, {args.budget}s per contender "
+          "per round; times in ms per step (median round)")
     print("| model | " + " | ".join(names) + " | " + " | ".join(f"{a} / {b}" for a, b, _ in TARGETS) + " |")
     print("|---" * (1 + len(names) + len(TARGETS)) + "|")
     missed = 0
