@@ -384,3 +384,27 @@ def test_a_result_to_differentiate_outside_runs_eagerly() -> None:
         f(x).backward()  # the backward is the caller's: the result must carry its graph
     np.testing.assert_allclose(lin.weight.grad.numpy(), 3 * x.sum(0).numpy()[None].repeat(2, 0), rtol=1e-5)
     assert all(e.eager for e in f.cache.values())
+
+
+def test_batch_norm_running_stats_update_once_per_call() -> None:
+    """Buffers updated in place (running statistics) while gradients accumulate over calls (graphs per state of
+    the gradients): each call updates the statistics once, as eager calls do."""
+    def run(compiled: bool) -> list[np.ndarray]:
+        ferro.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, affine=False), nn.ReLU(), nn.Linear(6, 1))
+        model[0].requires_grad_(False)  # the first parameter the step meets is after the statistics' update
+        x = ferro.randn(8, 4)
+
+        def accumulate(x: ferro.Tensor) -> ferro.Tensor:
+            loss = model(x).square().mean()
+            loss.backward()
+            return loss
+        f = ferro.compile(accumulate) if compiled else accumulate
+        for i in range(9):
+            f(x)
+            if i % 3 == 2:
+                model.zero_grad()
+        bn = model[1]
+        return [bn.running_mean.numpy(), bn.running_var.numpy()] + [p.numpy(force=True) for p in model.parameters()]
+    for a, b in zip(run(True), run(False), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

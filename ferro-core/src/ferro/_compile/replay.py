@@ -63,6 +63,10 @@ class _Source:
         return self.const(rest[0])
 
 
+def _check(src: _Source, node: Check) -> str:
+    return f"if ({src.const(node.tensor, 't')}._grad is None) is not {node.grad_is_none}: raise GuardFailed"
+
+
 def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callable[[list[Any]], Any]:
     """The graph as a function of its inputs' native arrays (a list) returning the traced function's result.
     ``frees[i]``: the values to drop after node ``i``."""
@@ -86,6 +90,12 @@ def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callabl
                 body.append(f"v{n} = {t}._grad._data")
             else:
                 body.append(f"v{n} = {t}._data")
+    # The checks before the first host call see the state the call starts with: checked first, before any kernel
+    # writes anything (a buffer updated in place), so that a graph that does not fit fails before doing anything.
+    first_host = next((i for i, node in enumerate(graph.nodes) if isinstance(node, Host)), len(graph.nodes))
+    early = [node for node in graph.nodes[:first_host] if isinstance(node, Check)]
+    for node in early:
+        body.insert(0, _check(src, node))
     for i, node in enumerate(graph.nodes):
         if isinstance(node, Call):
             k = src.const(node.kernel, "k")
@@ -110,9 +120,8 @@ def generate(graph: Graph, frees: dict[int, list[int]] | None = None) -> Callabl
                     body.append(f"{name}._grad = _wrap(v{w}, {src.const(dt, 'd')}, {src.const(dev, 'e')})")
         elif isinstance(node, Host):
             body.append(f"{src.const(functools.partial(node.fn, *node.args, **node.kwargs), 'h')}()")
-        elif isinstance(node, Check):
-            body.append(f"if ({src.const(node.tensor, 't')}._grad is None) is not {node.grad_is_none}: "
-                        "raise GuardFailed")
+        elif isinstance(node, Check) and i >= first_host:
+            body.append(_check(src, node))
         dead = (frees or {}).get(i)
         if dead:
             body.append("del " + ", ".join(f"v{n}" for n in dead))
