@@ -2284,8 +2284,9 @@ def compile(
     disable: builtins.bool = False,
 ) -> Any:
     """
-    ``model`` unchanged (ferro runs eagerly), or, called without it, a decorator that returns its function
-    unchanged; the arguments of ``torch.compile`` are accepted and checked for their types.
+    ``model`` compiled (a function, or a Module whose ``forward`` is compiled in place), or, called without it, a
+    decorator that compiles its function: the first call with new guards runs eagerly, the second captures the
+    kernel calls, later ones replay them without Python dispatch (docs/compiling.md).
     """
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""

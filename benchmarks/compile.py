@@ -1,0 +1,109 @@
+"""Compiled training steps, one run: ``python benchmarks/compile.py``.
+
+The digits MLP and CNN, an LSTM and a Transformer encoder (``ferro.bench._models``: the same model code for
+ferro and PyTorch, one fixed batch, forward + loss + ``zero_grad`` + backward + optimizer step), timed
+side by side, interleaved round by round (``ferro.bench._harness.measure``):
+
+- ``ferro``: eager; ``ferro.compile``: the same step under ``ferro.compile`` (default mode, replay), on the
+  backend ``--backend`` names (default cpu);
+- ``torch``: PyTorch eager; ``torch.compile``: the step under ``torch.compile`` (inductor; left out with
+  ``--no-torch-compile`` or where it fails, with its error).
+
+Reported per model: each contender's median time per step and the paired ratios (``paired_ratio``: the
+median over rounds of the ratio within a round) of ``ferro.compile`` against ferro eager (target <= 0.5:
+at least 2x faster) and against PyTorch eager (target <= 0.7), and against ``torch.compile``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import ferro
+from ferro.bench._cases import Case, Target
+from ferro.bench._harness import Contender, measure, paired_ratio
+from ferro.bench._models import STEPS
+
+ROWS = ["digits MLP step (batch 64)", "digits CNN step (batch 64)", "LSTM step (hidden 128, seq 50, batch 32)",
+        "Transformer encoder step (2 layers, d 128, seq 64, batch 32)"]
+#: (contender, reference, bound on contender time / reference time)
+TARGETS = [("ferro.compile", "ferro", 0.5), ("ferro.compile", "torch", 0.7), ("ferro.compile", "torch.compile", None)]
+
+
+def _step(row: str, lib: str) -> Callable[[Any], Any]:
+    """The op of contender ``lib`` on ``row``: one training step, its model built on the first call."""
+    ms = STEPS[row]
+    made: list[Callable[[], Any]] = []
+
+    def op(xp: Any) -> Any:
+        if not made:
+            model, opts, data = ms.setup(xp)
+
+            def step() -> Any:
+                return ms.step(xp, model, opts, *data)
+            if lib == "ferro.compile":
+                compiled = ferro.compile(lambda *batch: ms.step(xp, model, opts, *batch))
+                made.append(lambda: compiled(*data))
+            elif lib == "torch.compile":
+                compiled = xp.compile(lambda *batch: ms.step(xp, model, opts, *batch))
+                made.append(lambda: compiled(*data))
+            else:
+                made.append(step)
+        return made[0]()
+    return op
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--budget", type=float, default=0.5, help="seconds per contender per round")
+    parser.add_argument("--pause", type=float, default=0.05)
+    parser.add_argument("--rows", default="all", help="comma-separated row numbers (1-based), default all")
+    parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--backend", default="cpu", help="ferro's backend (default cpu); PyTorch runs on the CPU")
+    args = parser.parse_args(argv)
+    ferro.set_backend(args.backend)
+    backend = ferro.backends.get(args.backend)
+    sync = functools.partial(backend.synchronize, backend.default_device_index())
+    contenders = [Contender("ferro", ferro, lambda a, rg: a, sync=sync),
+                  Contender("ferro.compile", ferro, lambda a, rg: a, sync=sync)]
+    try:
+        import torch
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+        contenders.append(Contender("torch", torch, lambda a, rg: a))
+        if not args.no_torch_compile:
+            contenders.append(Contender("torch.compile", torch, lambda a, rg: a))
+    except ImportError as e:
+        print(f"torch columns left out: {e}")
+    names = [c.name for c in contenders]
+    rows = ROWS if args.rows == "all" else [ROWS[int(i) - 1] for i in args.rows.split(",")]
+    print(f"ferro.compile benchmark, ferro on {args.backend}: {args.rounds} rounds, {args.budget}s per contender "
+          "per round; times in ms per step (median round)")
+    print("| model | " + " | ".join(names) + " | " + " | ".join(f"{a} / {b}" for a, b, _ in TARGETS) + " |")
+    print("|---" * (1 + len(names) + len(TARGETS)) + "|")
+    missed = 0
+    for row in rows:
+        case = Case(row, (), _step(row, "ferro"), Target("torch", 0.7), unit="ms",
+                    overrides={name: _step(row, name) for name in names})
+        res = measure(case, contenders, args.rounds, args.budget, args.pause)
+        cells = [f"{res[n].stat('median') * 1e3:.2f}" if res[n].seconds else res[n].error[:60] for n in names]
+        ratios = []
+        for a, b, bound in TARGETS:
+            if a in res and b in res and res[a].seconds and res[b].seconds:
+                r = paired_ratio(Target(b, bound or 1.0), res[a], res[b])
+                ok = "" if bound is None else (" ok" if r <= bound else f" MISSED (<= {bound})")
+                missed += bound is not None and r > bound
+                ratios.append(f"{r:.2f}{ok}")
+            else:
+                ratios.append("-")
+        print(f"| {row} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        sys.stdout.flush()
+    print(f"targets missed: {missed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
