@@ -120,6 +120,12 @@ class OpenCLBackend(Backend):
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))
         return table
 
+    def compile_fused(self, group: Any, index: int | None = None) -> Any:
+        """A fused group of elementwise ops as one generated OpenCL C kernel on ``opencl:index`` (built on first
+        use, cached per group signature); None for a group it cannot generate (``ferro.backends.fusion``)."""
+        from ._fusion import compile_group
+        return compile_group(self.runtime(self._index(index)), group)
+
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
         from ._table import refused
         return refused(self.dtypes(index))

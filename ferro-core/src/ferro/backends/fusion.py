@@ -2,13 +2,15 @@
 
 ``ferro.compile`` records a step as a graph of registry ops; its fusion pass cuts chains of
 elementwise ops (those whose record has an ``expr``, :class:`ferro._core.expr.Expr`) into
-:class:`FusedGroup` s. A backend that offers the optional hook ``compile_fused(group)`` turns a group
+:class:`FusedGroup` s. A backend that offers the optional hook ``compile_fused(group, index)`` turns a group
 into one kernel (OpenCL C, CUDA C, or whatever is fastest on the host); a backend without it gets
-:func:`replay`, which runs the group's steps one by one through its ordinary kernel table.
+:func:`replay`, which runs the group's steps one by one through its ordinary kernel table. :func:`lower`
+picks one of the two for a device, so that a caller never asks which.
 
 A group is plain data, independent of any graph: values are numbered, the group's inputs first
 (``0 .. len(inputs) - 1``), then one per step in order. Every step's operands broadcast to the group's
-``shape``; ``outputs`` names the values that leave the group.
+``shape``; ``outputs`` names the values that leave the group. :func:`plan` gives each step's compute dtype,
+as eager execution would promote its operands (PyTorch's rules: Python scalars are weak).
 
 >>> import ferro
 >>> g = FusedGroup(inputs=(Input((3,), ferro.float32),), shape=(3,),
@@ -17,6 +19,10 @@ A group is plain data, independent of any graph: values are numbered, the group'
 ...                outputs=(2,))
 >>> g.value_dtype(2) is ferro.float32
 True
+>>> run = lower(g, ferro.device("cpu"))
+>>> x = ferro.tensor([0.0, 0.5, 1.0])
+>>> [round(float(v), 4) for v in run(x._data)[0]]
+[1.0, 2.7183, 7.3891]
 """
 
 from __future__ import annotations
@@ -24,7 +30,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["Input", "Ref", "Const", "Step", "FusedGroup", "CompiledGroup", "replay"]
+import numpy as np
+
+from .._core.device import device as _device
+from .._core.dtypes import DType, bfloat16, result_type
+from .._core.host import numpy_dtype
+from .._core.records import REGISTRY, OpDef
+from ._expressions import ARITY
+
+__all__ = ["Input", "Ref", "Const", "Step", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay", "lower",
+           "signature", "scalar_value"]
 
 
 class Input(NamedTuple):
@@ -74,7 +89,130 @@ class FusedGroup(NamedTuple):
 CompiledGroup = Callable[..., Sequence[Any]]
 
 
+class StepPlan(NamedTuple):
+    """How eager execution runs one step: the op's record, the dtype its operands are cast to (``compute``) and
+    the dtype of its result."""
+
+    op: OpDef
+    compute: DType
+    result: DType
+
+
+def _ndim(group: FusedGroup, index: int) -> int:
+    return len(group.inputs[index].shape) if index < len(group.inputs) else len(group.shape)
+
+
+def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
+    """Each step's op record, compute dtype and result dtype, as eager execution promotes them; a clear
+    ``ValueError`` for a step that is no elementwise op with an expression, an operand that refers forward, or
+    a dtype that differs from the one the step records."""
+    n = len(group.inputs)
+    out: list[StepPlan] = []
+    for k, step in enumerate(group.steps):
+        where = f"fused group step {k} ({step.op})"
+        op = REGISTRY.get(step.op)
+        if op is None or op.expr is None or op.kind not in ARITY:
+            raise ValueError(f"{where}: not an elementwise op with an expression (OpDef.expr); it cannot be fused")
+        if len(step.operands) != ARITY[op.kind]:
+            raise ValueError(f"{where}: takes {ARITY[op.kind]} operands, got {len(step.operands)}")
+        for o in step.operands:
+            if type(o) is Ref and not 0 <= o.index < n + k:
+                raise ValueError(f"{where}: operand Ref({o.index}) is not an input or an earlier step's value")
+        values = step.operands[1:] if step.op == "where" else step.operands
+        dims = [group.value_dtype(o.index) for o in values if type(o) is Ref and _ndim(group, o.index)]
+        zero = [group.value_dtype(o.index) for o in values if type(o) is Ref and not _ndim(group, o.index)]
+        dtype = result_type(dims, zero, [o.value for o in values if type(o) is Const])
+        rule = op.table.get(dtype)
+        if rule is None:
+            raise ValueError(f"{where}: the op does not take dtype {dtype}")
+        compute, result = rule
+        if result is not step.dtype:
+            raise ValueError(f"{where}: eager execution gives {result}, the step records {step.dtype}")
+        out.append(StepPlan(op, compute, result))
+    for o in group.outputs:
+        if not 0 <= o < n + len(group.steps):
+            raise ValueError(f"fused group output {o} is no value of the group")
+    return tuple(out)
+
+
+def scalar_value(value: Any, compute: DType) -> bool | int | float:
+    """A step's Python scalar as its kernel takes it at ``compute``: an int wrapped into an integer dtype
+    (``uint8 + 300`` adds 44, as PyTorch), a number rounded once to a 16-bit float (PyTorch's weak scalars).
+    Complex scalars are refused (``TypeError``): no generated kernel computes in complex."""
+    if isinstance(value, complex) or compute.kind == "c":
+        raise TypeError("fused kernels do not compute in complex")
+    if compute.kind == "b":
+        return bool(value)
+    if compute.kind in "iu":
+        v = int(value)
+        span = 1 << (compute.itemsize * 8)
+        lo = -(span >> 1) if compute.kind == "i" else 0
+        return v if lo <= v < lo + span else (v - lo) % span + lo
+    v = float(value)
+    if compute.itemsize == 2:
+        with np.errstate(over="ignore"):
+            v = float(np.asarray(v, numpy_dtype(compute)).astype(np.float32))
+    return v
+
+
+def signature(group: FusedGroup) -> tuple[Any, ...]:
+    """A hashable key of what a kernel generated for ``group`` depends on: the group with each scalar reduced
+    to its Python type (the values are kernel arguments, so a new learning rate builds nothing new)."""
+    steps = tuple((s.op, tuple(o if type(o) is Ref else type(o.value).__name__ for o in s.operands), s.dtype)
+                  for s in group.steps)
+    return (group.inputs, group.shape, steps, group.outputs)
+
+
 def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledGroup:
     """The group as its steps one by one through a backend's kernel ``table`` (the fallback where the backend
-    has no ``compile_fused`` hook). Filled in by the compile work; a placeholder until then."""
-    raise NotImplementedError("replay(): not built yet")
+    has no ``compile_fused`` hook): each step casts its operands to its compute dtype and calls the op's kernel,
+    as eager execution does, so the results are eager's."""
+    plans = plan(group)
+    n = len(group.inputs)
+    cast, full, clone, expand = table["cast"], table["full"], table["clone"], table["expand"]
+    shape = group.shape
+
+    def operand(o: Ref | Const, values: list[Any], p: StepPlan) -> Any:
+        if type(o) is Const:
+            v = scalar_value(o.value, p.compute)
+            return full((), v, p.compute) if p.compute is bfloat16 else v
+        return values[o.index] if group.value_dtype(o.index) is p.compute else cast(values[o.index], p.compute)
+
+    def run(*arrays: Any) -> list[Any]:
+        if len(arrays) != n:
+            raise TypeError(f"the fused group takes {n} input arrays, got {len(arrays)}")
+        values = list(arrays)
+        for step, p in zip(group.steps, plans):
+            if step.op == "where":
+                cond = step.operands[0]
+                args = [values[cond.index] if type(cond) is Ref else cond.value,
+                        *(operand(o, values, p) for o in step.operands[1:])]
+                r = table["where"](*args)
+                if all(type(o) is Const for o in step.operands[1:]):
+                    r = cast(r, p.compute)
+            else:
+                r = table[step.op](*(operand(o, values, p) for o in step.operands))
+            values.append(r)
+        outs = []
+        for o in group.outputs:
+            v = values[o]
+            if tuple(v.shape) != shape:
+                v = expand(v, shape)
+            outs.append(clone(v) if o < n or v is not values[o] else v)
+        return outs
+    return run
+
+
+def lower(group: FusedGroup, device: Any) -> CompiledGroup:
+    """``group`` made runnable on ``device`` (a ``ferro.device`` or its string): the device's backend's
+    ``compile_fused`` hook where it has one and takes the group, else :func:`replay` through the device's kernel
+    table. The steps are checked first (:func:`plan`)."""
+    dev = _device(device)
+    plan(group)
+    backend = dev.backend  # binds the device: its kernel table exists from here on
+    hook = getattr(backend, "compile_fused", None)
+    if hook is not None:
+        compiled = hook(group, dev.index)
+        if compiled is not None:
+            return compiled
+    return replay(group, dev._kernels)

@@ -1,0 +1,124 @@
+"""The ``compile_fused`` hook of the OpenCL backend: a fused group of elementwise ops as one OpenCL C kernel.
+
+The steps' C comes from the ops' expressions through core's generator
+(``ferro.backends._fused_source``, the same expressions ``_elementwise``
+builds single-op kernels from), in this backend's types, loads and stores
+(``_runtime.ctypes``), wrapped by ``kernels/fusion.cl``: one pass over memory
+whatever the number of steps. The program is built once per group signature
+(ops, dtypes, shapes; Python scalars are kernel arguments) on first call; a
+strided or broadcast input takes the layout ``_elementwise.device_layout``
+caches. Nothing here waits for the device.
+"""
+
+from __future__ import annotations
+
+from string import Template
+from typing import Any
+
+import numpy as np
+
+from ferro._core.host import numpy_dtype
+from ferro.backends import OPENCL
+from ferro.backends._fused_source import FusedSource, Unfusable, fused_source
+from ferro.backends.fusion import CompiledGroup, FusedGroup, plan, signature
+
+from ._array import CLArray
+from ._elementwise import device_layout
+from ._runtime import MAX_DIMS, Runtime, compute_dtype, ctypes, read_source
+
+__all__ = ["compile_group"]
+
+_I64 = np.int64
+_TEMPLATE: list[Template] = []
+
+
+def _template() -> Template:
+    if not _TEMPLATE:
+        _TEMPLATE.append(Template(read_source("fusion.cl")))
+    return _TEMPLATE[0]
+
+
+def _compute_ctype(dtype: Any) -> str:
+    return ctypes(numpy_dtype(dtype)).compute
+
+
+def _source(group: FusedGroup, src: FusedSource, name: str) -> str:
+    """The program's source: ``src`` (the steps' C) in the template."""
+    outs, params, loads_c, loads_s, pos_init, pos_step, stores = [], [], [], [], [], [], []
+    for k, o in enumerate(group.outputs):
+        st, _, _, store = ctypes(numpy_dtype(group.value_dtype(o)))[:4]
+        outs.append(f"__global {st} *out{k}")
+        stores.append(f"    {store}(out{k}, i, v{o});")
+    for j, inp in enumerate(group.inputs):
+        st, ct, ld = ctypes(numpy_dtype(inp.dtype))[:3]
+        params.append(f", __global const {st} *x{j}, const long off{j}")
+        loads_c.append(f"    const {ct} v{j} = {ld}(x{j}, off{j} + i); (void)v{j};")
+        loads_s.append(f"    const {ct} v{j} = {ld}(x{j}, p{j}); (void)v{j};")
+        pos_init.append(f"    long p{j} = off{j};")
+        pos_step.append(f"        p{j} += k * m[{1 + MAX_DIMS * (j + 2)} + d];")
+    scalars = "".join(f", const {_compute_ctype(d)} {s}" for s, d, _ in src.scalars)
+    text = src.helpers + _template().substitute(
+        name=name, outs=", ".join(outs), params="".join(params), scalars=scalars, loads_c="\n".join(loads_c),
+        loads_s="\n".join(loads_s), body=src.body, stores="\n".join(stores), pos_init="\n".join(pos_init),
+        pos_step="\n".join(pos_step), err=", volatile __global int *err" if src.flag else "")
+    return text
+
+
+def _arg_dtype(dtype: Any) -> Any:
+    """The NumPy type of a by-value scalar the kernel computes ``dtype`` in (uchar for bool)."""
+    nd = numpy_dtype(dtype)
+    return np.dtype(np.uint8) if nd.kind == "b" else compute_dtype(nd)
+
+
+def compile_group(rt: Runtime, group: FusedGroup) -> CompiledGroup | None:
+    """``group`` as one kernel on ``rt``'s device (built on its first call); None for a group the generator
+    cannot write (a dtype without kernels, a helper needed at two compute types): it is replayed."""
+    try:
+        src = fused_source(group, plan(group), OPENCL, _compute_ctype)
+    except (Unfusable, TypeError):
+        return None
+    key = ("fused", signature(group))
+    got = rt.kernels.get(key)
+    if got is None:
+        flag = src.flag
+        base = [None] * len(group.outputs) + [None, _I64] * len(group.inputs) + \
+            [_arg_dtype(d) for _, d, _ in src.scalars] + [_I64]
+
+        def text() -> str:
+            return _source(group, src, "ferro_fused")
+        got = rt.kernels[key] = (rt.kernel(key, "ferro_fused_c", text, base + ([None] if flag else [])),
+                                 rt.kernel(key, "ferro_fused_s", text, base + [None] + ([None] if flag else [])))
+    return _launcher(rt, group, *got, [v for _, _, v in src.scalars], src.flag)
+
+
+def _launcher(rt: Runtime, group: FusedGroup, kc: Any, ks: Any, scalars: list[Any], flag: bool) -> CompiledGroup:
+    shape = group.shape
+    nin = len(group.inputs)
+    out_dtypes = [numpy_dtype(group.value_dtype(o)) for o in group.outputs]
+    in_dtypes = [numpy_dtype(i.dtype) for i in group.inputs]
+    extra = (rt.error_flag,) if flag else ()
+
+    def run(*arrays: Any) -> list[CLArray]:
+        if len(arrays) != nin:
+            raise TypeError(f"the fused group takes {nin} input arrays, got {len(arrays)}")
+        outs = [rt.empty(shape, dt) for dt in out_dtypes]
+        n = outs[0].size
+        if not n:
+            return outs
+        fast = True
+        args: list[Any] = [o.buffer for o in outs]
+        for a, dt in zip(arrays, in_dtypes):
+            if a.dtype != dt:
+                raise TypeError(f"fused group input of dtype {a.dtype}, expected {dt}")
+            args += (a.buffer, a.offset)
+            if fast and not (a.contiguous and a.shape == shape):
+                fast = False
+        args += scalars
+        args.append(n)
+        if fast:
+            kc(rt.queue, rt.grid(n), None, *args, *extra)
+        else:
+            meta, _ = device_layout(rt, shape, [outs[0], *arrays])
+            ks(rt.queue, rt.grid(n), None, *args, meta, *extra)
+        return outs
+    return run
