@@ -65,6 +65,12 @@ class NumpyBackend(ArrayAPIBackend):
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
 
+    def compile_fused(self, group: Any, index: int | None = None) -> Any:
+        """A fused group of elementwise ops run block by block in cache, each step a ufunc with ``out=``
+        (``ferro_cpu._fusion``): one pass over memory instead of one per op."""
+        from ._fusion import compile_group
+        return compile_group(group, self._device(index)._kernels, self.pool)
+
     def empty_cache(self) -> None:
         """Give cached buffers back to the OS."""
         self.pool.empty_cache()
@@ -365,4 +371,6 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
                 return ufunc(x, y, out=...)
             return large(x, y)
         kernel = k2
-    return kernel if quiet is None else quiet(kernel)
+    kernel = kernel if quiet is None else quiet(kernel)
+    kernel.ufunc = ufunc  # type: ignore[attr-defined]  # the fused groups' blocked runs call it with out=
+    return kernel
