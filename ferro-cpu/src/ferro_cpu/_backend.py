@@ -142,6 +142,10 @@ class NumpyBackend(ArrayAPIBackend):
         def relu(x: Any) -> Any:
             return np.maximum(x, 0, out=..., dtype=x.dtype)
 
+        def relu_into(x: Any, out: Any) -> Any:
+            return np.maximum(x, 0, out=out, dtype=x.dtype)
+        relu.into = relu_into  # type: ignore[attr-defined]
+
         def reduce(f: Any) -> Callable[..., Any]:
             @quiet
             def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
@@ -372,5 +376,5 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
             return large(x, y)
         kernel = k2
     kernel = kernel if quiet is None else quiet(kernel)
-    kernel.ufunc = ufunc  # type: ignore[attr-defined]  # the fused groups' blocked runs call it with out=
+    kernel.into = ufunc  # type: ignore[attr-defined]  # into(*args, out=...): fused groups' blocked runs
     return kernel

@@ -27,8 +27,8 @@ from ferro.backends.fusion import CompiledGroup, Const, FusedGroup, StepPlan, pl
 
 __all__ = ["compile_group", "CHUNK"]
 
-#: Elements per block: ten float32 buffers of it (and the inputs' and outputs' blocks) fit in a 1 MiB L2 cache.
-CHUNK = 16384
+#: Elements per block: a few float32 blocks (inputs, live values, outputs) fit in a 1 MiB L2 cache (measured: 8K-128K).
+CHUNK = 32768
 
 
 def _slots(group: FusedGroup) -> list[int]:
@@ -84,6 +84,7 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     rest = shape[1:]
     row = math.prod(rest) if shape else 1
     rows = max(1, CHUNK // max(row, 1))
+    copies = [(o, j) for o, j in out_of.items() if o < n]  # inputs that are outputs
 
     def run(*arrays: Any) -> list[Any]:
         if len(arrays) != n:
@@ -91,57 +92,56 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
         outs = [pool.empty(shape, dt) for dt in out_dtypes]
         if not size:
             return outs
-        flat = all(a.shape == shape and a.flags.c_contiguous for a in arrays)
-        if flat or not shape:
+        if not shape or all(a.shape == shape and a.flags.c_contiguous for a in arrays):
             ins = [a.reshape(-1) for a in arrays]
             views = [o.reshape(-1) for o in outs]
-            step_len, total, block = CHUNK, size, (CHUNK,)
+            stride, total, block = CHUNK, size, (CHUNK,)
         else:
             ins = [np.broadcast_to(a, shape) for a in arrays]
             views = outs
-            step_len, total, block = rows, shape[0], (rows, *rest)
+            stride, total, block = rows, shape[0], (rows, *rest)
         bufs = {s: np.empty(block, dt) for s, dt in slot_dtypes.items()}
+        # each step: (kernel, its operands, where its value goes: an output's view or a buffer)
+        todo = [(fn, srcs, views[out_of[n + k]] if n + k in out_of else bufs[s], n + k in out_of, into)
+                for k, ((fn, srcs, into), s) in enumerate(zip(steps, slots))]
         with np.errstate(all="ignore"):
-            for lo in range(0, total, step_len):
-                hi = min(total, lo + step_len)
+            for lo in range(0, total, stride):
+                hi = min(total, lo + stride)
                 m = hi - lo
                 values = [a[lo:hi] for a in ins]
-                for k, (fn, s) in enumerate(zip(steps, slots)):
-                    j = out_of.get(n + k)
-                    dst = views[j][lo:hi] if j is not None else bufs[s][:m]
-                    values.append(fn(values, dst))
-                for o, j in out_of.items():
-                    if o < n:
-                        views[j][lo:hi] = values[o]
+                for fn, srcs, dst, whole, into in todo:
+                    args = [values[x] if type(x) is int else x if type(x) is not tuple else values[x[0]].astype(x[1])
+                            for x in srcs]
+                    d = dst[lo:hi] if whole else dst[:m]
+                    if into:
+                        values.append(fn(*args, out=d))
+                    else:
+                        d[...] = fn(*args)
+                        values.append(d)
+                for o, j in copies:
+                    views[j][lo:hi] = values[o]
         for first, j in again:
             np.copyto(outs[j], outs[first])
         return outs
     return run
 
 
-def _step(step: Any, p: StepPlan, table: dict[str, Callable[..., Any]], group: FusedGroup) -> Callable[..., Any]:
-    """``f(values, dst) -> value`` running one step on a block: its ufunc into ``dst``, else its kernel."""
+def _step(step: Any, p: StepPlan, table: dict[str, Callable[..., Any]],
+          group: FusedGroup) -> tuple[Callable[..., Any], list[Any], bool]:
+    """(the function of one step, its operands, whether it writes with ``out=``): a kernel that says how to
+    write into a given array (its ``into``, a ufunc for most) is called so, any other kernel plainly. Operands:
+    a value's index, a constant (a 0-d array of the compute dtype), or (index, dtype) for a value to cast."""
     compute = numpy_dtype(p.compute)
     kernel = table[step.op]
-    ufunc = getattr(kernel, "ufunc", None)
-    getters = []
+    into = getattr(kernel, "into", None)
+    srcs: list[Any] = []
     for j, o in enumerate(step.operands):
+        cond = step.op == "where" and j == 0
         if type(o) is Const:
-            at = p.compute if not (step.op == "where" and j == 0) else None
-            c = np.asarray(o.value if at is None else scalar_value(o.value, at), compute if at else bool)
-            getters.append(lambda values, _c=c: _c)
-        elif (step.op == "where" and j == 0) or group.value_dtype(o.index) is p.compute:
-            getters.append(lambda values, _i=o.index: values[_i])
+            srcs.append(np.asarray(bool(o.value), bool) if cond else
+                        np.asarray(scalar_value(o.value, p.compute), compute))
+        elif cond or group.value_dtype(o.index) is p.compute:
+            srcs.append(o.index)
         else:
-            getters.append(lambda values, _i=o.index: values[_i].astype(compute))
-    if ufunc is not None:
-        def run(values: list[Any], dst: Any) -> Any:
-            return ufunc(*(g(values) for g in getters), out=dst)
-    else:
-        def run(values: list[Any], dst: Any) -> Any:
-            r = kernel(*(g(values) for g in getters))
-            if r.shape != dst.shape:
-                return r
-            dst[...] = r
-            return dst
-    return run
+            srcs.append((o.index, compute))
+    return (into, srcs, True) if into is not None else (kernel, srcs, False)

@@ -40,6 +40,10 @@ class FusedKernel(NamedTuple):
     strided: bool
 
 
+#: A float rounded to a 16-bit float and back (each step's result, as eager execution stores it).
+_ROUND = {"float16": "ferro_h2f(ferro_f2h({}))", "bfloat16": "ferro_bf2f(ferro_f2bf({}))"}
+
+
 def _compute(dtype: Any) -> str:
     try:
         return CTYPES[dtype.name][1]
@@ -50,9 +54,9 @@ def _compute(dtype: Any) -> str:
 def fused_kernel_source(group: FusedGroup, strided: bool = False) -> FusedKernel:
     """The CUDA C of ``group`` as one kernel (``strided``: inputs of any strides and broadcasting);
     :class:`~ferro.backends._fused_source.Unfusable` where the generator cannot write it."""
-    src = fused_source(group, plan(group), CUDA, _compute, indent="        ")
+    src = fused_source(group, plan(group), CUDA, _compute, indent="        ", rounding=lambda d: _ROUND.get(d.name))
     params, loads, stores, pos = [], [], [], []
-    half = False
+    half = bool(({i.dtype.name for i in group.inputs} | {s.dtype.name for s in group.steps}) & set(_ROUND))
     for k, o in enumerate(group.outputs):
         storage, _, _, store = CTYPES[group.value_dtype(o).name]
         half = half or store != "{}"

@@ -42,6 +42,22 @@ def _compute_ctype(dtype: Any) -> str:
     return ctypes(numpy_dtype(dtype)).compute
 
 
+#: Rounding a float to a 16-bit float and back, as a store and a load do (ferro_round_B's name holds "_B(", so
+#: the runtime adds bfloat16.cl to the program). A half is written to a ushort: no cl_khr_fp16 needed.
+_ROUND = {"float16": "ferro_round_H({})", "bfloat16": "ferro_round_B({})"}
+_ROUNDERS = ("inline float ferro_round_H(const float v) { ushort h; vstore_half_rte(v, 0, (__private half *)&h); "
+             "return vload_half(0, (__private const half *)&h); }\n"
+             "#define ferro_round_B(v) bf16_load(bf16_round(v))\n")
+
+
+def _rounding(dtype: Any) -> str | None:
+    return _ROUND.get(dtype.name)
+
+
+def _fused(group: FusedGroup) -> FusedSource:
+    return fused_source(group, plan(group), OPENCL, _compute_ctype, rounding=_rounding)
+
+
 def _source(group: FusedGroup, src: FusedSource, name: str) -> str:
     """The program's source: ``src`` (the steps' C) in the template."""
     outs, params, loads_c, loads_s, pos_init, pos_step, stores = [], [], [], [], [], [], []
@@ -57,7 +73,8 @@ def _source(group: FusedGroup, src: FusedSource, name: str) -> str:
         pos_init.append(f"    long p{j} = off{j};")
         pos_step.append(f"        p{j} += k * m[{1 + MAX_DIMS * (j + 2)} + d];")
     scalars = "".join(f", const {_compute_ctype(d)} {s}" for s, d, _ in src.scalars)
-    text = src.helpers + _template().substitute(
+    names = {i.dtype.name for i in group.inputs} | {st.dtype.name for st in group.steps}
+    text = (_ROUNDERS if names & set(_ROUND) else "") + src.helpers + _template().substitute(
         name=name, outs=", ".join(outs), params="".join(params), scalars=scalars, loads_c="\n".join(loads_c),
         loads_s="\n".join(loads_s), body=src.body, stores="\n".join(stores), pos_init="\n".join(pos_init),
         pos_step="\n".join(pos_step), err=", volatile __global int *err" if src.flag else "")
@@ -74,7 +91,7 @@ def compile_group(rt: Runtime, group: FusedGroup) -> CompiledGroup | None:
     """``group`` as one kernel on ``rt``'s device (built on its first call); None for a group the generator
     cannot write (a dtype without kernels, a helper needed at two compute types): it is replayed."""
     try:
-        src = fused_source(group, plan(group), OPENCL, _compute_ctype)
+        src = _fused(group)
     except (Unfusable, TypeError):
         return None
     key = ("fused", signature(group))

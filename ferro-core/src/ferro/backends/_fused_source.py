@@ -57,9 +57,13 @@ def _kind(dtype: DType) -> str:
 
 
 def fused_source(group: FusedGroup, plans: Sequence[StepPlan], dialect: Dialect, ctype: Callable[[DType], str],
-                 indent: str = "    ") -> FusedSource:
+                 indent: str = "    ", rounding: Callable[[DType], str | None] = lambda d: None) -> FusedSource:
     """The C of ``group``'s steps (``plans`` from :func:`ferro.backends.fusion.plan`) in ``dialect``, with
-    ``ctype(dtype)`` the C type a kernel computes ``dtype`` in; :class:`Unfusable` where that cannot be done."""
+    ``ctype(dtype)`` the C type a kernel computes ``dtype`` in; :class:`Unfusable` where that cannot be done.
+
+    ``rounding(dtype)``: for a dtype computed in a wider C type (float16 and bfloat16 in float), a format
+    (``"round_h({})"``) rounding a value of that C type to the dtype and back; each step's result and each cast
+    into it is rounded so, as eager execution stores every result, so that fused results are eager's."""
     helpers: dict[str, tuple[str, str]] = {}  # name -> (compute C type, definition), in order of first need
     lines: list[str] = []
     scalars: list[tuple[str, DType, Any]] = []
@@ -94,10 +98,14 @@ def fused_source(group: FusedGroup, plans: Sequence[StepPlan], dialect: Dialect,
             elif p.compute.kind == "b":
                 loads.append(f"const {ct} {var} = ({ct})(v{o.index} != 0);")
             else:
-                loads.append(f"const {ct} {var} = ({ct})v{o.index};")
+                cast = f"({ct})v{o.index}"
+                fmt = rounding(p.compute)
+                loads.append(f"const {ct} {var} = {fmt.format(cast) if fmt else cast};")
         rt = ctype(p.result)
         expr = substitute(text, ct, dialect)
         value = f"({rt})(({expr}) != 0)" if p.result.kind == "b" else f"({rt})({expr})"
+        if fmt := rounding(p.result):
+            value = fmt.format(value)
         voids = " ".join(f"(void){v};" for v in "abc"[:len(step.operands)])
         lines.append(f"{indent}{rt} v{n + k};")
         lines.append(f"{indent}{{ {' '.join(loads)} {voids} v{n + k} = {value}; }}")

@@ -124,10 +124,11 @@ def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
         dtype = result_type(dims, zero, [o.value for o in values if type(o) is Const])
         rule = op.table.get(dtype)
         if rule is None:
-            raise ValueError(f"{where}: the op does not take dtype {dtype}")
+            raise ValueError(f"{where}: the op does not take dtype {dtype.name}")
         compute, result = rule
         if result is not step.dtype:
-            raise ValueError(f"{where}: eager execution gives {result}, the step records {step.dtype}")
+            raise ValueError(f"{where}: eager execution gives {result.name}, the step records "
+                             f"{getattr(step.dtype, 'name', step.dtype)}")
         out.append(StepPlan(op, compute, result))
     for o in group.outputs:
         if not 0 <= o < n + len(group.steps):
@@ -210,9 +211,6 @@ def lower(group: FusedGroup, device: Any) -> CompiledGroup:
     dev = _device(device)
     plan(group)
     backend = dev.backend  # binds the device: its kernel table exists from here on
-    hook = getattr(backend, "compile_fused", None)
-    if hook is not None:
-        compiled = hook(group, dev.index)
-        if compiled is not None:
-            return compiled
-    return replay(group, dev._kernels)
+    hook = getattr(backend, "compile_fused", None)  # Backend's default gives None
+    compiled = hook(group, dev.index) if hook is not None else None
+    return compiled if compiled is not None else replay(group, dev._kernels)

@@ -1,0 +1,272 @@
+"""Fused groups of elementwise ops (``ferro.backends.fusion``) against eager execution, op by op.
+
+Each chain runs eagerly on ferro tensors, step by step, which records it as a
+``FusedGroup`` (every step's dtype as eager gave it); the group is then lowered on
+the same device (``lower``: cpu's blocked run, opencl's generated kernel, or the
+replay through the kernel table on the ``prims`` test backend, which has no hook)
+and its outputs compared with eager's within the dtype's tolerances
+(``ferro.testing.assert_close``). Inputs cover broadcasting, 0-d tensors,
+non-contiguous views, mixed dtypes, scalars that wrap into integer dtypes and the
+16-bit floats. The CUDA kernels of the same groups are compiled with NVRTC (no GPU
+needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+from ferro.backends.fusion import Const, FusedGroup, Input, Ref, Step, lower, plan, replay
+from ferro.testing import assert_close
+
+BACKENDS = ("cpu", "opencl", "prims")
+rng = np.random.default_rng(7)
+
+
+class Recorder:
+    """Runs ops eagerly on ferro tensors and records them as the steps of a fused group."""
+
+    def __init__(self, *inputs: ferro.Tensor) -> None:
+        self.inputs = inputs
+        self.values: list[ferro.Tensor] = list(inputs)
+        self.steps: list[Step] = []
+
+    def __call__(self, op: str, *operands: Any) -> Ref:
+        ops = tuple(o if isinstance(o, Ref) else Const(o) for o in operands)
+        args = [self.values[o.index] if isinstance(o, Ref) else o.value for o in ops]
+        out = getattr(ferro.ops, op)(*args)
+        self.steps.append(Step(op, ops, out.dtype))
+        self.values.append(out)
+        return Ref(len(self.values) - 1)
+
+    def group(self, *outputs: Ref) -> FusedGroup:
+        shape = tuple(np.broadcast_shapes(*(tuple(v.shape) for v in self.values)))
+        return FusedGroup(tuple(Input(tuple(t.shape), t.dtype) for t in self.inputs), shape, tuple(self.steps),
+                          tuple(o.index for o in outputs))
+
+
+def _device(name: str) -> str:
+    if name not in ferro.backends.installed():
+        pytest.skip(f"backend {name} is not installed")
+    avail = ferro.backends.get(name).availability()
+    if not avail:
+        pytest.skip(f"backend {name} is not available here: {avail.reason}")
+    return name
+
+
+def _tensor(a: np.ndarray, dtype: ferro.DType, device: str) -> ferro.Tensor:
+    return ferro.tensor(a, device=device).to(dtype)
+
+
+def _check(rec: Recorder, outputs: tuple[Ref, ...], device: str) -> FusedGroup:
+    """Lower the recorded group on ``device``, run it on the inputs, compare with the eager values."""
+    group = rec.group(*outputs)
+    dev = ferro.device(device)
+    got = lower(group, dev)(*(t._data for t in rec.inputs))
+    assert len(got) == len(outputs)
+    for k, (arr, o) in enumerate(zip(got, outputs)):
+        want = rec.values[o.index].expand(*group.shape)
+        assert tuple(arr.shape) == group.shape
+        assert_close(dev.backend.to_numpy(arr), want.cpu(), msg=f"output {k} (value {o.index}) on {device}")
+    dev.backend.synchronize(dev.index)
+    return group
+
+
+def _float_chain(dtype: ferro.DType, device: str) -> tuple[Recorder, tuple[Ref, ...]]:
+    x = _tensor(rng.standard_normal((6, 33)), dtype, device)
+    b = _tensor(rng.standard_normal(33), dtype, device)  # broadcast along rows
+    s = _tensor(np.array(0.75), dtype, device)  # a 0-d tensor
+    rec = Recorder(x, b, s)
+    t = rec("mul", Ref(0), 1.5)
+    t = rec("add", t, Ref(1))
+    t = rec("sub", t, Ref(2))
+    u = rec("sigmoid", t)
+    m = rec("gt", t, 0)
+    w = rec("where", m, u, 0.1)
+    e = rec("exp", rec("neg", rec("abs", w)))
+    d = rec("div", e, rec("add", rec("square", t), 1.0))
+    r = rec("maximum", d, rec("tanh", Ref(1)))
+    return rec, (r, m, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_float_chain_matches_eager(backend: str, dtype: str) -> None:
+    device = _device(backend)
+    dt = getattr(ferro, dtype)
+    if dt not in ferro.backends.get(backend).dtypes(0):
+        pytest.skip(f"{backend} has no {dtype} here")
+    rec, outs = _float_chain(dt, device)
+    _check(rec, outs, device)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "int8"])
+def test_integer_chain_matches_eager(backend: str, dtype: str) -> None:
+    device = _device(backend)
+    dt = getattr(ferro, dtype)
+    a = _tensor(rng.integers(0, 100, (5, 40)), dt, device)
+    b = _tensor(rng.integers(1, 9, (5, 40)), dt, device)
+    rec = Recorder(a, b)
+    t = rec("add", Ref(0), Ref(1))
+    t = rec("mul", t, 3)
+    t = rec("sub", t, 300)  # wraps into uint8 / int8 as eager does
+    q = rec("floor_divide", t, Ref(1))
+    r = rec("remainder", t, 7)
+    big = rec("maximum", q, r)
+    flag = rec("logical_and", rec("gt", big, 5), rec("ne", r, 0))
+    _check(rec, (big, flag, q), device)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mixed_dtypes_promote_inside_the_group(backend: str) -> None:
+    device = _device(backend)
+    i = _tensor(rng.integers(-5, 5, (4, 7)), ferro.int32, device)
+    f = _tensor(rng.standard_normal((4, 7)), ferro.float32, device)
+    c = _tensor(rng.standard_normal((4, 7)) > 0, ferro.bool, device)
+    rec = Recorder(i, f, c)
+    t = rec("add", Ref(0), Ref(1))  # int32 + float32 -> float32
+    k = rec("mul", Ref(0), 2.5)  # int32 * float -> float32 (default dtype)
+    n = rec("logical_or", Ref(2), rec("lt", Ref(0), 0))
+    w = rec("where", n, t, k)
+    h = rec("add", Ref(2), Ref(2))  # bool + bool: bool (logical or, as PyTorch)
+    _check(rec, (w, n, h, Ref(0)), device)  # an input as an output too
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_contiguous_inputs(backend: str) -> None:
+    device = _device(backend)
+    base = _tensor(rng.standard_normal((9, 6)), ferro.float32, device)
+    x = base.t()  # (6, 9), not contiguous
+    y = _tensor(rng.standard_normal((6, 1)), ferro.float32, device)
+    rec = Recorder(x, y)
+    t = rec("mul", rec("add", Ref(0), Ref(1)), Ref(0))
+    _check(rec, (t, rec("exp", Ref(1))), device)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_large_group_runs_in_several_blocks(backend: str) -> None:
+    # more elements than one block of the cpu's blocked run, and a shape whose rows are not a multiple of it
+    device = _device(backend)
+    x = _tensor(rng.standard_normal((3, 70001)), ferro.float32, device)
+    b = _tensor(rng.standard_normal((3, 1)), ferro.float32, device)
+    rec = Recorder(x, b)
+    t = rec("relu", rec("sub", Ref(0), Ref(1)))
+    _check(rec, (rec("log1p", t), t), device)
+    rec2 = Recorder(x)
+    _check(rec2, (rec2("relu", rec2("sqrt", rec2("abs", Ref(0)))),), device)
+
+
+def test_a_backend_without_the_hook_replays() -> None:
+    _device("prims")
+    b = ferro.backends.get("prims")
+    assert b.compile_fused(FusedGroup((Input((2,), ferro.float32),), (2,), (Step("exp", (Ref(0),),
+                                                                               ferro.float32),), (1,))) is None
+
+
+def test_replay_is_eager_exactly() -> None:
+    rec, outs = _float_chain(ferro.float32, "cpu")
+    group = rec.group(*outs)
+    got = replay(group, ferro.device("cpu")._kernels)(*(t._data for t in rec.inputs))
+    for arr, o in zip(got, outs):
+        np.testing.assert_array_equal(arr, rec.values[o.index].expand(*group.shape).numpy())
+
+
+def test_opencl_builds_one_program_per_signature() -> None:
+    _device("opencl")
+    rt = ferro.backends.get("opencl").runtime(ferro.device("opencl").index)
+    x = _tensor(rng.standard_normal(50), ferro.float32, "opencl")
+
+    def group(scale: float) -> tuple[Recorder, tuple[Ref, ...]]:
+        rec = Recorder(x)
+        return rec, (rec("exp", rec("mul", Ref(0), scale)),)
+    _check(*group(0.5), "opencl")
+    built = rt.builds
+    _check(*group(0.25), "opencl")  # a new learning rate, say: the same program with another argument
+    _check(*group(3.0), "opencl")
+    assert rt.builds == built
+
+
+def test_opencl_hook_declines_what_it_cannot_generate() -> None:
+    # ferro_ifloordiv at int32 and at int64 in one program: two definitions of one function in OpenCL C
+    _device("opencl")
+    a = _tensor(rng.integers(-9, 9, 12), ferro.int32, "opencl")
+    b = _tensor(rng.integers(-9, 9, 12), ferro.int64, "opencl")
+    rec = Recorder(a, b)
+    outs = (rec("floor_divide", Ref(0), 4), rec("floor_divide", Ref(1), 3))
+    assert ferro.backends.get("opencl").compile_fused(rec.group(*outs)) is None
+    _check(rec, outs, "opencl")  # replayed
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_integer_division_by_zero_raises(backend: str) -> None:
+    device = _device(backend)
+    a = _tensor(np.arange(6), ferro.int32, device)
+    z = _tensor(np.array([1, 2, 0, 1, 1, 1]), ferro.int32, device)
+    group = FusedGroup((Input((6,), ferro.int32), Input((6,), ferro.int32)), (6,),
+                       (Step("add", (Ref(0), Const(1)), ferro.int32), Step("floor_divide", (Ref(2), Ref(1)),
+                                                                          ferro.int32)), (3,))
+    dev = ferro.device(device)
+    with pytest.raises(ZeroDivisionError):
+        lower(group, dev)(a._data, z._data)
+        dev.backend.synchronize(dev.index)
+
+
+@pytest.mark.parametrize(("group", "message"), [
+    (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("sum", (Ref(0),), ferro.float32),), (1,)),
+     "not an elementwise op"),
+    (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("exp", (Ref(1),), ferro.float32),), (1,)),
+     "not an input or an earlier step"),
+    (FusedGroup((Input((2,), ferro.int32),), (2,), (Step("add", (Ref(0), Const(1)), ferro.float32),), (1,)),
+     "eager execution gives int32"),
+    (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("add", (Ref(0),), ferro.float32),), (1,)),
+     "takes 2 operands"),
+    (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("exp", (Ref(0),), ferro.float32),), (5,)),
+     "no value of the group"),
+])
+def test_bad_groups_are_refused_naming_the_step(group: FusedGroup, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        plan(group)
+    with pytest.raises(ValueError, match=message):
+        lower(group, "cpu")
+
+
+# -- CUDA: the same groups' kernels compile (NVRTC, no GPU) -------------------------------------------------
+
+def _groups() -> list[tuple[str, Callable[[], tuple[Recorder, tuple[Ref, ...]]]]]:
+    def floats(dtype: ferro.DType) -> Callable[[], tuple[Recorder, tuple[Ref, ...]]]:
+        return lambda: _float_chain(dtype, "cpu")
+
+    def integers() -> tuple[Recorder, tuple[Ref, ...]]:
+        a, b = (_tensor(rng.integers(1, 9, 8), ferro.int64, "cpu") for _ in range(2))
+        rec = Recorder(a, b)
+        q = rec("floor_divide", Ref(0), Ref(1))
+        return rec, (rec("pow", q, 2), rec("logical_not", rec("eq", q, 1)))
+    return [("float32", floats(ferro.float32)), ("float64", floats(ferro.float64)),
+            ("float16", floats(ferro.float16)), ("bfloat16", floats(ferro.bfloat16)), ("int64", integers)]
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+@pytest.mark.parametrize(("name", "make"), _groups(), ids=[n for n, _ in _groups()])
+def test_cuda_fused_kernel_compiles(name: str, make: Any, strided: bool) -> None:
+    fusion = pytest.importorskip("ferro_cuda._fusion", reason="ferro-cuda is not installed")
+    kernels = pytest.importorskip("ferro_cuda.kernels")
+    pytest.importorskip("cupy", reason="CuPy is not installed (pip install 'ferro-cuda[cupy]')")
+    rec, outs = make()
+    fk = fusion.fused_kernel_source(rec.group(*outs), strided)
+    ptx = kernels.compile_ptx(fk.source, name=f"fused_{name}.cu")  # warnings fail too
+    assert f".entry {fk.entry}(" in ptx
+
+
+def test_a_broken_cuda_fused_kernel_fails_to_compile() -> None:
+    fusion = pytest.importorskip("ferro_cuda._fusion", reason="ferro-cuda is not installed")
+    kernels = pytest.importorskip("ferro_cuda.kernels")
+    pytest.importorskip("cupy", reason="CuPy is not installed (pip install 'ferro-cuda[cupy]')")
+    rec, outs = _float_chain(ferro.float32, "cpu")
+    fk = fusion.fused_kernel_source(rec.group(*outs))
+    with pytest.raises(kernels.KernelCompileError):
+        kernels.compile_ptx(fk.source.replace("out0[i] = ", "out0[i] = undefined_name + "), name="broken.cu")
