@@ -59,6 +59,38 @@ def _slots(group: FusedGroup) -> list[int]:
     return slots
 
 
+def _block_source(group: FusedGroup, steps: list[tuple[Any, list[Any], bool]], slots: list[int],
+                  out_of: dict[int, int]) -> tuple[str, dict[str, Any]]:
+    """The source of ``block(lo, hi, m, I0.., O0.., B0..)``: one block of every step, straight-line (no loop over
+    steps, no argument lists built per call), and the names it reads (ufuncs, kernels, constants)."""
+    n = len(group.inputs)
+    names: dict[str, Any] = {}
+    nbuf = max(slots, default=-1) + 1
+    params = ["lo", "hi", "m", *(f"I{j}" for j in range(n)), *(f"O{j}" for j in range(len(group.outputs))),
+              *(f"B{s}" for s in range(nbuf))]
+    lines = [f"    v{j} = I{j}[lo:hi]" for j in range(n)]
+    lines += [f"    b{s} = B{s}[:m]" for s in range(nbuf)]
+    lines += [f"    o{j} = O{j}[lo:hi]" for j in set(out_of.values())]
+    for k, ((fn, srcs, into), s) in enumerate(zip(steps, slots)):
+        v = n + k
+        names[f"f{k}"] = fn
+        args = []
+        for j, x in enumerate(srcs):
+            if type(x) is int:
+                args.append(f"v{x}")
+            elif type(x) is tuple:
+                names[f"d{k}_{j}"] = x[1]
+                args.append(f"v{x[0]}.astype(d{k}_{j})")
+            else:
+                names[f"c{k}_{j}"] = x
+                args.append(f"c{k}_{j}")
+        dst = f"o{out_of[v]}" if v in out_of else f"b{s}"
+        call = f"f{k}({', '.join(args)}"
+        lines.append(f"    v{v} = {call}, out={dst})" if into else f"    {dst}[...] = {call}); v{v} = {dst}")
+    lines += [f"    o{j}[...] = v{o}" for o, j in out_of.items() if o < n]  # an input that is an output
+    return f"def block({', '.join(params)}):\n" + "\n".join(lines) + "\n", names
+
+
 def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool: Any) -> CompiledGroup:
     """``group`` as a blocked run over ``table``'s kernels (the device's table: plugin overrides count);
     outputs come from ``pool`` (the backend's buffer pool)."""
@@ -72,7 +104,6 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     slot_dtypes: dict[int, Any] = {}
     for s, step in zip(slots, group.steps):
         slot_dtypes[s] = numpy_dtype(step.dtype)
-    steps = [_step(step, p, table, group) for step, p in zip(group.steps, plans)]
     out_of: dict[int, int] = {}
     again = []  # a value named twice in outputs: copied from its first output
     for j, o in enumerate(outputs):
@@ -80,11 +111,14 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
             again.append((out_of[o], j))
         else:
             out_of[o] = j
+    text, names = _block_source(group, [_step(st, p, table, group) for st, p in zip(group.steps, plans)], slots,
+                                out_of)
+    exec(compile(text, "<ferro fused group>", "exec"), names)  # our own generated text: names are its globals
+    block = names["block"]
     # blocks: flat over contiguous inputs of the group's shape, else along the first axis (rows of ``rest``)
     rest = shape[1:]
     row = math.prod(rest) if shape else 1
     rows = max(1, CHUNK // max(row, 1))
-    copies = [(o, j) for o, j in out_of.items() if o < n]  # inputs that are outputs
 
     def run(*arrays: Any) -> list[Any]:
         if len(arrays) != n:
@@ -95,31 +129,16 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
         if not shape or all(a.shape == shape and a.flags.c_contiguous for a in arrays):
             ins = [a.reshape(-1) for a in arrays]
             views = [o.reshape(-1) for o in outs]
-            stride, total, block = CHUNK, size, (CHUNK,)
+            stride, total, shape_of_block = CHUNK, size, (CHUNK,)
         else:
             ins = [np.broadcast_to(a, shape) for a in arrays]
             views = outs
-            stride, total, block = rows, shape[0], (rows, *rest)
-        bufs = {s: np.empty(block, dt) for s, dt in slot_dtypes.items()}
-        # each step: (kernel, its operands, where its value goes: an output's view or a buffer)
-        todo = [(fn, srcs, views[out_of[n + k]] if n + k in out_of else bufs[s], n + k in out_of, into)
-                for k, ((fn, srcs, into), s) in enumerate(zip(steps, slots))]
+            stride, total, shape_of_block = rows, shape[0], (rows, *rest)
+        bufs = [np.empty(shape_of_block, slot_dtypes[s]) for s in range(len(slot_dtypes))]
         with np.errstate(all="ignore"):
             for lo in range(0, total, stride):
                 hi = min(total, lo + stride)
-                m = hi - lo
-                values = [a[lo:hi] for a in ins]
-                for fn, srcs, dst, whole, into in todo:
-                    args = [values[x] if type(x) is int else x if type(x) is not tuple else values[x[0]].astype(x[1])
-                            for x in srcs]
-                    d = dst[lo:hi] if whole else dst[:m]
-                    if into:
-                        values.append(fn(*args, out=d))
-                    else:
-                        d[...] = fn(*args)
-                        values.append(d)
-                for o, j in copies:
-                    views[j][lo:hi] = values[o]
+                block(lo, hi, hi - lo, *ins, *views, *bufs)
         for first, j in again:
             np.copyto(outs[j], outs[first])
         return outs
