@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import ferro
-from ferro.backends.fusion import Const, FusedGroup, Input, Ref, Step, lower, plan, replay
+from ferro.backends.fusion import Const, FusedGroup, Input, Reduce, Ref, Step, lower, plan, replay
 from ferro.testing import assert_close
 
 BACKENDS = ("cpu", "opencl", "prims")
@@ -270,3 +270,64 @@ def test_a_broken_cuda_fused_kernel_fails_to_compile() -> None:
     fk = fusion.fused_kernel_source(rec.group(*outs))
     with pytest.raises(kernels.KernelCompileError):
         kernels.compile_ptx(fk.source.replace("out0[i] = ", "out0[i] = undefined_name + "), name="broken.cu")
+
+
+# -- reductions at a group's end ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_trailing_reductions_match_eager(backend: str, dtype: str) -> None:
+    # softmax's pieces: a row max and a row sum of a chain, a total; bool values summed and maxed
+    device = _device(backend)
+    dt = getattr(ferro, dtype)
+    x = _tensor(rng.standard_normal((5, 3, 37)) * 4, dt, device)
+    b = _tensor(rng.standard_normal(37), dt, device)
+    rec = Recorder(x, b)
+    v = rec("mul", rec("add", Ref(0), Ref(1)), 2)
+    pos = rec("gt", v, 0)
+    values = rec.values
+    want = [values[v.index].sum(2, keepdim=True), values[v.index].amax((1, 2)), values[v.index].amax(),
+            values[pos.index].sum(), values[pos.index].amax(2)]
+    sum_dt = ferro.int64 if dt is ferro.int32 else dt
+    group = rec.group(v)._replace(reductions=(
+        Reduce("sum", v.index, (2,), True, sum_dt), Reduce("amax", v.index, (1, 2), False, dt),
+        Reduce("amax", v.index, None, False, dt), Reduce("sum", pos.index, None, False, ferro.int64),
+        Reduce("amax", pos.index, (2,), False, ferro.bool)))
+    dev = ferro.device(device)
+    got = lower(group, dev)(x._data, b._data)
+    assert len(got) == 1 + len(want)
+    assert_close(dev.backend.to_numpy(got[0]), values[v.index].cpu())
+    for k, (arr, w) in enumerate(zip(got[1:], want)):
+        assert_close(dev.backend.to_numpy(arr), w.cpu(), msg=f"reduction {k} on {device}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_leading_and_broadcast_reductions_match_eager(backend: str) -> None:
+    # over a leading dim (run after the group's kernel), and of an input broadcast along the reduced dim
+    device = _device(backend)
+    x = _tensor(rng.standard_normal((6, 9)), ferro.float32, device)
+    b = _tensor(rng.standard_normal(9), ferro.float32, device)
+    rec = Recorder(x, b)
+    e = rec("exp", rec("sub", Ref(0), Ref(1)))
+    group = rec.group()._replace(reductions=(Reduce("sum", e.index, (0,), False, ferro.float32),
+                                             Reduce("sum", 1, (0,), True, ferro.float32),
+                                             Reduce("amax", 1, (1,), False, ferro.float32)))
+    dev = ferro.device(device)
+    got = lower(group, dev)(x._data, b._data)
+    want = [rec.values[e.index].sum(0), b.expand(6, 9).sum(0, keepdim=True), b.expand(6, 9).amax(1)]
+    for arr, w in zip(got, want):
+        assert_close(dev.backend.to_numpy(arr), w.cpu())
+
+
+@pytest.mark.parametrize(("reduce", "message"), [
+    (Reduce("prod", 1, None, False, ferro.float32), "may end with sum, amax only"),
+    (Reduce("sum", 7, None, False, ferro.float32), "no value of the group"),
+    (Reduce("sum", 1, (1, 0), False, ferro.float32), "not sorted dims"),
+    (Reduce("sum", 1, (2,), False, ferro.float32), "not sorted dims"),
+    (Reduce("sum", 1, None, False, ferro.float16), "eager execution gives float32"),
+])
+def test_bad_reductions_are_refused(reduce: Reduce, message: str) -> None:
+    group = FusedGroup((Input((2, 3), ferro.float32),), (2, 3), (Step("exp", (Ref(0),), ferro.float32),), (),
+                       (reduce,))
+    with pytest.raises(ValueError, match=message):
+        lower(group, "cpu")

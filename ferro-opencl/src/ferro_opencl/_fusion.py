@@ -54,34 +54,50 @@ def _rounding(dtype: Any) -> str | None:
     return _ROUND.get(dtype.name)
 
 
-def _fused(group: FusedGroup) -> FusedSource:
+def steps_source(group: FusedGroup) -> FusedSource:
+    """The C of the group's steps in OpenCL C (core's generator, this backend's types and roundings)."""
     return fused_source(group, plan(group), OPENCL, _compute_ctype, rounding=_rounding)
+
+
+def inputs_source(group: FusedGroup, indent: str = "    ") -> dict[str, str]:
+    """The template pieces of the group's inputs: ``params`` (a buffer and an element offset each), ``loads_c``
+    / ``loads_s`` (v0.. from element i, or from the positions p0..), ``pos_init`` / ``pos_step`` (the positions
+    from the strides in ``m``, array 0 being the outputs)."""
+    parts: dict[str, list[str]] = {"params": [], "loads_c": [], "loads_s": [], "pos_init": [], "pos_step": []}
+    for j, inp in enumerate(group.inputs):
+        st, ct, ld = ctypes(numpy_dtype(inp.dtype))[:3]
+        parts["params"].append(f", __global const {st} *x{j}, const long off{j}")
+        parts["loads_c"].append(f"{indent}const {ct} v{j} = {ld}(x{j}, off{j} + i); (void)v{j};")
+        parts["loads_s"].append(f"{indent}const {ct} v{j} = {ld}(x{j}, p{j}); (void)v{j};")
+        parts["pos_init"].append(f"{indent}long p{j} = off{j};")
+        parts["pos_step"].append(f"{indent}    p{j} += k * m[{1 + MAX_DIMS * (j + 2)} + d];")
+    return {k: ("" if k == "params" else "\n").join(v) for k, v in parts.items()}
+
+
+def prelude(group: FusedGroup, src: FusedSource) -> str:
+    """What goes before a group's kernels: the 16-bit roundings where the group has 16-bit floats, the helpers."""
+    names = {i.dtype.name for i in group.inputs} | {st.dtype.name for st in group.steps}
+    return (_ROUNDERS if names & set(_ROUND) else "") + src.helpers
+
+
+def scalars_source(src: FusedSource) -> str:
+    """The kernel parameters of the group's Python scalars."""
+    return "".join(f", const {_compute_ctype(d)} {s}" for s, d, _ in src.scalars)
 
 
 def _source(group: FusedGroup, src: FusedSource, name: str) -> str:
     """The program's source: ``src`` (the steps' C) in the template."""
-    outs, params, loads_c, loads_s, pos_init, pos_step, stores = [], [], [], [], [], [], []
+    outs, stores = [], []
     for k, o in enumerate(group.outputs):
         st, _, _, store = ctypes(numpy_dtype(group.value_dtype(o)))[:4]
         outs.append(f"__global {st} *out{k}")
         stores.append(f"    {store}(out{k}, i, v{o});")
-    for j, inp in enumerate(group.inputs):
-        st, ct, ld = ctypes(numpy_dtype(inp.dtype))[:3]
-        params.append(f", __global const {st} *x{j}, const long off{j}")
-        loads_c.append(f"    const {ct} v{j} = {ld}(x{j}, off{j} + i); (void)v{j};")
-        loads_s.append(f"    const {ct} v{j} = {ld}(x{j}, p{j}); (void)v{j};")
-        pos_init.append(f"    long p{j} = off{j};")
-        pos_step.append(f"        p{j} += k * m[{1 + MAX_DIMS * (j + 2)} + d];")
-    scalars = "".join(f", const {_compute_ctype(d)} {s}" for s, d, _ in src.scalars)
-    names = {i.dtype.name for i in group.inputs} | {st.dtype.name for st in group.steps}
-    text = (_ROUNDERS if names & set(_ROUND) else "") + src.helpers + _template().substitute(
-        name=name, outs=", ".join(outs), params="".join(params), scalars=scalars, loads_c="\n".join(loads_c),
-        loads_s="\n".join(loads_s), body=src.body, stores="\n".join(stores), pos_init="\n".join(pos_init),
-        pos_step="\n".join(pos_step), err=", volatile __global int *err" if src.flag else "")
-    return text
+    return prelude(group, src) + _template().substitute(
+        name=name, outs=", ".join(outs), scalars=scalars_source(src), body=src.body, stores="\n".join(stores),
+        err=", volatile __global int *err" if src.flag else "", **inputs_source(group))
 
 
-def _arg_dtype(dtype: Any) -> Any:
+def arg_dtype(dtype: Any) -> Any:
     """The NumPy type of a by-value scalar the kernel computes ``dtype`` in (uchar for bool)."""
     nd = numpy_dtype(dtype)
     return np.dtype(np.uint8) if nd.kind == "b" else compute_dtype(nd)
@@ -91,7 +107,7 @@ def compile_group(rt: Runtime, group: FusedGroup) -> CompiledGroup | None:
     """``group`` as one kernel on ``rt``'s device (built on its first call); None for a group the generator
     cannot write (a dtype without kernels, a helper needed at two compute types): it is replayed."""
     try:
-        src = _fused(group)
+        src = steps_source(group)
     except (Unfusable, TypeError):
         return None
     key = ("fused", signature(group))
@@ -99,7 +115,7 @@ def compile_group(rt: Runtime, group: FusedGroup) -> CompiledGroup | None:
     if got is None:
         flag = src.flag
         base = [None] * len(group.outputs) + [None, _I64] * len(group.inputs) + \
-            [_arg_dtype(d) for _, d, _ in src.scalars] + [_I64]
+            [arg_dtype(d) for _, d, _ in src.scalars] + [_I64]
 
         def text() -> str:
             return _source(group, src, "ferro_fused")

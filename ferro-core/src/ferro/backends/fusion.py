@@ -38,8 +38,12 @@ from .._core.host import numpy_dtype
 from .._core.records import REGISTRY, OpDef
 from ._expressions import ARITY
 
-__all__ = ["Input", "Ref", "Const", "Step", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay", "lower",
-           "signature", "scalar_value"]
+__all__ = ["Input", "Ref", "Const", "Step", "Reduce", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay",
+           "lower", "signature", "scalar_value", "REDUCTIONS", "reduction_dtypes", "elementwise_part", "reduce_after"]
+
+#: The reductions a group may end with (registry ops of kind "reduction"; their kernels take
+#: ``(x, dims, keepdim, dtype)`` for sum, ``(x, dims, keepdim)`` for amax).
+REDUCTIONS = ("sum", "amax")
 
 
 class Input(NamedTuple):
@@ -70,13 +74,27 @@ class Step(NamedTuple):
     dtype: Any
 
 
+class Reduce(NamedTuple):
+    """A reduction at the end of a group (softmax's max and sum, a norm): the registry op (one of
+    :data:`REDUCTIONS`), the value it reduces (broadcast to the group's shape first), the dims of the group's
+    shape it reduces (sorted; None: all), ``keepdim``, and its result's dtype as eager execution gave it."""
+
+    op: str
+    value: int
+    dims: tuple[int, ...] | None
+    keepdim: bool
+    dtype: Any
+
+
 class FusedGroup(NamedTuple):
-    """A chain of elementwise ops over one broadcast shape, run as one kernel."""
+    """A chain of elementwise ops over one broadcast shape, run as one kernel; ``reductions`` (optional) reduce
+    values of the chain, their results returned after the ``outputs``."""
 
     inputs: tuple[Input, ...]
     shape: tuple[int, ...]
     steps: tuple[Step, ...]
     outputs: tuple[int, ...]
+    reductions: tuple[Reduce, ...] = ()
 
     def value_dtype(self, index: int) -> Any:
         """The dtype of value ``index`` (an input's or a step's)."""
@@ -133,6 +151,30 @@ def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
     for o in group.outputs:
         if not 0 <= o < n + len(group.steps):
             raise ValueError(f"fused group output {o} is no value of the group")
+    reduction_dtypes(group)
+    return tuple(out)
+
+
+def reduction_dtypes(group: FusedGroup) -> tuple[tuple[DType, DType], ...]:
+    """Each reduction's (compute dtype, result dtype), as eager execution casts and reduces; a clear
+    ``ValueError`` for a reduction that is not one of :data:`REDUCTIONS`, of no value, over dims the group's
+    shape has not, or of another dtype than eager's."""
+    out = []
+    nd = len(group.shape)
+    for k, r in enumerate(group.reductions):
+        where = f"fused group reduction {k} ({r.op})"
+        if r.op not in REDUCTIONS:
+            raise ValueError(f"{where}: a group may end with {', '.join(REDUCTIONS)} only")
+        if not 0 <= r.value < len(group.inputs) + len(group.steps):
+            raise ValueError(f"{where}: value {r.value} is no value of the group")
+        if r.dims is not None and (list(r.dims) != sorted(set(r.dims)) or any(not 0 <= d < nd for d in r.dims)):
+            raise ValueError(f"{where}: dims {r.dims} are not sorted dims of the group's shape {group.shape}")
+        rule = REGISTRY[r.op].table.get(group.value_dtype(r.value))
+        if rule is None or rule[1] is not r.dtype:
+            raise ValueError(f"{where}: eager execution gives {rule[1].name if rule else 'no result'} for "
+                             f"{group.value_dtype(r.value).name}, the reduction records "
+                             f"{getattr(r.dtype, 'name', r.dtype)}")
+        out.append(rule)
     return tuple(out)
 
 
@@ -161,7 +203,7 @@ def signature(group: FusedGroup) -> tuple[Any, ...]:
     to its Python type (the values are kernel arguments, so a new learning rate builds nothing new)."""
     steps = tuple((s.op, tuple(o if type(o) is Ref else type(o.value).__name__ for o in s.operands), s.dtype)
                   for s in group.steps)
-    return (group.inputs, group.shape, steps, group.outputs)
+    return (group.inputs, group.shape, steps, group.outputs, group.reductions)
 
 
 def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledGroup:
@@ -169,6 +211,7 @@ def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledG
     has no ``compile_fused`` hook): each step casts its operands to its compute dtype and calls the op's kernel,
     as eager execution does, so the results are eager's."""
     plans = plan(group)
+    reduce_plan = reduction_dtypes(group)
     n = len(group.inputs)
     cast, full, clone, expand = table["cast"], table["full"], table["clone"], table["expand"]
     shape = group.shape
@@ -200,17 +243,50 @@ def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledG
             if tuple(v.shape) != shape:
                 v = expand(v, shape)
             outs.append(clone(v) if o < n or v is not values[o] else v)
+        for r, (compute, _) in zip(group.reductions, reduce_plan):
+            outs.append(_reduce(table, r, compute, group, values[r.value]))
         return outs
+    return run
+
+
+def _reduce(table: dict[str, Callable[..., Any]], r: Reduce, compute: DType, group: FusedGroup, x: Any) -> Any:
+    """Reduction ``r`` of native array ``x`` (value ``r.value`` of ``group``, broadcast to the group's shape)
+    through ``table``, as eager runs it."""
+    if tuple(x.shape) != group.shape:
+        x = table["expand"](x, group.shape)
+    if group.value_dtype(r.value) is not compute:
+        x = table["cast"](x, compute)
+    return table["sum"](x, r.dims, r.keepdim, r.dtype) if r.op == "sum" else table[r.op](x, r.dims, r.keepdim)
+
+
+def elementwise_part(group: FusedGroup) -> FusedGroup:
+    """``group`` without its reductions, the values they reduce appended to its outputs."""
+    return group._replace(outputs=group.outputs + tuple(r.value for r in group.reductions), reductions=())
+
+
+def reduce_after(group: FusedGroup, compiled: CompiledGroup, table: dict[str, Callable[..., Any]]) -> CompiledGroup:
+    """``group`` run as ``compiled`` (the kernel of :func:`elementwise_part`), then its reductions through the
+    kernel ``table``: one extra pass over each reduced value, for a backend that does not fuse reductions."""
+    nout = len(group.outputs)
+    plans = list(zip(group.reductions, (c for c, _ in reduction_dtypes(group))))
+
+    def run(*arrays: Any) -> list[Any]:
+        got = list(compiled(*arrays))
+        return got[:nout] + [_reduce(table, r, c, group, x) for (r, c), x in zip(plans, got[nout:])]
     return run
 
 
 def lower(group: FusedGroup, device: Any) -> CompiledGroup:
     """``group`` made runnable on ``device`` (a ``ferro.device`` or its string): the device's backend's
     ``compile_fused`` hook where it has one and takes the group, else :func:`replay` through the device's kernel
-    table. The steps are checked first (:func:`plan`)."""
+    table. The steps are checked first (:func:`plan`). A group with reductions reaches the hook only where the
+    backend says it fuses them (``fuses_reductions = True``); elsewhere the hook gets the elementwise part and
+    the reductions run after it (:func:`reduce_after`)."""
     dev = _device(device)
     plan(group)
     backend = dev.backend  # binds the device: its kernel table exists from here on
+    if group.reductions and not getattr(backend, "fuses_reductions", False):
+        return reduce_after(group, lower(elementwise_part(group), dev), dev._kernels)
     hook = getattr(backend, "compile_fused", None)  # Backend's default gives None
     compiled = hook(group, dev.index) if hook is not None else None
     return compiled if compiled is not None else replay(group, dev._kernels)
