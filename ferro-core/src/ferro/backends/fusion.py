@@ -283,10 +283,25 @@ def lower(group: FusedGroup, device: Any) -> CompiledGroup:
     backend says it fuses them (``fuses_reductions = True``); elsewhere the hook gets the elementwise part and
     the reductions run after it (:func:`reduce_after`)."""
     dev = _device(device)
+    key = (dev, dev.backend, signature(group),  # the backend object: a reloaded one compiles anew
+           tuple(repr(o.value) for s in group.steps for o in s.operands if type(o) is Const))
+    got = _LOWERED.get(key)
+    if got is None:
+        if len(_LOWERED) >= 512:  # bounded: a workload of ever new groups must not grow it forever
+            _LOWERED.clear()
+        got = _LOWERED[key] = _lower(group, dev)
+    return got
+
+
+#: (device, signature, the scalars' values) -> what lower() gave: a group lowered again costs a lookup
+_LOWERED: dict[Any, CompiledGroup] = {}
+
+
+def _lower(group: FusedGroup, dev: Any) -> CompiledGroup:
     plan(group)
     backend = dev.backend  # binds the device: its kernel table exists from here on
     if group.reductions and not getattr(backend, "fuses_reductions", False):
-        return reduce_after(group, lower(elementwise_part(group), dev), dev._kernels)
+        return reduce_after(group, _lower(elementwise_part(group), dev), dev._kernels)
     hook = getattr(backend, "compile_fused", None)  # Backend's default gives None
     compiled = hook(group, dev.index) if hook is not None else None
     return compiled if compiled is not None else replay(group, dev._kernels)
