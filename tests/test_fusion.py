@@ -331,3 +331,32 @@ def test_bad_reductions_are_refused(reduce: Reduce, message: str) -> None:
                        (reduce,))
     with pytest.raises(ValueError, match=message):
         lower(group, "cpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(7, 50), (3, 4, 5), (2, 70001), (40001,)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64"])
+def test_reductions_over_one_set_of_trailing_dims(backend: str, shape: tuple[int, ...], dtype: str) -> None:
+    # the case each backend fuses: short rows several to a block, long rows in blocks, a whole tensor
+    device = _device(backend)
+    dt = getattr(ferro, dtype)
+    if dt not in ferro.backends.get(backend).dtypes(0):
+        pytest.skip(f"{backend} has no {dtype} here")
+    x = _tensor(rng.standard_normal(shape) * 3, dt, device)
+    b = _tensor(rng.standard_normal(shape[-1]), dt, device)
+    rec = Recorder(x, b)
+    v = rec("add", rec("mul", Ref(0), 0.5 if dt.is_floating_point else 3), Ref(1))
+    pos = rec("ge", v, 0)
+    dims = tuple(range(1, len(shape))) or None
+    values = rec.values
+    red = values[v.index].sum(dims, keepdim=True) if dims else values[v.index].sum()
+    group = rec.group(pos)._replace(reductions=(
+        Reduce("sum", v.index, dims, dims is not None, red.dtype),
+        Reduce("amax", v.index, dims, False, dt), Reduce("sum", pos.index, dims, False, ferro.int64)))
+    want = [values[pos.index], red, values[v.index].amax(dims) if dims else values[v.index].amax(),
+            values[pos.index].sum(dims) if dims else values[pos.index].sum()]
+    dev = ferro.device(device)
+    got = lower(group, dev)(x._data, b._data)
+    tol = {"rtol": 1e-5, "atol": 1e-4} if dt is ferro.float32 else {}  # a sum's order of additions differs
+    for k, (arr, w) in enumerate(zip(got, want)):
+        assert_close(dev.backend.to_numpy(arr), w.cpu(), msg=f"result {k} on {device}", **(tol if k == 1 else {}))

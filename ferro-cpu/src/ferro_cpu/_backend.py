@@ -65,11 +65,19 @@ class NumpyBackend(ArrayAPIBackend):
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
 
+    #: compile_fused takes groups that end with reductions (``ferro.backends.fusion.Reduce``)
+    fuses_reductions = True
+
     def compile_fused(self, group: Any, index: int | None = None) -> Any:
         """A fused group of elementwise ops run block by block in cache, each step a ufunc with ``out=``
-        (``ferro_cpu._fusion``): one pass over memory instead of one per op."""
+        (``ferro_cpu._fusion``): one pass over memory instead of one per op; trailing reductions reduce each
+        block as it is computed."""
+        table = self._device(index)._kernels
+        if group.reductions:
+            from ._fusion_reduce import compile_reductions
+            return compile_reductions(group, table, self.pool)
         from ._fusion import compile_group
-        return compile_group(group, self._device(index)._kernels, self.pool)
+        return compile_group(group, table, self.pool)
 
     def empty_cache(self) -> None:
         """Give cached buffers back to the OS."""

@@ -25,16 +25,17 @@ import numpy as np
 from ferro._core.host import numpy_dtype
 from ferro.backends.fusion import CompiledGroup, Const, FusedGroup, StepPlan, plan, scalar_value
 
-__all__ = ["compile_group", "CHUNK"]
+__all__ = ["compile_group", "CHUNK", "buffer_slots", "block_source", "step_call", "outputs_of"]
 
 #: Elements per block: a few float32 blocks (inputs, live values, outputs) fit in a 1 MiB L2 cache (measured: 8K-128K).
 CHUNK = 32768
 
 
-def _slots(group: FusedGroup) -> list[int]:
-    """For each step, the buffer its value goes to: a value's buffer is reused once its last reader has run."""
+def buffer_slots(group: FusedGroup, live: tuple[int, ...] = ()) -> list[int]:
+    """For each step, the buffer its value goes to: a value's buffer is reused once its last reader has run
+    (the values of ``live`` are read after the last step)."""
     n = len(group.inputs)
-    last = {}
+    last = dict.fromkeys(live, len(group.steps))
     for k, step in enumerate(group.steps):
         for o in step.operands:
             if type(o) is not Const:
@@ -59,10 +60,11 @@ def _slots(group: FusedGroup) -> list[int]:
     return slots
 
 
-def _block_source(group: FusedGroup, steps: list[tuple[Any, list[Any], bool]], slots: list[int],
-                  out_of: dict[int, int]) -> tuple[str, dict[str, Any]]:
+def block_source(group: FusedGroup, steps: list[tuple[Any, list[Any], bool]], slots: list[int],
+                 out_of: dict[int, int], returns: tuple[int, ...] = ()) -> tuple[str, dict[str, Any]]:
     """The source of ``block(lo, hi, m, I0.., O0.., B0..)``: one block of every step, straight-line (no loop over
-    steps, no argument lists built per call), and the names it reads (ufuncs, kernels, constants)."""
+    steps, no argument lists built per call), returning the blocks of the values ``returns``, and the names it
+    reads (ufuncs, kernels, constants)."""
     n = len(group.inputs)
     names: dict[str, Any] = {}
     nbuf = max(slots, default=-1) + 1
@@ -88,7 +90,20 @@ def _block_source(group: FusedGroup, steps: list[tuple[Any, list[Any], bool]], s
         call = f"f{k}({', '.join(args)}"
         lines.append(f"    v{v} = {call}, out={dst})" if into else f"    {dst}[...] = {call}); v{v} = {dst}")
     lines += [f"    o{j}[...] = v{o}" for o, j in out_of.items() if o < n]  # an input that is an output
+    lines.append(f"    return ({''.join(f'v{v}, ' for v in returns)})")
     return f"def block({', '.join(params)}):\n" + "\n".join(lines) + "\n", names
+
+
+def outputs_of(group: FusedGroup) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """(value -> the output it is written to, (first, other) for a value named twice: copied afterwards)."""
+    out_of: dict[int, int] = {}
+    again = []
+    for j, o in enumerate(group.outputs):
+        if o in out_of:
+            again.append((out_of[o], j))
+        else:
+            out_of[o] = j
+    return out_of, again
 
 
 def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool: Any) -> CompiledGroup:
@@ -100,18 +115,12 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     size = math.prod(shape)
     outputs = group.outputs
     out_dtypes = [numpy_dtype(group.value_dtype(o)) for o in outputs]
-    slots = _slots(group)
+    slots = buffer_slots(group)
     slot_dtypes: dict[int, Any] = {}
     for s, step in zip(slots, group.steps):
         slot_dtypes[s] = numpy_dtype(step.dtype)
-    out_of: dict[int, int] = {}
-    again = []  # a value named twice in outputs: copied from its first output
-    for j, o in enumerate(outputs):
-        if o in out_of:
-            again.append((out_of[o], j))
-        else:
-            out_of[o] = j
-    text, names = _block_source(group, [_step(st, p, table, group) for st, p in zip(group.steps, plans)], slots,
+    out_of, again = outputs_of(group)
+    text, names = block_source(group, [step_call(st, p, table, group) for st, p in zip(group.steps, plans)], slots,
                                 out_of)
     exec(compile(text, "<ferro fused group>", "exec"), names)  # our own generated text: names are its globals
     block = names["block"]
@@ -145,7 +154,7 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     return run
 
 
-def _step(step: Any, p: StepPlan, table: dict[str, Callable[..., Any]],
+def step_call(step: Any, p: StepPlan, table: dict[str, Callable[..., Any]],
           group: FusedGroup) -> tuple[Callable[..., Any], list[Any], bool]:
     """(the function of one step, its operands, whether it writes with ``out=``): a kernel that says how to
     write into a given array (its ``into``, a ufunc for most) is called so, any other kernel plainly. Operands:
