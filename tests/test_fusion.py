@@ -227,6 +227,8 @@ def test_integer_division_by_zero_raises(backend: str) -> None:
      "takes 2 operands"),
     (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("exp", (Ref(0),), ferro.float32),), (5,)),
      "no value of the group"),
+    (FusedGroup((Input((2,), ferro.float32),), (2,), (Step("where", (Ref(0), Ref(0), Const(0.0)), ferro.float32),),
+                (1,)), "condition must be a bool value"),
 ])
 def test_bad_groups_are_refused_naming_the_step(group: FusedGroup, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -360,3 +362,15 @@ def test_reductions_over_one_set_of_trailing_dims(backend: str, shape: tuple[int
     tol = {"rtol": 1e-5, "atol": 1e-4} if dt is ferro.float32 else {}  # a sum's order of additions differs
     for k, (arr, w) in enumerate(zip(got, want)):
         assert_close(dev.backend.to_numpy(arr), w.cpu(), msg=f"result {k} on {device}", **(tol if k == 1 else {}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_dim_values_promote_weakly(backend: str) -> None:
+    # a float64 0-d tensor, and a step on it alone (0-d too), meet a float32 tensor: float32, as eager
+    device = _device(backend)
+    x = _tensor(rng.standard_normal((3, 4)), ferro.float32, device)
+    s = _tensor(np.array(1.25), ferro.float64, device) if ferro.float64 in ferro.backends.get(backend).dtypes(0) \
+        else _tensor(np.array(7), ferro.int64, device)
+    rec = Recorder(x, s)
+    t = rec("mul", Ref(1), 2)
+    _check(rec, (rec("add", Ref(0), t), t), device)

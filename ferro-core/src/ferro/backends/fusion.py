@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core.device import device as _device
-from .._core.dtypes import DType, bfloat16, result_type
+from .._core.dtypes import DType, bfloat16, bool_, result_type
 from .._core.host import numpy_dtype
 from .._core.records import REGISTRY, OpDef
 from ._expressions import ARITY
@@ -116,16 +116,13 @@ class StepPlan(NamedTuple):
     result: DType
 
 
-def _ndim(group: FusedGroup, index: int) -> int:
-    return len(group.inputs[index].shape) if index < len(group.inputs) else len(group.shape)
-
-
 def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
     """Each step's op record, compute dtype and result dtype, as eager execution promotes them; a clear
     ``ValueError`` for a step that is no elementwise op with an expression, an operand that refers forward, or
     a dtype that differs from the one the step records."""
     n = len(group.inputs)
     out: list[StepPlan] = []
+    ndim = [len(i.shape) for i in group.inputs]  # each value's, as eager sees it: 0-d ones promote weakly
     for k, step in enumerate(group.steps):
         where = f"fused group step {k} ({step.op})"
         op = REGISTRY.get(step.op)
@@ -136,9 +133,13 @@ def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
         for o in step.operands:
             if type(o) is Ref and not 0 <= o.index < n + k:
                 raise ValueError(f"{where}: operand Ref({o.index}) is not an input or an earlier step's value")
+        if step.op == "where" and (type(step.operands[0]) is not Ref or
+                                   group.value_dtype(step.operands[0].index) is not bool_):
+            raise ValueError(f"{where}: the condition must be a bool value of the group")
+        ndim.append(max((ndim[o.index] for o in step.operands if type(o) is Ref), default=0))
         values = step.operands[1:] if step.op == "where" else step.operands
-        dims = [group.value_dtype(o.index) for o in values if type(o) is Ref and _ndim(group, o.index)]
-        zero = [group.value_dtype(o.index) for o in values if type(o) is Ref and not _ndim(group, o.index)]
+        dims = [group.value_dtype(o.index) for o in values if type(o) is Ref and ndim[o.index]]
+        zero = [group.value_dtype(o.index) for o in values if type(o) is Ref and not ndim[o.index]]
         dtype = result_type(dims, zero, [o.value for o in values if type(o) is Const])
         rule = op.table.get(dtype)
         if rule is None:
