@@ -39,7 +39,8 @@ from .._core.records import REGISTRY, OpDef
 from ._expressions import ARITY
 
 __all__ = ["Input", "Ref", "Const", "Step", "Reduce", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay",
-           "lower", "signature", "scalar_value", "REDUCTIONS", "reduction_dtypes", "elementwise_part", "reduce_after"]
+           "lower", "signature", "scalar_value", "REDUCTIONS", "reduction_dtypes", "elementwise_part", "reduce_after",
+           "fusable"]
 
 #: The reductions a group may end with (registry ops of kind "reduction"; their kernels take
 #: ``(x, dims, keepdim, dtype)`` for sum, ``(x, dims, keepdim)`` for amax).
@@ -107,6 +108,17 @@ class FusedGroup(NamedTuple):
 CompiledGroup = Callable[..., Sequence[Any]]
 
 
+def fusable(op: str) -> bool:
+    """Whether registry op ``op`` can be a step of a group: an elementwise op whose record gives its C
+    expression (``OpDef.expr``); a reduction of :data:`REDUCTIONS` can end one (:class:`Reduce`).
+
+    >>> fusable("mul"), fusable("sigmoid"), fusable("matmul")
+    (True, True, False)
+    """
+    rec = REGISTRY.get(op)
+    return rec is not None and rec.expr is not None and rec.kind in ARITY
+
+
 class StepPlan(NamedTuple):
     """How eager execution runs one step: the op's record, the dtype its operands are cast to (``compute``) and
     the dtype of its result."""
@@ -126,7 +138,7 @@ def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
     for k, step in enumerate(group.steps):
         where = f"fused group step {k} ({step.op})"
         op = REGISTRY.get(step.op)
-        if op is None or op.expr is None or op.kind not in ARITY:
+        if op is None or not fusable(step.op):
             raise ValueError(f"{where}: not an elementwise op with an expression (OpDef.expr); it cannot be fused")
         if len(step.operands) != ARITY[op.kind]:
             raise ValueError(f"{where}: takes {ARITY[op.kind]} operands, got {len(step.operands)}")
