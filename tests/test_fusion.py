@@ -374,3 +374,18 @@ def test_zero_dim_values_promote_weakly(backend: str) -> None:
     rec = Recorder(x, s)
     t = rec("mul", Ref(1), 2)
     _check(rec, (rec("add", Ref(0), t), t), device)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_a_compiled_group_refuses_other_inputs(backend: str) -> None:
+    device = _device(backend)
+    group = FusedGroup((Input((3,), ferro.float32),), (3,), (Step("exp", (Ref(0),), ferro.float32),), (1,))
+    run = lower(group, device)
+    for wrong, what in [(ferro.ones(4, device=device), "shape"), (ferro.ones(3, dtype=ferro.float64, device=device)
+                                                                  if backend == "cpu" else
+                                                                  ferro.ones(3, dtype=ferro.int32, device=device),
+                                                                  "dtype")]:
+        with pytest.raises(TypeError, match="fused group input 0: expected shape"):
+            run(wrong._data)
+    with pytest.raises(TypeError, match="takes 1 input arrays, got 2"):
+        run(ferro.ones(3, device=device)._data, ferro.ones(3, device=device)._data)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ferro._core.host import numpy_dtype
-from ferro.backends.fusion import CompiledGroup, Const, FusedGroup, StepPlan, plan, scalar_value
+from ferro.backends.fusion import CompiledGroup, Const, FusedGroup, StepPlan, check_inputs, plan, scalar_value
 
 __all__ = ["compile_group", "CHUNK", "buffer_slots", "block_source", "step_call", "outputs_of"]
 
@@ -110,7 +110,6 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     """``group`` as a blocked run over ``table``'s kernels (the device's table: plugin overrides count);
     outputs come from ``pool`` (the backend's buffer pool)."""
     plans = plan(group)
-    n = len(group.inputs)
     shape = group.shape
     size = math.prod(shape)
     outputs = group.outputs
@@ -129,9 +128,10 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
     row = math.prod(rest) if shape else 1
     rows = max(1, CHUNK // max(row, 1))
 
+    in_dtypes = [numpy_dtype(i.dtype) for i in group.inputs]
+
     def run(*arrays: Any) -> list[Any]:
-        if len(arrays) != n:
-            raise TypeError(f"the fused group takes {n} input arrays, got {len(arrays)}")
+        check_inputs(group, arrays, in_dtypes)
         outs = [pool.empty(shape, dt) for dt in out_dtypes]
         if not size:
             return outs

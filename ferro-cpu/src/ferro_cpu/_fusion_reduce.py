@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from ferro._core.host import numpy_dtype
-from ferro.backends.fusion import CompiledGroup, FusedGroup, elementwise_part, plan, reduce_after, reduction_dtypes
+from ferro.backends.fusion import (
+    CompiledGroup,
+    FusedGroup,
+    check_inputs,
+    elementwise_part,
+    plan,
+    reduce_after,
+    reduction_dtypes,
+)
 
 from ._fusion import CHUNK, block_source, buffer_slots, compile_group, outputs_of, step_call
 
@@ -42,7 +50,6 @@ def compile_reductions(group: FusedGroup, table: dict[str, Callable[..., Any]], 
     first = firsts.pop()
     rows, cols = math.prod(shape[:first]), math.prod(shape[first:])
     plans = plan(group)
-    n = len(group.inputs)
     reduced = tuple(r.value for r in group.reductions)
     slots = buffer_slots(group, live=reduced)
     slot_dtypes = {s: numpy_dtype(st.dtype) for s, st in zip(slots, group.steps)}
@@ -60,9 +67,10 @@ def compile_reductions(group: FusedGroup, table: dict[str, Callable[..., Any]], 
         out_shape = shape[:first] + (1,) * (len(shape) - first) if r.keepdim else shape[:first]
         reducers.append((np.add if r.op == "sum" else np.maximum, acc, numpy_dtype(result), out_shape))
 
+    in_dtypes = [numpy_dtype(i.dtype) for i in group.inputs]
+
     def run(*arrays: Any) -> list[Any]:
-        if len(arrays) != n:
-            raise TypeError(f"the fused group takes {n} input arrays, got {len(arrays)}")
+        check_inputs(group, arrays, in_dtypes)
         outs = [pool.empty(shape, dt) for dt in out_dtypes]
         ins = [np.broadcast_to(a, shape).reshape(rows, cols) for a in arrays]
         views = [o.reshape(rows, cols) for o in outs]

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from ferro.backends import CUDA
 from ferro.backends._fused_source import Unfusable, fused_source
-from ferro.backends.fusion import CompiledGroup, FusedGroup, plan, signature
+from ferro.backends.fusion import CompiledGroup, FusedGroup, check_inputs, plan, signature
 
 from . import kernels as kern
 from .kernels.elementwise import _CONVERSIONS, CTYPES
@@ -120,14 +120,14 @@ def compile_group(backend: Any, group: FusedGroup, index: int) -> CompiledGroup 
     sig = signature(group)
     scalars = [_arg(d, v) for _, d, v in fk.scalars]
     out_dtypes = [backend.native_dtype(group.value_dtype(o)) for o in group.outputs]
+    in_dtypes = [backend.native_dtype(i.dtype) for i in group.inputs]
     shape = group.shape
     nin = len(group.inputs)
 
     def run(*arrays: Any) -> list[Any]:
         import cupy as cp
         import numpy as np
-        if len(arrays) != nin:
-            raise TypeError(f"the fused group takes {nin} input arrays, got {len(arrays)}")
+        check_inputs(group, arrays, in_dtypes)
         strided = any(a.shape != shape or not a.flags.c_contiguous for a in arrays)
         kernel = _raw(group, sig, strided)
         with cp.cuda.Device(index):

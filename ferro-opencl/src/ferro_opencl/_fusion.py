@@ -20,7 +20,7 @@ import numpy as np
 from ferro._core.host import numpy_dtype
 from ferro.backends import OPENCL
 from ferro.backends._fused_source import FusedSource, Unfusable, fused_source
-from ferro.backends.fusion import CompiledGroup, FusedGroup, plan, signature
+from ferro.backends.fusion import CompiledGroup, FusedGroup, check_inputs, plan, signature
 
 from ._array import CLArray
 from ._elementwise import device_layout
@@ -126,23 +126,21 @@ def compile_group(rt: Runtime, group: FusedGroup) -> CompiledGroup | None:
 
 def _launcher(rt: Runtime, group: FusedGroup, kc: Any, ks: Any, scalars: list[Any], flag: bool) -> CompiledGroup:
     shape = group.shape
-    nin = len(group.inputs)
     out_dtypes = [numpy_dtype(group.value_dtype(o)) for o in group.outputs]
     in_dtypes = [numpy_dtype(i.dtype) for i in group.inputs]
     extra = (rt.error_flag,) if flag else ()
 
     def run(*arrays: Any) -> list[CLArray]:
-        if len(arrays) != nin:
-            raise TypeError(f"the fused group takes {nin} input arrays, got {len(arrays)}")
+        check_inputs(group, arrays, in_dtypes)
         outs = [rt.empty(shape, dt) for dt in out_dtypes]
         n = outs[0].size
         if not n:
             return outs
         fast = True
         args: list[Any] = [o.buffer for o in outs]
-        for a, dt in zip(arrays, in_dtypes):
-            if a.dtype != dt:
-                raise TypeError(f"fused group input of dtype {a.dtype}, expected {dt}")
+        for a in arrays:
+            if a.rt is not rt:
+                raise ValueError("a fused group runs on one OpenCL device: an input is on another")
             args += (a.buffer, a.offset)
             if fast and not (a.contiguous and a.shape == shape):
                 fast = False

@@ -28,6 +28,7 @@ from ferro.backends.fusion import (
     CompiledGroup,
     FusedGroup,
     Reduce,
+    check_inputs,
     elementwise_part,
     reduce_after,
     reduction_dtypes,
@@ -134,7 +135,12 @@ def compile_reductions(rt: Runtime, group: FusedGroup, table: dict[str, Callable
     except (Unfusable, TypeError):
         return None
 
+    in_dtypes = [numpy_dtype(i.dtype) for i in group.inputs]
+
     def run(*arrays: Any) -> list[Any]:
+        check_inputs(group, arrays, in_dtypes)
+        if any(a.rt is not rt for a in arrays):
+            raise ValueError("a fused group runs on one OpenCL device: an input is on another")
         outs = list(outputs(*arrays)) if outputs is not None else []
         return outs + [f(*arrays) for f in reducers]
     return run

@@ -40,7 +40,7 @@ from ._expressions import ARITY
 
 __all__ = ["Input", "Ref", "Const", "Step", "Reduce", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay",
            "lower", "signature", "scalar_value", "REDUCTIONS", "reduction_dtypes", "elementwise_part", "reduce_after",
-           "fusable"]
+           "fusable", "check_inputs"]
 
 #: The reductions a group may end with (registry ops of kind "reduction"; their kernels take
 #: ``(x, dims, keepdim, dtype)`` for sum, ``(x, dims, keepdim)`` for amax).
@@ -117,6 +117,17 @@ def fusable(op: str) -> bool:
     """
     rec = REGISTRY.get(op)
     return rec is not None and rec.expr is not None and rec.kind in ARITY
+
+
+def check_inputs(group: FusedGroup, arrays: Sequence[Any], dtypes: Sequence[Any]) -> None:
+    """A compiled group's check of what it is called with: as many arrays as the group has inputs, each of its
+    input's shape and of native dtype ``dtypes[j]``; ``TypeError`` naming the input otherwise."""
+    if len(arrays) != len(group.inputs):
+        raise TypeError(f"the fused group takes {len(group.inputs)} input arrays, got {len(arrays)}")
+    for j, (a, inp, dt) in enumerate(zip(arrays, group.inputs, dtypes)):
+        if a.shape != inp.shape or a.dtype != dt:
+            raise TypeError(f"fused group input {j}: expected shape {inp.shape} and dtype {inp.dtype.name}, got "
+                            f"shape {tuple(a.shape)} and dtype {a.dtype}")
 
 
 class StepPlan(NamedTuple):
