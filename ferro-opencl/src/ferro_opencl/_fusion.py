@@ -23,7 +23,7 @@ from ferro.backends._fused_source import FusedSource, Unfusable, fused_source
 from ferro.backends.fusion import CompiledGroup, FusedGroup, check_inputs, plan, signature
 
 from ._array import CLArray
-from ._elementwise import device_layout
+from ._elementwise import CHUNK, device_layout
 from ._runtime import MAX_DIMS, Runtime, compute_dtype, ctypes, read_source
 
 __all__ = ["compile_group"]
@@ -59,18 +59,22 @@ def steps_source(group: FusedGroup) -> FusedSource:
     return fused_source(group, plan(group), OPENCL, _compute_ctype, rounding=_rounding)
 
 
-def inputs_source(group: FusedGroup, indent: str = "    ") -> dict[str, str]:
+def inputs_source(group: FusedGroup, indent: str = "    ", chunked: bool = False) -> dict[str, str]:
     """The template pieces of the group's inputs: ``params`` (a buffer and an element offset each), ``loads_c``
-    / ``loads_s`` (v0.. from element i, or from the positions p0..), ``pos_init`` / ``pos_step`` (the positions
-    from the strides in ``m``, array 0 being the outputs)."""
-    parts: dict[str, list[str]] = {"params": [], "loads_c": [], "loads_s": [], "pos_init": [], "pos_step": []}
+    / ``loads_s`` (v0.. from element i, or from the positions p0..), ``pos_init`` / ``pos_step`` /
+    ``pos_next`` (the positions from the strides in ``m``, array 0 being the outputs; ``chunked``: starting at
+    element ``lo`` of the innermost dimension, ``pos_next`` stepping along it)."""
+    parts: dict[str, list[str]] = {"params": [], "loads_c": [], "loads_s": [], "pos_init": [], "pos_step": [],
+                                   "pos_next": []}
     for j, inp in enumerate(group.inputs):
         st, ct, ld = ctypes(numpy_dtype(inp.dtype))[:3]
         parts["params"].append(f", __global const {st} *x{j}, const long off{j}")
         parts["loads_c"].append(f"{indent}const {ct} v{j} = {ld}(x{j}, off{j} + i); (void)v{j};")
         parts["loads_s"].append(f"{indent}const {ct} v{j} = {ld}(x{j}, p{j}); (void)v{j};")
-        parts["pos_init"].append(f"{indent}long p{j} = off{j};")
-        parts["pos_step"].append(f"{indent}    p{j} += k * m[{1 + MAX_DIMS * (j + 2)} + d];")
+        base = 1 + MAX_DIMS * (j + 2)
+        parts["pos_init"].append(f"{indent}long p{j} = off{j}{f' + lo * m[{base} + last]' if chunked else ''};")
+        parts["pos_step"].append(f"{indent}    p{j} += k * m[{base} + d];")
+        parts["pos_next"].append(f"{indent}    p{j} += m[{base} + last];")
     return {k: ("" if k == "params" else "\n").join(v) for k, v in parts.items()}
 
 
@@ -92,9 +96,14 @@ def _source(group: FusedGroup, src: FusedSource, name: str) -> str:
         st, _, _, store = ctypes(numpy_dtype(group.value_dtype(o)))[:4]
         outs.append(f"__global {st} *out{k}")
         stores.append(f"    {store}(out{k}, i, v{o});")
-    return prelude(group, src) + _template().substitute(
+    err = ", volatile __global int *err" if src.flag else ""
+    flat, chunked = inputs_source(group), inputs_source(group, "        ", chunked=True)
+    c = _template().substitute(
         name=name, outs=", ".join(outs), scalars=scalars_source(src), body=src.body, stores="\n".join(stores),
-        err=", volatile __global int *err" if src.flag else "", **inputs_source(group))
+        err=err, chunk=CHUNK, out_st=1 + MAX_DIMS, params=flat["params"], loads_c=flat["loads_c"],
+        loads_s=chunked["loads_s"], pos_init=chunked["pos_init"],
+        pos_step=chunked["pos_step"], pos_next=chunked["pos_next"])
+    return prelude(group, src) + c
 
 
 def arg_dtype(dtype: Any) -> Any:
@@ -145,11 +154,13 @@ def _launcher(rt: Runtime, group: FusedGroup, kc: Any, ks: Any, scalars: list[An
             if fast and not (a.contiguous and a.shape == shape):
                 fast = False
         args += scalars
-        args.append(n)
         if fast:
+            args.append(n)
             kc(rt.queue, rt.grid(n), None, *args, *extra)
         else:
-            meta, _ = device_layout(rt, shape, [outs[0], *arrays])
-            ks(rt.queue, rt.grid(n), None, *args, meta, *extra)
+            meta, inner = device_layout(rt, shape, [outs[0], *arrays])
+            work = n // inner * -(-inner // CHUNK)  # CHUNK elements of a row per work-item
+            args.append(work)
+            ks(rt.queue, rt.grid(work), None, *args, meta, *extra)
         return outs
     return run
