@@ -13,6 +13,10 @@ mul, relu, add, mul, neg, exp, add). Rows, per backend (``--backend``: cpu, open
 - ``raw kernel`` (opencl): the chain written by hand as one OpenCL C kernel, one memory pass,
   launched with pyopencl on ferro's own context and queue into a preallocated buffer.
 
+A second table fuses a reduction at a chain's end: ``sum(exp(x * 0.5 - 1), dim=1)`` over 1000 x 10000
+(softmax's denominator), the group with a ``Reduce`` (cpu reduces each block as it computes it, opencl in
+the chain's kernel) against the same three ops eager.
+
 Ratios are throughput ratios of ``fused`` over each other row, the median over rounds of the pair's
 times in the same round (``ferro.bench.paired_ratio``). Targets: opencl fused >= 0.8x the raw
 kernel, cpu fused faster than NumPy with ``out=``.
@@ -29,7 +33,7 @@ from typing import Any
 import numpy as np
 
 import ferro
-from ferro.backends.fusion import Const, FusedGroup, Input, Ref, Step, lower
+from ferro.backends.fusion import Const, FusedGroup, Input, Reduce, Ref, Step, lower
 from ferro.bench._cases import Case, Target
 from ferro.bench._harness import Contender, measure, paired_ratio
 
@@ -129,6 +133,28 @@ def contenders(backend: str, n: int) -> list[Contender]:
     return rows
 
 
+ROWS = (1000, 10000)
+
+
+def row_sum_group() -> FusedGroup:
+    """``sum(exp(x * 0.5 - 1), dim=1)`` as a group ending with a reduction."""
+    steps = (Step("mul", (Ref(0), Const(0.5)), F), Step("sub", (Ref(1), Const(1.0)), F), Step("exp", (Ref(2),), F))
+    return FusedGroup((Input(ROWS, F),), ROWS, steps, (), (Reduce("sum", 3, (1,), False, F),))
+
+
+def row_sum_contenders(backend: str) -> list[Contender]:
+    """Fused and eager rows of the reduction table."""
+    b = ferro.backends.get(backend)
+    index = b.default_device_index()
+    device = f"{backend}:{index}"
+    sync = functools.partial(b.synchronize, index)
+    fused = lower(row_sum_group(), device)
+    tensor = functools.partial(ferro.tensor, device=device)
+    return [Contender("fused", types.SimpleNamespace(run=lambda x: fused(x._data)), lambda a, rg: tensor(a), sync),
+            Contender("eager", types.SimpleNamespace(run=lambda x: (x * 0.5 - 1.0).exp().sum(1)),
+                      lambda a, rg: tensor(a), sync)]
+
+
 def check(backend: str, n: int) -> float:
     """The largest relative difference between the fused chain and eager ferro (a sanity check of the rows)."""
     rng = np.random.default_rng(1)
@@ -166,6 +192,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {backend} | target: fused >= {bound:g}x {ref} | | {ratio:.2f}x "
                   f"{'PASS' if ratio >= bound else 'FAIL'} |")
         print(f"| {backend} | fused vs eager, largest relative difference | | {check(backend, 1 << 16):.1e} |")
+        sys.stdout.flush()
+    print(f"\nsum(exp(x * 0.5 - 1), dim=1) over {ROWS[0]} x {ROWS[1]} float32\n")
+    print("| backend | row | best round | fused's throughput ratio (median of paired rounds) |\n|---|---|---|---|")
+    for backend in args.backend.split(","):
+        rows = row_sum_contenders(backend)
+        case = Case("row sum", (ROWS,), lambda xp, x: xp.run(x), Target("fused", 1.0, True))
+        res = measure(case, rows, args.rounds, args.budget, 0.05)
+        for c in rows:
+            r = res[c.name]
+            ratio = "" if c.name == "fused" or r.error else f"{paired_ratio(case.target, res['fused'], r):.2f}x"
+            print(f"| {backend} | {c.name} | {r.error or f'{min(r.seconds) * 1e3:.1f} ms'} | {ratio} |")
         sys.stdout.flush()
     return 0
 

@@ -389,3 +389,22 @@ def test_a_compiled_group_refuses_other_inputs(backend: str) -> None:
             run(wrong._data)
     with pytest.raises(TypeError, match="takes 1 input arrays, got 2"):
         run(ferro.ones(3, device=device)._data, ferro.ones(3, device=device)._data)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(9, 130), (50001,)], ids=str)
+def test_reductions_of_contiguous_inputs(backend: str, shape: tuple[int, ...]) -> None:
+    # inputs contiguous with the group's shape: OpenCL's kernel reads them at their flat index
+    device = _device(backend)
+    x = _tensor(rng.standard_normal(shape), ferro.float32, device)
+    y = _tensor(rng.standard_normal(shape), ferro.float32, device)
+    rec = Recorder(x, y)
+    d = rec("mul", rec("sub", Ref(0), Ref(1)), rec("sub", Ref(0), Ref(1)))
+    dims = (len(shape) - 1,)
+    group = rec.group()._replace(reductions=(Reduce("sum", d.index, dims, False, ferro.float32),
+                                             Reduce("amax", d.index, dims, True, ferro.float32)))
+    dev = ferro.device(device)
+    got = lower(group, dev)(x._data, y._data)
+    dd = rec.values[d.index]
+    assert_close(dev.backend.to_numpy(got[0]), dd.sum(dims).cpu(), rtol=1e-5, atol=1e-4)
+    assert_close(dev.backend.to_numpy(got[1]), dd.amax(dims, keepdim=True).cpu())

@@ -74,11 +74,17 @@ def _source(group: FusedGroup, r: Reduce, acc: Any, name: str) -> str:
     ct = ctypes(acc).compute
     combine = REGISTRY["add" if r.op == "sum" else "maximum"].expr.text("f" if acc.kind == "f" else "i")
     parts = inputs_source(group, indent="        ")
-    return prelude(group, src) + _TEMPLATE[0].substitute(
-        name=name, acc_t=ct, params=parts["params"], scalars=scalars_source(src), init=_init(r, acc, ct),
-        pos_init=parts["pos_init"], pos_step=parts["pos_step"], loads=parts["loads_s"],
+    strided = ("        long rest = row * C + j;\n" + parts["pos_init"] + "\n"
+               "        for (int d = (int)m[0] - 1; d >= 0; --d) {\n"
+               "            const long k = rest % m[1 + d];\n            rest /= m[1 + d];\n"
+               + parts["pos_step"] + "\n        }")
+    flat = "".join(f"        const long p{j} = off{j} + row * C + j;\n" for j in range(len(group.inputs)))
+    return prelude(group, src) + "".join(_TEMPLATE[0].substitute(
+        name=f"{name}{suffix}", acc_t=ct, params=parts["params"], scalars=scalars_source(src),
+        init=_init(r, acc, ct), positions=positions, loads=parts["loads_s"],
         body="\n".join("    " + line for line in src.body.splitlines()), value=str(r.value),
         combine=substitute(combine, ct, OPENCL), err=", volatile __global int *err" if src.flag else "")
+        for suffix, positions in (("_r", strided), ("_rc", flat)))
 
 
 def compile_reduction(rt: Runtime, group: FusedGroup, index: int,
@@ -96,10 +102,17 @@ def compile_reduction(rt: Runtime, group: FusedGroup, index: int,
     key = ("fused_reduce", signature(group), index)
     types = [None] + [None, _I64] * len(group.inputs) + [arg_dtype(d) for _, d, _ in src.scalars] + \
         [_I64, _I64, None, None] + ([None] if src.flag else [])
-    kernel = rt.kernel(key, "ferro_fused_r", lambda: _source(group, r, acc, "ferro_fused"), types)
-    fits = kernel.raw.get_work_group_info(rt.cl.kernel_work_group_info.WORK_GROUP_SIZE, rt.device)
-    local = 1 << (min(rt.max_group, fits).bit_length() - 1)  # the tree in local memory halves a power of two
-    parts = max(1, min(-(-cols // (local * 4)), -(-256 // rows)))
+    kernels = [rt.kernel(key, f"ferro_fused{suffix}", lambda: _source(group, r, acc, "ferro_fused"), types)
+               for suffix in ("_r", "_rc")]
+    fits = min(k.raw.get_work_group_info(rt.cl.kernel_work_group_info.WORK_GROUP_SIZE, rt.device) for k in kernels)
+    # as the backend's reductions: rows cut in parts only when there are few rows and long ones, the work-group
+    # the smallest power of two covering a part (the tree in local memory halves it)
+    units = rt.device.max_compute_units
+    parts = min(max(1, 8 * units // rows), cols // 4096) if rows < 4 * units and cols >= 16384 else 1
+    cap = 1 << (min(rt.max_group, fits).bit_length() - 1)
+    local = 1
+    while local < -(-cols // parts) and local < cap:
+        local *= 2
     scalars = [v for _, _, v in src.scalars]
     extra = (rt.error_flag,) if src.flag else ()
     scratch = rt.cl.LocalMemory(local * acc.itemsize)
@@ -112,6 +125,7 @@ def compile_reduction(rt: Runtime, group: FusedGroup, index: int,
         for a in arrays:
             args += (a.buffer, a.offset)
         meta, _ = device_layout(rt, shape, [CLArray(rt, None, shape, acc), *arrays])
+        kernel = kernels[all(a.contiguous and a.shape == shape for a in arrays)]
         kernel(rt.queue, (rows * parts * local,), (local,), *args, *scalars, cols, parts, meta, scratch, *extra)
         out = reduce_parts(partial, (1,), False, result) if r.op == "sum" else reduce_parts(partial, (1,), False)
         if out.dtype != numpy_dtype(result):

@@ -4,9 +4,11 @@
  * lo + lid, lo + lid + L, ... of its part (inputs through strides, as fusion.cl's _s kernel) and combines the
  * reduced value into its accumulator, then the work-group combines its accumulators in local memory and writes
  * one partial (partial[row * G + part]); the partials' own reduction is the backend's sum / amax kernel.
+ * Two instances: _r finds each element's inputs through their strides in m, _rc (inputs contiguous with the
+ * group's shape) at element row * C + j.
  */
 
-__kernel void ${name}_r(__global ${acc_t} *partial${params}${scalars}, const long C, const long G,
+__kernel void ${name}(__global ${acc_t} *partial${params}${scalars}, const long C, const long G,
                         __global const long *m, __local ${acc_t} *scratch${err})
 {
     const long grp = get_group_id(0);
@@ -16,13 +18,7 @@ __kernel void ${name}_r(__global ${acc_t} *partial${params}${scalars}, const lon
     const long lo = part * per, hi = min(C, lo + per);
     ${acc_t} acc = ${init};
     for (long j = lo + lid; j < hi; j += L) {
-        long rest = row * C + j;
-${pos_init}
-        for (int d = (int)m[0] - 1; d >= 0; --d) {
-            const long k = rest % m[1 + d];
-            rest /= m[1 + d];
-${pos_step}
-        }
+${positions}
 ${loads}
 ${body}
         { const ${acc_t} a = acc; const ${acc_t} b = (${acc_t})v${value}; acc = ${combine}; }
