@@ -408,3 +408,34 @@ def test_reductions_of_contiguous_inputs(backend: str, shape: tuple[int, ...]) -
     dd = rec.values[d.index]
     assert_close(dev.backend.to_numpy(got[0]), dd.sum(dims).cpu(), rtol=1e-5, atol=1e-4)
     assert_close(dev.backend.to_numpy(got[1]), dd.amax(dims, keepdim=True).cpu())
+
+
+@pytest.mark.parametrize("shape", [(7, 50), (3, 4, 5), (2, 70001), (40001,), (1, 20000)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_opencl_fused_reduction_kernel(shape: tuple[int, ...], dtype: str) -> None:
+    # the kernel that fuses a chain into its reduction (used on GPUs: on a CPU device the reduction follows the
+    # chain's kernel), asked for directly; strided (a broadcast input) and contiguous inputs
+    _device("opencl")
+    from ferro_opencl._fusion_reduce import compile_reductions
+    backend = ferro.backends.get("opencl")
+    dev = ferro.device("opencl")
+    dt = getattr(ferro, dtype)
+    x = _tensor(rng.standard_normal(shape) * 3, dt, "opencl")
+    for b in (_tensor(rng.standard_normal(shape[-1]), dt, "opencl"), _tensor(rng.standard_normal(shape), dt, "opencl")):
+        rec = Recorder(x, b)
+        v = rec("add", rec("mul", Ref(0), 2), Ref(1))
+        pos = rec("gt", v, 0)
+        dims = tuple(range(1, len(shape))) or None
+        vv = rec.values[v.index]
+        sum_dt = ferro.int64 if dt is ferro.int32 else dt
+        group = rec.group(v)._replace(reductions=(
+            Reduce("sum", v.index, dims, True, sum_dt), Reduce("amax", v.index, dims, False, dt),
+            Reduce("amax", pos.index, dims, False, ferro.bool)))
+        run = compile_reductions(backend.runtime(dev.index), group, dev._kernels, fuse=True)
+        got = run(x._data, b._data)
+        want = [vv, vv.sum(dims, keepdim=True),
+                vv.amax(dims) if dims else vv.amax(), rec.values[pos.index].amax(dims) if dims else
+                rec.values[pos.index].amax()]
+        tol = {"rtol": 1e-5, "atol": 1e-4} if dt is ferro.float32 else {}
+        for k, (arr, w) in enumerate(zip(got, want)):
+            assert_close(backend.to_numpy(arr), w.cpu(), msg=f"result {k}", **(tol if k == 1 else {}))

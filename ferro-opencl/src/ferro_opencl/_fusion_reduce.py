@@ -134,11 +134,19 @@ def compile_reduction(rt: Runtime, group: FusedGroup, index: int,
     return run
 
 
-def compile_reductions(rt: Runtime, group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledGroup | None:
+def compile_reductions(rt: Runtime, group: FusedGroup, table: dict[str, Callable[..., Any]],
+                       fuse: bool | None = None) -> CompiledGroup | None:
     """``group`` (with reductions) as the kernel of its outputs (none without outputs) and one fused reduction
     kernel per reduction; reductions over leading dimensions, or of an empty group, run after the group's
-    kernel (``reduce_after``). None where the group's steps cannot be generated (it is replayed)."""
-    if not math.prod(group.shape) or not all(trailing(group, r) for r in group.reductions):
+    kernel (``reduce_after``). None where the group's steps cannot be generated (it is replayed).
+
+    ``fuse`` (None: on devices other than CPUs) says whether reductions are fused at all: PoCL runs a
+    work-group on one core without vectorizing a work-item's loop, so the chain computed in the reduction's
+    loop is slower there than the vectorized elementwise kernel followed by the backend's reduction
+    (``benchmarks/compile_chain.py``'s row sum measured 0.74x of eager fused, on PoCL)."""
+    if fuse is None:
+        fuse = not rt.device.type & rt.cl.device_type.CPU
+    if not fuse or not math.prod(group.shape) or not all(trailing(group, r) for r in group.reductions):
         inner = compile_group(rt, elementwise_part(group))
         return None if inner is None else reduce_after(group, inner, table)
     outputs = compile_group(rt, group._replace(reductions=())) if group.outputs else None
