@@ -11,7 +11,9 @@ mul, relu, add, mul, neg, exp, add). Rows, per backend (``--backend``: cpu, open
 - ``numpy out=``: the ten NumPy ufuncs writing into one preallocated buffer (the best NumPy does
   op by op), on the host;
 - ``raw kernel`` (opencl): the chain written by hand as one OpenCL C kernel, one memory pass,
-  launched with pyopencl on ferro's own context and queue into a preallocated buffer.
+  launched with pyopencl on ferro's own context and queue into a preallocated buffer;
+- ``numexpr (1 thread)``, ``numba loop`` (cpu, ``--candidates``, where importable): the chain by the
+  alternatives to ferro-cpu's blocked NumPy run.
 
 A second table fuses a reduction at a chain's end: ``sum(exp(x * 0.5 - 1), dim=1)`` over 1000 x 10000
 (softmax's denominator), the group with a ``Reduce`` (cpu reduces each block as it computes it, opencl in
@@ -111,7 +113,44 @@ def _raw_kernel(rt: Any, n: int) -> Any:
     return run
 
 
-def contenders(backend: str, n: int) -> list[Contender]:
+NUMEXPR = "exp(-((where((x * 1.5 + y - 0.25) ** 2 > 0, (x * 1.5 + y - 0.25) ** 2, 0) + x) * 0.5)) + 1"
+
+
+def candidates(n: int) -> list[Contender]:
+    """The chain by numexpr (one thread, as ferro's NumPy runs) and by a numba loop, where they are importable:
+    the alternatives ferro-cpu's blocked run was measured against (neither is a dependency)."""
+    rows = []
+    try:
+        import numexpr
+    except ImportError:
+        pass
+    else:
+        numexpr.set_num_threads(1)
+        out = np.empty(n, np.float32)
+        rows.append(Contender("numexpr (1 thread)", types.SimpleNamespace(
+            run=lambda x, y: numexpr.evaluate(NUMEXPR, local_dict={"x": x, "y": y}, out=out)),
+            lambda a, rg: a.copy()))
+    try:
+        import numba
+    except ImportError:
+        pass
+    else:
+        @numba.njit
+        def chain(x: Any, y: Any, out: Any) -> Any:
+            for i in range(x.shape[0]):
+                a = x[i]
+                t = a * np.float32(1.5) + y[i] - np.float32(0.25)
+                t = t * t
+                t = t if (t > 0 or t != t) else np.float32(0)
+                out[i] = np.exp(-((t + a) * np.float32(0.5))) + np.float32(1)
+            return out
+        buf = np.empty(n, np.float32)
+        rows.append(Contender("numba loop", types.SimpleNamespace(run=lambda x, y: chain(x, y, buf)),
+                              lambda a, rg: a.copy()))
+    return rows
+
+
+def contenders(backend: str, n: int, extra: bool = False) -> list[Contender]:
     """The rows of one backend."""
     b = ferro.backends.get(backend)
     index = b.default_device_index()
@@ -126,6 +165,8 @@ def contenders(backend: str, n: int) -> list[Contender]:
         Contender("numpy out=", types.SimpleNamespace(
             run=functools.partial(numpy_out, np.empty(n, np.float32))), lambda a, rg: a.copy()),
     ]
+    if backend == "cpu" and extra:
+        rows += candidates(n)
     if backend == "opencl":
         raw = _raw_kernel(b.runtime(index), n)
         rows.append(Contender("raw kernel", types.SimpleNamespace(run=lambda x, y: raw(x._data, y._data)),
@@ -170,12 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=10_000_000, help="elements per input")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--budget", type=float, default=0.3, help="seconds per round")
+    p.add_argument("--candidates", action="store_true", help="cpu: numexpr and numba rows too, where importable")
     args = p.parse_args(argv)
     targets = {"cpu": ("numpy out=", 1.0), "opencl": ("raw kernel", 0.8)}
     print(f"10-op float32 chain, {args.n} elements\n")
     print("| backend | row | best round | fused's throughput ratio (median of paired rounds) |\n|---|---|---|---|")
     for backend in args.backend.split(","):
-        rows = contenders(backend, args.n)
+        rows = contenders(backend, args.n, args.candidates)
         case = Case("chain", ((args.n,), (args.n,)), lambda xp, x, y: xp.run(x, y), Target("fused", 1.0, True))
         res = measure(case, rows, args.rounds, args.budget, 0.05)
         fused = res["fused"]

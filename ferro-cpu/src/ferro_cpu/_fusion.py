@@ -10,8 +10,8 @@ once. A step whose kernel is not a plain ufunc (a plugin's override, a fused
 activation) calls the kernel itself on the block. Results are eager's: the
 same ufuncs (or kernels) on the same dtypes, with the same casts.
 
-Measured against numexpr and numba by ``benchmarks/compile_chain.py``'s
-arguments: neither is a dependency (see docs/plugins.md for the figures).
+Measured against numexpr and numba (``benchmarks/compile_chain.py --candidates``):
+faster than both, so neither is a dependency (docs/plugins.md has the figures).
 """
 
 from __future__ import annotations
