@@ -155,7 +155,7 @@ def compile_group(group: FusedGroup, table: dict[str, Callable[..., Any]], pool:
 
 
 def step_call(step: Any, p: StepPlan, table: dict[str, Callable[..., Any]],
-          group: FusedGroup) -> tuple[Callable[..., Any], list[Any], bool]:
+              group: FusedGroup) -> tuple[Callable[..., Any], list[Any], bool]:
     """(the function of one step, its operands, whether it writes with ``out=``): a kernel that says how to
     write into a given array (its ``into``, a ufunc for most) is called so, any other kernel plainly. Operands:
     a value's index, a constant (a 0-d array of the compute dtype), or (index, dtype) for a value to cast."""
