@@ -439,3 +439,40 @@ def test_opencl_fused_reduction_kernel(shape: tuple[int, ...], dtype: str) -> No
         tol = {"rtol": 1e-5, "atol": 1e-4} if dt is ferro.float32 else {}
         for k, (arr, w) in enumerate(zip(got, want)):
             assert_close(backend.to_numpy(arr), w.cpu(), msg=f"result {k}", **(tol if k == 1 else {}))
+
+
+# -- every op with an expression, as a step ------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "float16"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy on log(0), 0 / 0... in eager and the replay alike
+def test_every_elementwise_op_as_a_step(backend: str, dtype: str) -> None:
+    # one group per dtype holding every op with an expression that takes it, each on the same inputs (a
+    # dtype rule that computes elsewhere, int -> float for sqrt, bool results, casts), against eager
+    from ferro.backends import elementwise_ops
+    device = _device(backend)
+    dt = getattr(ferro, dtype) if dtype != "bool" else ferro.bool
+    if dt not in ferro.backends.get(backend).dtypes(0):
+        pytest.skip(f"{backend} has no {dtype} here")
+    if dt.is_floating_point:
+        a, b = rng.uniform(-3, 3, (4, 25)), rng.uniform(0.5, 2, (4, 25))
+    elif dt is ferro.bool:
+        a, b = rng.integers(0, 2, (4, 25)).astype(bool), rng.integers(0, 2, (4, 25)).astype(bool)
+    else:
+        a, b = rng.integers(0, 40, (4, 25)), rng.integers(1, 4, (4, 25))  # no division by zero, small exponents
+    x, y = _tensor(a, dt, device), _tensor(b, dt, device)
+    cond = _tensor(a > np.median(a), ferro.bool, device)
+    rec = Recorder(x, y, cond)
+    outs = []
+    for name, op in sorted(elementwise_ops().items()):
+        if dt not in op.table or (name == "sub" and dt is ferro.bool):
+            continue
+        args = {"unary": (Ref(0),), "binary": (Ref(0), Ref(1)), "ternary": (Ref(2), Ref(0), Ref(1))}[op.kind]
+        try:
+            outs.append(rec(name, *args))
+        except (NotImplementedError, TypeError, ValueError):  # eager does not run it here: nothing to compare
+            continue
+    assert len(outs) > 10
+    group = _check(rec, tuple(outs), device)
+    if backend == "opencl":  # one generated kernel, not the replay
+        assert ferro.backends.get("opencl").compile_fused(group) is not None

@@ -72,7 +72,11 @@ class NumpyBackend(ArrayAPIBackend):
         """A fused group of elementwise ops run block by block in cache, each step a ufunc with ``out=``
         (``ferro_cpu._fusion``): one pass over memory instead of one per op; trailing reductions reduce each
         block as it is computed."""
-        table = self._device(index)._kernels
+        from ferro.backends.fusion import unbound_steps
+        dev = self._device(index)
+        if unbound_steps(group, dev):  # an op that runs by its decomposition here: the replay does that
+            return None
+        table = dev._kernels
         if group.reductions:
             from ._fusion_reduce import compile_reductions
             return compile_reductions(group, table, self.pool)

@@ -36,11 +36,12 @@ from .._core.device import device as _device
 from .._core.dtypes import DType, bfloat16, bool_, result_type
 from .._core.host import numpy_dtype
 from .._core.records import REGISTRY, OpDef
+from .._core.tensor import _wrap
 from ._expressions import ARITY
 
 __all__ = ["Input", "Ref", "Const", "Step", "Reduce", "FusedGroup", "CompiledGroup", "StepPlan", "plan", "replay",
            "lower", "signature", "scalar_value", "REDUCTIONS", "reduction_dtypes", "elementwise_part", "reduce_after",
-           "fusable", "check_inputs"]
+           "fusable", "check_inputs", "unbound_steps"]
 
 #: The reductions a group may end with (registry ops of kind "reduction"; their kernels take
 #: ``(x, dims, keepdim, dtype)`` for sum, ``(x, dims, keepdim)`` for amax).
@@ -131,12 +132,13 @@ def check_inputs(group: FusedGroup, arrays: Sequence[Any], dtypes: Sequence[Any]
 
 
 class StepPlan(NamedTuple):
-    """How eager execution runs one step: the op's record, the dtype its operands are cast to (``compute``) and
-    the dtype of its result."""
+    """How eager execution runs one step: the op's record, the dtype its operands are cast to (``compute``), the
+    dtype of its result, and the dtype its operands promote to (what a kernel is bound for)."""
 
     op: OpDef
     compute: DType
     result: DType
+    promoted: DType
 
 
 def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
@@ -171,7 +173,7 @@ def plan(group: FusedGroup) -> tuple[StepPlan, ...]:
         if result is not step.dtype:
             raise ValueError(f"{where}: eager execution gives {result.name}, the step records "
                              f"{getattr(step.dtype, 'name', step.dtype)}")
-        out.append(StepPlan(op, compute, result))
+        out.append(StepPlan(op, compute, result, dtype))
     for o in group.outputs:
         if not 0 <= o < n + len(group.steps):
             raise ValueError(f"fused group output {o} is no value of the group")
@@ -230,11 +232,25 @@ def signature(group: FusedGroup) -> tuple[Any, ...]:
     return (group.inputs, group.shape, steps, group.outputs, group.reductions)
 
 
-def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledGroup:
+def unbound_steps(group: FusedGroup, device: Any) -> frozenset[int]:
+    """The steps whose op has no kernel bound on ``device`` at its dtype (eager execution runs its decomposition,
+    or the fallback, there): a backend's hook declines a group with such a step, the replay runs it as eager
+    does."""
+    ops = device._ops
+    return frozenset(k for k, p in enumerate(plan(group))
+                     if p.op.name not in ops or p.promoted not in ops[p.op.name][1])
+
+
+def replay(group: FusedGroup, table: dict[str, Callable[..., Any]], device: Any = None) -> CompiledGroup:
     """The group as its steps one by one through a backend's kernel ``table`` (the fallback where the backend
     has no ``compile_fused`` hook): each step casts its operands to its compute dtype and calls the op's kernel,
-    as eager execution does, so the results are eager's."""
+    as eager execution does, so the results are eager's. With the ``device`` the table is bound to, a step
+    whose kernel is not bound there (:func:`unbound_steps`) runs through the op itself, on tensors: its
+    decomposition, as in eager execution."""
     plans = plan(group)
+    eager = unbound_steps(group, device) if device is not None else frozenset()
+    # a kernel that gives another native dtype than its step's (eager's tensor would only carry the label)
+    natives = [device.backend.native_dtype(s.dtype) for s in group.steps] if device is not None else None
     reduce_plan = reduction_dtypes(group)
     n = len(group.inputs)
     cast, full, clone, expand = table["cast"], table["full"], table["clone"], table["expand"]
@@ -250,7 +266,12 @@ def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledG
         if len(arrays) != n:
             raise TypeError(f"the fused group takes {n} input arrays, got {len(arrays)}")
         values = list(arrays)
-        for step, p in zip(group.steps, plans):
+        for k, (step, p) in enumerate(zip(group.steps, plans)):
+            if k in eager:
+                args = [_wrap(values[o.index], group.value_dtype(o.index), device) if type(o) is Ref else o.value
+                        for o in step.operands]
+                values.append(p.op.fn(*args)._data)  # type: ignore[misc]
+                continue
             if step.op == "where":
                 cond = step.operands[0]
                 args = [values[cond.index] if type(cond) is Ref else cond.value,
@@ -260,6 +281,8 @@ def replay(group: FusedGroup, table: dict[str, Callable[..., Any]]) -> CompiledG
                     r = cast(r, p.compute)
             else:
                 r = table[step.op](*(operand(o, values, p) for o in step.operands))
+            if natives is not None and r.dtype != natives[k]:
+                r = cast(r, p.result)
             values.append(r)
         outs = []
         for o in group.outputs:
@@ -328,4 +351,4 @@ def _lower(group: FusedGroup, dev: Any) -> CompiledGroup:
         return reduce_after(group, _lower(elementwise_part(group), dev), dev._kernels)
     hook = getattr(backend, "compile_fused", None)  # Backend's default gives None
     compiled = hook(group, dev.index) if hook is not None else None
-    return compiled if compiled is not None else replay(group, dev._kernels)
+    return compiled if compiled is not None else replay(group, dev._kernels, dev)
