@@ -443,17 +443,9 @@ def test_opencl_fused_reduction_kernel(shape: tuple[int, ...], dtype: str) -> No
 
 # -- every op with an expression, as a step ------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "float16"])
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy on log(0), 0 / 0... in eager and the replay alike
-def test_every_elementwise_op_as_a_step(backend: str, dtype: str) -> None:
-    # one group per dtype holding every op with an expression that takes it, each on the same inputs (a
-    # dtype rule that computes elsewhere, int -> float for sqrt, bool results, casts), against eager
+def _every_op(dt: ferro.DType, device: str) -> tuple[Recorder, tuple[Ref, ...]]:
+    """Every op with an expression that takes ``dt``, each a step on the same inputs, run eagerly."""
     from ferro.backends import elementwise_ops
-    device = _device(backend)
-    dt = getattr(ferro, dtype) if dtype != "bool" else ferro.bool
-    if dt not in ferro.backends.get(backend).dtypes(0):
-        pytest.skip(f"{backend} has no {dtype} here")
     if dt.is_floating_point:
         a, b = rng.uniform(-3, 3, (4, 25)), rng.uniform(0.5, 2, (4, 25))
     elif dt is ferro.bool:
@@ -473,6 +465,32 @@ def test_every_elementwise_op_as_a_step(backend: str, dtype: str) -> None:
         except (NotImplementedError, TypeError, ValueError):  # eager does not run it here: nothing to compare
             continue
     assert len(outs) > 10
-    group = _check(rec, tuple(outs), device)
+    return rec, tuple(outs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "float16"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy on log(0), 0 / 0... in eager and the replay alike
+def test_every_elementwise_op_as_a_step(backend: str, dtype: str) -> None:
+    # one group per dtype holding every op with an expression that takes it, each on the same inputs (a
+    # dtype rule that computes elsewhere, int -> float for sqrt, bool results, casts), against eager
+    device = _device(backend)
+    dt = getattr(ferro, dtype) if dtype != "bool" else ferro.bool
+    if dt not in ferro.backends.get(backend).dtypes(0):
+        pytest.skip(f"{backend} has no {dtype} here")
+    rec, outs = _every_op(dt, device)
+    group = _check(rec, outs, device)
     if backend == "opencl":  # one generated kernel, not the replay
         assert ferro.backends.get("opencl").compile_fused(group) is not None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "int64", "bool", "float16", "bfloat16"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_cuda_kernel_of_every_op_compiles(dtype: str) -> None:
+    fusion = pytest.importorskip("ferro_cuda._fusion", reason="ferro-cuda is not installed")
+    kernels = pytest.importorskip("ferro_cuda.kernels")
+    pytest.importorskip("cupy", reason="CuPy is not installed (pip install 'ferro-cuda[cupy]')")
+    rec, outs = _every_op(getattr(ferro, dtype) if dtype != "bool" else ferro.bool, "cpu")
+    for strided in (False, True):
+        fk = fusion.fused_kernel_source(rec.group(*outs), strided)
+        assert f".entry {fk.entry}(" in kernels.compile_ptx(fk.source, name=f"every_op_{dtype}.cu")
