@@ -68,6 +68,24 @@ class NumpyBackend(ArrayAPIBackend):
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
 
+    #: compile_fused takes groups that end with reductions (``ferro.backends.fusion.Reduce``)
+    fuses_reductions = True
+
+    def compile_fused(self, group: Any, index: int | None = None) -> Any:
+        """A fused group of elementwise ops run block by block in cache, each step a ufunc with ``out=``
+        (``ferro_cpu._fusion``): one pass over memory instead of one per op; trailing reductions reduce each
+        block as it is computed."""
+        from ferro.backends.fusion import unbound_steps
+        dev = self._device(index)
+        if unbound_steps(group, dev):  # an op that runs by its decomposition here: the replay does that
+            return None
+        table = dev._kernels
+        if group.reductions:
+            from ._fusion_reduce import compile_reductions
+            return compile_reductions(group, table, self.pool)
+        from ._fusion import compile_group
+        return compile_group(group, table, self.pool)
+
     def empty_cache(self) -> None:
         """Give cached buffers back to the OS."""
         self.pool.empty_cache()
@@ -138,6 +156,10 @@ class NumpyBackend(ArrayAPIBackend):
 
         def relu(x: Any) -> Any:
             return np.maximum(x, 0, out=..., dtype=x.dtype)
+
+        def relu_into(x: Any, out: Any) -> Any:
+            return np.maximum(x, 0, out=out, dtype=x.dtype)
+        relu.into = relu_into  # type: ignore[attr-defined]
 
         def reduce(f: Any) -> Callable[..., Any]:
             @quiet
@@ -430,4 +452,6 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
                 return ufunc(x, y, out=...)
             return large(x, y)
         kernel = k2
-    return kernel if quiet is None else quiet(kernel)
+    kernel = kernel if quiet is None else quiet(kernel)
+    kernel.into = ufunc  # type: ignore[attr-defined]  # into(*args, out=...): fused groups' blocked runs
+    return kernel

@@ -196,6 +196,12 @@ class CudaBackend(ArrayAPIBackend):
             table = {name: _on_device(kernel, self._on, index) for name, kernel in table.items()}
         return table
 
+    def compile_fused(self, group: Any, index: int | None = None) -> Any:
+        """A fused group of elementwise ops as one CUDA C kernel on ``cuda:index``, compiled by NVRTC on first
+        launch and cached per group signature; None for a group it cannot generate (``ferro.backends.fusion``)."""
+        from ._fusion import compile_group
+        return compile_group(self, group, self._index(index))
+
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
         from ._device_kernels import device_kernels

@@ -124,6 +124,20 @@ class OpenCLBackend(Backend):
             table.update(device_random_kernels(self.runtime(index), lambda: self._generator(index)))
         return table
 
+    #: compile_fused takes groups that end with reductions (``ferro.backends.fusion.Reduce``)
+    fuses_reductions = True
+
+    def compile_fused(self, group: Any, index: int | None = None) -> Any:
+        """A fused group of elementwise ops as one generated OpenCL C kernel on ``opencl:index`` (built on first
+        use, cached per group signature), its trailing reductions fused too; None for a group it cannot
+        generate (``ferro.backends.fusion``)."""
+        rt = self.runtime(self._index(index))
+        if group.reductions:
+            from ._fusion_reduce import compile_reductions
+            return compile_reductions(rt, group, self._device(index)._kernels)
+        from ._fusion import compile_group
+        return compile_group(rt, group)
+
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
         from ._table import refused
         return refused(self.dtypes(index))

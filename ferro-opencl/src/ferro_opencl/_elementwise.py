@@ -258,7 +258,7 @@ def layout(shape: tuple[int, ...], arrays: Sequence[CLArray]) -> np.ndarray:
     if len(dims) > MAX_DIMS:
         raise ValueError(f"the OpenCL backend's strided kernels take at most {MAX_DIMS} dimensions that cannot be "
                          f"merged; got shape {list(shape)} (make the tensor contiguous first)")
-    m = np.zeros(1 + MAX_DIMS * 5, np.int64)
+    m = np.zeros(1 + MAX_DIMS * (1 + max(4, len(arrays))), np.int64)  # meta_t: 4 arrays; a fused group, more
     m[0] = len(dims)
     m[1:1 + len(dims)] = dims
     for j, col in enumerate(cols):

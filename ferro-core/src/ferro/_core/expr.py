@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 __all__ = ["Expr", "Helper", "Dialect", "OPENCL", "CUDA", "BUILTINS", "substitute", "helper_source", "uses_flag",
-           "calls", "same", "floating"]
+           "calls", "used_helpers", "same", "floating"]
 
 #: The functions OpenCL C and CUDA C both have, with the same names and meaning, that expressions and helpers
 #: may call (at float and double; ``abs``, ``min``, ``max`` at integer types).
@@ -127,6 +127,12 @@ def _used(text: str, helpers: Iterable[Helper]) -> list[Helper]:
             out.append(h)
     visit(text, frozenset())
     return out
+
+
+def used_helpers(text: str, helpers: Iterable[Helper]) -> list[Helper]:
+    """The helpers of ``helpers`` that ``text`` calls, directly or through others, each after those it calls
+    (a generator that writes several expressions into one kernel defines each helper once)."""
+    return _used(text, helpers)
 
 
 def calls(text: str) -> set[str]:

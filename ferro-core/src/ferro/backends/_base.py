@@ -120,6 +120,15 @@ class Backend:
         view, or the write is refused naming the op and why. Asked once per device."""
         return frozenset()
 
+    def compile_fused(self, group: Any, index: int | None = None) -> Callable[..., Any] | None:
+        """Optional: a fused group of elementwise ops (:class:`ferro.backends.fusion.FusedGroup`) as one kernel
+        on device ``index`` (None: the default device), or None (the default) to have it replayed step by step
+        through the kernel table (:func:`ferro.backends.fusion.replay`). The returned callable takes the
+        inputs' native arrays and returns the outputs' (fresh arrays of the group's shape); it may build its
+        kernel on its first call, and is called again for every run of the group. See
+        :class:`~ferro.backends.contract.FusedCompiler`."""
+        return None
+
     # -- data movement ----------------------------------------------------
 
     def native_dtype(self, dtype: DType) -> Any:

@@ -10,6 +10,10 @@ Hooks are grouped by when they are called. Unless a hook says "first result
 wins", ferro calls every implementation and gathers the results.
 Implementations run in pluggy's order: the last registered plugin first,
 ``tryfirst=True`` before, ``trylast=True`` after.
+
+A backend's optional ``compile`` of a fused group of elementwise ops is a method of its
+:class:`~ferro.backends.Backend`, not a hook here: ``Backend.compile_fused``
+(:class:`ferro.backends.contract.FusedCompiler`, ``docs/plugins.md``).
 """
 
 from __future__ import annotations

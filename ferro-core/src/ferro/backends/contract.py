@@ -46,7 +46,7 @@ __all__ = [
     "Param", "Primitive", "Group", "PRIMITIVES", "REQUIRED", "GROUPS", "KERNELS", "FUSED_PAIRS",
     "validate_table", "check_signatures", "check_backend", "op_kernels", "kernel_names", "markdown",
     "DeviceRuntime", "NativeStream", "NativeEvent", "VIEW_OPS", "ArgumentCheck", "UNCHECKED_OPS",
-    "check_view_copies", "check_argument_checks",
+    "check_view_copies", "check_argument_checks", "FusedCompiler",
 ]
 
 #: The group of the primitives every complete backend has.
@@ -567,6 +567,22 @@ class DeviceRuntime(Protocol):
 
     def empty_cache(self) -> None:
         """Give cached, unused blocks back to the driver."""
+
+
+# -- the compile hook: optional, for backends that generate one kernel per fused group (ferro.compile) -----
+
+
+@runtime_checkable
+class FusedCompiler(Protocol):
+    """A backend's optional ``compile`` hook: ``Backend.compile_fused``. ``ferro.compile`` cuts a captured
+    step into chains of elementwise ops (:class:`ferro.backends.fusion.FusedGroup`: the ops' names, operands
+    and dtypes; their C expressions are in the ops' records, ``OpDef.expr``) and lowers each through
+    :func:`ferro.backends.fusion.lower`: this hook where it returns a callable, else the group's steps replayed
+    through the kernel table (results within the ops' tolerances either way)."""
+
+    def compile_fused(self, group: Any, index: int | None = None) -> Callable[..., Any] | None:
+        """One kernel for ``group`` on device ``index``: ``f(*input_arrays) -> list of output arrays``, or None
+        for a group the backend does not take."""
 
 
 # -- the docs' table -------------------------------------------------------------------------------------
