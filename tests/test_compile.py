@@ -114,10 +114,12 @@ def test_gradients_accumulated_over_calls_match_eager(set_to_none: bool) -> None
 
 
 def test_a_backend_without_the_compile_hook_replays() -> None:
-    """The ``prims`` test plugin: only the contract's required primitives, no ``compile_fused``."""
+    """The ``prims`` test plugin: only the contract's required primitives, and the base class's
+    ``compile_fused``, which compiles nothing."""
     if "prims" not in ferro.backends.available():
         pytest.skip(f"the prims test plugin is not available: {ferro.backends.unavailable().get('prims')}")
-    assert not hasattr(ferro.backends.get("prims"), "compile_fused")
+    prims = ferro.backends.get("prims")
+    assert type(prims).compile_fused is ferro.backends.Backend.compile_fused
     eager, _ = _train("digits MLP", "prims", compiled=False, steps=5)
     compiled, _ = _train("digits MLP", "prims", compiled=True, steps=5)
     for a, b in zip(compiled, eager):
@@ -273,25 +275,15 @@ def test_import_ferro_does_not_load_the_compiler() -> None:
                           check=True).stdout.strip() == "False"
 
 
-def _steps_one_by_one(group: Any, table: dict[str, Any]) -> Callable[..., Any]:
-    """What ``fusion.replay`` is specified to do, written here so that the pass is tested on its own."""
-    def kernel(*arrays: Any) -> tuple[Any, ...]:
-        values = list(arrays)
-        for step in group.steps:
-            values.append(table[step.op](*[values[o.index] if hasattr(o, "index") else o.value
-                                           for o in step.operands]))
-        return tuple(values[i] for i in group.outputs)
-    return kernel
-
-
 def test_max_fusion_cuts_elementwise_chains_into_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     from ferro.backends import fusion
     groups: list[Any] = []
+    lower = fusion.lower
 
-    def replay(group: Any, table: dict[str, Any]) -> Callable[..., Any]:
+    def noting(group: Any, device: Any) -> Callable[..., Any]:
         groups.append(group)
-        return _steps_one_by_one(group, table)
-    monkeypatch.setattr(fusion, "replay", replay)
+        return lower(group, device)
+    monkeypatch.setattr(fusion, "lower", noting)
     w = ferro.randn(6, 6)
 
     @ferro.compile(mode="max-fusion")
@@ -312,13 +304,15 @@ def test_max_fusion_cuts_elementwise_chains_into_groups(monkeypatch: pytest.Monk
     assert [s.op for s in group.steps] == ["exp", "mul", "tanh", "sub", "sigmoid"] and len(group.outputs) == 1
 
 
-def test_max_fusion_without_a_lowering_runs_the_steps_unfused() -> None:
-    """Until a backend (or ``fusion.replay``) lowers groups, ``max-fusion`` replays the calls as captured."""
+def test_max_fusion_replays_one_kernel_with_eager_values(dev: str) -> None:
+    """The backend's compile hook (cpu, opencl) or the replay (a backend without one) runs the group."""
     f = ferro.compile(lambda x: (x.exp() * 2.0).tanh(), mode="max-fusion")
-    x = ferro.randn(5)
+    x = ferro.randn(5, device=dev)
     for _ in range(3):
         got = f(x)
-    np.testing.assert_array_equal(got.numpy(), (x.exp() * 2.0).tanh().numpy())
+    np.testing.assert_allclose(got.cpu().numpy(), (x.exp() * 2.0).tanh().cpu().numpy(), rtol=1e-6, atol=1e-7)
+    (entry,) = f.cache.values()
+    assert [c.name for c in entry.graphs[0].calls()] == ["fused"]
 
 
 def test_in_place_ops_and_views_keep_their_semantics() -> None:

@@ -93,12 +93,13 @@ def _reads(node: Any) -> list[int]:
 
 
 def _lower(group: fused.FusedGroup, device: Any) -> Any:
-    backend = device.backend
-    hook = getattr(backend, "compile_fused", None)
+    """The group's kernel on ``device`` (the backend's compile hook, else the replay), or None where the group
+    is one eager execution would not run as recorded (the steps are then left as they are)."""
     try:
-        return hook(group) if hook is not None else fused.replay(group, device._kernels)
-    except NotImplementedError:
+        fused.plan(group)
+    except (TypeError, ValueError):
         return None
+    return fused.lower(group, device)
 
 
 def run(graph: Graph, shapes: dict[int, Any]) -> int:
