@@ -44,6 +44,9 @@ try:
     from ._sparse_faces import layout, sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, strided  # noqa: F401
     from .amp import autocast as autocast
 finally:
+    # What the import made lives as long as the process: moved out of the collector's sight (gc.freeze), it
+    # costs no collection now (enabling the collector again would run one at once) nor in every later one.
+    _gc.freeze()
     if _gc_was_enabled:
         _gc.enable()
 

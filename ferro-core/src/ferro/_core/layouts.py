@@ -16,7 +16,6 @@ is never densified behind the user's back. While no layout tensor exists, the la
 
 from __future__ import annotations
 
-import inspect
 import threading
 import weakref
 from collections.abc import Callable
@@ -92,10 +91,11 @@ def _argument_name(op: Any, where: int | str) -> str:
         return where
     if op.kind in ("unary", "binary") and where < 2:  # their functions say (x, y); PyTorch's docs and errors say:
         return ("input", "other")[where]
-    try:
-        params = list(inspect.signature(op.fn).parameters)
-    except (TypeError, ValueError):
-        params = []
+    fn = op.fn
+    while hasattr(fn, "__wrapped__"):  # the function under its wrappers (functools.wraps) names the parameters
+        fn = fn.__wrapped__
+    code = getattr(fn, "__code__", None)
+    params = code.co_varnames[:code.co_argcount] if code is not None else ()
     return params[where] if where < len(params) else f"#{where}"
 
 
