@@ -26,6 +26,7 @@ from ._api import int as int
 from ._api import long as long
 from ._api import set_default_dtype as set_default_dtype
 from ._api import short as short
+from ._aten import install as _install_aten
 from ._core.tensor import Tensor as _Tensor
 from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
 from ._grids import __all__ as _grids_all
@@ -63,10 +64,12 @@ _FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tran
                     "cosine_similarity", "pairwise_distance", "avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
                     "dropout", "layer_norm", "group_norm", "rms_norm", "bilinear")
 globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})
+_ATEN = _install_aten(globals())  # torch.batch_norm, torch.svd...: ATen's signatures (ferro._aten)
 
 _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_ATEN, *_LAZY, "accelerator", "amp", "autocast",
+           "GradScaler",
            "cuda", "data", "nn", "optim", "random", "utils"]

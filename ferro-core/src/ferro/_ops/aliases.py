@@ -16,6 +16,8 @@ ALIASES: dict[str, str] = {
     "arctan2": "atan2", "arctanh": "atanh", "absolute": "abs", "negative": "neg", "clip": "clamp", "fix": "trunc",
     "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne", "ger": "outer",
     "row_stack": "vstack", "det": "linalg.det", "inverse": "linalg.inv", "slogdet": "linalg.slogdet",
+    "matrix_power": "linalg.matrix_power", "matrix_exp": "linalg.matrix_exp", "unsafe_chunk": "chunk",
+    "unsafe_split": "split", "unsafe_split_with_sizes": "split_with_sizes",
 }
 
 #: ``torch.<name>_(x, ...)`` functions: the Tensor's in-place method, called as a function.

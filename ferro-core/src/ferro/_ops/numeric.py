@@ -142,7 +142,8 @@ def _gradient_along(f: Tensor, x: Tensor, d: int, edge_order: int) -> Tensor:
         return t.reshape(shape)
     dx = x[1:] - x[:-1]
     a_dx, b_dx = dx[:-1], dx[1:]  # the steps below and above each interior point
-    inner = (col(-b_dx / (a_dx * (a_dx + b_dx))) * at(f, 0, n - 2) + col((b_dx - a_dx) / (a_dx * b_dx)) * at(f, 1, n - 2)
+    inner = (col(-b_dx / (a_dx * (a_dx + b_dx))) * at(f, 0, n - 2)
+             + col((b_dx - a_dx) / (a_dx * b_dx)) * at(f, 1, n - 2)
              + col(a_dx / (b_dx * (a_dx + b_dx))) * at(f, 2, n - 2))
     if edge_order == 1:
         first = (at(f, 1, 1) - at(f, 0, 1)) / col(dx[:1])
@@ -181,7 +182,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
     return tuple(out)
 
 
-def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of the 1-D ``x``: columns ``x ** (N - 1) ... x ** 0`` (ascending with
     ``increasing``)."""
     check_rule("vander", x)

@@ -249,7 +249,7 @@ def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, 
     shape = (*s.shape[:-1], qs.numel())
     last = max(s.shape[-1] - 1, 0)
     take = lambda r: s.gather(-1, r.to(int64).clamp(0, last).expand(shape)) if s.shape[-1] else \
-        zeros(shape, dtype=s.dtype, device=s.device) * math.nan  # noqa: E731
+        zeros(shape, dtype=s.dtype, device=s.device) * math.nan
     low, high = take(lo), take(hi)
     if interpolation == "midpoint":
         out = low + (high - low) * 0.5
@@ -280,7 +280,7 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
-def histogram(input: Tensor, bins: Any = 100, *, range: Sequence[float] | None = None,  # noqa: A002
+def histogram(input: Tensor, bins: Any = 100, *, range: Sequence[float] | None = None,
               weight: Tensor | None = None, density: bool = False) -> HistogramResult:
     """The histogram of ``input``'s values: ``bins`` equal bins over ``range`` (the data's range by default) or
     the bin edges ``bins`` (a 1-D tensor); ``weight`` weighs each value; ``density`` normalizes to a density."""
