@@ -218,13 +218,13 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
     """The coordinates in a tensor of ``shape`` of the flat ``indices`` (negative ones count from the end)."""
     idx = indices if isinstance(indices, Tensor) else tensor(indices)
-    if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype.kind == "b":
-        raise TypeError(f"unravel_index: expected 'indices' to be an integer tensor, but got {idx.dtype}")
+    check_rule("unravel_index", idx)
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     total = math.prod(dims)
+    idx = idx.to(int64)
     if idx.numel() and bool(((idx < -total).logical_or(idx >= total)).any()):
         raise IndexError(f"unravel_index: 'indices' must be in the range [-{total}, {total - 1}] for shape {dims}")
-    flat = where(idx < 0, idx + total, idx).to(int64)
+    flat = where(idx < 0, idx + total, idx)
     out = []
     for size in reversed(dims):
         out.append(flat.remainder(size) if size else flat * 0)
@@ -234,13 +234,14 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (None: the first dimension of size 3)."""
+    check_rule("cross", input, other)
     if dim is None:
         shape = (input * 0 + other * 0).shape if input.shape != other.shape else input.shape
         sizes = [i for i, n in enumerate(shape) if n == 3]
         if not sizes:
             raise ShapeError(f"cross: no dimension of size 3 in input (shapes {list(input.shape)} and "
                              f"{list(other.shape)})")
-        dim = sizes[0]
+        dim = sizes[0] - len(shape)  # from the end: the operands may have fewer dimensions than their broadcast
     return _LINALG["cross"](input, other, dim=dim)
 
 
@@ -282,7 +283,7 @@ _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...], str]] = [
     ("logit", logit, ("clamp", "sub", "div", "log"), "real_float"), ("aminmax", aminmax, ("amin", "amax"), "real"),
     ("diff", diff, ("cat", "narrow", "sub"), "numeric"), ("nansum", nansum, ("isnan", "where", "sum"), "numeric"),
     ("nanmean", nanmean, ("isnan", "logical_not", "where", "sum", "div"), "real_floating"),
-    ("renorm", renorm, (), "floating"), ("cross", cross, (), "numeric"), ("adjoint", adjoint, (), "same"),
+    ("renorm", renorm, (), "floating"), ("cross", cross, (), "floating"), ("adjoint", adjoint, (), "same"),
     ("nonzero_static", nonzero_static, (), "same"),
     # functions only (not Tensor methods), as in PyTorch
     ("gradient", gradient, (), "numeric"), ("vander", vander, (), "numeric"), ("fill", fill, (), "same"),

@@ -18,6 +18,7 @@ from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
 from ..dispatch._dispatch import kernel
 from ..errors import DTypeError, ShapeError
+from ._rules import check_rule
 from .elementwise import where
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -286,6 +287,7 @@ def index_reduce(x: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str
                  include_self: bool = True) -> Tensor:
     """A copy of ``x`` where the slices of ``source`` along ``dim`` are reduced (prod, mean, amax, amin) into
     the slices ``index`` names."""
+    check_rule("index_reduce", x)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise ValueError(f"index_reduce(): reduce argument must be either prod, mean, amax or amin, got {reduce}")
     if not isinstance(index, Tensor) or index.ndim > 1:
@@ -355,7 +357,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("masked_select", masked_select),
     ("masked_scatter", masked_scatter),
     ("take", take),
-    ("index_reduce", index_reduce),
     ("put", put),
     ("select_scatter", select_scatter),
     ("slice_scatter", slice_scatter),
@@ -364,7 +365,8 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS)}
+FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS),
+             **register_composites("composite", [("index_reduce", index_reduce)], dtype_rule="real_numeric")}
 METHODS = list(FUNCTIONS)
 #: Ops with an in-place method.
 INPLACE = ["index_reduce", "put"]
