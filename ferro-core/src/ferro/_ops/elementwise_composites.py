@@ -161,7 +161,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     step = where(away, ulp, below)
     moved = where(up, x + step, x - step)
     tiny = 2.0 ** (emin - (p - 1))  # the smallest subnormal
-    moved = where(x == 0, where(up, tiny, -tiny) * ones_like(x), moved)
+    moved = where(x == 0, where(up, ones_like(x), -ones_like(x)) * tiny, moved)
     out = where(x == y, y, moved)
     return where(x.isnan().logical_or(y.isnan()), math.nan, out)
 
