@@ -281,3 +281,252 @@ def test_low_rank_factorizations(device: str) -> None:
     u, s, v = ferro.pca_lowrank(a, q=3)
     centered = low - low.mean(0)
     np.testing.assert_allclose(s.numpy(), np.linalg.svd(centered, compute_uv=False)[:3], rtol=1e-6)
+
+
+# -- Tensor methods that are not ops -------------------------------------------------------------------------------
+
+
+def test_inplace_shape_methods_match_torch_and_keep_gradients(device: str) -> None:
+    (x, tx) = _pair(RNG.normal(size=(2, 3)), device, True)
+    y, ty = x * 2, tx * 2
+    for name, args in (("t_", ()), ("unsqueeze_", (0,)), ("transpose_", (0, 2)), ("swapaxes_", (1, 2)),
+                       ("swapdims_", (0, 1)), ("squeeze_", ())):
+        assert getattr(y, name)(*args) is y
+        getattr(ty, name)(*args)
+        _same(y, ty)
+    (y * ferro.arange(6.0, device=device).reshape(y.shape)).sum().backward()
+    (ty * torch.arange(6.0).reshape(ty.shape)).sum().backward()
+    _same(x.grad, tx.grad)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.t_()
+
+
+#: the backends with the contract's optional 'strided' group (as_strided, storage layouts, addresses)
+STRIDED = ("cpu", "opencl", "cuda")
+
+
+@pytest.mark.ferro_backends(*STRIDED)
+def test_unfold_and_small_methods(device: str) -> None:
+    (x, tx) = _pair(RNG.normal(size=(3, 7)), device, True)
+    y, ty = x.detach().clone(), tx.detach().clone()
+    y.as_strided_((3, 2), (1, 3))
+    ty.as_strided_((3, 2), (1, 3))
+    _same(y, ty)
+    for dim, size, step in ((1, 3, 2), (0, 2, 1), (-1, 7, 1)):
+        _same(x.unfold(dim, size, step), tx.unfold(dim, size, step))
+    x.unfold(1, 3, 2).sum().backward()
+    tx.unfold(1, 3, 2).sum().backward()
+    _same(x.grad, tx.grad)
+    _same(x.sum_to_size(1, 7), tx.sum_to_size(1, 7))
+    _same(x.sum_to_size(7), tx.sum_to_size(7))
+    _same(x.narrow_copy(1, 2, 3), tx.narrow_copy(1, 2, 3))
+    assert x.t().dim_order() == tuple(tx.t().dim_order()) and x.dim_order() == tuple(tx.dim_order())
+    assert x.is_distributed() is False and x.is_pinned() is False and x.pin_memory() is x
+    _same(x.hardshrink(0.3), tx.hardshrink(0.3))
+    s = ferro.empty_strided((2, 3), (1, 2), device=device)
+    assert s.shape == (2, 3) and s.stride() == (1, 2)
+    assert x.new_empty_strided((4,), (2,)).stride() == (2,)
+    with pytest.raises(TypeError, match="subclass"):
+        x.as_subclass(int)
+
+    class Sub(ferro.Tensor):
+        pass
+    assert type(x.as_subclass(Sub)) is Sub
+
+
+@pytest.mark.ferro_backends(*STRIDED)
+def test_data_pointers(device: str) -> None:
+    x = ferro.arange(6.0, device=device)
+    assert x.data_ptr() == x.const_data_ptr() != 0
+    assert x[2:].data_ptr() - x.data_ptr() == 2 * x.element_size()
+    assert x.clone().data_ptr() != x.data_ptr()
+
+
+def test_resize_family() -> None:
+    x, tx = ferro.arange(6.0), torch.arange(6.0)
+    x.resize_(2, 2)
+    tx.resize_(2, 2)
+    _same(x, tx)
+    x.resize_(3, 2)
+    assert x.shape == (3, 2)
+    _same(x.reshape(-1)[:4], tx.reshape(-1))
+    y = ferro.zeros(4)
+    ferro.resize_as_(y, ferro.ones(2, 2))
+    assert y.shape == (2, 2)
+    with pytest.warns(UserWarning):
+        assert ferro.arange(6.0).resize(2, 3).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="require grad"):
+        ferro.zeros(3, requires_grad=True).resize_(2)
+
+
+def test_python_callbacks() -> None:
+    x, tx = ferro.arange(6.0).reshape(2, 3), torch.arange(6.0).reshape(2, 3)
+    _same(x.clone().apply_(lambda v: v * v + 1), tx.clone().apply_(lambda v: v * v + 1))
+    y, ty = ferro.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    _same(x.clone().map_(y, lambda a, b: a - b), tx.clone().map_(ty, lambda a, b: a - b))
+    _same(x.clone().map2_(y, y * 2, lambda a, b, c: a + b * c), tx.clone().map2_(ty, ty * 2, lambda a, b, c: a + b * c))
+
+
+def test_python_callbacks_take_cpu_tensors_only(device: str) -> None:
+    x = ferro.ones(2, device=device)
+    if ferro.device(device).type == "cpu":
+        _same(x.apply_(lambda v: v + 1), torch.full((2,), 2.0))
+    else:
+        with pytest.raises(TypeError, match="only implemented on CPU"):
+            x.apply_(abs)
+
+
+def test_inplace_variants_and_aliases(device: str) -> None:
+    (a, ta) = _pair(np.array([12, -18, 7, 0]), device)
+    (b, tb) = _pair(np.array([8, 27, 0, 5]), device)
+    for name in ("gcd", "lcm"):
+        _same(getattr(ferro, name)(a, b), getattr(torch, name)(ta, tb))
+        y, ty = a.clone(), ta.clone()
+        getattr(ferro, name + "_")(y, b)
+        getattr(ty, name + "_")(tb)
+        _same(y, ty)
+    (x, tx) = _pair(RNG.normal(size=(3, 4)), device)
+    idx = np.array([1, 0, 1])
+    y, ty = x.clone(), tx.clone()
+    y.index_reduce_(0, ferro.tensor(idx, device=device), x, "amax", include_self=False)
+    ty.index_reduce_(0, torch.tensor(idx), tx, "amax", include_self=False)
+    _same(y, ty)
+    for name, args in (("unsafe_chunk", (2, 1)), ("unsafe_split", (3, 1)), ("unsafe_split_with_sizes", ([1, 3], 1))):
+        _same(getattr(ferro, name)(x, *args), getattr(torch, name)(tx, *args))
+        _same(getattr(x, name)(*args), getattr(tx, name)(*args))
+    y = x.to(ferro.float64)
+    _same(y.float_power_(2), tx.double().float_power_(2))
+    with pytest.raises(RuntimeError, match="float_power_"):
+        ferro.ones(2, device=device).float_power_(2)
+    y, ty = x.clone(), tx.clone()
+    ferro.ldexp_(y, ferro.tensor([1.0, 2.0, 3.0, 4.0], device=device))
+    torch.ldexp_(ty, torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    _same(y, ty)
+    (v, tv) = _pair(RNG.normal(size=4), device)
+    y, ty = x[:, 0].clone(), tx[:, 0].clone()
+    ferro.addmv_(y, x, v)
+    torch.addmv_(ty, tx, tv)
+    _same(y, ty)
+
+
+def test_random_fills_have_the_right_support_and_moments(device: str) -> None:
+    ferro.manual_seed(0)
+    x = ferro.empty(20000, device=device)
+    assert set(np.unique(x.random_(3, 7).numpy())) == {3.0, 4.0, 5.0, 6.0}
+    assert set(np.unique(x.random_(4).numpy())) == {0.0, 1.0, 2.0, 3.0}
+    ints = ferro.empty(1000, dtype=ferro.int8, device=device).random_().numpy()
+    assert ints.min() >= 0 and ints.max() > 100
+    e = x.exponential_(2.0).numpy()
+    assert e.min() >= 0 and abs(e.mean() - 0.5) < 0.02
+    c = x.cauchy_(1.0, 2.0).numpy()
+    assert abs(np.median(c) - 1.0) < 0.1 and abs(np.percentile(c, 75) - 3.0) < 0.2
+    ln = x.log_normal_(0.0, 0.5).numpy()
+    assert ln.min() > 0 and abs(np.log(ln).std() - 0.5) < 0.02
+    g = x.geometric_(0.25).numpy()
+    assert g.min() == 1 and (g == np.round(g)).all() and abs(g.mean() - 4.0) < 0.15
+    with pytest.raises(ValueError, match="geometric_"):
+        x.geometric_(1.5)
+
+
+def test_poisson_and_binomial(device: str) -> None:
+    ferro.manual_seed(0)
+    rates = ferro.tensor([0.0, 0.5, 4.0, 20.0], device=device).expand(5000, 4)
+    p = ferro.poisson(rates).numpy()
+    assert (p == np.round(p)).all() and (p[:, 0] == 0).all()
+    np.testing.assert_allclose(p.mean(0)[1:], [0.5, 4.0, 20.0], rtol=0.05)
+    np.testing.assert_allclose(p.var(0)[1:], [0.5, 4.0, 20.0], rtol=0.1)
+    n = ferro.tensor([10.0, 5.0, 3.0], device=device).expand(5000, 3)
+    b = ferro.binomial(n, ferro.tensor([0.3, 0.9, 1.0], device=device)).numpy()
+    np.testing.assert_allclose(b.mean(0), [3.0, 4.5, 3.0], rtol=0.05)
+    np.testing.assert_allclose(b.var(0)[:2], [2.1, 0.45], rtol=0.1)
+    with pytest.raises(ValueError, match="non-negative"):
+        ferro.poisson(ferro.tensor([-1.0], device=device))
+
+
+# -- the namespace's helpers ---------------------------------------------------------------------------------------
+
+
+def test_type_objects_and_result_type() -> None:
+    assert isinstance(ferro.float32, ferro.dtype) and isinstance(torch.float32, torch.dtype)
+    assert repr(ferro.contiguous_format) == "ferro.contiguous_format"
+    assert ferro.ones(2, 3).is_contiguous(memory_format=ferro.contiguous_format)
+    with pytest.raises(ValueError, match="memory format"):
+        ferro.ones(2, 3).is_contiguous(memory_format=ferro.channels_last)
+    cases = [(np.array([1, 2], dtype=np.int32), 1.5), (np.array([1, 2], dtype=np.int32), np.array(2.0)),
+             (np.array([1.0], dtype=np.float16), 2), (3, np.array([1], dtype=np.uint8)), (True, 2.5)]
+    for a, b in cases:
+        fa, fb = (ferro.tensor(v) if isinstance(v, np.ndarray) else v for v in (a, b))
+        ta, tb = (torch.tensor(v) if isinstance(v, np.ndarray) else v for v in (a, b))
+        assert str(ferro.result_type(fa, fb)).split(".")[1] == str(torch.result_type(ta, tb)).split(".")[1]
+
+
+@pytest.mark.ferro_backends(*STRIDED)
+def test_creation_helpers(device: str) -> None:
+    a = np.arange(6.0)
+    x = ferro.asarray(a)
+    a[0] = 7
+    assert x[0].item() == 7  # shares the array
+    assert ferro.asarray(x) is x
+    y = ferro.asarray(x, copy=True)
+    x[1] = -1
+    assert y[1].item() == 1
+    assert ferro.asarray([1, 2], dtype=ferro.float64, device=device).dtype is ferro.float64
+    with pytest.raises(ValueError, match="copy=False"):
+        ferro.asarray(x, dtype=ferro.int32, copy=False)
+    buf = bytearray(np.arange(5, dtype=np.int32).tobytes())
+    f = ferro.frombuffer(buf, dtype=ferro.int32, count=3, offset=4)
+    _same(f, torch.frombuffer(bytearray(buf), dtype=torch.int32, count=3, offset=4))
+    buf[4:8] = np.int32(9).tobytes()
+    assert f[0].item() == 9  # shares the buffer
+    p = ferro.empty_permuted((2, 3, 4), (2, 0, 1), device=device)
+    tp = torch.empty_permuted((2, 3, 4), (2, 0, 1))
+    assert p.shape == tuple(tp.shape) and p.stride() == tp.stride()
+    assert ferro.detach(ferro.ones(2, requires_grad=True)).requires_grad is False
+    assert ferro.is_distributed(x) is False and ferro.init_num_threads() is None
+    with ferro.inference_mode():
+        z = ferro.ones(2)
+    assert ferro.is_inference(z) is z.is_inference()  # ferro's inference mode makes ordinary tensors
+    t = torch.from_dlpack(ferro.to_dlpack(ferro.arange(3.0)))
+    _same(t, torch.arange(3.0))
+
+
+def test_control_flow_and_vmap(device: str) -> None:
+    (x, tx) = _pair(RNG.normal(size=(4, 3)), device)
+    _same(ferro.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, (x,)),
+          torch.cond(tx.sum() > 0, lambda a: a + 1, lambda a: a - 1, (tx,)))
+    _same(ferro.cond(False, lambda a: a + 1, lambda a: a - 1, (x,)), tx - 1)
+    out = ferro.while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, v * 2), (ferro.tensor(0, device=device), x))
+    tout = torch.while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, v * 2), (torch.tensor(0), tx))
+    _same(out, tout)
+    (v, tv) = _pair(RNG.normal(size=3), device)
+    _same(ferro.vmap(ferro.dot)(x, x), torch.vmap(torch.dot)(tx, tx))
+    _same(ferro.vmap(ferro.dot, in_dims=(0, None))(x, v), torch.vmap(torch.dot, in_dims=(0, None))(tx, tv))
+    _same(ferro.vmap(lambda r: r * 2, in_dims=1, out_dims=1)(x), torch.vmap(lambda r: r * 2, in_dims=1, out_dims=1)(tx))
+    _same(ferro.vmap(lambda r: (r.sum(), r.max()))(x), torch.vmap(lambda r: (r.sum(), r.max()))(tx))
+    with pytest.raises(ValueError, match="batch size"):
+        ferro.vmap(ferro.add)(x, x[:2])
+
+
+def test_autocast_state_functions() -> None:
+    assert not ferro.is_autocast_enabled("cpu") and ferro.get_autocast_dtype("cpu") is ferro.bfloat16
+    try:
+        ferro.set_autocast_dtype("cpu", ferro.float16)
+        assert ferro.get_autocast_dtype("cpu") is ferro.float16
+        ferro.set_autocast_enabled("cpu", True)
+        assert ferro.is_autocast_enabled("cpu")
+        assert (ferro.ones(2, 2) @ ferro.ones(2, 2)).dtype is ferro.float16
+        ferro.set_autocast_cache_enabled(False)
+        assert not ferro.is_autocast_cache_enabled()
+    finally:
+        ferro.set_autocast_enabled("cpu", False)
+        ferro.set_autocast_dtype("cpu", ferro.bfloat16)
+        ferro.set_autocast_cache_enabled(True)
+    assert (ferro.ones(2, 2) @ ferro.ones(2, 2)).dtype is ferro.float32
+    with pytest.raises(ValueError, match="bfloat16 or ferro.float16"):
+        ferro.set_autocast_dtype("cpu", ferro.float64)
+
+
+def test_out_of_memory_error_is_pytorchs_and_pythons() -> None:
+    assert issubclass(ferro.OutOfMemoryError, MemoryError) and issubclass(ferro.OutOfMemoryError, RuntimeError)
+    with pytest.raises(ferro.OutOfMemoryError, match="out of memory"):
+        ferro.empty(2 ** 62, dtype=ferro.uint8)

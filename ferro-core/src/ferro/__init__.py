@@ -34,6 +34,7 @@ from ._legacy import legacy_new as _legacy_new
 from ._legacy import typed_tensor_classes as _typed_tensor_classes
 from .amp import GradScaler as GradScaler
 from .amp import autocast as autocast
+from .amp._autocast import STATE_FUNCTIONS as _AUTOCAST
 
 __version__ = "0.1.0"
 
@@ -65,11 +66,12 @@ _FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tran
                     "dropout", "layer_norm", "group_norm", "rms_norm", "bilinear")
 globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})
 _ATEN = _install_aten(globals())  # torch.batch_norm, torch.svd...: ATen's signatures (ferro._aten)
+globals().update(_AUTOCAST)  # is_autocast_enabled, set_autocast_dtype...
 
 _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
 globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
-__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_ATEN, *_LAZY, "accelerator", "amp", "autocast",
-           "GradScaler",
+__all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, "accelerator", "amp", "autocast", "GradScaler",
            "cuda", "data", "nn", "optim", "random", "utils"]
+__all__ += [*_ATEN, *_AUTOCAST]

@@ -21,6 +21,7 @@ __all__ = [
     "DTypeError",
     "PluginError",
     "SerializationError",
+    "OutOfMemoryError",
 ]
 
 
@@ -98,6 +99,12 @@ class DTypeError(FerroError, TypeError, RuntimeError):
 
     A ``TypeError`` and also a ``RuntimeError``, which is what PyTorch raises for these.
     """
+
+
+class OutOfMemoryError(FerroError, MemoryError, RuntimeError):
+    """A device (or the host) cannot allocate a tensor; the message names the size and the device.
+    ``except MemoryError`` and PyTorch's ``except torch.OutOfMemoryError`` (``ferro.OutOfMemoryError``) catch
+    it."""
 
 
 class PluginError(FerroError, RuntimeError):

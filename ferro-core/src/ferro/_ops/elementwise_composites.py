@@ -240,4 +240,4 @@ FUNCTIONS.update(gcd=gcd, lcm=lcm)
 #: Ops that are also Tensor methods.
 METHODS: list[str] = list(FUNCTIONS)
 #: Ops with an in-place method, as in PyTorch.
-INPLACE: list[str] = ["copysign", "heaviside", "ldexp", "float_power", "nextafter", "gcd", "lcm"]
+INPLACE: list[str] = ["copysign", "heaviside", "ldexp", "nextafter", "gcd", "lcm"]

@@ -368,5 +368,3 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS),
              **register_composites("composite", [("index_reduce", index_reduce)], dtype_rule="real_numeric")}
 METHODS = list(FUNCTIONS)
-#: Ops with an in-place method.
-INPLACE = ["index_reduce", "put"]

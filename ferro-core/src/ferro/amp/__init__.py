@@ -3,8 +3,17 @@
 
 from __future__ import annotations
 
-from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from ._autocast import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from ._unscale import amp_unscale_
 from .grad_scaler import GradScaler, OptState
 
-__all__ = ["GradScaler", "OptState", "amp_unscale_", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["GradScaler", "OptState", "amp_unscale_", "autocast", "get_autocast_dtype", "is_autocast_enabled",
+           "set_autocast_enabled", "set_autocast_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled"]
