@@ -21,7 +21,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._api import Tensor, cat, eye, linalg, no_grad, stack, where, zeros
+from ._api import Tensor, arange, cat, eye, fft, linalg, no_grad, ones, stack, view_as_real, where, zeros
 from .errors import ShapeError
 from .nn import functional as F  # noqa: N812 - the name PyTorch code uses
 
@@ -493,7 +493,94 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     return svd_lowrank(A, q, niter)
 
 
+# -- short-time Fourier transforms ---------------------------------------------------------------------------------
+
+
+def _window(window: Tensor | None, n_fft: int, win_length: int | None, like: Tensor, name: str) -> Tensor:
+    win = n_fft if win_length is None else win_length
+    if not 0 < win <= n_fft:
+        raise ValueError(f"{name}: expected 0 < win_length <= n_fft, but got win_length={win}")
+    w = ones(win, dtype=like.real.dtype, device=like.device) if window is None else window
+    if w.ndim != 1 or w.shape[0] != win:
+        raise ShapeError(f"{name}: expected a 1D window tensor of size equal to win_length={win}, but got window "
+                         f"with size {list(w.shape)}")
+    left = (n_fft - win) // 2
+    return F.pad(w, (left, n_fft - win - left)) if win < n_fft else w
+
+
+def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+         window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect", normalized: bool = False,
+         onesided: bool | None = None, return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+    """The short-time Fourier transform of a signal (1-D) or a batch of them (2-D): the FFT of each frame of
+    ``n_fft`` samples, ``hop_length`` apart, times ``window``; frequencies by frames."""
+    cplx = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
+    if return_complex is None:
+        if not cplx:
+            raise ValueError("stft requires the return_complex parameter be given for real inputs, and will "
+                             "further require that return_complex=True in a future PyTorch release.")
+        return_complex = True
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"stft: expected a 1D or 2D tensor, got shape {list(input.shape)}")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    hop = n_fft // 4 if hop_length is None else hop_length
+    if hop <= 0:
+        raise ValueError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+    w = _window(window, n_fft, win_length, x, "stft")
+    if center:
+        x = F.pad(x.unsqueeze(1), (n_fft // 2, n_fft // 2), mode=pad_mode).squeeze(1)
+    if x.shape[-1] < n_fft:
+        raise ShapeError(f"stft: expected 0 < n_fft <= {x.shape[-1]} (the padded signal's length), got {n_fft}")
+    frames = x.contiguous().unfold(-1, n_fft, hop) * w
+    one = (not cplx) if onesided is None else onesided
+    spec = fft.rfft(frames, dim=-1) if one else fft.fft(frames, dim=-1)
+    if normalized:
+        spec = spec * n_fft ** -0.5
+    spec = spec.transpose(-1, -2)
+    if input.ndim == 1:
+        spec = spec.squeeze(0)
+    return spec if return_complex else view_as_real(spec.contiguous())
+
+
+def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+          window: Tensor | None = None, center: bool = True, normalized: bool = False, onesided: bool | None = None,
+          length: int | None = None, return_complex: bool = False) -> Tensor:
+    """The inverse of :func:`stft`: each frame's inverse FFT times ``window``, overlapped and added, divided by
+    the overlapped squared window."""
+    if not input.dtype.is_complex:
+        raise TypeError(f"istft requires a complex-valued input tensor, got {input.dtype}")
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, got shape "
+                         f"{list(input.shape)}")
+    spec = input.unsqueeze(0) if input.ndim == 2 else input
+    hop = n_fft // 4 if hop_length is None else hop_length
+    one = spec.shape[-2] != n_fft if onesided is None else onesided
+    w = _window(window, n_fft, win_length, spec.real, "istft")
+    if normalized:
+        spec = spec * n_fft ** 0.5
+    cols = spec.transpose(-1, -2)
+    frames = fft.irfft(cols, n=n_fft, dim=-1) if one else fft.ifft(cols, dim=-1)
+    if not return_complex and frames.dtype.is_complex:
+        frames = frames.real
+    frames = frames * w
+    count, batch = frames.shape[-2], frames.shape[0]
+    total = n_fft + hop * (count - 1)
+    idx = ((arange(count, device=spec.device) * hop).unsqueeze(-1) + arange(n_fft, device=spec.device)).reshape(-1)
+    y = zeros(batch, total, dtype=frames.dtype, device=spec.device).index_add(1, idx, frames.reshape(batch, -1))
+    env = zeros(total, dtype=w.real.dtype, device=spec.device).index_add(0, idx, (w.abs() ** 2).repeat(count))
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (total - n_fft // 2 if center else total)
+    y, env = y[:, start:end], env[start:end]
+    if env.numel() and float(env.abs().min()) < 1e-11:
+        raise ValueError("istft: window overlap add min is below 1e-11: the window and hop length cannot be "
+                         "inverted (NOLA condition)")
+    y = y / env
+    if length is not None and y.shape[-1] < length:
+        y = F.pad(y, (0, length - y.shape[-1]))
+    return y.squeeze(0) if input.ndim == 2 else y
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "stft": stft, "istft": istft,
     "batch_norm": batch_norm, "instance_norm": instance_norm, "embedding": embedding,
     "embedding_renorm_": embedding_renorm_, "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits,
     "cosine_embedding_loss": cosine_embedding_loss, "hinge_embedding_loss": hinge_embedding_loss, "kl_div": kl_div,
@@ -520,7 +607,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 #: The functions that are also Tensor methods, as in PyTorch.
 METHODS: tuple[str, ...] = ("cholesky", "cholesky_solve", "cholesky_inverse", "lu", "lu_solve", "qr", "svd",
-                            "triangular_solve", "pinverse", "geqrf", "orgqr", "ormqr")
+                            "triangular_solve", "pinverse", "geqrf", "orgqr", "ormqr", "stft", "istft")
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

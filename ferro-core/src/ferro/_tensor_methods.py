@@ -18,7 +18,7 @@ from typing import Any
 from ._core.grad_mode import _state
 from ._core.records import ops
 from ._core.tensor import Size, Tensor, _wrap_dim
-from ._creation import empty, tensor
+from ._creation import arange, empty, tensor
 from ._ops.inplace import _check_leaf, copy_
 from .errors import ShapeError
 
@@ -56,9 +56,16 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
         raise ShapeError(f"unfold: maximum size for tensor at dimension {d} is {n} but size is {size}")
     if step <= 0:
         raise ValueError(f"unfold: step is {step} but must be > 0")
+    count = (n - size) // step + 1
+    if "storage_layout" not in self._device._kernels:  # no strided views on this backend: the windows, copied
+        x = self.reshape(1) if not self.ndim else self
+        idx = (arange(count, device=x.device) * step).unsqueeze(-1) + arange(size, device=x.device)
+        picked = x.index_select(d, idx.reshape(-1))
+        out = picked.reshape(*x.shape[:d], count, size, *x.shape[d + 1:]).movedim(d + 1, -1)
+        return out if self.ndim else out.squeeze(0)
     strides = list(self.stride()) if self.ndim else [1]
     shape = list(self.shape) if self.ndim else [1]
-    shape[d] = (n - size) // step + 1
+    shape[d] = count
     out_strides = [*strides, strides[d]]
     out_strides[d] = strides[d] * step
     out = self.as_strided([*shape, size], out_strides, self.storage_offset())
@@ -235,6 +242,27 @@ def float_power_(self: Tensor, exponent: Any) -> Tensor:
     return copy_(self, ops.float_power(self, exponent))
 
 
+def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Write ``fill_value`` on the main diagonal (``x[i, i, ...]``; every dimension the same size beyond 2-D);
+    ``wrap``: a tall matrix's diagonal starts again every ``columns + 1`` rows, as NumPy's ``fill_diagonal``."""
+    if self.ndim < 2:
+        raise ShapeError(f"fill_diagonal_: dimensions must be larger than 1, got {self.ndim}")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise ShapeError(f"fill_diagonal_: all dimensions of input must be of equal length, got {list(self.shape)}")
+    rows, cols = self.shape[0], self.shape[1]
+    n = min(self.shape)
+    if self.ndim == 2 and wrap and rows > cols:
+        flat = range(0, rows * cols, cols + 1)
+        r = [p // cols for p in flat]
+        c = [p % cols for p in flat]
+    else:
+        r = c = list(range(n))
+    idx = tensor(r, device=self.device)
+    key = (idx, tensor(c, device=self.device), *([idx] * (self.ndim - 2)))
+    self[key] = fill_value
+    return self
+
+
 def _transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return x.transpose(dim0, dim1)
 
@@ -251,5 +279,5 @@ METHODS: dict[str, Callable[..., Any]] = {
     "sum_to_size": sum_to_size, "narrow_copy": narrow_copy, "new_empty_strided": new_empty_strided,
     "resize_": resize_, "resize_as_": resize_as_, "resize": resize, "resize_as": resize_as,
     "apply_": apply_, "map_": map_, "map2_": map2_, "as_subclass": as_subclass, "is_distributed": is_distributed,
-    "hardshrink": hardshrink, "float_power_": float_power_,
+    "hardshrink": hardshrink, "float_power_": float_power_, "fill_diagonal_": fill_diagonal_,
 }
