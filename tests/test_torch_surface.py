@@ -580,3 +580,26 @@ def test_fill_diagonal(device: str) -> None:
     for shape, wrap in (((5, 3), True), ((5, 3), False), ((3, 5), True), ((3, 3, 3), False)):
         (x, tx) = _pair(np.zeros(shape), device)
         _same(x.fill_diagonal_(2.5, wrap), tx.fill_diagonal_(2.5, wrap))
+
+
+def test_anomaly_mode_names_the_node_that_made_nan(device: str) -> None:
+    x, tx = _pair(np.array([0.0, 1.0]), device, True)
+    with torch.autograd.detect_anomaly(), pytest.raises(RuntimeError) as theirs:
+        (tx.sqrt() * 0).sum().backward()
+    with ferro.autograd.detect_anomaly():
+        assert ferro.is_anomaly_enabled() and ferro.is_anomaly_check_nan_enabled()
+        with pytest.raises(RuntimeError) as mine:
+            (x.sqrt() * 0).sum().backward()
+    assert str(mine.value) == str(theirs.value)
+    assert not ferro.is_anomaly_enabled()
+    (x.sqrt() * 0).sum().backward()  # off: NaN gradients pass, as in PyTorch
+    assert np.isnan(x.grad.numpy()[0])
+    with ferro.autograd.set_detect_anomaly(True, check_nan=False):
+        assert ferro.is_anomaly_enabled() and not ferro.is_anomaly_check_nan_enabled()
+        (x.sqrt() * 0).sum().backward()
+    ferro.set_anomaly_enabled(True)
+    try:
+        with pytest.raises(RuntimeError, match="SqrtBackward0"):
+            (x.sqrt() * 0).sum().backward()
+    finally:
+        ferro.set_anomaly_enabled(False)

@@ -510,7 +510,8 @@ def _window(window: Tensor | None, n_fft: int, win_length: int | None, like: Ten
 
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
          window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect", normalized: bool = False,
-         onesided: bool | None = None, return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+         onesided: bool | None = None, return_complex: bool | None = None,
+         align_to_window: bool | None = None) -> Tensor:
     """The short-time Fourier transform of a signal (1-D) or a batch of them (2-D): the FFT of each frame of
     ``n_fft`` samples, ``hop_length`` apart, times ``window``; frequencies by frames."""
     cplx = input.dtype.is_complex or (window is not None and window.dtype.is_complex)

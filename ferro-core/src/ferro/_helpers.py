@@ -20,10 +20,12 @@ from ._core.dtypes import result_type as _result_type
 from ._core.tensor import Tensor
 from ._creation import as_tensor, empty, from_numpy, tensor
 from ._ops.shape import stack
+from .autograd._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 
 __all__ = ["FUNCTIONS", "dtype", "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d", "asarray", "frombuffer", "empty_permuted", "result_type", "to_dlpack", "detach",
-           "is_inference", "is_distributed", "init_num_threads", "cond", "while_loop", "vmap"]
+           "is_inference", "is_distributed", "init_num_threads", "cond", "while_loop", "vmap", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
 
 #: ``torch.dtype``: the class of ferro's dtypes (``isinstance(x.dtype, ferro.dtype)``).
 dtype = DType
@@ -201,4 +203,6 @@ FUNCTIONS: dict[str, Any] = {
     "is_inference": is_inference, "is_distributed": is_distributed, "init_num_threads": init_num_threads,
     "cond": cond, "while_loop": while_loop, "vmap": vmap, "contiguous_format": contiguous_format,
     "preserve_format": preserve_format, "channels_last": channels_last, "channels_last_3d": channels_last_3d,
+    "is_anomaly_enabled": is_anomaly_enabled, "is_anomaly_check_nan_enabled": is_anomaly_check_nan_enabled,
+    "set_anomaly_enabled": set_anomaly_enabled,
 }
