@@ -603,3 +603,19 @@ def test_anomaly_mode_names_the_node_that_made_nan(device: str) -> None:
             (x.sqrt() * 0).sum().backward()
     finally:
         ferro.set_anomaly_enabled(False)
+
+
+@pytest.mark.parametrize("kw", [{"bins": 3}, {"bins": [2, 4], "range": [-1.0, 1.0, -2.0, 2.0]},
+                                {"bins": 3, "density": True}, {"bins": "edges"}, {"bins": [2, 2], "weight": True}])
+def test_histogramdd(device: str, kw: dict[str, Any]) -> None:
+    (x, tx) = _pair(RNG.normal(size=(50, 2)), device)
+    fk, tk = dict(kw), dict(kw)
+    if kw["bins"] == "edges":
+        edges = [np.array([-2.0, 0.0, 2.0]), np.array([-3.0, -1.0, 0.5, 3.0])]
+        fk["bins"] = [ferro.tensor(e, device=device) for e in edges]
+        tk["bins"] = [torch.tensor(e) for e in edges]
+    if kw.get("weight"):
+        fk["weight"], tk["weight"] = _pair(RNG.random(50), device)
+    mine, theirs = ferro.histogramdd(x, **fk), torch.histogramdd(tx, **tk)
+    _same(mine.hist, theirs.hist)
+    _same(mine.bin_edges, theirs.bin_edges)
