@@ -66,8 +66,6 @@ from ._creation import (
     zeros,
     zeros_like,
 )
-from ._helpers import *  # noqa: F403 - dtype, memory_format, asarray, vmap, cond...
-from ._helpers import FUNCTIONS as _HELPERS
 from ._ops import FUNCTIONS as _FUNCTIONS
 from ._ops.conversion import METHOD_FUNCTIONS as _CONVERSIONS
 from ._ops.elementwise import where
@@ -79,6 +77,8 @@ from ._ops.inplace import fill_ as _fill_
 from ._ops.inplace import make_inplace as _make_inplace
 from ._ops.inplace import zero_ as _zero_
 from ._ops.linalg import bmm, dot, matmul, mm, mv
+from ._ops.namespace import *  # noqa: F403 - dtype, memory_format, asarray, vmap, cond...
+from ._ops.namespace import FUNCTIONS as _HELPERS
 from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum
 from ._ops.sampling import INPLACE_METHODS as _RANDOM_FILLS
 from ._ops.shape import (
@@ -98,9 +98,9 @@ from ._ops.shape import (
     unsqueeze,
     view,
 )
+from ._ops.tensor_methods import METHODS as _TENSOR_METHODS
+from ._ops.tensor_methods import empty_strided
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from ._tensor_methods import METHODS as _TENSOR_METHODS
-from ._tensor_methods import empty_strided
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd._engine import register_post_accumulate_grad_hook
 from .backends import set_backend, use_backend

@@ -15,12 +15,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ._core.grad_mode import _state
-from ._core.records import ops
-from ._core.tensor import Size, Tensor, _wrap_dim
-from ._creation import arange, empty, tensor
-from ._ops.inplace import _check_leaf, copy_
-from .errors import ShapeError
+from .._core.grad_mode import _state
+from .._core.records import ops
+from .._core.tensor import Size, Tensor, _wrap_dim
+from .._creation import arange, empty, tensor
+from ..errors import ShapeError
+from .inplace import _check_leaf, copy_
 
 __all__ = ["METHODS", "empty_strided"]
 

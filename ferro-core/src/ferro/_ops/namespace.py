@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._core.dtypes import DType, as_dtype
-from ._core.dtypes import result_type as _result_type
-from ._core.tensor import Tensor
-from ._creation import as_tensor, empty, from_numpy, tensor
-from ._ops.shape import stack
-from .autograd._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
+from .._core.dtypes import DType, as_dtype
+from .._core.dtypes import result_type as _result_type
+from .._core.tensor import Tensor
+from .._creation import as_tensor, empty, from_numpy, tensor
+from ..autograd._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
+from .shape import stack
 
 __all__ = ["FUNCTIONS", "dtype", "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d", "asarray", "frombuffer", "empty_permuted", "result_type", "to_dlpack", "detach",
