@@ -619,3 +619,22 @@ def test_histogramdd(device: str, kw: dict[str, Any]) -> None:
     mine, theirs = ferro.histogramdd(x, **fk), torch.histogramdd(tx, **tk)
     _same(mine.hist, theirs.hist)
     _same(mine.bin_edges, theirs.bin_edges)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(device: str, reduce: str, include_self: bool) -> None:
+    (x, tx) = _pair(RNG.normal(size=(3, 4)), device, True)
+    (src, tsrc) = _pair(RNG.normal(size=(3, 5)), device, True)
+    idx = np.array([2, 0, 2, 3, 0])
+    mine = x.index_reduce(1, ferro.tensor(idx, device=device), src, reduce, include_self=include_self)
+    theirs = tx.index_reduce(1, torch.tensor(idx), tsrc, reduce, include_self=include_self)
+    _same(mine, theirs)
+    mine.square().sum().backward()
+    theirs.square().sum().backward()
+    _same(x.grad, tx.grad)
+    _same(src.grad, tsrc.grad)
+    with pytest.raises(ferro.errors.DTypeError, match="index_reduce"):
+        ferro.ones(3, dtype=ferro.bool, device=device).index_reduce(0, ferro.tensor([0], device=device),
+                                                                   ferro.ones(1, dtype=ferro.bool, device=device),
+                                                                   "amax")

@@ -21,7 +21,7 @@ ALIASES: dict[str, str] = {
 }
 
 #: Ops whose in-place method (``x.put_(...)``) PyTorch has, beyond those their family lists.
-INPLACE: tuple[str, ...] = ("index_reduce", "put", "conj_physical")
+INPLACE: tuple[str, ...] = ("put", "conj_physical")
 
 #: ``torch.<name>_(x, ...)`` functions: the Tensor's in-place method, called as a function.
 TORCH_INPLACE: tuple[str, ...] = (

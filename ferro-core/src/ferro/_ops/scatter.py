@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._core.dtypes import bool_
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap_dim
 from ..autograd._function import Function
 from ..dispatch._dispatch import kernel
 from ..errors import DTypeError, ShapeError
-from ._rules import check_rule
 from .elementwise import where
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -287,7 +287,9 @@ def index_reduce(x: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str
                  include_self: bool = True) -> Tensor:
     """A copy of ``x`` where the slices of ``source`` along ``dim`` are reduced (prod, mean, amax, amin) into
     the slices ``index`` names."""
-    check_rule("index_reduce", x)
+    if x._dtype is bool_ or x._dtype.is_complex:
+        raise DTypeError(f"index_reduce: not defined for dtype {x._dtype}; it takes real numeric dtypes (not bool or "
+                         "complex)")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise ValueError(f"index_reduce(): reduce argument must be either prod, mean, amax or amin, got {reduce}")
     if not isinstance(index, Tensor) or index.ndim > 1:
@@ -365,6 +367,7 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS),
-             **register_composites("composite", [("index_reduce", index_reduce)], dtype_rule="real_numeric")}
+#: ``index_reduce`` is scatter_reduce's: a function, not an op of its own (its name is the raw kernel's that
+#: scatter_reduce's decomposition calls).
+FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS), "index_reduce": index_reduce}
 METHODS = list(FUNCTIONS)

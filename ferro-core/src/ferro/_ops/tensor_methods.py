@@ -21,6 +21,7 @@ from .._core.tensor import Size, Tensor, _wrap_dim
 from .._creation import arange, empty, tensor
 from ..errors import ShapeError
 from .inplace import _check_leaf, copy_
+from .scatter import index_reduce as _index_reduce
 
 __all__ = ["METHODS", "empty_strided"]
 
@@ -263,6 +264,13 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     return self
 
 
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """In-place :func:`ferro.index_reduce`; returns self."""
+    _check_leaf(self, "index_reduce_")
+    return copy_(self, _index_reduce(self, dim, index, source, reduce, include_self=include_self))
+
+
 def _transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return x.transpose(dim0, dim1)
 
@@ -280,4 +288,5 @@ METHODS: dict[str, Callable[..., Any]] = {
     "resize_": resize_, "resize_as_": resize_as_, "resize": resize, "resize_as": resize_as,
     "apply_": apply_, "map_": map_, "map2_": map2_, "as_subclass": as_subclass, "is_distributed": is_distributed,
     "hardshrink": hardshrink, "float_power_": float_power_, "fill_diagonal_": fill_diagonal_,
+    "index_reduce_": index_reduce_,
 }

@@ -1047,20 +1047,6 @@ def _scattered(x: Any, where: Any, src: Any) -> Any:
     return out
 
 
-def _index_reduce(x: Any, reduce: str, include_self: bool) -> Any:
-    np = _np()
-    src, idx = x[::-1] * 2, [2, 0, 2]
-    out = x.astype(np.float64).copy()
-    fn = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce]
-    for j in set(idx):
-        rows = [src[i] for i, k in enumerate(idx) if k == j]
-        acc = x[j] if include_self else rows.pop(0)
-        for r in rows:
-            acc = fn(acc, r)
-        out[j] = acc
-    return out
-
-
 def _nonzero_static(x: Any, size: int = 5) -> Any:
     np = _np()
     idx = np.argwhere(x)[:size]
@@ -1092,11 +1078,6 @@ OP_DB += [
         shapes=(((6, 2),), ((2, 3, 2),))),
     _mv("histogram", lambda x: _np().histogram(x, 4, (-3.0, 3.0))[0],
         lambda f, x: f.histogram(x, 4, range=(-3.0, 3.0)).hist, grad=False, shapes=(((3, 4),), ((7,),))),
-    *(_mv("index_reduce", lambda x, reduce, include_self: _index_reduce(x, reduce, include_self),
-          lambda f, x, reduce, include_self: f.index_reduce(x, 0, f.tensor([2, 0, 2], device=x.device),
-                                                           x.flip(0) * 2, reduce, include_self=include_self),
-          shapes=_S, kwargs=tuple({"reduce": r, "include_self": s} for r, s in
-                                  (("prod", True), ("amax", True), ("amin", False)))),),
     _mv("put", lambda x: _scattered(x.reshape(-1), [5, 0, -1], x[0, :3]).reshape(x.shape),
         lambda f, x: f.put(x, f.tensor([5, 0, -1], device=x.device), x[0, :3]), shapes=_S),
     _mv("select_scatter", lambda x: _scattered(x, (slice(None), 1), x[:, 0][::-1]),
