@@ -261,6 +261,12 @@ SKIPPED: dict[str, str] = {
     "argwhere": "output is an int64 index",
     "linalg.matrix_rank": "output is an int64 count",
     "heaviside": "a step function: zero gradient almost everywhere (PyTorch has no derivative)",
+    **{n: "integer-only elementwise op" for n in ("gcd", "lcm", "unravel_index")},
+    **{n: "samples: no gradient (PyTorch has none)" for n in ("poisson", "binomial")},
+    **{n: "counts: piecewise constant (PyTorch has no derivative)" for n in ("histogram", "histogramdd")},
+    "nonzero_static": "output is an int64 index",
+    "nextafter": "the next representable float: a step function of its inputs (PyTorch has no derivative)",
+    "frexp": "mantissa and an integer exponent: the mantissa jumps at powers of two (PyTorch has no derivative)",
 }
 
 GRADGRAD_KINDS = ("unary", "binary", "ternary")
