@@ -22,7 +22,7 @@ from .._creation import as_tensor, empty, from_numpy, tensor
 from ..autograd._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from .shape import stack
 
-__all__ = ["FUNCTIONS", "dtype", "memory_format", "contiguous_format", "preserve_format", "channels_last",
+__all__ = ["dtype", "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d", "asarray", "frombuffer", "empty_permuted", "result_type", "to_dlpack", "detach",
            "is_inference", "is_distributed", "init_num_threads", "cond", "while_loop", "vmap", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
