@@ -510,6 +510,7 @@ def test_control_flow_and_vmap(device: str) -> None:
     _same(ferro.vmap(ferro.dot, in_dims=(0, None))(x, v), torch.vmap(torch.dot, in_dims=(0, None))(tx, tv))
     _same(ferro.vmap(lambda r: r * 2, in_dims=1, out_dims=1)(x), torch.vmap(lambda r: r * 2, in_dims=1, out_dims=1)(tx))
     _same(ferro.vmap(lambda r: (r.sum(), r.max()))(x), torch.vmap(lambda r: (r.sum(), r.max()))(tx))
+    _same(ferro.vmap(ferro.sum)(x, dim=0), torch.vmap(torch.sum)(tx, dim=0))
     with pytest.raises(ValueError, match="batch size"):
         ferro.vmap(ferro.add)(x, x[:2])
 

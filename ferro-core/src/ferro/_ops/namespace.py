@@ -179,7 +179,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
     """``func`` mapped over a dimension of its tensor arguments: PyTorch's ``torch.vmap``, run as a loop over
     the batch (each call sees one slice; the results are stacked at ``out_dims``). ``in_dims``: the batch
     dimension of each argument (None: not batched)."""
-    def mapped(*args: Any) -> Any:
+    def mapped(*args: Any, **kwargs: Any) -> Any:  # keyword arguments are passed whole, as torch.vmap does
         dims = _dims(in_dims, len(args), "in_dims")
         sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None and isinstance(a, Tensor)}
         if len(sizes) != 1:
@@ -187,7 +187,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
                              if sizes else "vmap: at least one argument must be a tensor with a batch dimension")
         (n,) = sizes
         results = [func(*(a.select(d, i) if d is not None and isinstance(a, Tensor) else a
-                          for a, d in zip(args, dims))) for i in range(n)]
+                          for a, d in zip(args, dims)), **kwargs) for i in range(n)]
         if isinstance(results[0], (tuple, list)):
             outs = _dims(out_dims, len(results[0]), "out_dims")
             return type(results[0])(stack([r[k] for r in results], outs[k]) for k in range(len(outs)))
