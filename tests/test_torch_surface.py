@@ -639,3 +639,24 @@ def test_index_reduce(device: str, reduce: str, include_self: bool) -> None:
         ferro.ones(3, dtype=ferro.bool, device=device).index_reduce(0, ferro.tensor([0], device=device),
                                                                    ferro.ones(1, dtype=ferro.bool, device=device),
                                                                    "amax")
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg(device: str, largest: bool) -> None:
+    a = RNG.normal(size=(30, 30))
+    sym = a @ a.T / 30 + np.diag(np.arange(30.0))
+    (A, tA) = _pair(sym, device)
+    if _refused_without_linalg(device, "linalg.qr", lambda: ferro.lobpcg(A, k=3)):
+        return
+    ferro.manual_seed(0)
+    values, vectors = ferro.lobpcg(A, k=3, largest=largest)
+    want = np.linalg.eigvalsh(sym)[::-1][:3] if largest else np.linalg.eigvalsh(sym)[:3]
+    np.testing.assert_allclose(values.numpy(), want, rtol=1e-9)
+    if largest:  # torch.lobpcg finds the largest
+        np.testing.assert_allclose(values.numpy(), torch.lobpcg(tA, k=3)[0].numpy(), rtol=1e-6)
+    residual = sym @ vectors.numpy() - vectors.numpy() * values.numpy()
+    assert np.linalg.norm(residual, axis=0).max() < 1e-5
+    bm = np.diag(RNG.random(30) + 1)
+    gen, _ = ferro.lobpcg(A, k=2, B=ferro.tensor(bm, device=device), largest=largest)
+    ref = np.sort(np.linalg.eigvals(np.linalg.solve(bm, sym)).real)
+    np.testing.assert_allclose(gen.numpy(), ref[::-1][:2] if largest else ref[:2], rtol=1e-8)

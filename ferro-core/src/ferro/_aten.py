@@ -17,11 +17,12 @@ True
 
 from __future__ import annotations
 
+import builtins
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._api import Tensor, arange, cat, eye, fft, linalg, no_grad, ones, stack, view_as_real, where, zeros
+from ._api import Tensor, arange, cat, eye, fft, finfo, linalg, no_grad, ones, stack, view_as_real, where, zeros
 from .errors import ShapeError
 from .nn import functional as F  # noqa: N812 - the name PyTorch code uses
 
@@ -493,6 +494,62 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     return svd_lowrank(A, q, niter)
 
 
+def _b_orthonormal(S: Tensor, B: Tensor | None) -> Tensor:
+    """An orthonormal (``B``-orthonormal) basis of the columns of ``S``, nearly dependent columns dropped."""
+    if B is None:
+        q, r = linalg.qr(S)
+        keep = r.diagonal(dim1=-2, dim2=-1).abs() > 1e-10 * r.diagonal(dim1=-2, dim2=-1).abs().amax().clamp(min=1e-300)
+        return q[:, keep]
+    gram = S.mT @ (B @ S)
+    vals, vecs = linalg.eigh((gram + gram.mT) / 2)
+    keep = vals > 1e-10 * vals.abs().amax()
+    return S @ (vecs[:, keep] / vals[keep].sqrt())
+
+
+def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor | None = None,
+           n: int | None = None, iK: Tensor | None = None, niter: int | None = None,
+           tol: float | None = None, largest: bool | None = None, method: str | None = None, tracker: Any = None,
+           ortho_iparams: Any = None, ortho_fparams: Any = None, ortho_bparams: Any = None) -> tuple[Tensor, Tensor]:
+    """``(E, X)``: the ``k`` largest (``largest=False``: smallest) eigenvalues and eigenvectors of the symmetric
+    ``A x = E B x`` (``B`` positive definite, the identity by default), by LOBPCG (Knyazev): Rayleigh-Ritz over
+    the current vectors, their preconditioned (``iK``) residuals and the previous step's directions."""
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ShapeError(f"lobpcg: A must be a square matrix, got shape {list(A.shape)} (batches are not supported)")
+    m = A.shape[-1]
+    k = (1 if X is None else X.shape[-1]) if k is None else k
+    n = (k if X is None else X.shape[-1]) if n is None else n
+    if not 0 < k <= n or 3 * n > m:
+        raise ValueError(f"lobpcg: expected 0 < k <= n and 3 * n <= the size of A, got k={k}, n={n}, size {m}")
+    largest = True if largest is None else largest
+    niter = 1000 if niter is None else niter
+    tol = finfo(A.dtype).eps ** 0.5 if tol is None else tol
+    x = _b_orthonormal(A.new_empty((m, n)).normal_() if X is None else X, B)
+    p_dirs: Tensor | None = None
+    evals = x.new_zeros(n)
+    for step in builtins.range(niter if niter >= 0 else 10 ** 9):
+        ax = A @ x
+        bx = x if B is None else B @ x
+        evals = (x * ax).sum(0) / (x * bx).sum(0)
+        res = ax - bx * evals
+        if bool((res[:, :k].norm(dim=0) <= tol * (evals[:k].abs() + 1) * x[:, :k].norm(dim=0)).all()):
+            break
+        w = res if iK is None else iK @ res
+        parts = [x, w] + ([p_dirs] if p_dirs is not None else [])
+        # unit columns: small residuals near convergence must not look dependent on x
+        basis = _b_orthonormal(cat([v / v.norm(dim=0).clamp(min=1e-300) for v in parts], 1), B)
+        small = basis.mT @ (A @ basis)
+        vals, vecs = linalg.eigh((small + small.mT) / 2)
+        order = vals.argsort(descending=largest)[:n]
+        c = vecs[:, order]
+        x_new = basis @ c
+        p_dirs = x_new - x @ (x.mT @ (x_new if B is None else B @ x_new))
+        x = x_new
+        if tracker is not None:
+            tracker(step)
+    order = evals.argsort(descending=largest)[:k]
+    return evals[order], x[:, order]
+
+
 # -- short-time Fourier transforms ---------------------------------------------------------------------------------
 
 
@@ -603,7 +660,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "cholesky": cholesky, "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse, "lu": lu,
     "lu_unpack": lu_unpack, "lu_solve": lu_solve, "qr": qr, "svd": svd, "triangular_solve": triangular_solve,
     "pinverse": pinverse, "nuclear_norm": nuclear_norm, "frobenius_norm": frobenius_norm, "geqrf": geqrf,
-    "orgqr": orgqr, "ormqr": ormqr, "svd_lowrank": svd_lowrank, "pca_lowrank": pca_lowrank,
+    "orgqr": orgqr, "ormqr": ormqr, "svd_lowrank": svd_lowrank, "pca_lowrank": pca_lowrank, "lobpcg": lobpcg,
 }
 
 #: The functions that are also Tensor methods, as in PyTorch.
