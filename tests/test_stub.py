@@ -90,8 +90,8 @@ def _declared(body: list[ast.stmt]) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom):  # PEP 484: a stub re-exports what it imports with "as"
-            names.update(a.asname for a in node.names if a.asname)
+        elif isinstance(node, ast.ImportFrom):  # re-exports: ``X as X``, or a class under a second public name
+            names.update(a.asname for a in node.names if a.asname and not a.asname.startswith("_"))
     return names
 
 

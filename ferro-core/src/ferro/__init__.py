@@ -35,6 +35,7 @@ try:
     from ._api import long as long
     from ._api import set_default_dtype as set_default_dtype
     from ._api import short as short
+    from ._aten import install as _install_aten
     from ._core.tensor import Tensor as _Tensor
     from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
     from ._grids import __all__ as _grids_all
@@ -43,6 +44,7 @@ try:
     from ._sparse_faces import __all__ as _sparse_all
     from ._sparse_faces import layout, sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, strided  # noqa: F401
     from .amp import autocast as autocast
+    from .amp._autocast import STATE_FUNCTIONS as _AUTOCAST
 finally:
     # What the import made lives as long as the process: moved out of the collector's sight (gc.freeze), it
     # costs no collection now (enabling the collector again would run one at once) nor in every later one.
@@ -81,6 +83,8 @@ _FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tran
                     "cosine_similarity", "pairwise_distance", "avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
                     "dropout", "layer_norm", "group_norm", "rms_norm", "bilinear")
 globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})
+_ATEN = _install_aten(globals())  # torch.batch_norm, torch.svd...: ATen's signatures (ferro._aten)
+globals().update(_AUTOCAST)  # is_autocast_enabled, set_autocast_dtype...
 
 _LEGACY = _typed_tensor_classes()
 _Tensor.new = _legacy_new  # type: ignore[attr-defined]  # x.new(3, 4), x.new([1, 2])
@@ -88,3 +92,4 @@ globals().update(_LEGACY)  # FloatTensor, LongTensor, ...
 
 __all__ = [*_api_all, *_grids_all, *_LEGACY, *_FROM_FUNCTIONAL, *_LAZY, *_sparse_all, "amp", "autocast", "nn", "optim",
            "random"]
+__all__ += [*_ATEN, *_AUTOCAST]

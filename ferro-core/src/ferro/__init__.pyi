@@ -37,11 +37,13 @@ from ferro import special as special
 from ferro import utils as utils
 from ferro._core.device import device as device
 from ferro._core.dtypes import DType as DType
+from ferro._core.dtypes import DType as dtype
 from ferro._core.inference_mode import inference_mode as inference_mode
 from ferro._core.layouts import Layout as layout
 from ferro._core.numeric_info import finfo as finfo
 from ferro._core.numeric_info import iinfo as iinfo
 from ferro._core.records import _Ops as _Ops
+from ferro._ops.namespace import memory_format as memory_format
 from ferro.amp import autocast as autocast
 from ferro.amp.grad_scaler import GradScaler as GradScaler
 from ferro.autograd import Node as _Node
@@ -50,6 +52,7 @@ from ferro.autograd import no_grad as no_grad
 from ferro.autograd import set_grad_enabled as set_grad_enabled
 from ferro.autograd._engine import _PostHookHandle as _PostHookHandle
 from ferro.errors import BackendUnavailableError as BackendUnavailableError
+from ferro.errors import OutOfMemoryError as OutOfMemoryError
 from ferro.errors import UnsupportedOperationError as UnsupportedOperationError
 from ferro.quantization import QDType as _QDType
 from ferro.quantization import QScheme as _QScheme
@@ -70,6 +73,7 @@ __all__ = [
     'HalfTensor',
     'IntTensor',
     'LongTensor',
+    'OutOfMemoryError',
     'ShortTensor',
     'Size',
     'Tensor',
@@ -82,15 +86,21 @@ __all__ = [
     'acos_',
     'acosh',
     'acosh_',
+    'adaptive_avg_pool1d',
+    'adaptive_max_pool1d',
     'add',
     'addbmm',
     'addcdiv',
     'addcmul',
     'addmm',
     'addmv',
+    'addmv_',
     'addr',
+    'adjoint',
     'all',
     'allclose',
+    'alpha_dropout',
+    'alpha_dropout_',
     'amax',
     'amin',
     'aminmax',
@@ -118,7 +128,10 @@ __all__ = [
     'argsort',
     'argwhere',
     'as_strided',
+    'as_strided_',
+    'as_strided_scatter',
     'as_tensor',
+    'asarray',
     'asin',
     'asin_',
     'asinh',
@@ -137,10 +150,13 @@ __all__ = [
     'backends',
     'baddbmm',
     'bartlett_window',
+    'batch_norm',
     'bernoulli',
     'bfloat16',
     'bilinear',
+    'binary_cross_entropy_with_logits',
     'bincount',
+    'binomial',
     'bitwise_and',
     'bitwise_left_shift',
     'bitwise_not',
@@ -163,6 +179,12 @@ __all__ = [
     'ceil_',
     'celu',
     'celu_',
+    'channel_shuffle',
+    'channels_last',
+    'channels_last_3d',
+    'cholesky',
+    'cholesky_inverse',
+    'cholesky_solve',
     'chunk',
     'clamp',
     'clamp_',
@@ -174,29 +196,38 @@ __all__ = [
     'clip_',
     'clone',
     'column_stack',
+    'combinations',
     'compile',
     'complex',
     'complex128',
     'complex64',
     'concat',
     'concatenate',
+    'cond',
     'conj',
     'conj_physical',
+    'conj_physical_',
+    'constant_pad_nd',
     'contiguous',
+    'contiguous_format',
     'conv1d',
     'conv2d',
     'conv3d',
+    'conv_tbc',
     'conv_transpose1d',
     'conv_transpose2d',
+    'convolution',
     'copysign',
     'corrcoef',
     'cos',
     'cos_',
     'cosh',
     'cosh_',
+    'cosine_embedding_loss',
     'cosine_similarity',
     'count_nonzero',
     'cov',
+    'cross',
     'cuda',
     'cummax',
     'cummin',
@@ -208,12 +239,14 @@ __all__ = [
     'deg2rad_',
     'dequantize',
     'det',
+    'detach',
     'detach_',
     'device',
     'diag',
     'diag_embed',
     'diagflat',
     'diagonal',
+    'diagonal_scatter',
     'diff',
     'digamma',
     'dist',
@@ -222,11 +255,17 @@ __all__ = [
     'divide',
     'dot',
     'dropout',
+    'dropout_',
     'dsplit',
     'dstack',
+    'dtype',
     'einsum',
+    'embedding',
+    'embedding_renorm_',
     'empty',
     'empty_like',
+    'empty_permuted',
+    'empty_strided',
     'enable_grad',
     'eq',
     'equal',
@@ -245,7 +284,12 @@ __all__ = [
     'expm1',
     'expm1_',
     'eye',
+    'feature_alpha_dropout',
+    'feature_alpha_dropout_',
+    'feature_dropout',
+    'feature_dropout_',
     'fft',
+    'fill',
     'fill_',
     'finfo',
     'fix',
@@ -266,13 +310,20 @@ __all__ = [
     'fmod',
     'frac',
     'frac_',
+    'frexp',
+    'frobenius_norm',
     'from_dlpack',
     'from_numpy',
+    'frombuffer',
     'full',
     'full_like',
     'gather',
+    'gcd',
+    'gcd_',
     'ge',
+    'geqrf',
     'ger',
+    'get_autocast_dtype',
     'get_default_device',
     'get_default_dtype',
     'get_deterministic_debug_mode',
@@ -281,15 +332,21 @@ __all__ = [
     'get_num_interop_threads',
     'get_num_threads',
     'get_rng_state',
+    'gradient',
     'greater',
     'greater_equal',
     'group_norm',
+    'gru',
+    'gru_cell',
     'gt',
     'hamming_window',
     'hann_window',
     'hardshrink',
     'heaviside',
+    'hinge_embedding_loss',
     'histc',
+    'histogram',
+    'histogramdd',
     'hsplit',
     'hstack',
     'hypot',
@@ -300,20 +357,29 @@ __all__ = [
     'index_fill',
     'index_put',
     'index_put_',
+    'index_reduce',
     'index_select',
     'inference_mode',
+    'init_num_threads',
     'initial_seed',
     'inner',
+    'instance_norm',
     'int16',
     'int32',
     'int64',
     'int8',
     'inverse',
+    'is_anomaly_check_nan_enabled',
+    'is_anomaly_enabled',
+    'is_autocast_cache_enabled',
+    'is_autocast_enabled',
     'is_complex',
     'is_conj',
     'is_deterministic_algorithms_warn_only_enabled',
+    'is_distributed',
     'is_floating_point',
     'is_grad_enabled',
+    'is_inference',
     'is_inference_mode_enabled',
     'is_neg',
     'is_nonzero',
@@ -329,12 +395,17 @@ __all__ = [
     'isneginf',
     'isposinf',
     'isreal',
+    'istft',
     'kaiser_window',
+    'kl_div',
     'kron',
     'kthvalue',
     'layer_norm',
     'layout',
+    'lcm',
+    'lcm_',
     'ldexp',
+    'ldexp_',
     'le',
     'lerp',
     'less',
@@ -343,6 +414,7 @@ __all__ = [
     'linalg',
     'linspace',
     'load',
+    'lobpcg',
     'log',
     'log10',
     'log10_',
@@ -364,19 +436,29 @@ __all__ = [
     'logit_',
     'logspace',
     'logsumexp',
+    'lstm',
+    'lstm_cell',
     'lt',
+    'lu',
+    'lu_solve',
+    'lu_unpack',
     'manual_seed',
+    'margin_ranking_loss',
     'masked_fill',
     'masked_scatter',
     'masked_select',
     'matmul',
+    'matrix_exp',
+    'matrix_power',
     'max',
     'max_pool1d',
+    'max_pool1d_with_indices',
     'max_pool2d',
     'max_pool3d',
     'maximum',
     'mean',
     'median',
+    'memory_format',
     'meshgrid',
     'min',
     'minimum',
@@ -393,6 +475,7 @@ __all__ = [
     'nan_to_num_',
     'nanmean',
     'nanmedian',
+    'nanquantile',
     'nansum',
     'narrow',
     'ne',
@@ -400,36 +483,51 @@ __all__ = [
     'neg_',
     'negative',
     'negative_',
+    'nextafter',
     'nn',
     'no_grad',
     'nonzero',
+    'nonzero_static',
     'norm',
+    'norm_except_dim',
     'normal',
     'not_equal',
+    'nuclear_norm',
     'numel',
     'ones',
     'ones_like',
     'onnx',
     'ops',
     'optim',
+    'orgqr',
+    'ormqr',
     'outer',
     'pad',
     'pairwise_distance',
+    'pca_lowrank',
+    'pdist',
     'per_block_symmetric',
     'per_channel_affine',
     'per_channel_symmetric',
     'per_tensor_affine',
     'per_tensor_symmetric',
     'permute',
+    'pinverse',
     'pixel_shuffle',
     'pixel_unshuffle',
+    'poisson',
+    'poisson_nll_loss',
     'polar',
     'positive',
     'pow',
+    'preserve_format',
     'prod',
     'promote_types',
+    'put',
     'qint32',
     'qint8',
+    'qr',
+    'quantile',
     'quantization',
     'quantize_blockwise',
     'quantize_per_channel',
@@ -452,19 +550,29 @@ __all__ = [
     'relu',
     'relu_',
     'remainder',
+    'renorm',
     'repeat',
     'repeat_interleave',
     'reshape',
+    'resize_as_',
     'resolve_conj',
     'resolve_neg',
+    'result_type',
     'rms_norm',
+    'rnn_relu',
+    'rnn_relu_cell',
+    'rnn_tanh',
+    'rnn_tanh_cell',
     'roll',
     'rot90',
     'round',
     'round_',
     'row_stack',
+    'rrelu',
+    'rrelu_',
     'rsqrt',
     'rsqrt_',
+    'rsub',
     'save',
     'scalar_tensor',
     'scatter',
@@ -473,8 +581,13 @@ __all__ = [
     'searchsorted',
     'seed',
     'select',
+    'select_scatter',
     'selu',
     'selu_',
+    'set_anomaly_enabled',
+    'set_autocast_cache_enabled',
+    'set_autocast_dtype',
+    'set_autocast_enabled',
     'set_backend',
     'set_default_device',
     'set_default_dtype',
@@ -498,6 +611,7 @@ __all__ = [
     'sinc_',
     'sinh',
     'sinh_',
+    'slice_scatter',
     'slogdet',
     'softmax',
     'sort',
@@ -517,10 +631,13 @@ __all__ = [
     'stack',
     'std',
     'std_mean',
+    'stft',
     'strided',
     'sub',
     'subtract',
     'sum',
+    'svd',
+    'svd_lowrank',
     'swapaxes',
     'swapdims',
     't',
@@ -536,13 +653,16 @@ __all__ = [
     'threshold',
     'threshold_',
     'tile',
+    'to_dlpack',
     'topk',
     'trace',
     'transpose',
     'trapezoid',
     'trapz',
+    'triangular_solve',
     'tril',
     'tril_indices',
+    'triplet_margin_loss',
     'triu',
     'triu_indices',
     'true_divide',
@@ -553,19 +673,26 @@ __all__ = [
     'unflatten',
     'unique',
     'unique_consecutive',
+    'unravel_index',
+    'unsafe_chunk',
+    'unsafe_split',
+    'unsafe_split_with_sizes',
     'unsqueeze',
     'use_backend',
     'use_deterministic_algorithms',
     'utils',
+    'vander',
     'var',
     'var_mean',
     'vdot',
     'view',
     'view_as_complex',
     'view_as_real',
+    'vmap',
     'vsplit',
     'vstack',
     'where',
+    'while_loop',
     'xlogy',
     'xlogy_',
     'zero_',
@@ -673,7 +800,7 @@ class Tensor:
     def __new__(
         cls,
         *args: Any,
-        dtype: DType | None = None,
+        dtype: dtype | None = None,
         device: Any = None,
         requires_grad: builtins.bool = False,
     ) -> Tensor:
@@ -729,7 +856,7 @@ class Tensor:
     _base: Tensor | None
     _data: Any
     _device: device
-    _dtype: DType
+    _dtype: dtype
     _grad: Tensor | None
     _hooks: builtins.list[collections.abc.Callable[[Tensor], Tensor | None]] | None
     _retains: Any
@@ -740,7 +867,7 @@ class Tensor:
         """How many in-place changes this tensor's storage has seen (``_version`` in PyTorch)."""
     _view: Any
     @staticmethod
-    def _wrap(data: Any, dtype: DType, device: device) -> Tensor:
+    def _wrap(data: Any, dtype: dtype, device: device) -> Tensor:
         """Assemble a tensor from a native array; the one place tensors are built."""
     def abs(self) -> Tensor:
         """Absolute value (the modulus for complex)."""
@@ -824,6 +951,8 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """Whether any element is nonzero, over ``dim`` (all dims by default); a bool tensor."""
+    def apply_(self, callable: collections.abc.Callable[[Any], Any]) -> Tensor:
+        """Replace each element ``x`` with ``callable(x)`` (CPU tensors; slow: one Python call per element)."""
     def arccos(self) -> Tensor:
         """Inverse cosine."""
     def arccos_(self) -> Tensor:
@@ -876,6 +1005,23 @@ class Tensor:
         ``x``'s own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the
         places an element is read from.
         """
+    def as_strided_(
+        self,
+        size: collections.abc.Sequence[builtins.int],
+        stride: collections.abc.Sequence[builtins.int],
+        storage_offset: builtins.int | None = None,
+    ) -> Tensor:
+        """In place :meth:`Tensor.as_strided`: this tensor becomes that view of its storage; returns it."""
+    def as_strided_scatter(
+        self,
+        src: Tensor,
+        size: Any,
+        stride: Any,
+        storage_offset: builtins.int | None = None,
+    ) -> Tensor:
+        """A copy of ``input`` with ``src`` written into ``input.as_strided(size, stride, storage_offset)``."""
+    def as_subclass(self, cls: builtins.type) -> Any:
+        """This tensor as an instance of ``cls`` (a subclass of Tensor), sharing its data and graph."""
     def asin(self) -> Tensor:
         """Inverse sine."""
     def asin_(self) -> Tensor:
@@ -948,6 +1094,8 @@ class Tensor:
         """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
     def byte(self) -> Tensor:
         """``self.to(ferro.uint8)``."""
+    def cauchy_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        """Fill with cauchy samples, in place; returns self."""
     def cdouble(self) -> Tensor:
         """``self.to(ferro.complex128)``."""
     def ceil(self) -> Tensor:
@@ -958,6 +1106,15 @@ class Tensor:
         """``self.to(ferro.complex64)``."""
     def char(self) -> Tensor:
         """``self.to(ferro.int8)``."""
+    def cholesky(self, upper: builtins.bool = False) -> Tensor:
+        """The Cholesky factor ``L`` (``U = L^H`` with ``upper``) of a Hermitian positive-definite matrix."""
+    def cholesky_inverse(self, upper: builtins.bool = False) -> Tensor:
+        """The inverse of ``A`` given its Cholesky factor."""
+    def cholesky_solve(self, L: Tensor, upper: builtins.bool = False) -> Tensor:
+        """
+        The solution ``X`` of ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or ``U`` with
+        ``upper``).
+        """
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
         """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:
@@ -982,6 +1139,14 @@ class Tensor:
         """The complex conjugate of ``x``; ``x`` itself when it is not complex (as in PyTorch)."""
     def conj_physical(self) -> Tensor:
         """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
+    def conj_physical_(self) -> Tensor:
+        """In-place :func:`ferro.conj_physical`; returns self."""
+    def const_data_ptr(self) -> builtins.int:
+        """
+        The address of the tensor's first element in its device's memory (0 for an empty tensor); on OpenCL,
+        which has no addresses, the buffer's handle plus the element's byte offset (an identity, as PyTorch's
+        ``data_ptr`` is used: to tell whether two tensors share memory).
+        """
     def contiguous(self) -> Tensor:
         """``x`` itself when row-major already, else a row-major copy."""
     def copy_(self, src: Tensor) -> Tensor:
@@ -1012,6 +1177,8 @@ class Tensor:
         """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
     def cpu(self) -> Tensor:
         """``x`` on the CPU backend."""
+    def cross(self, other: Tensor, dim: builtins.int | None = None) -> Tensor:
+        """The cross product of 3-vectors along ``dim`` (None: the first dimension of size 3)."""
     def cuda(self, device: builtins.int | None = None) -> Tensor:
         """``x`` on a CUDA device (``cuda:0`` unless ``device`` says otherwise)."""
     def cummax(self, dim: builtins.int) -> _ValuesIndices:
@@ -1031,6 +1198,12 @@ class Tensor:
         """This tensor's values, detached from autograd (shares storage)."""
     @data.setter
     def data(self, value: Tensor) -> None: ...
+    def data_ptr(self) -> builtins.int:
+        """
+        The address of the tensor's first element in its device's memory (0 for an empty tensor); on OpenCL,
+        which has no addresses, the buffer's handle plus the element's byte offset (an identity, as PyTorch's
+        ``data_ptr`` is used: to tell whether two tensors share memory).
+        """
     def deg2rad(self) -> Tensor:
         """Degrees to radians (integers give the default float dtype)."""
     def deg2rad_(self) -> Tensor:
@@ -1055,6 +1228,14 @@ class Tensor:
         The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the
         backend has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
         """
+    def diagonal_scatter(
+        self,
+        src: Tensor,
+        offset: builtins.int = 0,
+        dim1: builtins.int = 0,
+        dim2: builtins.int = 1,
+    ) -> Tensor:
+        """A copy of ``input`` with ``src`` written into ``input.diagonal(offset, dim1, dim2)``."""
     def diff(
         self,
         n: builtins.int = 1,
@@ -1069,6 +1250,8 @@ class Tensor:
         """In-place :func:`ferro.digamma`; returns self."""
     def dim(self) -> builtins.int:
         """The number of dimensions."""
+    def dim_order(self, *, ambiguity_check: builtins.bool = False) -> builtins.tuple[builtins.int, ...]:
+        """The dimensions from outermost to innermost in memory (by decreasing stride)."""
     def dist(self, other: Tensor, p: builtins.float = 2) -> Tensor:
         """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
     def div(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor:
@@ -1089,7 +1272,7 @@ class Tensor:
     def dsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
         """Split along dim 2 (at least 3-D)."""
     @property
-    def dtype(self) -> DType:
+    def dtype(self) -> dtype:
         """The element type."""
     def element_size(self) -> builtins.int:
         """Bytes per element."""
@@ -1127,8 +1310,16 @@ class Tensor:
         """exp(x) - 1, accurate near 0."""
     def expm1_(self) -> Tensor:
         """In-place :func:`ferro.expm1`; returns self."""
+    def exponential_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        """Fill with exponential samples, in place; returns self."""
     def fill_(self, value: Any) -> Tensor:
         """Fill ``x`` with ``value`` in place; returns ``x``."""
+    def fill_diagonal_(self, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
+        """
+        Write ``fill_value`` on the main diagonal (``x[i, i, ...]``; every dimension the same size beyond 2-D);
+        ``wrap``: a tall matrix's diagonal starts again every ``columns + 1`` rows, as NumPy's
+        ``fill_diagonal``.
+        """
     def fix(self) -> Tensor:
         """Round toward zero."""
     def fix_(self) -> Tensor:
@@ -1152,6 +1343,8 @@ class Tensor:
         """``self.to(ferro.float32)``."""
     def float_power(self, exponent: Any) -> Tensor:
         """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
+    def float_power_(self, exponent: Any) -> Tensor:
+        """In-place :func:`ferro.float_power`: the tensor must be float64 (complex128 for complex values)."""
     def floor(self) -> Tensor:
         """Round down."""
     def floor_(self) -> Tensor:
@@ -1172,12 +1365,28 @@ class Tensor:
         """The fractional part x - trunc(x)."""
     def frac_(self) -> Tensor:
         """In-place :func:`ferro.frac`; returns self."""
+    def frexp(self) -> _FrexpResult:
+        """
+        ``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1`` (0, inf and NaN keep exponent 0);
+        the exponent is int32, as PyTorch's.
+        """
     def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
         """``out[i][j][k] = x[index[i][j][k]][j][k]`` for ``dim == 0`` (and so on)."""
+    def gcd(self, y: Any) -> Tensor:
+        """The greatest common divisor, elementwise (Euclid's steps, as long as a pair still needs one)."""
+    def gcd_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.gcd`; returns self."""
     def ge(self, y: Any) -> Tensor:
         """x >= y."""
     def ge_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.ge`; returns self."""
+    def geometric_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        """Fill with geometric samples, in place; returns self."""
+    def geqrf(self) -> _GeqrfResult:
+        """
+        LAPACK's packed QR: ``R`` on and above the diagonal, the Householder vectors below it (their first entry
+        an implied 1) and their scales ``tau``.
+        """
     def ger(self, b: Tensor) -> Tensor:
         """Outer product of two vectors."""
     def get_device(self) -> builtins.int:
@@ -1202,12 +1411,27 @@ class Tensor:
         """In-place :func:`ferro.gt`; returns self."""
     def half(self) -> Tensor:
         """``self.to(ferro.float16)``."""
+    def hardshrink(self, lambd: builtins.float = 0.5) -> Tensor:
+        """``nn.functional.hardshrink``: 0 where ``|x| <= lambd``."""
     def heaviside(self, values: Tensor) -> Tensor:
         """0 below zero, 1 above, ``values`` at zero."""
     def heaviside_(self, values: Tensor) -> Tensor:
         """In-place :func:`ferro.heaviside`; returns self."""
     def histc(self, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
         """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+    def histogram(
+        self,
+        bins: Any = 100,
+        *,
+        range: collections.abc.Sequence[builtins.float] | None = None,
+        weight: Tensor | None = None,
+        density: builtins.bool = False,
+    ) -> _HistogramResult:
+        """
+        The histogram of ``input``'s values: ``bins`` equal bins over ``range`` (the data's range by default) or
+        the bin edges ``bins`` (a 1-D tensor); ``weight`` weighs each value; ``density`` normalizes to a
+        density.
+        """
     def hsplit(self, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
         """Split along dim 1 (dim 0 for 1-D tensors)."""
     def hypot(self, y: Any) -> Tensor:
@@ -1235,6 +1459,29 @@ class Tensor:
         """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
     def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         """In-place :func:`ferro.index_put`; returns self."""
+    def index_reduce(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        source: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """
+        A copy of ``x`` where the slices of ``source`` along ``dim`` are reduced (prod, mean, amax, amin) into
+        the slices ``index`` names.
+        """
+    def index_reduce_(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        source: Tensor,
+        reduce: builtins.str,
+        *,
+        include_self: builtins.bool = True,
+    ) -> Tensor:
+        """In-place :func:`ferro.index_reduce`; returns self."""
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         """The entries ``index`` of dimension ``dim``."""
     def inner(self, b: Tensor) -> Tensor:
@@ -1258,6 +1505,8 @@ class Tensor:
     @property
     def is_cuda(self) -> builtins.bool:
         """Whether the tensor lives on a CUDA device."""
+    def is_distributed(self) -> builtins.bool:
+        """False: a ferro tensor lives on one device (``ferro.distributed`` moves values between processes)."""
     def is_floating_point(self) -> builtins.bool:
         """Whether the dtype is a floating dtype."""
     @property
@@ -1292,6 +1541,8 @@ class Tensor:
         """``is_nested``: always False in ferro (PyTorch's flag, for scripts that test it)."""
     def is_nonzero(self) -> builtins.bool:
         """The truth of a one-element tensor; a ``RuntimeError`` for any other, as PyTorch."""
+    def is_pinned(self, device: Any = None) -> builtins.bool:
+        """False: ferro's tensors are not in page-locked host memory (its backends copy from any host memory)."""
     @property
     def is_quantized(self) -> Any:
         """``is_quantized``: always False in ferro (PyTorch's flag, for scripts that test it)."""
@@ -1334,6 +1585,22 @@ class Tensor:
         """True where ``input`` is +inf."""
     def isreal(self) -> Tensor:
         """True where the imaginary part is 0 (everywhere for real dtypes)."""
+    def istft(
+        self,
+        n_fft: builtins.int,
+        hop_length: builtins.int | None = None,
+        win_length: builtins.int | None = None,
+        window: Tensor | None = None,
+        center: builtins.bool = True,
+        normalized: builtins.bool = False,
+        onesided: builtins.bool | None = None,
+        length: builtins.int | None = None,
+        return_complex: builtins.bool = False,
+    ) -> Tensor:
+        """
+        The inverse of :func:`stft`: each frame's inverse FFT times ``window``, overlapped and added, divided by
+        the overlapped squared window.
+        """
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
     @property
@@ -1346,6 +1613,10 @@ class Tensor:
     @property
     def layout(self) -> layout:
         """The memory layout: ``ferro.strided`` (sparse tensors' classes say ``sparse_coo`` / ``sparse_csr``)."""
+    def lcm(self, y: Any) -> Tensor:
+        """The least common multiple, elementwise (0 where an operand is 0)."""
+    def lcm_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.lcm`; returns self."""
     def ldexp(self, other: Any) -> Tensor:
         """``input * 2^other`` (integers give the default float dtype)."""
     def ldexp_(self, other: Any) -> Tensor:
@@ -1386,6 +1657,8 @@ class Tensor:
         """In-place :func:`ferro.log2`; returns self."""
     def log_(self) -> Tensor:
         """In-place :func:`ferro.log`; returns self."""
+    def log_normal_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        """Fill with log_normal samples, in place; returns self."""
     def log_softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
         """x - logsumexp(x) over dim."""
     def logaddexp(self, y: Any) -> Tensor:
@@ -1430,12 +1703,20 @@ class Tensor:
         """x < y."""
     def lt_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.lt`; returns self."""
+    def lu(self, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> builtins.tuple[Tensor, ...]:
+        """``(LU, pivots[, infos])``: the packed LU factorization (``linalg.lu_factor``)."""
+    def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+        """The solution of ``A x = b`` from ``A``'s packed LU factorization."""
     @property
     def mH(self) -> Tensor:
         """The conjugate transpose of the last two dimensions (``mT`` for real tensors)."""
     @property
     def mT(self) -> Tensor:
         """The tensor with its last two dimensions swapped (batched transpose)."""
+    def map2_(self, x: Tensor, y: Tensor, callable: collections.abc.Callable[[Any, Any, Any], Any]) -> Tensor:
+        """Replace each element ``a`` with ``callable(a, b, c)``, ``b`` and ``c`` from ``x`` and ``y``."""
+    def map_(self, tensor_: Tensor, callable: collections.abc.Callable[[Any, Any], Any]) -> Tensor:
+        """Replace each element ``x`` with ``callable(x, y)``, ``y`` from ``tensor_`` broadcast to this shape."""
     def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
         """``value`` where ``mask`` (broadcast) is True, else ``x``."""
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
@@ -1448,6 +1729,13 @@ class Tensor:
         """The elements of ``x`` where ``mask`` (broadcast with ``x``) is True, as a 1-D tensor."""
     def matmul(self, y: Tensor) -> Tensor:
         """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
+    def matrix_exp(self) -> Tensor:
+        """
+        The matrix exponential, by scaling and squaring a degree-18 Taylor series (16-bit floats computed in
+        float32).
+        """
+    def matrix_power(self, n: builtins.int) -> Tensor:
+        """``A`` multiplied by itself ``n`` times (the identity at 0, the inverse's power below 0)."""
     def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
     def maximum(self, y: Any) -> Tensor:
@@ -1459,7 +1747,7 @@ class Tensor:
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
         keepdim: builtins.bool = False,
         *,
-        dtype: DType | None = None,
+        dtype: dtype | None = None,
     ) -> Tensor:
         """Mean of elements over ``dim`` (all when None)."""
     def median(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
@@ -1530,10 +1818,21 @@ class Tensor:
         ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)``
         along ``dim``.
         """
+    def nanquantile(
+        self,
+        q: Any,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = 'linear',
+    ) -> Tensor:
+        """:func:`quantile` ignoring NaN (NaN only where every value is NaN)."""
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """The sum, NaN counted as zero."""
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
+    def narrow_copy(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        """A copy (not a view) of :meth:`narrow`."""
     @property
     def nbytes(self) -> builtins.int:
         """Bytes of all elements."""
@@ -1569,6 +1868,17 @@ class Tensor:
         requires_grad: builtins.bool = False,
     ) -> Tensor:
         """A new tensor as :func:`ferro.empty` makes it, with this tensor's dtype and device unless given."""
+    def new_empty_strided(
+        self,
+        size: Any,
+        stride: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+        **_: Any,
+    ) -> Tensor:
+        """:func:`ferro.empty_strided` in this tensor's dtype and on its device (unless given)."""
     def new_full(
         self,
         *args: Any,
@@ -1601,8 +1911,17 @@ class Tensor:
         requires_grad: builtins.bool = False,
     ) -> Tensor:
         """A new tensor as :func:`ferro.zeros` makes it, with this tensor's dtype and device unless given."""
+    def nextafter(self, other: Tensor) -> Tensor:
+        """The next floating-point value after ``input`` towards ``other``."""
+    def nextafter_(self, other: Tensor) -> Tensor:
+        """In-place :func:`ferro.nextafter`; returns self."""
     def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
         """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
+    def nonzero_static(self, *, size: builtins.int, fill_value: builtins.int = -1) -> Tensor:
+        """
+        The indices of the nonzero elements (as ``nonzero``), truncated or padded with ``fill_value`` to
+        ``size`` rows.
+        """
     def norm(
         self,
         p: Any = 'fro',
@@ -1624,10 +1943,24 @@ class Tensor:
         """The number of elements."""
     def numpy(self, *, force: builtins.bool = False) -> Any:
         """The values as a NumPy array (a copy for non-CPU devices)."""
+    def orgqr(self, tau: Tensor) -> Tensor:
+        """
+        The first columns of ``Q = H_1 ... H_k`` from ``geqrf``'s Householder vectors and scales
+        (``linalg.householder_product``).
+        """
+    def ormqr(self, tau: Tensor, other: Tensor, left: builtins.bool = True, transpose: builtins.bool = False) -> Tensor:
+        """
+        ``Q @ other`` (``other @ Q`` unless ``left``; ``Q^H`` with ``transpose``), ``Q`` the full product of
+        ``geqrf``'s Householder reflections.
+        """
     def outer(self, b: Tensor) -> Tensor:
         """Outer product of two vectors."""
     def permute(self, *dims: Any) -> Tensor:
         """A view of ``x`` with its dimensions in the order ``dims``."""
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """The tensor itself: ferro's backends copy from any host memory, so there is nothing to pin."""
+    def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
+        """The pseudo-inverse, singular values below ``rcond`` times the largest counted as zero."""
     def positive(self) -> Tensor:
         """Each element unchanged (unary +)."""
     def pow(self, y: Any) -> Tensor:
@@ -1636,10 +1969,30 @@ class Tensor:
         """In-place :func:`ferro.pow`; returns self."""
     def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Product of elements (over ``dim``); integers multiply in int64."""
+    def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """A copy of ``x`` with ``source`` written at the flat positions ``index`` (added with ``accumulate``)."""
+    def put_(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """In-place :func:`ferro.put`; returns self."""
+    def qr(self, some: builtins.bool = True) -> _QRResult:
+        """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
+    def quantile(
+        self,
+        q: Any,
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = 'linear',
+    ) -> Tensor:
+        """
+        The ``q``-th quantiles (a float or a 1-D tensor in [0, 1]) of all elements or along ``dim``; NaN where
+        the values hold a NaN.
+        """
     def rad2deg(self) -> Tensor:
         """Radians to degrees (integers give the default float dtype)."""
     def rad2deg_(self) -> Tensor:
         """In-place :func:`ferro.rad2deg`; returns self."""
+    def random_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+        """Fill with random samples, in place; returns self."""
     def ravel(self) -> Tensor:
         """``x`` flattened to one dimension."""
     @property
@@ -1666,6 +2019,10 @@ class Tensor:
         """x - floor(x / y) * y (the sign of y, as Python's %)."""
     def remainder_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.remainder`; returns self."""
+    def renorm(self, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+        """``input`` with each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to ``maxnorm``."""
+    def renorm_(self, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+        """In-place :func:`ferro.renorm`; returns self."""
     def repeat(self, *sizes: Any) -> Tensor:
         """Tile ``x``: ``sizes[i]`` copies along dimension i (leading sizes add dimensions)."""
     def repeat_interleave(self, repeats: builtins.int | Tensor, dim: builtins.int | None = None) -> Tensor:
@@ -1681,6 +2038,17 @@ class Tensor:
         """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
     def reshape_as(self, other: Tensor) -> Tensor:
         """``x.reshape(other.shape)``."""
+    def resize(self, *sizes: Any) -> Tensor:
+        """The tensor reshaped to ``sizes`` with as many elements (PyTorch's deprecated out-of-place resize)."""
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
+        """
+        Give the tensor the shape ``sizes``, keeping its first elements in order (new ones are uninitialized);
+        returns it.
+        """
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        """:meth:`resize` to ``tensor``'s shape."""
+    def resize_as_(self, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+        """:meth:`resize_` to ``the_template``'s shape."""
     def resolve_conj(self) -> Tensor:
         """``x`` itself: ferro never holds a lazily conjugated tensor."""
     def resolve_neg(self) -> Tensor:
@@ -1706,6 +2074,8 @@ class Tensor:
         """1 / sqrt(x)."""
     def rsqrt_(self) -> Tensor:
         """In-place :func:`ferro.rsqrt`; returns self."""
+    def rsub(self, other: Any, alpha: Any = 1) -> Tensor:
+        """``other - alpha * input``: subtraction with the operands swapped."""
     def scatter(
         self,
         dim: builtins.int,
@@ -1751,6 +2121,8 @@ class Tensor:
         """In-place :func:`ferro.scatter_reduce`; returns self."""
     def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
         """The slice at ``index`` of ``dim``, without that dimension."""
+    def select_scatter(self, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+        """A copy of ``input`` with ``src`` written into ``input.select(dim, index)``."""
     def sgn(self) -> Tensor:
         """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
     def sgn_(self) -> Tensor:
@@ -1784,6 +2156,15 @@ class Tensor:
         """In-place :func:`ferro.sinh`; returns self."""
     def size(self, dim: builtins.int | None = None) -> Any:
         """The shape, or the size of dimension ``dim``."""
+    def slice_scatter(
+        self,
+        src: Tensor,
+        dim: builtins.int = 0,
+        start: builtins.int | None = None,
+        end: builtins.int | None = None,
+        step: builtins.int = 1,
+    ) -> Tensor:
+        """A copy of ``input`` with ``src`` written into the slice ``start:end:step`` along ``dim``."""
     def slogdet(self) -> _SlogdetResult:
         """``(sign, log|det|)`` of square matrices; the log is differentiable."""
     def softmax(self, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
@@ -1817,6 +2198,8 @@ class Tensor:
         """In-place :func:`ferro.square`; returns self."""
     def squeeze(self, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
         """A view without the size-1 dimensions (or only those in ``dim`` that have size 1)."""
+    def squeeze_(self, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
+        """In place :meth:`Tensor.squeeze`: this tensor becomes that view of its storage; returns it."""
     def std(
         self,
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1826,6 +2209,23 @@ class Tensor:
         unbiased: builtins.bool | None = None,
     ) -> Tensor:
         """Standard deviation: the square root of :func:`var` (in float32 for 16-bit floats, rounded once)."""
+    def stft(
+        self,
+        n_fft: builtins.int,
+        hop_length: builtins.int | None = None,
+        win_length: builtins.int | None = None,
+        window: Tensor | None = None,
+        center: builtins.bool = True,
+        pad_mode: builtins.str = 'reflect',
+        normalized: builtins.bool = False,
+        onesided: builtins.bool | None = None,
+        return_complex: builtins.bool | None = None,
+        align_to_window: builtins.bool | None = None,
+    ) -> Tensor:
+        """
+        The short-time Fourier transform of a signal (1-D) or a batch of them (2-D): the FFT of each frame of
+        ``n_fft`` samples, ``hop_length`` apart, times ``window``; frequencies by frames.
+        """
     def storage_offset(self) -> builtins.int:
         """Where ``x`` starts in its storage, in elements."""
     def stride(self, dim: builtins.int | None = None) -> Any:
@@ -1843,15 +2243,31 @@ class Tensor:
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
         keepdim: builtins.bool = False,
         *,
-        dtype: DType | None = None,
+        dtype: dtype | None = None,
     ) -> Tensor:
         """Sum of elements over ``dim`` (all when None)."""
+    def sum_to_size(self, *size: Any) -> Tensor:
+        """
+        The sum of the tensor down to ``size``, a shape it broadcasts from (autograd's reduction of a broadcast
+        gradient).
+        """
+    def svd(self, some: builtins.bool = True, compute_uv: builtins.bool = True) -> _SVDResult:
+        """
+        ``(U, S, V)`` with ``input = U diag(S) V^H`` (``V``, not ``linalg.svd``'s ``Vh``); with
+        ``compute_uv=False`` U and V are zero-filled square matrices, as PyTorch's.
+        """
     def swapaxes(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    def swapaxes_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """In place :meth:`Tensor.swapaxes`: this tensor becomes that view of its storage; returns it."""
     def swapdims(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    def swapdims_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """In place :meth:`Tensor.swapdims`: this tensor becomes that view of its storage; returns it."""
     def t(self) -> Tensor:
         """Transpose of a tensor of at most 2 dimensions."""
+    def t_(self) -> Tensor:
+        """In place :meth:`Tensor.t`: this tensor becomes that view of its storage; returns it."""
     def take(self, index: Tensor) -> Tensor:
         """Elements of the flattened ``x`` at ``index`` (in ``index``'s shape)."""
     def take_along_dim(self, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
@@ -1901,6 +2317,19 @@ class Tensor:
         """The sum of the main diagonal of a matrix."""
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
+    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """In place :meth:`Tensor.transpose`: this tensor becomes that view of its storage; returns it."""
+    def triangular_solve(
+        self,
+        A: Tensor,
+        upper: builtins.bool = True,
+        transpose: builtins.bool = False,
+        unitriangular: builtins.bool = False,
+    ) -> _TriangularSolveResult:
+        """
+        ``(X, A)`` (``A`` copied, broadcast to the batch) with ``X`` the solution of ``A X = b`` (``A^T X = b``
+        with ``transpose``).
+        """
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
         """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
     def tril_(self, diagonal: builtins.int = 0) -> Tensor:
@@ -1925,6 +2354,8 @@ class Tensor:
         """All slices along ``dim``."""
     def unflatten(self, dim: builtins.int, sizes: collections.abc.Sequence[builtins.int]) -> Tensor:
         """Split dimension ``dim`` into ``sizes``."""
+    def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
+        """A view of the windows of ``size`` elements along ``dimension``, ``step`` apart, in a new last dimension."""
     def uniform_(self, *args: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
         """Fill with uniform samples, in place; returns self."""
     def unique(
@@ -1945,8 +2376,24 @@ class Tensor:
         dim: builtins.int | None = None,
     ) -> Any:
         """Collapse runs of equal consecutive elements (of the flattened tensor, or slices along ``dim``)."""
+    def unsafe_chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
+        """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
+    def unsafe_split(
+        self,
+        split_size_or_sections: builtins.int | collections.abc.Sequence[builtins.int],
+        dim: builtins.int = 0,
+    ) -> builtins.tuple[Tensor, ...]:
+        """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+    def unsafe_split_with_sizes(
+        self,
+        split_sizes: collections.abc.Sequence[builtins.int],
+        dim: builtins.int = 0,
+    ) -> builtins.tuple[Tensor, ...]:
+        """Split into pieces of the given sizes (they must add up to the dim's size)."""
     def unsqueeze(self, dim: builtins.int) -> Tensor:
         """A view with a size-1 dimension inserted at ``dim``."""
+    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+        """In place :meth:`Tensor.unsqueeze`: this tensor becomes that view of its storage; returns it."""
     def var(
         self,
         dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -1995,10 +2442,60 @@ class _AminmaxResult(NamedTuple):
     max: Tensor
 
 
+class _FrexpResult(NamedTuple):
+    """FrexpResult(mantissa, exponent)"""
+    mantissa: Tensor
+    exponent: Tensor
+
+
+class _GeqrfResult(NamedTuple):
+    """GeqrfResult(a, tau)"""
+    a: Tensor
+    tau: Tensor
+
+
+class _HistogramResult(NamedTuple):
+    """HistogramResult(hist, bin_edges)"""
+    hist: Tensor
+    bin_edges: Tensor
+
+
+class _HistogramddResult(NamedTuple):
+    """HistogramddResult(hist, bin_edges)"""
+    hist: Tensor
+    bin_edges: Tensor
+
+
+class _LUUnpackResult(NamedTuple):
+    """LUUnpackResult(P, L, U)"""
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+
+class _QRResult(NamedTuple):
+    """QRResult(Q, R)"""
+    Q: Tensor
+    R: Tensor
+
+
+class _SVDResult(NamedTuple):
+    """SVDResult(U, S, V)"""
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
 class _SlogdetResult(NamedTuple):
     """SlogdetResult(sign, logabsdet)"""
     sign: Tensor
     logabsdet: Tensor
+
+
+class _TriangularSolveResult(NamedTuple):
+    """TriangularSolveResult(solution, cloned_coefficient)"""
+    solution: Tensor
+    cloned_coefficient: Tensor
 
 
 class _ValuesIndices(NamedTuple):
@@ -2021,6 +2518,10 @@ def acosh(x: Tensor) -> Tensor:
     """Inverse hyperbolic cosine."""
 def acosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.acosh`; returns self."""
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``, with PyTorch's window bounds."""
+def adaptive_max_pool1d(input: Tensor, output_size: Any) -> builtins.tuple[Tensor, Tensor]:
+    """``(values, indices)`` of ``nn.functional.adaptive_max_pool1d``."""
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -2033,8 +2534,12 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     """``beta * input + alpha * (mat1 @ mat2)`` for matrices (``input`` broadcast to the product)."""
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
+def addmv_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.addmv`; returns self."""
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions (a view)."""
 def all(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -2049,6 +2554,10 @@ def allclose(
     equal_nan: builtins.bool = False,
 ) -> builtins.bool:
     """Whether every element of x is close to y (see ``isclose``)."""
+def alpha_dropout(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``alpha_dropout(input, p, train)``: ATen's positional form of the nn.functional dropout."""
+def alpha_dropout_(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``alpha_dropout_(input, p, train)``: the dropout written into ``input``; returns it."""
 def amax(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = ...,
@@ -2076,7 +2585,7 @@ def arange(
     end: Any = None,
     step: Any = 1,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
@@ -2133,8 +2642,30 @@ def as_strided(
     own), as PyTorch's: windows may overlap; writes go to ``x``'s storage; gradients sum over the places an element
     is read from.
     """
-def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
+def as_strided_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In place :meth:`Tensor.as_strided`: this tensor becomes that view of its storage; returns it."""
+def as_strided_scatter(
+    input: Tensor,
+    src: Tensor,
+    size: Any,
+    stride: Any,
+    storage_offset: builtins.int | None = None,
+) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.as_strided(size, stride, storage_offset)``."""
+def as_tensor(data: Any, dtype: dtype | None = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can (a CPU NumPy array, a tensor)."""
+def asarray(
+    obj: Any,
+    *,
+    dtype: dtype | None = None,
+    device: Any = None,
+    copy: builtins.bool | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """
+    ``obj`` (a tensor, an array, a buffer, a DLPack capsule holder, a sequence) as a tensor, sharing its memory
+    where it can unless ``copy=True``; ``copy=False`` refuses to copy.
+    """
 def asin(x: Tensor) -> Tensor:
     """Inverse sine."""
 def asin_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2179,13 +2710,35 @@ def bartlett_window(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """The triangular window ``1 - |2k / N - 1|``."""
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: builtins.bool,
+    momentum: builtins.float,
+    eps: builtins.float,
+    cudnn_enabled: builtins.bool = True,
+) -> Tensor:
+    """``nn.functional.batch_norm`` with ATen's argument order (``cudnn_enabled`` is a hint ferro ignores)."""
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
     """1 with probability ``p`` (elementwise), else 0, in ``p``'s dtype."""
-bfloat16: DType
+bfloat16: dtype
 def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y_k = x1 @ weight[k] @ x2 + bias[k]``; ``weight`` is (out, in1, in2)."""
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: Any = 1,
+) -> Tensor:
+    """``nn.functional.binary_cross_entropy_with_logits``, the reduction an integer."""
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
+    """Samples of binomial distributions: successes in ``count`` trials of probability ``prob`` each."""
 def bitwise_and(x: Any, y: Any) -> Tensor:
     """Bitwise and (logical for bool)."""
 def bitwise_left_shift(x: Any, y: Any) -> Tensor:
@@ -2211,8 +2764,8 @@ def block_diag(*tensors: Tensor) -> Tensor:
     """The matrices (0-d and 1-D tensors as one row) on the diagonal of one matrix, zeros elsewhere."""
 def bmm(x: Tensor, y: Tensor) -> Tensor:
     """Batched product of 3-D tensors with equal batch sizes."""
-bool: DType
-bool_: DType
+bool: dtype
+bool_: dtype
 def broadcast_shapes(*shapes: Any) -> Size:
     """
     The shape that tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes`` (ShapeError naming them if they
@@ -2224,7 +2777,7 @@ def broadcast_to(x: Tensor, *sizes: Any) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension)."""
 def bucketize(x: Tensor, boundaries: Tensor, *, right: builtins.bool = False) -> Tensor:
     """Index of the bucket of each element: ``boundaries[i-1] < x <= boundaries[i]`` (``right``: ``<=``, ``<``)."""
-def can_cast(src: DType, dst: DType) -> builtins.bool:
+def can_cast(src: dtype, dst: dtype) -> builtins.bool:
     """Whether an in-place op may write a ``src`` result into a ``dst`` tensor."""
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element of each 1-D tensor, one per row (one tensor: itself)."""
@@ -2241,7 +2794,7 @@ def cdist(
     P, R), batch dims broadcast. ``compute_mode`` is accepted for PyTorch's signature; the distances are always
     computed from the differences (exact, with PyTorch's zero gradient at zero distance).
     """
-cdouble: DType
+cdouble: dtype
 def ceil(x: Tensor) -> Tensor:
     """Round up."""
 def ceil_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -2250,7 +2803,17 @@ def celu(x: Any, alpha: Any = 1.0) -> Tensor:
     """x if x > 0 else alpha * (exp(x / alpha) - 1)."""
 def celu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.celu`; returns self."""
-cfloat: DType
+cfloat: dtype
+def channel_shuffle(input: Tensor, groups: builtins.int) -> Tensor:
+    """Interleave the channels (dim 1) of ``groups`` groups."""
+channels_last: memory_format
+channels_last_3d: memory_format
+def cholesky(input: Tensor, upper: builtins.bool = False) -> Tensor:
+    """The Cholesky factor ``L`` (``U = L^H`` with ``upper``) of a Hermitian positive-definite matrix."""
+def cholesky_inverse(L: Tensor, upper: builtins.bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor."""
+def cholesky_solve(B: Tensor, L: Tensor, upper: builtins.bool = False) -> Tensor:
+    """The solution ``X`` of ``A X = B`` given the Cholesky factor of ``A`` (lower ``L``, or ``U`` with ``upper``)."""
 def chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
@@ -2273,6 +2836,8 @@ def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` with its own storage, differentiable."""
 def column_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 1, 0-D and 1-D tensors as columns."""
+def combinations(input: Tensor, r: builtins.int = 2, with_replacement: builtins.bool = False) -> Tensor:
+    """The length-``r`` combinations of the 1-D ``input``'s elements, one per row (as ``itertools``)."""
 def compile(
     model: collections.abc.Callable[..., Any] | None = None,
     *,
@@ -2290,18 +2855,34 @@ def compile(
     """
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (both float32 or both float64; shapes broadcast)."""
-complex128: DType
-complex64: DType
+complex128: dtype
+complex64: dtype
 def concat(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
 def concatenate(tensors: collections.abc.Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
+def cond(
+    pred: Any,
+    true_fn: collections.abc.Callable[..., Any],
+    false_fn: collections.abc.Callable[..., Any],
+    operands: collections.abc.Sequence[Any] = ...,
+    **_: Any,
+) -> Any:
+    """
+    ``true_fn(*operands)`` if ``pred`` (a bool or a one-element tensor) is true, else ``false_fn(*operands)``:
+    PyTorch's ``torch.cond``, run eagerly.
+    """
 def conj(x: Tensor) -> Tensor:
     """The complex conjugate of ``x``; ``x`` itself when it is not complex (as in PyTorch)."""
 def conj_physical(x: Tensor) -> Tensor:
     """The complex conjugate, computed (the same as :func:`conj` in ferro, which has no lazy conjugation)."""
+def conj_physical_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.conj_physical`; returns self."""
+def constant_pad_nd(input: Tensor, pad: collections.abc.Sequence[builtins.int], value: builtins.float = 0) -> Tensor:
+    """``input`` padded with ``value`` (``pad`` as ``nn.functional.pad`` reads it; negative entries crop)."""
 def contiguous(x: Tensor) -> Tensor:
     """``x`` itself when row-major already, else a row-major copy."""
+contiguous_format: memory_format
 def conv1d(
     x: Tensor,
     weight: Tensor,
@@ -2332,6 +2913,8 @@ def conv3d(
     groups: builtins.int = 1,
 ) -> Tensor:
     """3-D convolution of (N, C, D, H, W) with (C_out, C/groups, kD, kH, kW)."""
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: builtins.int = 0) -> Tensor:
+    """A 1-d convolution in the (time, batch, channels) layout: ``weight`` is (width, in, out)."""
 def conv_transpose1d(
     x: Tensor,
     weight: Tensor,
@@ -2354,6 +2937,18 @@ def conv_transpose2d(
     dilation: Any = 1,
 ) -> Tensor:
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+def convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    transposed: builtins.bool,
+    output_padding: Any,
+    groups: builtins.int,
+) -> Tensor:
+    """The convolution (or transposed convolution) of as many spatial dimensions as ``weight`` has."""
 def copysign(input: Any, other: Any) -> Tensor:
     """``|input|`` with the sign of ``other`` (the sign of -0.0 counts; integers compute in floats)."""
 def corrcoef(input: Tensor) -> Tensor:
@@ -2366,6 +2961,14 @@ def cosh(x: Tensor) -> Tensor:
     """Hyperbolic cosine."""
 def cosh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.cosh`; returns self."""
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: builtins.float = 0.0,
+    reduction: Any = 1,
+) -> Tensor:
+    """``nn.functional.cosine_embedding_loss``, the reduction an integer."""
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: builtins.int = 1, eps: builtins.float = 1e-08) -> Tensor:
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
 def count_nonzero(x: Tensor, dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None) -> Tensor:
@@ -2378,6 +2981,8 @@ def cov(
     aweights: Tensor | None = None,
 ) -> Tensor:
     """The covariance matrix of the variables in the rows of ``input`` (observations in its columns)."""
+def cross(input: Tensor, other: Tensor, dim: builtins.int | None = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (None: the first dimension of size 3)."""
 def cummax(x: Tensor, dim: builtins.int) -> _ValuesIndices:
     """Running maximum along ``dim`` and the index where it was reached."""
 def cummin(x: Tensor, dim: builtins.int) -> _ValuesIndices:
@@ -2405,6 +3010,8 @@ def dequantize(input: Any) -> Any:
     """
 def det(a: Tensor) -> Tensor:
     """The determinant: ``sign * exp(log|det|)``, differentiable where the matrix is invertible."""
+def detach(input: Tensor) -> Tensor:
+    """``input.detach()``: the same values, outside the graph."""
 def detach_(self: Any) -> Tensor:
     """Cut this tensor off from the graph, in place."""
 def diag(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
@@ -2418,6 +3025,14 @@ def diagonal(x: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: 
     The diagonal of dims ``dim1``, ``dim2`` (moved to the last dimension): a view, as in PyTorch, where the backend
     has the ``diagonal`` view kernel (writes to it change ``x``), else a copy.
     """
+def diagonal_scatter(
+    input: Tensor,
+    src: Tensor,
+    offset: builtins.int = 0,
+    dim1: builtins.int = 0,
+    dim2: builtins.int = 1,
+) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.diagonal(offset, dim1, dim2)``."""
 def diff(
     input: Tensor,
     n: builtins.int = 1,
@@ -2439,7 +3054,7 @@ def divide(input: Any, other: Any, *, rounding_mode: builtins.str | None = None)
     """Alias of :func:`div`."""
 def dot(x: Tensor, y: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
-double: DType
+double: dtype
 def dropout(
     x: Tensor,
     p: builtins.float = 0.5,
@@ -2447,22 +3062,63 @@ def dropout(
     inplace: builtins.bool = False,
 ) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+def dropout_(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``dropout_(input, p, train)``: the dropout written into ``input``; returns it."""
 def dsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
     """Split along dim 2 (at least 3-D)."""
 def dstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 2, after making each at least 3-D."""
 def einsum(equation: builtins.str, *operands: Any) -> Tensor:
     """Einstein summation, with ``...`` and implicit output; written as broadcast products and sums."""
-def empty(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: builtins.int = -1,
+    scale_grad_by_freq: builtins.bool = False,
+    sparse: builtins.bool = False,
+) -> Tensor:
+    """
+    The rows ``indices`` of ``weight`` (``nn.functional.embedding`` with the weight first; a negative
+    ``padding_idx`` means none).
+    """
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: builtins.float, norm_type: builtins.float) -> Tensor:
+    """
+    Scale the rows ``indices`` of ``weight`` whose ``norm_type``-norm exceeds ``max_norm`` down to it, in place and
+    outside autograd; returns ``weight``.
+    """
+def empty(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """An uninitialized tensor of shape ``size``."""
 def empty_like(
     x: Tensor,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """Uninitialized, with ``x``'s shape, dtype and device."""
+def empty_permuted(
+    size: collections.abc.Sequence[builtins.int],
+    physical_layout: collections.abc.Sequence[builtins.int],
+    *,
+    dtype: dtype | None = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+    **_: Any,
+) -> Tensor:
+    """
+    An uninitialized tensor of ``size`` whose dimensions lie in memory in the order ``physical_layout`` (outermost
+    first).
+    """
+def empty_strided(
+    size: Any,
+    stride: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+    **_: Any,
+) -> Tensor:
+    """An uninitialized tensor of ``size`` laid out with ``stride`` (elements) in its storage."""
 def eq(x: Any, y: Any) -> Tensor:
     """x == y."""
 def equal(input: Tensor, other: Tensor) -> builtins.bool:
@@ -2497,11 +3153,21 @@ def eye(
     n: builtins.int,
     m: builtins.int | None = None,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+def feature_alpha_dropout(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``feature_alpha_dropout(input, p, train)``: ATen's positional form of the nn.functional dropout."""
+def feature_alpha_dropout_(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``feature_alpha_dropout_(input, p, train)``: the dropout written into ``input``; returns it."""
+def feature_dropout(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """Zero whole channels (dimension 1) with probability ``p``, the rest scaled by ``1 / (1 - p)``."""
+def feature_dropout_(input: Tensor, p: builtins.float, train: builtins.bool) -> Tensor:
+    """``feature_dropout_(input, p, train)``: the dropout written into ``input``; returns it."""
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A tensor like ``input`` filled with ``value`` (a number, or a 0-d tensor that receives the gradient)."""
 def fill_(x: Tensor, value: Any) -> Tensor:
     """Fill ``x`` with ``value`` in place; returns ``x``."""
 def fix(x: Tensor) -> Tensor:
@@ -2523,10 +3189,10 @@ def fliplr(input: Tensor) -> Tensor:
     """Reverse dim 1 (left to right); needs at least 2 dims."""
 def flipud(input: Tensor) -> Tensor:
     """Reverse dim 0 (up to down); needs at least 1 dim."""
-float: DType
-float16: DType
-float32: DType
-float64: DType
+float: dtype
+float16: dtype
+float32: dtype
+float64: dtype
 def float_power(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` in double precision (complex128 for complex operands), as PyTorch."""
 def floor(x: Tensor) -> Tensor:
@@ -2545,15 +3211,34 @@ def frac(x: Tensor) -> Tensor:
     """The fractional part x - trunc(x)."""
 def frac_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.frac`; returns self."""
+def frexp(input: Tensor) -> _FrexpResult:
+    """
+    ``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1`` (0, inf and NaN keep exponent 0); the
+    exponent is int32, as PyTorch's.
+    """
+def frobenius_norm(input: Tensor, dim: Any, keepdim: builtins.bool = False) -> Tensor:
+    """``sqrt(sum |x|^2)`` over ``dim``."""
 def from_dlpack(obj: Any, device: Any = None) -> Tensor:
     """A tensor viewing a DLPack-capable array (NumPy, CuPy, PyTorch...) without a copy where possible."""
 def from_numpy(array: Any) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
+def frombuffer(
+    buffer: Any,
+    *,
+    dtype: dtype,
+    count: builtins.int = -1,
+    offset: builtins.int = 0,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """
+    A 1-D CPU tensor over the bytes of ``buffer`` (an object with the buffer protocol), sharing them: ``count``
+    elements (-1: to the end) from byte ``offset``.
+    """
 def full(
     size: collections.abc.Sequence[builtins.int],
     fill_value: Any,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
@@ -2562,20 +3247,31 @@ def full_like(
     x: Tensor,
     fill_value: Any,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """``fill_value`` with ``x``'s shape, dtype and device."""
 def gather(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """``out[i][j][k] = x[index[i][j][k]][j][k]`` for ``dim == 0`` (and so on)."""
+def gcd(x: Any, y: Any) -> Tensor:
+    """The greatest common divisor, elementwise (Euclid's steps, as long as a pair still needs one)."""
+def gcd_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.gcd`; returns self."""
 def ge(x: Any, y: Any) -> Tensor:
     """x >= y."""
+def geqrf(input: Tensor) -> _GeqrfResult:
+    """
+    LAPACK's packed QR: ``R`` on and above the diagonal, the Householder vectors below it (their first entry an
+    implied 1) and their scales ``tau``.
+    """
 def ger(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
+def get_autocast_dtype(device_type: builtins.str = 'cpu') -> dtype:
+    """The dtype autocast uses on ``device_type`` (its default when no region sets one)."""
 def get_default_device() -> device:
     """The device new tensors go to (``ferro.backends.current_device()``), as ``torch.get_default_device``."""
-def get_default_dtype() -> DType:
+def get_default_dtype() -> dtype:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
 def get_deterministic_debug_mode() -> builtins.int:
     """0 (off), 1 (warn) or 2 (error), from the deterministic switches."""
@@ -2589,6 +3285,18 @@ def get_num_threads() -> builtins.int:
     """The number of threads used inside ops on the CPU (the number of CPUs until set)."""
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
+def gradient(
+    input: Tensor,
+    *,
+    spacing: Any = 1,
+    dim: Any = None,
+    edge_order: builtins.int = 1,
+) -> builtins.tuple[Tensor, ...]:
+    """
+    The derivative of the samples ``input`` along each of ``dim`` (every dimension by default) by central
+    differences inside and one-sided differences of order ``edge_order`` (1 or 2) at the ends. ``spacing``: the step
+    (one number, or one per dimension) or each dimension's sample coordinates (1-D tensors).
+    """
 def greater(x: Any, y: Any) -> Tensor:
     """x > y."""
 def greater_equal(x: Any, y: Any) -> Tensor:
@@ -2601,9 +3309,34 @@ def group_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize groups of channels of each sample."""
+def gru(
+    input: Tensor,
+    hx: Any,
+    params: collections.abc.Sequence[Tensor],
+    has_biases: builtins.bool,
+    num_layers: builtins.int,
+    dropout: builtins.float,
+    train: builtins.bool,
+    bidirectional: builtins.bool,
+    batch_first: builtins.bool,
+) -> builtins.tuple[Any, ...]:
+    """
+    ATen's multi-layer ``gru`` over ``gru_cell``: ``(output, h_n)`` from the input (sequence first unless
+    ``batch_first``), the initial state and the flat list of parameters (``w_ih, w_hh[, b_ih, b_hh]`` per layer and
+    direction).
+    """
+def gru_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> Tensor:
+    """One GRU step (gates in the order r, z, n)."""
 def gt(x: Any, y: Any) -> Tensor:
     """x > y."""
-half: DType
+half: dtype
 def hamming_window(
     window_length: builtins.int,
     periodic: builtins.bool = True,
@@ -2628,8 +3361,34 @@ def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """0 below zero, 1 above, ``values`` at zero."""
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: builtins.float = 1.0, reduction: Any = 1) -> Tensor:
+    """``nn.functional.hinge_embedding_loss``, the reduction an integer."""
 def histc(x: Tensor, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
+def histogram(
+    input: Tensor,
+    bins: Any = 100,
+    *,
+    range: collections.abc.Sequence[builtins.float] | None = None,
+    weight: Tensor | None = None,
+    density: builtins.bool = False,
+) -> _HistogramResult:
+    """
+    The histogram of ``input``'s values: ``bins`` equal bins over ``range`` (the data's range by default) or the bin
+    edges ``bins`` (a 1-D tensor); ``weight`` weighs each value; ``density`` normalizes to a density.
+    """
+def histogramdd(
+    input: Tensor,
+    bins: Any = 10,
+    *,
+    range: collections.abc.Sequence[builtins.float] | None = None,
+    weight: Tensor | None = None,
+    density: builtins.bool = False,
+) -> _HistogramddResult:
+    """
+    The histogram of the points in the rows of ``input`` (its last dimension: the coordinates): ``bins`` an int or
+    one per coordinate (ints or 1-D edge tensors), ``range`` the flat ``[min0, max0, min1, max1...]``.
+    """
 def hsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
     """Split along dim 1 (dim 0 for 1-D tensors)."""
 def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
@@ -2648,29 +3407,68 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: builtins.bool = 
     """A copy of ``x`` with ``x[indices] = values`` (``+=`` when ``accumulate``, duplicates adding up)."""
 def index_put_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.index_put`; returns self."""
+def index_reduce(
+    x: Tensor,
+    dim: builtins.int,
+    index: Tensor,
+    source: Tensor,
+    reduce: builtins.str,
+    *,
+    include_self: builtins.bool = True,
+) -> Tensor:
+    """
+    A copy of ``x`` where the slices of ``source`` along ``dim`` are reduced (prod, mean, amax, amin) into the
+    slices ``index`` names.
+    """
 def index_select(x: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
     """The entries ``index`` of dimension ``dim``."""
+def init_num_threads() -> None:
+    """Nothing to do: ferro's backends keep their thread pools themselves (``ferro.set_num_threads``)."""
 def initial_seed() -> builtins.int:
     """The last seed given to :func:`manual_seed` (0 when never called)."""
 def inner(a: Tensor, b: Tensor) -> Tensor:
     """Sum over the last dimension of both (a scalar times a tensor for 0-d inputs)."""
-int: DType
-int16: DType
-int32: DType
-int64: DType
-int8: DType
+def instance_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    use_input_stats: builtins.bool,
+    momentum: builtins.float,
+    eps: builtins.float,
+    cudnn_enabled: builtins.bool = True,
+) -> Tensor:
+    """``nn.functional.instance_norm`` with ATen's argument order."""
+int: dtype
+int16: dtype
+int32: dtype
+int64: dtype
+int8: dtype
 def inverse(a: Tensor) -> Tensor:
     """The inverse of a (batch of) square matrices."""
+def is_anomaly_check_nan_enabled() -> builtins.bool:
+    """Whether anomaly mode checks gradients for NaN."""
+def is_anomaly_enabled() -> builtins.bool:
+    """Whether anomaly mode is on for this thread."""
+def is_autocast_cache_enabled() -> builtins.bool:
+    """Whether autocast keeps the casts of parameters while a region lasts."""
+def is_autocast_enabled(device_type: builtins.str = 'cpu') -> builtins.bool:
+    """Whether autocast is on for ``device_type`` on this thread."""
 def is_complex(x: Tensor) -> builtins.bool:
     """Whether ``x`` has a complex dtype."""
 def is_conj(x: Tensor) -> builtins.bool:
     """False: ferro has no lazily conjugated tensors."""
 def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
     """The ``warn_only`` that :func:`use_deterministic_algorithms` was given last."""
+def is_distributed(input: Tensor) -> builtins.bool:
+    """False: a ferro tensor lives on one device (``ferro.distributed`` moves values between processes)."""
 def is_floating_point(input: Tensor) -> builtins.bool:
     """Whether the dtype is a floating one."""
 def is_grad_enabled() -> builtins.bool:
     """Whether ops on tensors that require grad record the graph in this thread."""
+def is_inference(input: Tensor) -> builtins.bool:
+    """``input.is_inference()``: whether it was made in inference mode."""
 def is_inference_mode_enabled() -> builtins.bool:
     """Whether this thread is inside ``inference_mode()``."""
 def is_neg(x: Tensor) -> builtins.bool:
@@ -2713,6 +3511,22 @@ def isposinf(input: Tensor) -> Tensor:
     """True where ``input`` is +inf."""
 def isreal(input: Tensor) -> Tensor:
     """True where the imaginary part is 0 (everywhere for real dtypes)."""
+def istft(
+    input: Tensor,
+    n_fft: builtins.int,
+    hop_length: builtins.int | None = None,
+    win_length: builtins.int | None = None,
+    window: Tensor | None = None,
+    center: builtins.bool = True,
+    normalized: builtins.bool = False,
+    onesided: builtins.bool | None = None,
+    length: builtins.int | None = None,
+    return_complex: builtins.bool = False,
+) -> Tensor:
+    """
+    The inverse of :func:`stft`: each frame's inverse FFT times ``window``, overlapped and added, divided by the
+    overlapped squared window.
+    """
 def kaiser_window(
     window_length: builtins.int,
     periodic: builtins.bool = True,
@@ -2723,6 +3537,8 @@ def kaiser_window(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """``I0(beta sqrt(1 - (2k / N - 1)^2)) / I0(beta)``, with I0 the modified Bessel function of order 0."""
+def kl_div(input: Tensor, target: Tensor, reduction: Any = 1, *, log_target: builtins.bool = False) -> Tensor:
+    """``nn.functional.kl_div``, the reduction an integer."""
 def kron(a: Tensor, b: Tensor) -> Tensor:
     """Kronecker product."""
 def kthvalue(x: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> _ValuesIndices:
@@ -2735,8 +3551,14 @@ def layer_norm(
     eps: builtins.float = 1e-05,
 ) -> Tensor:
     """Normalize over the last ``len(normalized_shape)`` dimensions."""
+def lcm(x: Any, y: Any) -> Tensor:
+    """The least common multiple, elementwise (0 where an operand is 0)."""
+def lcm_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.lcm`; returns self."""
 def ldexp(input: Tensor, other: Any) -> Tensor:
     """``input * 2^other`` (integers give the default float dtype)."""
+def ldexp_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.ldexp`; returns self."""
 def le(x: Any, y: Any) -> Tensor:
     """x <= y."""
 def lerp(start: Any, end: Any, weight: Any) -> Tensor:
@@ -2752,13 +3574,34 @@ def linspace(
     end: builtins.float,
     steps: builtins.int,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
 def load(f: Any, map_location: Any = None, *, weights_only: builtins.bool | None = None) -> Any:
     """Load what :func:`save` wrote, or any safetensors file (then a dict of name -> tensor)."""
+def lobpcg(
+    A: Tensor,
+    k: builtins.int | None = None,
+    B: Tensor | None = None,
+    X: Tensor | None = None,
+    n: builtins.int | None = None,
+    iK: Tensor | None = None,
+    niter: builtins.int | None = None,
+    tol: builtins.float | None = None,
+    largest: builtins.bool | None = None,
+    method: builtins.str | None = None,
+    tracker: Any = None,
+    ortho_iparams: Any = None,
+    ortho_fparams: Any = None,
+    ortho_bparams: Any = None,
+) -> builtins.tuple[Tensor, Tensor]:
+    """
+    ``(E, X)``: the ``k`` largest (``largest=False``: smallest) eigenvalues and eigenvectors of the symmetric ``A x
+    = E B x`` (``B`` positive definite, the identity by default), by LOBPCG (Knyazev): Rayleigh-Ritz over the
+    current vectors, their preconditioned (``iK``) residuals and the previous step's directions.
+    """
 def log(x: Tensor) -> Tensor:
     """Natural logarithm."""
 def log10(x: Tensor) -> Tensor:
@@ -2814,11 +3657,55 @@ def logspace(
     """``base ** linspace(start, end, steps)``."""
 def logsumexp(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, stably."""
-long: DType
+long: dtype
+def lstm(
+    input: Tensor,
+    hx: Any,
+    params: collections.abc.Sequence[Tensor],
+    has_biases: builtins.bool,
+    num_layers: builtins.int,
+    dropout: builtins.float,
+    train: builtins.bool,
+    bidirectional: builtins.bool,
+    batch_first: builtins.bool,
+) -> builtins.tuple[Any, ...]:
+    """
+    ATen's multi-layer ``lstm`` over ``lstm_cell``: ``(output, h_n, c_n)`` from the input (sequence first unless
+    ``batch_first``), the initial state and the flat list of parameters (``w_ih, w_hh[, b_ih, b_hh]`` per layer and
+    direction).
+    """
+def lstm_cell(
+    input: Tensor,
+    hx: collections.abc.Sequence[Tensor],
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> builtins.tuple[Tensor, Tensor]:
+    """One LSTM step: ``(h', c')`` from ``input`` and ``hx = (h, c)`` (gates in the order i, f, g, o)."""
 def lt(x: Any, y: Any) -> Tensor:
     """x < y."""
+def lu(A: Tensor, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> builtins.tuple[Tensor, ...]:
+    """``(LU, pivots[, infos])``: the packed LU factorization (``linalg.lu_factor``)."""
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """The solution of ``A x = b`` from ``A``'s packed LU factorization."""
+def lu_unpack(
+    LU_data: Tensor,
+    LU_pivots: Tensor,
+    unpack_data: builtins.bool = True,
+    unpack_pivots: builtins.bool = True,
+) -> _LUUnpackResult:
+    """``(P, L, U)`` from the packed factorization: ``A = P @ L @ U`` (empty tensors where not unpacked)."""
 def manual_seed(seed: builtins.int) -> None:
     """Seed the generators of every device, now and of devices first used later."""
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: builtins.float = 0.0,
+    reduction: Any = 1,
+) -> Tensor:
+    """``nn.functional.margin_ranking_loss``, the reduction an integer."""
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (broadcast) is True, else ``x``."""
 def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
@@ -2827,6 +3714,10 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``x`` where ``mask`` (broadcast with ``x``) is True, as a 1-D tensor."""
 def matmul(x: Tensor, y: Tensor) -> Tensor:
     """Matrix product of ``x`` and ``y`` (1-D operands are vectors; leading dims broadcast)."""
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential, by scaling and squaring a degree-18 Taylor series (16-bit floats computed in float32)."""
+def matrix_power(A: Tensor, n: builtins.int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (the identity at 0, the inverse's power below 0)."""
 def max(x: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
 def max_pool1d(
@@ -2842,6 +3733,15 @@ def max_pool1d(
     Maximum over sliding windows of (N, C, L) or (C, L); ``stride`` defaults to ``kernel_size``;
     ``return_indices=True`` also returns where each maximum came from (indices into L).
     """
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: builtins.bool = False,
+) -> builtins.tuple[Tensor, Tensor]:
+    """``(values, indices)`` of ``nn.functional.max_pool1d``."""
 def max_pool2d(
     x: Tensor,
     kernel_size: Any,
@@ -2872,7 +3772,7 @@ def mean(
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     keepdim: builtins.bool = False,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
 ) -> Tensor:
     """Mean of elements over ``dim`` (all when None)."""
 def median(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
@@ -2937,6 +3837,15 @@ def nanmedian(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool
     ``median`` of the non-NaN elements (NaN where all are NaN): of all elements, or ``(values, indices)`` along
     ``dim``.
     """
+def nanquantile(
+    input: Tensor,
+    q: Any,
+    dim: builtins.int | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    interpolation: builtins.str = 'linear',
+) -> Tensor:
+    """:func:`quantile` ignoring NaN (NaN only where every value is NaN)."""
 def nansum(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
     """The sum, NaN counted as zero."""
 def narrow(x: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
@@ -2951,8 +3860,14 @@ def negative(x: Tensor) -> Tensor:
     """Negate each element."""
 def negative_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.neg`; returns self."""
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next floating-point value after ``input`` towards ``other``."""
 def nonzero(x: Tensor, *, as_tuple: builtins.bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dimension."""
+def nonzero_static(input: Tensor, *, size: builtins.int, fill_value: builtins.int = -1) -> Tensor:
+    """
+    The indices of the nonzero elements (as ``nonzero``), truncated or padded with ``fill_value`` to ``size`` rows.
+    """
 def norm(
     x: Tensor,
     p: Any = 'fro',
@@ -2963,6 +3878,11 @@ def norm(
     Vector p-norm over ``dim`` (all elements by default); ``"fro"`` (or None) is the 2-norm of all entries,
     ``"nuc"`` the nuclear norm of the matrices over the two ``dim`` (the last two by default). 16-bit floats are
     summed in float32 and rounded once, as PyTorch does (their squares overflow early).
+    """
+def norm_except_dim(v: Tensor, pow: builtins.float = 2, dim: builtins.int = 0) -> Tensor:
+    """
+    The ``pow``-norm of ``v`` over every dimension but ``dim`` (``dim=-1``: over all), shaped to broadcast against
+    ``v`` (weight normalization's ``||v||``).
     """
 def normal(
     mean: Any,
@@ -2976,19 +3896,37 @@ def normal(
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
 def not_equal(x: Any, y: Any) -> Tensor:
     """x != y."""
+def nuclear_norm(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+    """The sum of the singular values (of the matrices in ``dim``, the last two by default)."""
 def numel(x: Tensor) -> builtins.int:
     """The number of elements of ``x``."""
-def ones(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def ones(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
 def ones_like(
     x: Tensor,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """Ones with ``x``'s shape, dtype and device."""
 ops: _Ops
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """
+    The first columns of ``Q = H_1 ... H_k`` from ``geqrf``'s Householder vectors and scales
+    (``linalg.householder_product``).
+    """
+def ormqr(
+    input: Tensor,
+    tau: Tensor,
+    other: Tensor,
+    left: builtins.bool = True,
+    transpose: builtins.bool = False,
+) -> Tensor:
+    """
+    ``Q @ other`` (``other @ Q`` unless ``left``; ``Q^H`` with ``transpose``), ``Q`` the full product of ``geqrf``'s
+    Householder reflections.
+    """
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """Outer product of two vectors."""
 def pad(
@@ -3006,6 +3944,15 @@ def pairwise_distance(
     keepdim: builtins.bool = False,
 ) -> Tensor:
     """p-norm of ``x1 - x2 + eps`` along the last dimension."""
+def pca_lowrank(
+    A: Tensor,
+    q: builtins.int | None = None,
+    center: builtins.bool = True,
+    niter: builtins.int = 2,
+) -> _SVDResult:
+    """The principal directions of the rows of ``A``: ``svd_lowrank`` of ``A`` centered by column."""
+def pdist(input: Tensor, p: builtins.float = 2) -> Tensor:
+    """The ``p``-norm distances between every pair of rows ``i < j`` of an (N, M) input, row by row."""
 per_block_symmetric: _QScheme
 per_channel_affine: _QScheme
 per_channel_symmetric: _QScheme
@@ -3013,22 +3960,55 @@ per_tensor_affine: _QScheme
 per_tensor_symmetric: _QScheme
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
+def pinverse(input: Tensor, rcond: builtins.float = 1e-15) -> Tensor:
+    """The pseudo-inverse, singular values below ``rcond`` times the largest counted as zero."""
 def pixel_shuffle(input: Tensor, upscale_factor: builtins.int) -> Tensor:
     """(*, C r^2, H, W) to (*, C, H r, W r)."""
 def pixel_unshuffle(input: Tensor, downscale_factor: builtins.int) -> Tensor:
     """(*, C, H r, W r) to (*, C r^2, H, W)."""
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """
+    Samples of Poisson distributions with the rates ``input`` (in its dtype): counts of unit-rate exponential
+    arrivals, added up while any sample still waits for one.
+    """
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: builtins.bool,
+    full: builtins.bool,
+    eps: builtins.float,
+    reduction: Any,
+) -> Tensor:
+    """``nn.functional.poisson_nll_loss``, every argument positional, the reduction an integer."""
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
 def positive(x: Tensor) -> Tensor:
     """Each element unchanged (unary +)."""
 def pow(x: Any, y: Any) -> Tensor:
     """x ** y."""
+preserve_format: memory_format
 def prod(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
     """Product of elements (over ``dim``); integers multiply in int64."""
-def promote_types(a: DType, b: DType) -> DType:
+def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to, by PyTorch's rules."""
+def put(x: Tensor, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+    """A copy of ``x`` with ``source`` written at the flat positions ``index`` (added with ``accumulate``)."""
 qint32: _QDType
 qint8: _QDType
+def qr(input: Tensor, some: builtins.bool = True) -> _QRResult:
+    """``(Q, R)``: the reduced (``some``) or complete QR decomposition."""
+def quantile(
+    input: Tensor,
+    q: Any,
+    dim: builtins.int | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    interpolation: builtins.str = 'linear',
+) -> Tensor:
+    """
+    The ``q``-th quantiles (a float or a 1-D tensor in [0, 1]) of all elements or along ``dim``; NaN where the
+    values hold a NaN.
+    """
 def quantize_blockwise(input: Tensor, block_size: builtins.int = 32, dtype: _QDType = ...) -> _QuantizedTensor:
     """
     ``input`` quantized symmetrically in blocks of ``block_size`` consecutive values along its last dimension, one
@@ -3063,7 +4043,7 @@ def rad2deg_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.rad2deg`; returns self."""
 def rand(
     *size: Any,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
     generator: Any = None,
@@ -3072,7 +4052,7 @@ def rand(
 def rand_like(
     x: Tensor,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
@@ -3082,7 +4062,7 @@ def randint(
     high: builtins.int | None = None,
     size: collections.abc.Sequence[builtins.int] = ...,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     generator: Any = None,
 ) -> Tensor:
@@ -3092,13 +4072,13 @@ def randint_like(
     low: builtins.int,
     high: builtins.int | None = None,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
 ) -> Tensor:
     """Random integers in [low, high) with ``x``'s shape, dtype and device."""
 def randn(
     *size: Any,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
     generator: Any = None,
@@ -3107,7 +4087,7 @@ def randn(
 def randn_like(
     x: Tensor,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
@@ -3128,16 +4108,22 @@ def relu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.relu`; returns self."""
 def remainder(x: Any, y: Any) -> Tensor:
     """x - floor(x / y) * y (the sign of y, as Python's %)."""
+def renorm(input: Tensor, p: builtins.float, dim: builtins.int, maxnorm: builtins.float) -> Tensor:
+    """``input`` with each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to ``maxnorm``."""
 def repeat(x: Tensor, *sizes: Any) -> Tensor:
     """Tile ``x``: ``sizes[i]`` copies along dimension i (leading sizes add dimensions)."""
 def repeat_interleave(x: Tensor, repeats: builtins.int | Tensor, dim: builtins.int | None = None) -> Tensor:
     """Repeat each element ``repeats`` times along ``dim`` (the flattened tensor when None)."""
 def reshape(x: Tensor, *shape: Any) -> Tensor:
     """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
+def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    """:meth:`resize_` to ``the_template``'s shape."""
 def resolve_conj(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily conjugated tensor."""
 def resolve_neg(x: Tensor) -> Tensor:
     """``x`` itself: ferro never holds a lazily negated tensor."""
+def result_type(tensor1: Any, tensor2: Any) -> dtype:
+    """The dtype an op on the two operands (tensors or Python numbers) computes in, by PyTorch's promotion."""
 def rms_norm(
     x: Tensor,
     normalized_shape: collections.abc.Sequence[builtins.int],
@@ -3145,6 +4131,56 @@ def rms_norm(
     eps: builtins.float | None = None,
 ) -> Tensor:
     """``x / sqrt(mean(x^2) + eps)`` over the last dimensions, times ``weight``."""
+def rnn_relu(
+    input: Tensor,
+    hx: Any,
+    params: collections.abc.Sequence[Tensor],
+    has_biases: builtins.bool,
+    num_layers: builtins.int,
+    dropout: builtins.float,
+    train: builtins.bool,
+    bidirectional: builtins.bool,
+    batch_first: builtins.bool,
+) -> builtins.tuple[Any, ...]:
+    """
+    ATen's multi-layer ``rnn_relu`` over ``rnn_relu_cell``: ``(output, h_n)`` from the input (sequence first unless
+    ``batch_first``), the initial state and the flat list of parameters (``w_ih, w_hh[, b_ih, b_hh]`` per layer and
+    direction).
+    """
+def rnn_relu_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> Tensor:
+    """One Elman RNN step with ReLU."""
+def rnn_tanh(
+    input: Tensor,
+    hx: Any,
+    params: collections.abc.Sequence[Tensor],
+    has_biases: builtins.bool,
+    num_layers: builtins.int,
+    dropout: builtins.float,
+    train: builtins.bool,
+    bidirectional: builtins.bool,
+    batch_first: builtins.bool,
+) -> builtins.tuple[Any, ...]:
+    """
+    ATen's multi-layer ``rnn_tanh`` over ``rnn_tanh_cell``: ``(output, h_n)`` from the input (sequence first unless
+    ``batch_first``), the initial state and the flat list of parameters (``w_ih, w_hh[, b_ih, b_hh]`` per layer and
+    direction).
+    """
+def rnn_tanh_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> Tensor:
+    """One Elman RNN step with tanh."""
 def roll(
     x: Tensor,
     shifts: builtins.int | collections.abc.Sequence[builtins.int],
@@ -3159,10 +4195,28 @@ def round_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.round`; returns self."""
 def row_stack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 0, 1-D tensors as rows."""
+def rrelu(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    generator: Any = None,
+) -> Tensor:
+    """``nn.functional.rrelu`` with ATen's arguments."""
+def rrelu_(
+    input: Tensor,
+    lower: builtins.float = 0.125,
+    upper: builtins.float = 0.3333333333333333,
+    training: builtins.bool = False,
+    generator: Any = None,
+) -> Tensor:
+    """``nn.functional.rrelu_`` with ATen's arguments."""
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)."""
 def rsqrt_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.rsqrt`; returns self."""
+def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    """``other - alpha * input``: subtraction with the operands swapped."""
 def save(obj: Any, f: Any) -> None:
     """Save ``obj`` to ``f`` (a path or a binary file object) in the safetensors format."""
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -3199,15 +4253,28 @@ def seed() -> builtins.int:
     """Seed every device from the OS's entropy and return the seed used."""
 def select(x: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
     """The slice at ``index`` of ``dim``, without that dimension."""
+def select_scatter(input: Tensor, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.select(dim, index)``."""
 def selu(x: Any) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants."""
 def selu_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.selu`; returns self."""
+def set_anomaly_enabled(enabled: builtins.bool, check_nan: builtins.bool = True) -> None:
+    """Turn anomaly mode on or off for this thread (``check_nan``: look for NaN in each node's gradients)."""
+def set_autocast_cache_enabled(enabled: builtins.bool) -> None:
+    """Keep (or stop keeping) the casts of parameters while autocast regions last."""
+def set_autocast_dtype(device_type: builtins.str, dtype: Any) -> None:
+    """The lower dtype autocast uses on ``device_type`` (bfloat16 or float16), now and when turned on."""
+def set_autocast_enabled(device_type: builtins.str, enabled: builtins.bool) -> None:
+    """
+    Turn autocast on or off for ``device_type`` on this thread, outside any region (what entering an ``autocast``
+    region does; the region restores its own state on exit).
+    """
 def set_backend(name: builtins.str) -> None:
     """Make ``name`` (``"cpu"``, ``"opencl"``, ``"cuda:1"``) where new tensors go."""
 def set_default_device(device: Any) -> None:
     """Make new tensors go to ``device`` (a backend name or ``name:index``; None: ``cpu``): ``set_backend``."""
-def set_default_dtype(dtype: DType) -> None:
+def set_default_dtype(dtype: dtype) -> None:
     """Set the dtype of floating tensors made from Python floats (float32 by default)."""
 def set_deterministic_debug_mode(debug_mode: builtins.str | builtins.int) -> None:
     """``'default'`` / 0, ``'warn'`` / 1, ``'error'`` / 2, as :func:`use_deterministic_algorithms` sets them."""
@@ -3244,7 +4311,7 @@ def set_warn_always(b: builtins.bool) -> None:
     """Remember whether warnings that PyTorch gives once should be given every time."""
 def sgn(x: Tensor) -> Tensor:
     """``x / |x|`` for complex ``x`` (0 at 0); the sign for real ``x``."""
-short: DType
+short: dtype
 def sigmoid(x: Tensor) -> Tensor:
     """Logistic sigmoid 1 / (1 + exp(-x))."""
 def sigmoid_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -3265,6 +4332,15 @@ def sinh(x: Tensor) -> Tensor:
     """Hyperbolic sine."""
 def sinh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.sinh`; returns self."""
+def slice_scatter(
+    input: Tensor,
+    src: Tensor,
+    dim: builtins.int = 0,
+    start: builtins.int | None = None,
+    end: builtins.int | None = None,
+    step: builtins.int = 1,
+) -> Tensor:
+    """A copy of ``input`` with ``src`` written into the slice ``start:end:step`` along ``dim``."""
 def slogdet(a: Tensor) -> _SlogdetResult:
     """``(sign, log|det|)`` of square matrices; the log is differentiable."""
 def softmax(x: Tensor, dim: builtins.int = -1, dtype: Any = None) -> Tensor:
@@ -3326,6 +4402,23 @@ def std_mean(
     keepdim: builtins.bool = False,
 ) -> builtins.tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim`` (all elements by default)."""
+def stft(
+    input: Tensor,
+    n_fft: builtins.int,
+    hop_length: builtins.int | None = None,
+    win_length: builtins.int | None = None,
+    window: Tensor | None = None,
+    center: builtins.bool = True,
+    pad_mode: builtins.str = 'reflect',
+    normalized: builtins.bool = False,
+    onesided: builtins.bool | None = None,
+    return_complex: builtins.bool | None = None,
+    align_to_window: builtins.bool | None = None,
+) -> Tensor:
+    """
+    The short-time Fourier transform of a signal (1-D) or a batch of them (2-D): the FFT of each frame of ``n_fft``
+    samples, ``hop_length`` apart, times ``window``; frequencies by frames.
+    """
 strided: layout
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
@@ -3336,9 +4429,16 @@ def sum(
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
     keepdim: builtins.bool = False,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
 ) -> Tensor:
     """Sum of elements over ``dim`` (all when None)."""
+def svd(input: Tensor, some: builtins.bool = True, compute_uv: builtins.bool = True) -> _SVDResult:
+    """
+    ``(U, S, V)`` with ``input = U diag(S) V^H`` (``V``, not ``linalg.svd``'s ``Vh``); with ``compute_uv=False`` U
+    and V are zero-filled square matrices, as PyTorch's.
+    """
+def svd_lowrank(A: Tensor, q: builtins.int | None = 6, niter: builtins.int = 2, M: Tensor | None = None) -> _SVDResult:
+    """A rank-``q`` SVD ``(U, S, V)`` of ``A - M`` by randomized subspace iteration (Halko et al.)."""
 def swapaxes(x: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of ``x`` with dimensions ``dim0`` and ``dim1`` swapped."""
 def swapdims(x: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
@@ -3360,7 +4460,7 @@ def tanh_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 def tensor(
     data: Any,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
@@ -3383,6 +4483,8 @@ def threshold_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.threshold`; returns self."""
 def tile(x: Tensor, dims: collections.abc.Sequence[builtins.int]) -> Tensor:
     """``repeat`` with missing leading sizes taken as 1."""
+def to_dlpack(tensor: Tensor) -> Any:
+    """A DLPack capsule of ``tensor``'s memory (``tensor.__dlpack__()``)."""
 def topk(
     x: Tensor,
     k: builtins.int,
@@ -3399,6 +4501,17 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim
     """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
 def trapz(y: Tensor, x: Any = None, *, dx: builtins.float | None = None, dim: builtins.int = -1) -> Tensor:
     """The trapezoid rule along ``dim``: samples ``y`` at points ``x`` (or spaced ``dx``, 1 by default)."""
+def triangular_solve(
+    b: Tensor,
+    A: Tensor,
+    upper: builtins.bool = True,
+    transpose: builtins.bool = False,
+    unitriangular: builtins.bool = False,
+) -> _TriangularSolveResult:
+    """
+    ``(X, A)`` (``A`` copied, broadcast to the batch) with ``X`` the solution of ``A X = b`` (``A^T X = b`` with
+    ``transpose``).
+    """
 def tril(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The lower triangle (at and below ``diagonal``) of the last two dimensions; zeros elsewhere."""
 def tril_indices(
@@ -3410,6 +4523,17 @@ def tril_indices(
     device: Any = None,
 ) -> Tensor:
     """The (2, N) row and column indices of the lower triangle of a ``row`` x ``col`` matrix, row by row."""
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: builtins.float = 1.0,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-06,
+    swap: builtins.bool = False,
+    reduction: Any = 1,
+) -> Tensor:
+    """``nn.functional.triplet_margin_loss``, the reduction an integer."""
 def triu(x: Tensor, diagonal: builtins.int = 0) -> Tensor:
     """The upper triangle (at and above ``diagonal``) of the last two dimensions; zeros elsewhere."""
 def triu_indices(
@@ -3427,7 +4551,7 @@ def trunc(x: Tensor) -> Tensor:
     """Round toward zero."""
 def trunc_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.trunc`; returns self."""
-uint8: DType
+uint8: dtype
 def unbind(x: Tensor, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
     """All slices along ``dim``."""
 def unflatten(x: Tensor, dim: builtins.int, sizes: collections.abc.Sequence[builtins.int]) -> Tensor:
@@ -3450,12 +4574,30 @@ def unique_consecutive(
     dim: builtins.int | None = None,
 ) -> Any:
     """Collapse runs of equal consecutive elements (of the flattened tensor, or slices along ``dim``)."""
+def unravel_index(indices: Any, shape: Any) -> builtins.tuple[Tensor, ...]:
+    """The coordinates in a tensor of ``shape`` of the flat ``indices`` (negative ones count from the end)."""
+def unsafe_chunk(x: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> builtins.tuple[Tensor, ...]:
+    """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
+def unsafe_split(
+    x: Tensor,
+    split_size_or_sections: builtins.int | collections.abc.Sequence[builtins.int],
+    dim: builtins.int = 0,
+) -> builtins.tuple[Tensor, ...]:
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+def unsafe_split_with_sizes(
+    input: Tensor,
+    split_sizes: collections.abc.Sequence[builtins.int],
+    dim: builtins.int = 0,
+) -> builtins.tuple[Tensor, ...]:
+    """Split into pieces of the given sizes (they must add up to the dim's size)."""
 def unsqueeze(x: Tensor, dim: builtins.int) -> Tensor:
     """A view with a size-1 dimension inserted at ``dim``."""
 def use_backend(name: builtins.str) -> contextlib.AbstractContextManager[None]:
     """Within the block, new tensors go to backend (or device) ``name``."""
 def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
     """Remember that deterministic algorithms are asked for (ferro's are: nothing changes)."""
+def vander(x: Tensor, N: builtins.int | None = None, increasing: builtins.bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x ** (N - 1) ... x ** 0`` (ascending with ``increasing``)."""
 def var(
     x: Tensor,
     dim: builtins.int | collections.abc.Sequence[builtins.int] | None = None,
@@ -3484,24 +4626,47 @@ def view_as_real(x: Tensor) -> Tensor:
     A complex tensor as a real one with a last dimension of 2 (real, imaginary): a view sharing its storage, as in
     PyTorch, where the backend has the ``view_as_real`` kernel (NumPy, CuPy), else a copy.
     """
+def vmap(
+    func: collections.abc.Callable[..., Any],
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: builtins.str = 'error',
+    *,
+    chunk_size: builtins.int | None = None,
+) -> collections.abc.Callable[..., Any]:
+    """
+    ``func`` mapped over a dimension of its tensor arguments: PyTorch's ``torch.vmap``, run as a loop over the batch
+    (each call sees one slice; the results are stacked at ``out_dims``). ``in_dims``: the batch dimension of each
+    argument (None: not batched).
+    """
 def vsplit(input: Tensor, indices_or_sections: Any) -> builtins.tuple[Tensor, ...]:
     """Split along dim 0 (at least 2-D)."""
 def vstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 0, 1-D tensors as rows."""
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` is True, else ``y`` (x and y may be Python scalars)."""
+def while_loop(
+    cond_fn: collections.abc.Callable[..., Any],
+    body_fn: collections.abc.Callable[..., Any],
+    carried_inputs: collections.abc.Sequence[Any],
+    **_: Any,
+) -> builtins.tuple[Any, ...]:
+    """
+    Run ``carried = body_fn(*carried)`` while ``cond_fn(*carried)`` is true; returns the carried values: PyTorch's
+    ``torch.while_loop``, run eagerly.
+    """
 def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0."""
 def xlogy_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """In-place :func:`ferro.xlogy`; returns self."""
 def zero_(x: Tensor) -> Tensor:
     """Fill ``x`` with zeros in place; returns ``x``."""
-def zeros(*size: Any, dtype: DType | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def zeros(*size: Any, dtype: dtype | None = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``."""
 def zeros_like(
     x: Tensor,
     *,
-    dtype: DType | None = None,
+    dtype: dtype | None = None,
     device: Any = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:

@@ -77,6 +77,8 @@ from ._ops.inplace import fill_ as _fill_
 from ._ops.inplace import make_inplace as _make_inplace
 from ._ops.inplace import zero_ as _zero_
 from ._ops.linalg import bmm, dot, matmul, mm, mv
+from ._ops.namespace import *  # noqa: F403 - dtype, memory_format, asarray, vmap, cond...
+from ._ops.namespace import FUNCTIONS as _HELPERS
 from ._ops.reduction import amax, amin, argmax, argmin, max, mean, min, sum
 from ._ops.sampling import INPLACE_METHODS as _RANDOM_FILLS
 from ._ops.shape import (
@@ -96,12 +98,14 @@ from ._ops.shape import (
     unsqueeze,
     view,
 )
+from ._ops.tensor_methods import METHODS as _TENSOR_METHODS
+from ._ops.tensor_methods import empty_strided
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd._engine import register_post_accumulate_grad_hook
 from .backends import set_backend, use_backend
 from .dispatch._dispatch import public_function
-from .errors import BackendUnavailableError, UnsupportedOperationError
+from .errors import BackendUnavailableError, OutOfMemoryError, UnsupportedOperationError
 
 bool = bool_
 half, float, double = float16, float32, float64
@@ -165,6 +169,8 @@ for _name, _target in _ops.arithmetic.INPLACE_ALIASES.items():  # divide_ is div
 for _name, _fn in _ops.shape.LAYOUT_METHODS.items():  # stride(), storage_offset()
     setattr(Tensor, _name, _fn)
 for _name, _fn in _ops.predicates.METHODS.items():  # equal(), is_nonzero(), get_device()...
+    setattr(Tensor, _name, _fn)
+for _name, _fn in _TENSOR_METHODS.items():  # t_(), unfold(), data_ptr(), resize_()...
     setattr(Tensor, _name, _fn)
 globals().update(_ops.predicates.FUNCTIONS)
 for _name, _fn in _NEW_METHODS.items():  # new_zeros(), new_tensor()...
@@ -234,9 +240,9 @@ __all__ = [
     "broadcast_to", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "contiguous", "clone", "t",
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
-    "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError",
+    "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError", "OutOfMemoryError",
     *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all, "compile",
-    "get_default_device", "set_default_device",
+    "get_default_device", "set_default_device", "empty_strided", *_HELPERS,
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()
     if hasattr(Tensor, _name):

@@ -50,7 +50,8 @@ def _make(kind: str, dev: _device_cls, dtype: DType, *args: Any) -> Tensor:
             shape = args[0] if args and isinstance(args[0], tuple) else None
             what = f"a tensor of shape {list(shape)} and dtype {dtype} ({math.prod(shape) * dtype.itemsize:,} bytes)" \
                 if shape is not None else f"a tensor of dtype {dtype}"
-            raise MemoryError(f"out of memory allocating {what} on {dev}: {e}") from None
+            from .errors import OutOfMemoryError
+            raise OutOfMemoryError(f"out of memory allocating {what} on {dev}: {e}") from None
     from .dispatch._dispatch import fallback_enabled, warn_fallback
     if fallback_enabled() and dev.type != "cpu":
         warn_fallback(kind, dev)

@@ -502,9 +502,9 @@ def _member_key(name: str) -> tuple[int, str, str]:
     return kind, name.lower(), name
 
 
-def _from_key(line: str) -> tuple[str, tuple[int, str, str]]:
+def _from_key(line: str) -> tuple[str, tuple[int, str, str], str]:
     module, member = line[5:].split(" import ")
-    return module.lower(), _member_key(member.split(" as ")[0])
+    return module.lower(), _member_key(member.split(" as ")[0]), line  # the line: one class under two names
 
 
 def _stub_path(module: str) -> Path:

@@ -23,6 +23,7 @@ __all__ = [
     "PluginError",
     "SerializationError",
     "LinAlgError",
+    "OutOfMemoryError",
 ]
 
 
@@ -118,6 +119,12 @@ class DTypeError(FerroError, TypeError, RuntimeError):
 class LinAlgError(FerroError, ValueError, RuntimeError):
     """A linear-algebra routine failed on its input's values (a singular matrix, one that is not
     positive-definite); ``torch.linalg.LinAlgError`` (a ``RuntimeError``, and a ``ValueError`` as NumPy's)."""
+
+
+class OutOfMemoryError(FerroError, MemoryError, RuntimeError):
+    """A device (or the host) cannot allocate a tensor; the message names the size and the device.
+    ``except MemoryError`` and PyTorch's ``except torch.OutOfMemoryError`` (``ferro.OutOfMemoryError``) catch
+    it."""
 
 
 class PluginError(FerroError, RuntimeError):

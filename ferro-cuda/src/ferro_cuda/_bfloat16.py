@@ -226,7 +226,7 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
     table.update({op: _ufunc(f"cupyx.scipy.special.{fn}", 1, rounded=True) for op, fn in _SPECIAL.items()})
     moves = ("cast", "reshape", "view", "permute", "expand", "cat", "stack", "getitem", "setitem", "copy_",
              "contiguous", "clone", "real", "imag", "where",  # where: this module's int16-view kernel
-             "diagonal", "as_strided",  # views: no arithmetic
+             "diagonal", "as_strided", "storage_layout",  # views and their strides: no arithmetic
              # creation: a fill, float64 values cast (linspace, the host draws), or a diagonal written
              "empty", "full", "linspace", "eye", "rand", "randn", "randint")
     table.update({k: (COPY,) for k in moves})

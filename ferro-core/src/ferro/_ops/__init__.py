@@ -111,4 +111,4 @@ INPLACE: list[str] = [*elementwise.INPLACE, "scatter", "scatter_add", "scatter_r
                        "index_fill", "masked_fill", "masked_scatter", "clamp", "clamp_min", "clamp_max", "lerp",
                        "fmod", "true_divide", "nan_to_num", *blas.INPLACE, *numeric.INPLACE,
                        *special_functions.INPLACE, *elementwise_composites.INPLACE, "tril", "triu",
-                       "cumsum", "cumprod", "xlogy", "sgn", "index_put"]
+                       "cumsum", "cumprod", "xlogy", "sgn", "index_put", *aliases.INPLACE]

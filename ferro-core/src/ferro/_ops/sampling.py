@@ -1,5 +1,7 @@
 """Random sampling ops written over ``rand`` / ``randn``: bernoulli, multinomial, normal, randperm,
-and the in-place fills ``uniform_``, ``normal_``, ``bernoulli_``. Each takes ``generator=``."""
+the in-place fills ``uniform_``, ``normal_``, ``bernoulli_``, ``random_``, ``exponential_``, ``cauchy_``,
+``log_normal_``, ``geometric_`` (by inverting their distribution functions at uniform samples), and
+``poisson`` / ``binomial``. Each takes ``generator=``."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ from typing import Any
 from .._core.device import device as _device_cls
 from .._core.dtypes import float32, float64
 from .._core.grad_mode import no_grad
+from .._core.numeric_info import finfo, iinfo
 from .._core.records import ops, register_composites
 from .._core.tensor import Tensor
 from .._creation import rand, randn
 from .._random import Generator
 from ..errors import ShapeError
+from ._rules import check_rule
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 
@@ -96,9 +100,89 @@ def _bern(x: Tensor, p: float = 0.5, *, generator: Generator | None = None) -> T
     return (u < p).to(x.dtype)
 
 
+def _u(x: Tensor, generator: Generator | None) -> Tensor:
+    """Uniform samples in [0, 1) shaped as ``x``: in float32 or float64, those of ``x``'s dtype (16-bit floats
+    round values near 1 up to 1), float64 where ``x`` holds integers and the device has it."""
+    return rand(*x.shape, dtype=_draw_dtype(x), device=x.device, generator=generator)
+
+
+def _draw_dtype(x: Tensor) -> Any:
+    if x.dtype in (float32, float64):
+        return x.dtype
+    return float64 if not x.dtype.is_floating_point and float64 in x.device._dtypes else float32
+
+
+def _random(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Generator | None = None) -> Tensor:
+    if to is None:  # random_(to) or random_(): [0, to) or [0, the dtype's largest exactly representable integer]
+        if from_ != 0:
+            from_, to = 0, from_
+        else:
+            to = (2 ** (finfo(x.dtype).nmant + 1) + 1 if x.dtype.is_floating_point else
+                  2 if x.dtype.kind == "b" else iinfo(x.dtype).max + 1)
+    if to <= from_:
+        raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+    return (_u(x, generator) * (to - from_)).floor().clamp(max=to - from_ - 1) + from_
+
+
+def _exponential(x: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    if lambd <= 0:
+        raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return -(1 - _u(x, generator)).log() / lambd
+
+
+def _cauchy(x: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    return median + sigma * (math.pi * (_u(x, generator) - 0.5)).tan()
+
+
+def _log_normal(x: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Generator | None = None) -> Tensor:
+    if std <= 0:
+        raise ValueError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return (randn(*x.shape, dtype=x.dtype, device=x.device, generator=generator) * std + mean).exp()
+
+
+def _geometric(x: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
+    if not 0 < p < 1:
+        raise ValueError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return ((1 - _u(x, generator)).log() / math.log1p(-p)).ceil().clamp(min=1)
+
+
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Samples of Poisson distributions with the rates ``input`` (in its dtype): counts of unit-rate
+    exponential arrivals, added up while any sample still waits for one."""
+    check_rule("poisson", input)
+    if input.numel() and bool((input < 0).any()):
+        raise ValueError("poisson(): invalid Poisson rate, expected rate to be non-negative")
+    rate = input.detach()
+    count = rate * 0
+    time = -(1 - _u(rate, generator)).log()
+    waiting = time < rate
+    while bool(waiting.any()):
+        count = count + waiting.to(rate.dtype)
+        step = -(1 - _u(rate, generator)).log()
+        time = time + step * waiting.to(rate.dtype)
+        waiting = waiting.logical_and(time < rate)
+    return count
+
+
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
+    """Samples of binomial distributions: successes in ``count`` trials of probability ``prob`` each."""
+    check_rule("binomial", count, prob)
+    n = (count * 0 + prob * 0 + count).detach().to(prob.dtype)  # broadcast
+    p = (n * 0 + prob).detach()
+    if n.numel() and bool(((p < 0).logical_or(p > 1)).any()):
+        raise ValueError("binomial(): probabilities must be in [0, 1]")
+    top = int(n.max()) if n.numel() else 0
+    out = n * 0
+    for k in range(top):  # one Bernoulli trial per remaining trial of each sample
+        out = out + ((_u(n, generator) < p).logical_and(n > k)).to(n.dtype)
+    return out
+
+
 INPLACE_METHODS: dict[str, Callable[..., Tensor]] = {
     "uniform_": _fill("uniform_", _uniform), "normal_": _fill("normal_", _normal),
-    "bernoulli_": _fill("bernoulli_", _bern),
+    "bernoulli_": _fill("bernoulli_", _bern), "random_": _fill("random_", _random),
+    "exponential_": _fill("exponential_", _exponential), "cauchy_": _fill("cauchy_", _cauchy),
+    "log_normal_": _fill("log_normal_", _log_normal), "geometric_": _fill("geometric_", _geometric),
 }
 
 _ROWS: list[tuple[str, Callable[..., Any]]] = [
@@ -109,5 +193,7 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = register_composites("random", _ROWS)
+FUNCTIONS = {**register_composites("random", _ROWS),
+             **register_composites("random", [("poisson", poisson), ("binomial", binomial)],
+                                   dtype_rule="real_floating")}
 METHODS = ["bernoulli", "multinomial"]

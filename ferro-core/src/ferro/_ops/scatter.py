@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._core.dtypes import bool_
 from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap_dim
@@ -282,6 +283,65 @@ def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
     return idx
 
 
+def index_reduce(x: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """A copy of ``x`` where the slices of ``source`` along ``dim`` are reduced (prod, mean, amax, amin) into
+    the slices ``index`` names."""
+    if x._dtype is bool_ or x._dtype.is_complex:
+        raise DTypeError(f"index_reduce: not defined for dtype {x._dtype}; it takes real numeric dtypes (not bool or "
+                         "complex)")
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(f"index_reduce(): reduce argument must be either prod, mean, amax or amin, got {reduce}")
+    if not isinstance(index, Tensor) or index.ndim > 1:
+        raise ShapeError("index_reduce(): index must be a vector (a 1-D tensor)")
+    d = _wrap_dim(dim, max(x.ndim, 1), "index_reduce")
+    src = source if source.ndim else source.reshape(1)
+    if src.ndim and src.shape[d] != index.numel():
+        raise ShapeError(f"index_reduce(): the source's size {src.shape[d]} along dim {dim} must match the "
+                         f"index's length {index.numel()}")
+    shape = [1] * src.ndim
+    shape[d] = index.numel()
+    idx = index.reshape(shape).expand(src.shape)
+    return scatter_reduce(x, d, idx, src, reduce, include_self)
+
+
+def put(x: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``x`` with ``source`` written at the flat positions ``index`` (added with ``accumulate``)."""
+    flat = x.reshape(-1)
+    pos = index.reshape(-1)
+    pos = where(pos < 0, pos + flat.numel(), pos)
+    return flat.index_put((pos,), source.reshape(-1), accumulate).reshape(x.shape)
+
+
+def _scatter_into(x: Tensor, src: Tensor, view: Callable[[Tensor], Tensor]) -> Tensor:
+    out = x.clone()
+    view(out).copy_(src)
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.select(dim, index)``."""
+    return _scatter_into(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into the slice ``start:end:step`` along ``dim``."""
+    d = _wrap_dim(dim, max(input.ndim, 1), "slice_scatter")
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_into(input, src, lambda t: t[key])
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.diagonal(offset, dim1, dim2)``."""
+    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.as_strided(size, stride, storage_offset)``."""
+    return _scatter_into(input, src, lambda t: t.as_strided(size, stride, storage_offset))
+
+
 _NONZERO.fn = nonzero
 _NONZERO.table = {d: (d, d) for d in _NONZERO.table}  # the result is int64 whatever the input
 
@@ -299,8 +359,15 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("masked_select", masked_select),
     ("masked_scatter", masked_scatter),
     ("take", take),
+    ("put", put),
+    ("select_scatter", select_scatter),
+    ("slice_scatter", slice_scatter),
+    ("diagonal_scatter", diagonal_scatter),
+    ("as_strided_scatter", as_strided_scatter),
 ]
 
 
-FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS)}
+#: ``index_reduce`` is scatter_reduce's: a function, not an op of its own (its name is the raw kernel's that
+#: scatter_reduce's decomposition calls).
+FUNCTIONS = {"nonzero": nonzero, **register_composites("composite", _ROWS), "index_reduce": index_reduce}
 METHODS = list(FUNCTIONS)

@@ -23,7 +23,8 @@ from .._api import Tensor, bfloat16, float16, float32, float64
 from .._core import modes
 from .._core.dtypes import DType, as_dtype
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "LOWER_DTYPES"]
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
+           "is_autocast_cache_enabled", "set_autocast_cache_enabled", "LOWER_DTYPES", "STATE_FUNCTIONS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +40,7 @@ class _State(threading.local):
         self.depth = 0  # regions entered and not left
         self.cache: dict[int, tuple[Tensor, Tensor]] = {}  # id(parameter) -> (parameter, its cast)
         self.caching = True
+        self.fast: dict[str, DType] = {}  # device type -> the dtype set_autocast_dtype gave
 
 
 _state = _State()
@@ -51,7 +53,40 @@ def is_autocast_enabled(device_type: str = "cpu") -> bool:
 
 def get_autocast_dtype(device_type: str = "cpu") -> DType:
     """The dtype autocast uses on ``device_type`` (its default when no region sets one)."""
-    return _state.dtypes.get(device_type) or _DEFAULT.get(device_type, float16)
+    return _state.dtypes.get(device_type) or _state.fast.get(device_type) or _DEFAULT.get(device_type, float16)
+
+
+def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+    """Turn autocast on or off for ``device_type`` on this thread, outside any region (what entering an
+    ``autocast`` region does; the region restores its own state on exit)."""
+    was_on = bool(_state.dtypes)
+    if enabled:
+        _state.dtypes[device_type] = get_autocast_dtype(device_type)
+    else:
+        _state.dtypes.pop(device_type, None)
+    _sync_layer(was_on, bool(_state.dtypes))
+
+
+def set_autocast_dtype(device_type: str, dtype: Any) -> None:
+    """The lower dtype autocast uses on ``device_type`` (bfloat16 or float16), now and when turned on."""
+    dt = as_dtype(dtype, "set_autocast_dtype")
+    if dt not in LOWER_DTYPES:
+        raise ValueError(f"set_autocast_dtype(): dtype must be ferro.bfloat16 or ferro.float16, got {dt}")
+    _state.fast[device_type] = dt
+    if device_type in _state.dtypes:
+        _state.dtypes[device_type] = dt
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast keeps the casts of parameters while a region lasts."""
+    return _state.caching
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Keep (or stop keeping) the casts of parameters while autocast regions last."""
+    _state.caching = bool(enabled)
+    if not enabled:
+        _state.cache.clear()
 
 
 class _Layer(modes.Mode):
@@ -209,3 +244,9 @@ def _sync_layer(was_on: bool, now_on: bool) -> None:
         modes.push(_LAYER)
     elif was_on and not now_on:
         modes.pop(_LAYER)
+
+
+#: The functions of autocast's state that ``ferro`` offers at its top level, as ``torch`` does.
+STATE_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    f.__name__: f for f in (is_autocast_enabled, get_autocast_dtype, set_autocast_enabled, set_autocast_dtype,
+                            is_autocast_cache_enabled, set_autocast_cache_enabled)}

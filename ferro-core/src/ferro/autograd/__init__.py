@@ -12,10 +12,12 @@ from __future__ import annotations
 from .._core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._core.lazy import attributes
 from .._core.node import Node
+from ._anomaly import detect_anomaly, set_detect_anomaly
 from ._entry import backward, grad
 from ._function import Function, FunctionCtx
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck", "no_grad",
+           "detect_anomaly", "set_detect_anomaly",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node"]
 
 __getattr__ = attributes(__name__, {"gradcheck": "._gradcheck", "gradgradcheck": "._gradcheck"})  # for tests

@@ -17,6 +17,8 @@ from .._core import grad_mode as _mode
 from .._core.layouts import LayoutTensor
 from .._core.node import Node
 from .._core.tensor import Tensor, _wrap
+from ._anomaly import STATE as ANOMALY
+from ._anomaly import check as check_anomaly
 from ._views import VIEW_OPS, refresh
 
 __all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback"]
@@ -263,6 +265,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 if useful is not None and node not in useful:
                     continue
             in_grads = node.apply(g)
+            if ANOMALY.enabled:
+                check_anomaly(node, in_grads)
             if not retain_graph:
                 node.release()
             for nxt, gi, meta in zip(node.next, in_grads, node.meta):

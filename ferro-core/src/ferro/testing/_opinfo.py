@@ -1346,3 +1346,79 @@ OP_DB += [
         lambda f, F, x: F.ctc_loss(x, _t(f, x, [1, 2]), [4], [2], reduction="sum"), shapes=(((4, 3),),)),
 ]
 
+
+
+# -- the rest of the torch / Tensor surface (_ops/elementwise_composites, statistics, scatter, numeric) ----------
+def _frexp(x: Any) -> Any:
+    m, e = _np().frexp(x)
+    return _np().stack([m, e.astype(m.dtype)])
+
+
+def _scattered(x: Any, where: Any, src: Any) -> Any:
+    out = x.copy()
+    out[where] = src
+    return out
+
+
+def _nonzero_static(x: Any, size: int = 5) -> Any:
+    np = _np()
+    idx = np.argwhere(x)[:size]
+    return np.concatenate([idx, np.full((size - len(idx), x.ndim), -1)]) if len(idx) < size else idx
+
+
+def _renorm(x: Any, p: float = 2.0, dim: int = 0, maxnorm: float = 1.0) -> Any:
+    np = _np()
+    other = tuple(i for i in range(x.ndim) if i != dim)
+    norm = (np.abs(x) ** p).sum(other, keepdims=True) ** (1 / p)
+    return x * np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+
+
+OP_DB += [
+    OpInfo("frexp", _frexp, call=lambda f, x: f.stack([(r := f.frexp(x)).mantissa, r.exponent.to(x.dtype)]),
+           grad=False),
+    OpInfo("nextafter", lambda x, y: _np().nextafter(x, y), 2, grad=False, widen=False, edge=False),
+    OpInfo("rsub", lambda x, y: y - 2 * x, 2, call=lambda f, x, y: f.rsub(x, y, alpha=2)),
+    OpInfo("gcd", lambda x, y: _np().gcd(x, y), 2, grad=False),
+    OpInfo("lcm", lambda x, y: _np().lcm(x, y), 2, grad=False, domain=(0, 6)),
+    _mv("quantile", lambda x, q=0.3, interpolation="linear": _np().quantile(x, q, 1, method=interpolation),
+        lambda f, x, **kw: f.quantile(x, dim=1, **kw), shapes=(((3, 4),), ((2, 3, 5),)),
+        kwargs=({"q": 0.3}, {"q": 0.5, "interpolation": "lower"}, {"q": 0.75, "interpolation": "nearest"},
+                {"q": 0.4, "interpolation": "midpoint"})),
+    _mv("nanquantile", lambda x: _np().nanquantile(x, 0.3),
+        lambda f, x: f.nanquantile(x, 0.3), shapes=(((3, 4),), ((5,),))),
+    _mv("histogramdd", lambda x: _np().histogramdd(x.reshape(-1, 2), [2, 3], [(-3.0, 3.0), (-2.0, 2.0)])[0],
+        lambda f, x: f.histogramdd(x, [2, 3], range=[-3.0, 3.0, -2.0, 2.0]).hist, grad=False,
+        shapes=(((6, 2),), ((2, 3, 2),))),
+    _mv("histogram", lambda x: _np().histogram(x, 4, (-3.0, 3.0))[0],
+        lambda f, x: f.histogram(x, 4, range=(-3.0, 3.0)).hist, grad=False, shapes=(((3, 4),), ((7,),))),
+    _mv("put", lambda x: _scattered(x.reshape(-1), [5, 0, -1], x[0, :3]).reshape(x.shape),
+        lambda f, x: f.put(x, f.tensor([5, 0, -1], device=x.device), x[0, :3]), shapes=_S),
+    _mv("select_scatter", lambda x: _scattered(x, (slice(None), 1), x[:, 0][::-1]),
+        lambda f, x: f.select_scatter(x, x[:, 0].flip(0), 1, 1), shapes=_S),
+    _mv("slice_scatter", lambda x: _scattered(x, (slice(None), slice(1, 4, 2)), x[:, :2]),
+        lambda f, x: f.slice_scatter(x, x[:, :2], 1, 1, 4, 2), shapes=_S),
+    _mv("diagonal_scatter", lambda x: _scattered(x, ([0, 1, 2], [1, 2, 3]), x[:, 0]),
+        lambda f, x: f.diagonal_scatter(x, x[:, 0], 1), shapes=_S),
+    _mv("as_strided_scatter", lambda x: _scattered(x.reshape(-1), [1, 3, 5], x[:, 0]).reshape(x.shape),
+        lambda f, x: f.as_strided_scatter(x, x[:, 0], (3,), (2,), 1), shapes=_S),
+    _mv("renorm", lambda x: _renorm(x), lambda f, x: f.renorm(x, 2, 0, 1.0), shapes=(((3, 4),), ((2, 3, 4),))),
+    OpInfo("cross", lambda x, y: _np().cross(x, y), 2, call=lambda f, x, y: f.cross(x, y),
+           shapes=(((4, 3), (4, 3)), ((2, 3), (3,))), edge=False),
+    _mv("adjoint", lambda x: _np().conj(_np().swapaxes(x, -1, -2)), lambda f, x: f.adjoint(x),
+        shapes=(((3, 4),), ((2, 3, 4),))),
+    _mv("nonzero_static", _nonzero_static, lambda f, x: f.nonzero_static(x, size=5), grad=False,
+        shapes=(((3, 4),), ((2,),))),
+    _mv("gradient", lambda x, edge_order=1, spacing=1.0: _np().gradient(x, spacing, axis=-1, edge_order=edge_order),
+        lambda f, x, **kw: f.gradient(x, dim=-1, **kw)[0], shapes=(((3, 4),), ((2, 3, 5),)),
+        kwargs=({}, {"edge_order": 2, "spacing": 2.0})),
+    _mv("vander", lambda x: _np().vander(x), lambda f, x: f.vander(x), shapes=(((4,),),)),
+    _mv("fill", lambda x: _np().full_like(x, 2), lambda f, x: f.fill(x, 2), shapes=_S),
+    _mv("combinations", lambda x: _np().array(list(__import__("itertools").combinations(x, 2))).reshape(-1, 2),
+        lambda f, x: f.combinations(x), shapes=(((4,),),)),
+    _mv("unravel_index", lambda x: _np().stack(_np().unravel_index(x, (2, 3))),
+        lambda f, x: f.stack(f.unravel_index(x, (2, 3))), grad=False, domain=(0, 5), shapes=(((2, 3),), ((4,),))),
+]
+OP_DB += [
+    _rnd("poisson", lambda x: x * 0, lambda f, x: f.poisson(x * 0)),
+    _rnd("binomial", lambda x: _np().full_like(x, 3), lambda f, x: f.binomial(f.full_like(x, 3), f.ones_like(x))),
+]
