@@ -28,8 +28,12 @@ def _same(mine: ferro.Tensor, theirs: object, **kw: float) -> None:
 def test_aliases_are_their_ops(alias: str) -> None:
     target = ferro._ops.aliases.ALIASES[alias]
     space, _, name = target.rpartition(".")
-    assert getattr(ferro, alias) is getattr(ferro.linalg if space else ferro, name)
+    home = {"linalg": lambda: getattr(ferro.linalg, name), "ops": lambda: ferro._core.records.REGISTRY[name].fn,
+            "": lambda: getattr(ferro, name)}[space]
+    assert getattr(ferro, alias) is home()
     assert hasattr(torch, alias)
+    if alias in ferro._ops.aliases.OPS_INPLACE:
+        assert hasattr(torch.Tensor, alias + "_") and hasattr(ferro.Tensor, alias + "_")
     if hasattr(torch.Tensor, alias):
         assert hasattr(ferro.Tensor, alias), alias
     if hasattr(torch.Tensor, alias + "_") and hasattr(ferro.Tensor, name + "_"):

@@ -660,3 +660,37 @@ def test_lobpcg(device: str, largest: bool) -> None:
     gen, _ = ferro.lobpcg(A, k=2, B=ferro.tensor(bm, device=device), largest=largest)
     ref = np.sort(np.linalg.eigvals(np.linalg.solve(bm, sym)).real)
     np.testing.assert_allclose(gen.numpy(), ref[::-1][:2] if largest else ref[:2], rtol=1e-8)
+
+
+@pytest.mark.ferro_backends("cpu", "opencl", "cuda")  # the special kernel group (the conformance suite checks
+def test_special_functions_under_their_older_names(device: str) -> None:  # the others refuse it)
+    """torch.i0 / igamma / igammac / mvlgamma / polygamma / prelu and their Tensor and in-place forms: the
+    registry's special functions (torch.special's names), with gradients where PyTorch has them."""
+    x, tx = _pair(RNG.uniform(0.5, 3.0, (3, 4)), device, grad=True)
+    y, ty = _pair(RNG.uniform(0.5, 3.0, (3, 4)), device)
+    cases = [(ferro.i0(x), torch.i0(tx)), (x.i0(), tx.i0()), (ferro.igamma(y, x), torch.igamma(ty, tx)),
+             (y.igammac(x), ty.igammac(tx)), (ferro.mvlgamma(x + 2, 3), torch.mvlgamma(tx + 2, 3)),
+             (x.mvlgamma(2), tx.mvlgamma(2)), (ferro.polygamma(1, x), torch.polygamma(1, tx)),
+             (x.polygamma(2), tx.polygamma(2))]
+    for mine, theirs in cases:
+        _same(mine.cpu(), theirs, rtol=1e-6)
+    sum(m.sum() for m, _ in cases).backward()
+    sum(t.sum() for _, t in cases).backward()
+    _same(x.grad.cpu(), tx.grad, rtol=1e-6)
+    for name, args in (("i0_", ()), ("igamma_", (y,)), ("igammac_", (y,)), ("mvlgamma_", (1,)),
+                       ("polygamma_", (1,))):
+        mine, theirs = x.detach().clone(), tx.detach().clone()
+        getattr(mine, name)(*args)
+        getattr(theirs, name)(*[ty if a is y else a for a in args])
+        _same(mine.cpu(), theirs, rtol=1e-6)
+    z, tz = x.detach().clone(), tx.detach().clone()
+    ferro.i0_(z)
+    torch.i0_(tz)
+    _same(z.cpu(), tz, rtol=1e-6)
+    a, ta = _pair(RNG.standard_normal((2, 3, 4)), device, grad=True)
+    w, tw = _pair(np.array([0.25, -0.5, 2.0]), device, grad=True)
+    _same(ferro.prelu(a, w).cpu(), torch.prelu(ta, tw))
+    a.prelu(w).square().sum().backward()
+    ta.prelu(tw).square().sum().backward()
+    _same(a.grad.cpu(), ta.grad)
+    _same(w.grad.cpu(), tw.grad)

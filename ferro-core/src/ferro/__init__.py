@@ -78,8 +78,9 @@ def _array_namespace(self: _Tensor, *, api_version: str | None = None) -> object
 _Tensor.__array_namespace__ = _array_namespace  # type: ignore[method-assign]
 
 #: ``torch.conv2d`` and the like: PyTorch's top-level names for ``nn.functional`` ops whose signatures agree.
-_FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "hardshrink",
-                    "pixel_shuffle", "pixel_unshuffle", "selu", "celu", "selu_", "celu_", "threshold", "threshold_",
+_FROM_FUNCTIONAL = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                    "hardshrink", "pixel_shuffle", "pixel_unshuffle", "selu", "celu", "selu_", "celu_", "threshold",
+                    "threshold_",
                     "cosine_similarity", "pairwise_distance", "avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d",
                     "dropout", "layer_norm", "group_norm", "rms_norm", "bilinear")
 globals().update({_name: getattr(nn.functional, _name) for _name in _FROM_FUNCTIONAL})

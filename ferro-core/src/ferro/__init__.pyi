@@ -216,6 +216,7 @@ __all__ = [
     'conv_tbc',
     'conv_transpose1d',
     'conv_transpose2d',
+    'conv_transpose3d',
     'convolution',
     'copysign',
     'corrcoef',
@@ -350,6 +351,10 @@ __all__ = [
     'hsplit',
     'hstack',
     'hypot',
+    'i0',
+    'i0_',
+    'igamma',
+    'igammac',
     'iinfo',
     'imag',
     'index_add',
@@ -471,6 +476,7 @@ __all__ = [
     'multinomial',
     'multiply',
     'mv',
+    'mvlgamma',
     'nan_to_num',
     'nan_to_num_',
     'nanmean',
@@ -518,8 +524,10 @@ __all__ = [
     'poisson',
     'poisson_nll_loss',
     'polar',
+    'polygamma',
     'positive',
     'pow',
+    'prelu',
     'preserve_format',
     'prod',
     'promote_types',
@@ -1438,6 +1446,18 @@ class Tensor:
         """sqrt(x**2 + y**2) without overflow."""
     def hypot_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.hypot`; returns self."""
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind of order 0."""
+    def i0_(self) -> Tensor:
+        """In-place :func:`ferro.i0`; returns self."""
+    def igamma(self, y: Any) -> Tensor:
+        """The regularized lower incomplete gamma function P(a, x)."""
+    def igamma_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.gammainc`; returns self."""
+    def igammac(self, y: Any) -> Tensor:
+        """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    def igammac_(self, y: Any) -> Tensor:
+        """In-place :func:`ferro.gammaincc`; returns self."""
     @property
     def imag(self) -> Tensor:
         """The imaginary part of a complex tensor, as a view."""
@@ -1797,6 +1817,13 @@ class Tensor:
         """In-place :func:`ferro.mul`; returns self."""
     def mv(self, v: Tensor) -> Tensor:
         """Matrix-vector product."""
+    def mvlgamma(self, p: builtins.int) -> Tensor:
+        """
+        The log of the multivariate gamma function of dimension ``p``: ``p (p - 1) / 4 log(pi) + sum over j < p
+        of lgamma(x - j / 2)``; every element must exceed ``(p - 1) / 2``.
+        """
+    def mvlgamma_(self, p: builtins.int) -> Tensor:
+        """In-place :func:`ferro.multigammaln`; returns self."""
     def nan_to_num(
         self,
         nan: builtins.float = 0.0,
@@ -1961,12 +1988,21 @@ class Tensor:
         """The tensor itself: ferro's backends copy from any host memory, so there is nothing to pin."""
     def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
         """The pseudo-inverse, singular values below ``rcond`` times the largest counted as zero."""
+    def polygamma(self, n: builtins.int) -> Tensor:
+        """``polygamma(n, self)``: the ``n``-th derivative of the digamma function."""
+    def polygamma_(self, n: builtins.int) -> Tensor:
+        """In-place :func:`ferro.polygamma`; returns self."""
     def positive(self) -> Tensor:
         """Each element unchanged (unary +)."""
     def pow(self, y: Any) -> Tensor:
         """x ** y."""
     def pow_(self, y: Any) -> Tensor:
         """In-place :func:`ferro.pow`; returns self."""
+    def prelu(self, weight: Tensor) -> Tensor:
+        """
+        ``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope, or one per channel (dim 1; dim
+        0 of a 1-D input).
+        """
     def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Product of elements (over ``dim``); integers multiply in int64."""
     def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
@@ -2937,6 +2973,17 @@ def conv_transpose2d(
     dilation: Any = 1,
 ) -> Tensor:
     """Transposed 2-D convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+def conv_transpose3d(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: builtins.int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """Transposed 3-D convolution; ``weight`` is (C_in, C_out/groups, kD, kH, kW)."""
 def convolution(
     input: Tensor,
     weight: Tensor,
@@ -3395,6 +3442,14 @@ def hstack(tensors: collections.abc.Sequence[Tensor]) -> Tensor:
     """Join along dim 1 (dim 0 for 1-D tensors)."""
 def hypot(x: Any, y: Any) -> Tensor:
     """sqrt(x**2 + y**2) without overflow."""
+def i0(x: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind of order 0."""
+def i0_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """In-place :func:`ferro.i0`; returns self."""
+def igamma(x: Any, y: Any) -> Tensor:
+    """The regularized lower incomplete gamma function P(a, x)."""
+def igammac(x: Any, y: Any) -> Tensor:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
 def imag(x: Tensor) -> Tensor:
     """The imaginary part of a complex ``x``, as a view sharing its storage."""
 def index_add(x: Tensor, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
@@ -3821,6 +3876,11 @@ def multiply(input: Any, other: Any) -> Tensor:
     """Alias of :func:`ferro.mul`."""
 def mv(x: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
+def mvlgamma(input: Tensor, p: builtins.int) -> Tensor:
+    """
+    The log of the multivariate gamma function of dimension ``p``: ``p (p - 1) / 4 log(pi) + sum over j < p of
+    lgamma(x - j / 2)``; every element must exceed ``(p - 1) / 2``.
+    """
 def nan_to_num(
     x: Tensor,
     nan: builtins.float = 0.0,
@@ -3982,10 +4042,17 @@ def poisson_nll_loss(
     """``nn.functional.poisson_nll_loss``, every argument positional, the reduction an integer."""
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
+def polygamma(n: builtins.int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of digamma: digamma at 0, else ``(-1)^(n+1) n! zeta(n + 1, x)``."""
 def positive(x: Tensor) -> Tensor:
     """Each element unchanged (unary +)."""
 def pow(x: Any, y: Any) -> Tensor:
     """x ** y."""
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """
+    ``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope, or one per channel (dim 1; dim 0 of a
+    1-D input).
+    """
 preserve_format: memory_format
 def prod(x: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
     """Product of elements (over ``dim``); integers multiply in int64."""

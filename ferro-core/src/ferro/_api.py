@@ -37,7 +37,7 @@ from ._core.dtypes import set_default_dtype as _set_default_dtype
 from ._core.format import set_printoptions
 from ._core.inference_mode import inference_mode, is_inference_mode_enabled
 from ._core.numeric_info import finfo, iinfo
-from ._core.records import ops
+from ._core.records import REGISTRY, ops
 from ._core.switches import *  # noqa: F403 - use_deterministic_algorithms, set_float32_matmul_precision...
 from ._core.switches import __all__ as _switches_all
 from ._core.tensor import Size, Tensor, _assign, install_methods
@@ -179,12 +179,25 @@ for _name, _fn in _CONVERSIONS.items():
     setattr(Tensor, _name, _fn)
 for _alias, _target in _ops.aliases.ALIASES.items():  # arccos is acos, ...: the same function and methods
     _space, _, _name = _target.rpartition(".")
-    _fn = getattr(linalg, _name) if _space == "linalg" else globals()[_name]
+    _fn = (getattr(linalg, _name) if _space == "linalg" else REGISTRY[_name].fn if _space == "ops"
+           else globals()[_name])
     globals()[_alias] = _fn
     if _space or hasattr(Tensor, _name):  # det, inverse, slogdet are methods too, as in PyTorch
         setattr(Tensor, _alias, getattr(Tensor, _name, _fn))
-    if hasattr(Tensor, _name + "_"):
+    if _alias in _ops.aliases.OPS_INPLACE:
+        setattr(Tensor, _alias + "_", _make_inplace(_name))
+    elif hasattr(Tensor, _name + "_"):
         setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))
+polygamma = REGISTRY["polygamma"].fn  # torch.polygamma(n, input), torch.special's order
+
+
+def _polygamma(self: Tensor, n: int) -> Tensor:
+    """``polygamma(n, self)``: the ``n``-th derivative of the digamma function."""
+    return polygamma(n, self)
+
+
+Tensor.polygamma = _polygamma  # type: ignore[attr-defined]
+Tensor.polygamma_ = _make_inplace("polygamma", self_at=1)  # type: ignore[attr-defined]
 Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
 Tensor.copy_ = _copy_
@@ -241,7 +254,7 @@ __all__ = [
     "index_put", "is_tensor", "numel", "finfo", "iinfo", "set_printoptions", "inference_mode",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_num_interop_threads",
     "get_num_interop_threads", "UnsupportedOperationError", "BackendUnavailableError", "OutOfMemoryError",
-    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all, "compile",
+    *sorted(_FUNCTIONS), *_ops.aliases.ALIASES, *_ops.predicates.FUNCTIONS, *_switches_all, "compile", "polygamma",
     "get_default_device", "set_default_device", "empty_strided", *_HELPERS,
 ]
 for _name in _ops.aliases.TORCH_INPLACE:  # ferro.abs_(x) is x.abs_()

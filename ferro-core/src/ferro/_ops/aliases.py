@@ -8,7 +8,7 @@ their records and tests, are the targets, so an alias adds no code of its own.
 
 from __future__ import annotations
 
-__all__ = ["ALIASES", "TORCH_INPLACE", "INPLACE"]
+__all__ = ["ALIASES", "OPS_INPLACE", "TORCH_INPLACE", "INPLACE"]
 
 #: alias -> the op it is (``linalg.X``: ``ferro.linalg.X``).
 ALIASES: dict[str, str] = {
@@ -18,7 +18,13 @@ ALIASES: dict[str, str] = {
     "row_stack": "vstack", "det": "linalg.det", "inverse": "linalg.inv", "slogdet": "linalg.slogdet",
     "matrix_power": "linalg.matrix_power", "matrix_exp": "linalg.matrix_exp", "unsafe_chunk": "chunk",
     "unsafe_split": "split", "unsafe_split_with_sizes": "split_with_sizes",
+    # torch.special's functions under their older top-level and Tensor names (``ops.``: the registry op)
+    "i0": "ops.i0", "igamma": "ops.gammainc", "igammac": "ops.gammaincc", "mvlgamma": "ops.multigammaln",
+    "prelu": "ops.prelu",
 }
+
+#: Aliases of registry ops (``ops.X`` above) with PyTorch's in-place method ``alias_``.
+OPS_INPLACE: tuple[str, ...] = ("i0", "igamma", "igammac", "mvlgamma")
 
 #: Ops whose in-place method (``x.put_(...)``) PyTorch has, beyond those their family lists.
 INPLACE: tuple[str, ...] = ("put", "conj_physical")
@@ -30,5 +36,6 @@ TORCH_INPLACE: tuple[str, ...] = (
     "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "log10_", "log1p_", "log2_",
     "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_",
     "selu_", "celu_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_",
-    "zero_", "detach_", "index_put_", "ldexp_", "gcd_", "lcm_", "conj_physical_", "addmv_", "resize_as_", "as_strided_",
+    "zero_", "detach_", "index_put_", "ldexp_", "gcd_", "lcm_", "i0_", "conj_physical_", "addmv_", "resize_as_",
+    "as_strided_",
 )

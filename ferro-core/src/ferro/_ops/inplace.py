@@ -70,8 +70,9 @@ def _snapshot(x: Tensor) -> Tensor:
     return t
 
 
-def make_inplace(name: str) -> Callable[..., Tensor]:
-    """The in-place method ``name_`` of the out-of-place op ``name``."""
+def make_inplace(name: str, self_at: int = 0) -> Callable[..., Tensor]:
+    """The in-place method ``name_`` of the out-of-place op ``name`` (which takes the tensor as its argument
+    ``self_at``: 1 for ``polygamma(n, input)``)."""
     op = REGISTRY[name]
     saves_self = 0 in op.saves
 
@@ -80,7 +81,7 @@ def make_inplace(name: str) -> Callable[..., Tensor]:
         src = self
         if saves_self and _state.enabled and (self._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
             src = _snapshot(self)
-        return _write(self, op.fn(src, *args, **kwargs), name + "_")  # type: ignore[misc]
+        return _write(self, op.fn(*args[:self_at], src, *args[self_at:], **kwargs), name + "_")  # type: ignore[misc]
 
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place :func:`ferro.{name}`; returns self."
