@@ -96,7 +96,28 @@ class Categorical(Distribution):
         return values.expand((-1, *self._batch_shape)) if expand else values
 
 
-class OneHotCategorical(Distribution):
+class OverCategorical:
+    """The parameters of a distribution built on a :class:`Categorical` (its ``_categorical``)."""
+
+    _categorical: Categorical
+
+    @property
+    def probs(self) -> Tensor:
+        """The probability of each class."""
+        return self._categorical.probs
+
+    @property
+    def logits(self) -> Tensor:
+        """The log-probability of each class."""
+        return self._categorical.logits
+
+    @property
+    def param_shape(self) -> Size:
+        """The shape of the parameter given."""
+        return self._categorical.param_shape
+
+
+class OneHotCategorical(OverCategorical, Distribution):
     """A :class:`Categorical` whose draws are one-hot vectors of length ``K`` (the event)."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -114,21 +135,6 @@ class OneHotCategorical(Distribution):
     @property
     def _param(self) -> Tensor:
         return self._categorical._param
-
-    @property
-    def probs(self) -> Tensor:
-        """The probability of each class."""
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        """The log-probability of each class."""
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given."""
-        return self._categorical.param_shape
 
     @property
     def mean(self) -> Tensor:

@@ -13,7 +13,7 @@ from ..nn import functional as nnf
 from . import constraints
 from ._probs import BinaryParams
 from ._samplers import binomial, poisson
-from .categorical import Categorical
+from .categorical import Categorical, OverCategorical
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .gamma import Gamma
@@ -207,7 +207,7 @@ class NegativeBinomial(BinaryParams, Distribution):
         return unnormalized - normalization
 
 
-class Multinomial(Distribution):
+class Multinomial(OverCategorical, Distribution):
     """Counts of ``total_count`` draws from a :class:`Categorical` of ``probs`` / ``logits`` (the event is the
     last dim)."""
 
@@ -230,21 +230,6 @@ class Multinomial(Distribution):
     def support(self) -> constraints.Constraint:
         """Non-negative counts summing to at most ``total_count``."""
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self) -> Tensor:
-        """The probability of each class."""
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        """The log-probability of each class."""
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given."""
-        return self._categorical.param_shape
 
     @property
     def mean(self) -> Tensor:
