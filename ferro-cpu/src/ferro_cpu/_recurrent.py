@@ -4,15 +4,22 @@
 One call runs one direction of one layer over a whole time-major sequence, as
 cuDNN's RNN API does: the input projection of all steps is one matmul, then a
 Python loop over the steps does the hidden matmul and the gates on raw arrays,
-writing into preallocated (T, B, ...) buffers, with no tensors or graph nodes.
-The forward returns what its backward needs (``saved``, opaque to core). The
-backward walks the steps the other way; the coefficients that do not depend on
-the incoming gradient are computed for all steps at once before the loop, and
-the weight gradients are one matmul each over all steps after it. Gate order
-and formulas are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with ``b_hn``
-inside ``r * (h @ w_hn.T + b_hn)``. The sigmoid is PyTorch's CPU formula
-``1 / (1 + exp(-x))`` (exp overflowing to inf gives 0, the right limit).
-Only float32 and float64 come here (core checks).
+writing into preallocated (T, B, ...) buffers (pooled: no page faults on reuse),
+with no tensors or graph nodes. The forward returns what its backward needs
+(``saved``, opaque to core). The backward walks the steps the other way; the
+coefficients that do not depend on the incoming gradient are computed for all
+steps at once before the loop, and the weight gradients are one matmul each over
+all steps after it. Formulas are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n``
+with ``b_hn`` inside ``r * (h @ w_hn.T + b_hn)``.
+
+Two exact rewrites cut the passes per step. A sigmoid is ``0.5 * tanh(x / 2) + 0.5``:
+one transcendental pass (``1 / (1 + exp(-x))`` is four passes), and the halving is
+folded into the weights' and biases' rows of the sigmoid gates (a power of two:
+``0.5 * (a + b) == 0.5 * a + 0.5 * b`` exactly), so that a single ``tanh`` over all
+of an LSTM step's gates gives ``g`` and the halved sigmoids' ``tanh``. And the LSTM
+runs its gates in the order ``g, i, f, o``, so that the sigmoid gates and, in the
+backward, the gates fed by ``dc`` are contiguous; the gradients come back in
+PyTorch's order. Only float32 and float64 come here (core checks).
 """
 
 from __future__ import annotations
@@ -23,26 +30,31 @@ from typing import Any
 __all__ = ["recurrent_kernels"]
 
 
-def recurrent_kernels(np: Any) -> dict[str, Callable[..., Any]]:
-    """The fused LSTM / GRU sequence kernels over NumPy ``np``."""
+def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """The fused LSTM / GRU sequence kernels over NumPy ``np``, large buffers from ``pool``."""
 
-    def sigmoid_(a: Any) -> Any:
-        """``a`` replaced by its sigmoid (errors quieted by the caller)."""
-        np.negative(a, out=a)
-        np.exp(a, out=a)
-        a += 1
-        return np.reciprocal(a, out=a)
+    def order(steps: int, reverse: bool) -> range:
+        return range(steps - 1, -1, -1) if reverse else range(steps)
 
     def project(x: Any, w: Any, b: Any) -> Any:
-        """``x @ w.T + b`` for all steps, (T, B, G)."""
+        """``x @ w.T + b`` for all steps, (T, B, G), in a pooled buffer."""
         t, n, f = x.shape
-        out = (x.reshape(t * n, f) @ w.T).reshape(t, n, w.shape[0])
+        out = pool.empty((t, n, w.shape[0]), w.dtype)
+        np.matmul(x.reshape(t * n, f), w.T, out=out.reshape(t * n, w.shape[0]))
         if b is not None:
             out += b
         return out
 
-    def order(steps: int, reverse: bool) -> range:
-        return range(steps - 1, -1, -1) if reverse else range(steps)
+    def previous(seq: Any, first: Any, reverse: bool) -> Any:
+        """The state before each step: ``seq`` (the state after each step) shifted one step, ``first`` first."""
+        prev = pool.empty(seq.shape, seq.dtype)
+        if reverse:
+            prev[-1] = first
+            prev[:-1] = seq[1:]
+        else:
+            prev[0] = first
+            prev[1:] = seq[:-1]
+        return prev
 
     def weight_grads(dgi: Any, dgh: Any, x: Any, hp: Any, w_ih: Any, has_bias: bool,
                      needs: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -56,111 +68,157 @@ def recurrent_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         db_hh = fh.sum(0) if has_bias and needs[6] else None
         return dx, dw_ih, dw_hh, db_ih, db_hh
 
+    # -- LSTM: gates run in the order g, i, f, o -------------------------------------------------------
+
+    def to_gifo(w: Any) -> Any:
+        """Rows (or entries) in PyTorch's order i, f, g, o as g, i, f, o (a new array)."""
+        h = w.shape[0] // 4
+        return np.concatenate([w[2 * h:3 * h], w[:2 * h], w[3 * h:]])
+
+    def from_gifo(w: Any) -> Any:
+        if w is None:
+            return None
+        h = w.shape[0] // 4
+        return np.concatenate([w[h:3 * h], w[:h], w[3 * h:]])
+
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                               reverse: bool) -> tuple[Any, Any, Any, Any]:
-        with np.errstate(over="ignore"):
-            gi = project(x, w_ih, None if b_ih is None else b_ih + b_hh)
-            steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
-            acts = np.empty_like(gi)  # i, f, g, o after their activations
-            hp = np.empty((steps, batch, hidden), dtype=gi.dtype)  # h before each step
-            cp = np.empty_like(hp)  # c before each step
-            tcs = np.empty_like(hp)  # tanh(c) after each step
-            out = np.empty_like(hp)
-            w = w_hh.T
-            h, c = h0, c0
-            for t in order(steps, reverse):
-                hp[t], cp[t] = h, c
-                a = acts[t]
-                np.matmul(h, w, out=a)
-                a += gi[t]
-                sigmoid_(a[:, :2 * hidden])
-                sigmoid_(a[:, 3 * hidden:])
-                g = a[:, 2 * hidden:3 * hidden]
-                np.tanh(g, out=g)
-                c = a[:, hidden:2 * hidden] * c
-                c += a[:, :hidden] * g
-                tc = np.tanh(c, out=tcs[t])
-                h = np.multiply(a[:, 3 * hidden:], tc, out=out[t])
-            return out, h.copy(), c, (acts, hp, cp, tcs)
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        wi, wh = to_gifo(w_ih), to_gifo(w_hh)
+        wi[hidden:] *= 0.5  # the sigmoid gates' pre-activations halved (see the module docstring)
+        wh[hidden:] *= 0.5
+        b = None
+        if b_ih is not None:
+            b = to_gifo(b_ih + b_hh)
+            b[hidden:] *= 0.5
+        acts = project(x, wi, b)  # each step's pre-activations, then (in place) its gates g, i, f, o
+        cs = pool.empty((steps, batch, hidden), acts.dtype)  # c after each step
+        tcs = pool.empty(cs.shape, acts.dtype)  # tanh of it
+        out = pool.empty(cs.shape, acts.dtype)
+        w = wh.T
+        gh = np.empty((batch, 4 * hidden), acts.dtype)
+        ig = np.empty((batch, hidden), acts.dtype)
+        h, c = h0, c0
+        for t in order(steps, reverse):
+            a = acts[t]
+            np.matmul(h, w, out=gh)
+            a += gh
+            np.tanh(a, out=a)
+            s = a[:, hidden:]
+            s *= 0.5
+            s += 0.5
+            c = np.multiply(a[:, 2 * hidden:3 * hidden], c, out=cs[t])
+            c += np.multiply(a[:, hidden:2 * hidden], a[:, :hidden], out=ig)
+            h = np.multiply(a[:, 3 * hidden:], np.tanh(c, out=tcs[t]), out=out[t])
+        saved = (acts, previous(out, h0, reverse), previous(cs, c0, reverse), tcs)
+        return out, h.copy(), c.copy(), saved
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         acts, hp, cp, tcs = saved
         steps, batch, hidden = hp.shape
-        i, f, g, o = (acts[..., k * hidden:(k + 1) * hidden] for k in range(4))
-        # d(pre) = [dc, dc, dc, dh] * k;  dc += dh * a;  dc_prev = dc * f
-        k = np.empty_like(acts)
-        np.multiply(g * i, 1 - i, out=k[..., :hidden])
-        np.multiply(cp * f, 1 - f, out=k[..., hidden:2 * hidden])
-        np.multiply(i, 1 - g * g, out=k[..., 2 * hidden:3 * hidden])
-        np.multiply(tcs * o, 1 - o, out=k[..., 3 * hidden:])
-        a = o * (1 - tcs * tcs)
-        k4 = k.reshape(steps, batch, 4, hidden)
-        dpre = np.empty_like(acts)
-        d4 = dpre.reshape(steps, batch, 4, hidden)
-        dh = np.zeros((batch, hidden), dtype=acts.dtype) if d_hn is None else d_hn
-        dc = np.zeros((batch, hidden), dtype=acts.dtype) if d_cn is None else d_cn
+        g, i, f, o = (acts[..., k * hidden:(k + 1) * hidden] for k in range(4))
+        # d(pre) = [dc, dc, dc, dh] * k (gates g, i, f, o);  dc += dh * a;  dc_prev = dc * f
+        k = pool.empty(acts.shape, acts.dtype)
+        s, ks = acts[..., hidden:], k[..., hidden:]
+        np.subtract(1, s, out=ks)
+        ks *= s
+        k[..., hidden:2 * hidden] *= g
+        k[..., 2 * hidden:3 * hidden] *= cp
+        k[..., 3 * hidden:] *= tcs
+        kg = np.multiply(g, g, out=k[..., :hidden])
+        np.subtract(1, kg, out=kg)
+        kg *= i
+        a = np.multiply(tcs, tcs, out=pool.empty(tcs.shape, tcs.dtype))
+        np.subtract(1, a, out=a)
+        a *= o
+        k3 = k[..., :3 * hidden].reshape(steps, batch, 3, hidden)
+        dpre = pool.empty(acts.shape, acts.dtype)
+        d3 = dpre[..., :3 * hidden].reshape(steps, batch, 3, hidden)
+        w = to_gifo(w_hh)
+        dh = np.zeros((batch, hidden), acts.dtype) if d_hn is None else d_hn
+        dc = np.zeros((batch, hidden), acts.dtype) if d_cn is None else d_cn
         for t in order(steps, not reverse):
             if d_out is not None:
                 dh = dh + d_out[t]
-            dc = dc + dh * a[t]
-            np.multiply(k4[t, :, :3], dc[:, None, :], out=d4[t, :, :3])
-            np.multiply(k4[t, :, 3], dh, out=d4[t, :, 3])
-            dh = dpre[t] @ w_hh
+            dc_new = dh * a[t]
+            dc_new += dc
+            dc = dc_new
+            np.multiply(k3[t], dc[:, None, :], out=d3[t])
+            np.multiply(k[t, :, 3 * hidden:], dh, out=dpre[t, :, 3 * hidden:])
+            dh = dpre[t] @ w
             dc = dc * f[t]
-        dx, dw_ih, dw_hh, db_ih, db_hh = weight_grads(dpre, dpre, x, hp, w_ih, has_bias, needs)
-        return dx, dh, dc, dw_ih, dw_hh, db_ih, db_hh
+        dx, dw_ih, dw_hh, db_ih, db_hh = weight_grads(dpre, dpre, x, hp, to_gifo(w_ih), has_bias, needs)
+        return dx, dh, dc, from_gifo(dw_ih), from_gifo(dw_hh), from_gifo(db_ih), from_gifo(db_hh)
+
+    # -- GRU -------------------------------------------------------------------------------------------
 
     def gru_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                              reverse: bool) -> tuple[Any, Any, Any, Any]:
-        with np.errstate(over="ignore"):
-            gi = project(x, w_ih, b_ih)
-            steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
-            rz = np.empty((steps, batch, 2 * hidden), dtype=gi.dtype)
-            ns = np.empty((steps, batch, hidden), dtype=gi.dtype)
-            ghn = np.empty_like(ns)  # h @ w_hn.T + b_hn of each step
-            hp = np.empty_like(ns)
-            out = np.empty_like(ns)
-            w = w_hh.T
-            h = h0
-            for t in order(steps, reverse):
-                hp[t] = h
-                gh = h @ w
-                if b_hh is not None:
-                    gh += b_hh
-                s = np.add(gi[t, :, :2 * hidden], gh[:, :2 * hidden], out=rz[t])
-                sigmoid_(s)
-                ghn[t] = gh[:, 2 * hidden:]
-                n = np.multiply(s[:, :hidden], ghn[t], out=ns[t])
-                n += gi[t, :, 2 * hidden:]
-                np.tanh(n, out=n)
-                h = np.subtract(h, n, out=out[t])
-                h *= s[:, hidden:]
-                h += n
-            return out, h.copy(), None, (rz, ns, ghn, hp)
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        two = 2 * hidden
+        wi, wh = w_ih.copy(), w_hh.copy()
+        wi[:two] *= 0.5  # r and z halved (see the module docstring)
+        wh[:two] *= 0.5
+        b, b_hn = None, None
+        if b_ih is not None:
+            b = b_ih.copy()
+            b[:two] += b_hh[:two]  # b_hr, b_hz join b_ir, b_iz; b_hn stays inside r * (...)
+            b[:two] *= 0.5
+            b_hn = b_hh[two:]
+        gi = project(x, wi, b)
+        rz = pool.empty((steps, batch, two), gi.dtype)
+        ns = pool.empty((steps, batch, hidden), gi.dtype)
+        ghn = pool.empty(ns.shape, gi.dtype)  # h @ w_hn.T + b_hn of each step
+        out = pool.empty(ns.shape, gi.dtype)
+        w = wh.T
+        gh = np.empty((batch, 3 * hidden), gi.dtype)
+        h = h0
+        for t in order(steps, reverse):
+            np.matmul(h, w, out=gh)
+            s = np.add(gi[t, :, :two], gh[:, :two], out=rz[t])
+            np.tanh(s, out=s)
+            s *= 0.5
+            s += 0.5
+            hn = ghn[t]
+            if b_hn is None:
+                hn[...] = gh[:, two:]
+            else:
+                np.add(gh[:, two:], b_hn, out=hn)
+            n = np.multiply(s[:, :hidden], hn, out=ns[t])
+            n += gi[t, :, two:]
+            np.tanh(n, out=n)
+            h = np.subtract(h, n, out=out[t])
+            h *= s[:, hidden:]
+            h += n
+        return out, h.copy(), None, (rz, ns, ghn, previous(out, h0, reverse))
 
     def gru_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                               saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         rz, ns, ghn, hp = saved
         steps, batch, hidden = hp.shape
+        two = 2 * hidden
         r, z = rz[..., :hidden], rz[..., hidden:]
         # dn = dh * a;  d(pre_r, pre_z) = [dn, dh] * k;  dh_prev = dh * z + d(gh) @ w_hh
-        a = (1 - z) * (1 - ns * ns)
-        k = np.empty_like(rz)
-        np.multiply(ghn * r, 1 - r, out=k[..., :hidden])
-        np.multiply((hp - ns) * z, 1 - z, out=k[..., hidden:])
-        dgi = np.empty((steps, batch, 3 * hidden), dtype=rz.dtype)
-        dgh = np.empty_like(dgi)
-        dh = np.zeros((batch, hidden), dtype=rz.dtype) if d_hn is None else d_hn
+        a = np.multiply(ns, ns, out=pool.empty(ns.shape, ns.dtype))
+        np.subtract(1, a, out=a)
+        a *= 1 - z
+        k = np.subtract(1, rz, out=pool.empty(rz.shape, rz.dtype))
+        k *= rz
+        k[..., :hidden] *= ghn
+        k[..., hidden:] *= np.subtract(hp, ns, out=pool.empty(ns.shape, ns.dtype))
+        dgi = pool.empty((steps, batch, 3 * hidden), rz.dtype)
+        dgh = pool.empty(dgi.shape, rz.dtype)
+        dh = np.zeros((batch, hidden), rz.dtype) if d_hn is None else d_hn
         for t in order(steps, not reverse):
             if d_out is not None:
                 dh = dh + d_out[t]
             gi_t, gh_t = dgi[t], dgh[t]
-            dn = np.multiply(dh, a[t], out=gi_t[:, 2 * hidden:])
+            dn = np.multiply(dh, a[t], out=gi_t[:, two:])
             np.multiply(dn, k[t, :, :hidden], out=gi_t[:, :hidden])
-            np.multiply(dh, k[t, :, hidden:], out=gi_t[:, hidden:2 * hidden])
-            gh_t[:, :2 * hidden] = gi_t[:, :2 * hidden]
-            np.multiply(dn, r[t], out=gh_t[:, 2 * hidden:])
+            np.multiply(dh, k[t, :, hidden:], out=gi_t[:, hidden:two])
+            gh_t[:, :two] = gi_t[:, :two]
+            np.multiply(dn, r[t], out=gh_t[:, two:])
             dh_next = gh_t @ w_hh
             dh_next += dh * z[t]
             dh = dh_next
