@@ -9,7 +9,11 @@ each step is one matmul plus a few elementwise ops, and backward is written
 out (backpropagation through time) so that the weight gradients are one matmul
 each over all steps. Building the same thing from per-step autograd ops would
 slice the sequence once per step, and each slice's backward costs a whole
-sequence of zeros. The cells run the same step math with ordinary autograd.
+sequence of zeros. Where the device has the fused sequence kernels
+(``lstm_sequence_forward`` / ``_backward``, the ``gru_`` pair: ``docs/plugins.md``),
+that node is one call of each instead, on raw arrays; packed sequences,
+projections, other dtypes and double backward keep the step math. The cells run
+the same step math with ordinary autograd.
 
 A :class:`~ferro.nn.utils.rnn.PackedSequence` input runs the same node on its
 packed rows, each step on the sequences still running, as PyTorch does.
