@@ -138,3 +138,22 @@ def test_double_backward_differentiates_the_step_math(calls: dict[str, int], kin
     x = ferro.randn(3, 1, 2, dtype=ferro.float64, requires_grad=True)
     assert gradgradcheck(lambda x: m(x)[0], [x])
     assert calls[f"{kind.lower()}_sequence_forward"] > 0
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_only_some_gradients_wanted(calls: dict[str, int], kind: str) -> None:
+    """An input that does not require grad and a frozen weight and bias: the rest as torch's, those None."""
+    ours, theirs = _pair(kind, "float32", num_layers=2)
+    for m in (ours, theirs):
+        m.bias_ih_l0.requires_grad_(False)
+        m.weight_hh_l1.requires_grad_(False)
+    x = RNG.standard_normal((6, 3, 3)).astype("float32")
+    ours(ferro.tensor(x))[0].square().sum().backward()
+    theirs(torch.tensor(x))[0].square().sum().backward()
+    mine = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        if p.grad is None:
+            assert mine[name].grad is None, name
+        else:
+            _close(mine[name].grad, p.grad, "float32")
+    assert calls[f"{kind.lower()}_sequence_backward"] == 2

@@ -65,7 +65,9 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dw_ih = fi.T @ x.reshape(t * n, x.shape[2]) if needs[3] else None
         dw_hh = fh.T @ hp.reshape(t * n, hp.shape[2]) if needs[4] else None
         db_ih = fi.sum(0) if has_bias and needs[5] else None
-        db_hh = fh.sum(0) if has_bias and needs[6] else None
+        db_hh = None
+        if has_bias and needs[6]:  # the LSTM's two biases feed the same pre-activations: one sum
+            db_hh = db_ih.copy() if dgh is dgi and db_ih is not None else fh.sum(0)
         return dx, dw_ih, dw_hh, db_ih, db_hh
 
     # -- LSTM: gates run in the order g, i, f, o -------------------------------------------------------
