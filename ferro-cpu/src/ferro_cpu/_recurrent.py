@@ -5,12 +5,14 @@ One call runs one direction of one layer over a whole time-major sequence, as
 cuDNN's RNN API does: the input projection of all steps is one matmul, then a
 Python loop over the steps does the hidden matmul and the gates on raw arrays,
 writing into preallocated (T, B, ...) buffers (pooled: no page faults on reuse),
-with no tensors or graph nodes. The forward returns what its backward needs
-(``saved``, opaque to core). The backward walks the steps the other way; the
-coefficients that do not depend on the incoming gradient are computed for all
-steps at once before the loop, and the weight gradients are one matmul each over
-all steps after it. Formulas are PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n``
-with ``b_hn`` inside ``r * (h @ w_hn.T + b_hn)``.
+with no tensors or graph nodes. The forward returns, after the output and the
+final states, the arrays its backward needs (``saved``: core hands them back as
+they are; flat, so that ``ferro.compile``'s capture sees them as kernel outputs).
+The backward walks the steps the other way; the coefficients that do not depend on
+the incoming gradient are computed for all steps at once before the loop, and the
+weight gradients are one matmul each over all steps after it. Formulas are
+PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with ``b_hn`` inside
+``r * (h @ w_hn.T + b_hn)``.
 
 Two exact rewrites cut the passes per step. A sigmoid is ``0.5 * tanh(x / 2) + 0.5``:
 one transcendental pass (``1 / (1 + exp(-x))`` is four passes), and the halving is
@@ -84,7 +86,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return np.concatenate([w[h:3 * h], w[:h], w[3 * h:]])
 
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-                              reverse: bool) -> tuple[Any, Any, Any, Any]:
+                              reverse: bool) -> tuple[Any, ...]:
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
         wi, wh = to_gifo(w_ih), to_gifo(w_hh)
         wi[hidden:] *= 0.5  # the sigmoid gates' pre-activations halved (see the module docstring)
@@ -112,8 +114,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             c = np.multiply(a[:, 2 * hidden:3 * hidden], c, out=cs[t])
             c += np.multiply(a[:, hidden:2 * hidden], a[:, :hidden], out=ig)
             h = np.multiply(a[:, 3 * hidden:], np.tanh(c, out=tcs[t]), out=out[t])
-        saved = (acts, previous(out, h0, reverse), previous(cs, c0, reverse), tcs)
-        return out, h.copy(), c.copy(), saved
+        return out, h.copy(), c.copy(), acts, previous(out, h0, reverse), previous(cs, c0, reverse), tcs
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -156,7 +157,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     # -- GRU -------------------------------------------------------------------------------------------
 
     def gru_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-                             reverse: bool) -> tuple[Any, Any, Any, Any]:
+                             reverse: bool) -> tuple[Any, ...]:
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
         two = 2 * hidden
         wi, wh = w_ih.copy(), w_hh.copy()
@@ -193,7 +194,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             h = np.subtract(h, n, out=out[t])
             h *= s[:, hidden:]
             h += n
-        return out, h.copy(), None, (rz, ns, ghn, previous(out, h0, reverse))
+        return out, h.copy(), None, rz, ns, ghn, previous(out, h0, reverse)
 
     def gru_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                               saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:

@@ -229,7 +229,7 @@ def _run_steps(math_: Any, reverse: bool, x: Tensor, h0: Tensor, c0: Tensor | No
 
 # -- the device's fused sequence kernels (cuDNN's RNN API, on every backend that has them) -----------------
 #
-# ``{stem}_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse) -> (out, h_n, c_n, saved)`` and
+# ``{stem}_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse) -> (out, h_n, c_n, *saved)`` and
 # ``{stem}_backward(d_out, d_hn, d_cn, x, w_ih, w_hh, has_bias, saved, reverse, needs) -> (dx, dh0, dc0, dw_ih,
 # dw_hh, db_ih, db_hh)`` run one (layer, direction) in one call each. They take unpacked sequences without
 # projection, float32 and float64; anything else (and a device without them) runs the step math below.
@@ -284,8 +284,8 @@ class _Recurrence(Function):
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
         ctx.kernels = kernels = _sequence_kernels(math_, x, h0, c0, w_ih, w_hh, (b_ih, b_hh), w_hr, sizes)
         if kernels is not None:
-            out, h, c, ctx.arrays = kernels[0](x._data, h0._data, _data(c0), w_ih._data, w_hh._data, _data(b_ih),
-                                               _data(b_hh), reverse)
+            out, h, c, *ctx.arrays = kernels[0](x._data, h0._data, _data(c0), w_ih._data, w_hh._data, _data(b_ih),
+                                                _data(b_hh), reverse)
             dtype, dev = x._dtype, x._device
             out, h = _wrap(out, dtype, dev), _wrap(h, dtype, dev)
             return (out, h, _wrap(c, dtype, dev)) if c is not None else (out, h)
@@ -342,7 +342,7 @@ def _fused_backward(ctx: FunctionCtx, d_out: Tensor | None, d_hn: Tensor | None,
     """:class:`_Recurrence`'s gradients by the device's fused backward kernel."""
     x, _, _, w_ih, w_hh, b_ih, _, _ = ctx.saved_tensors
     grads = ctx.kernels[1](_data(d_out), _data(d_hn), _data(d_cn), x._data, w_ih._data, w_hh._data,
-                           b_ih is not None, ctx.arrays, ctx.reverse, tuple(ctx.needs_input_grad[2:9]))
+                           b_ih is not None, tuple(ctx.arrays), ctx.reverse, tuple(ctx.needs_input_grad[2:9]))
     dtype, dev = x._dtype, x._device
     return (None, None, *(None if g is None else _wrap(g, dtype, dev) for g in grads), None)
 
