@@ -259,3 +259,21 @@ def test_index_put_2d_and_in_place_accumulation() -> None:
     ref2 = np.zeros((3, 4), np.float32)
     ref2[1, [0, 0, 2]] += 1
     assert_close(x, ref2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_accumulating_rows_with_repeated_and_negative_indices_matches_torch(dtype: str) -> None:
+    """An embedding's backward: one integer index array on axis 0, rows repeated (summed by ferro-cpu's sort and
+    reduceat), negative indices naming the same rows as their positive ones, into a tensor that is not zero."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((6, 2, 3)).astype(dtype)
+    idx = np.array([[5, -1, 0], [2, 5, -6], [0, 0, 3]])
+    value = rng.standard_normal((3, 3, 2, 3)).astype(dtype)
+    ours = ferro.tensor(base).index_put_((ferro.tensor(idx),), ferro.tensor(value), accumulate=True)
+    theirs = torch.tensor(base).index_put_((torch.tensor(idx),), torch.tensor(value), accumulate=True)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+    w = ferro.tensor(base[:, 0], requires_grad=True)
+    tw = torch.tensor(base[:, 0], requires_grad=True)
+    (w[ferro.tensor(idx)] * ferro.tensor(value[:, :, 0])).sum().backward()
+    (tw[torch.tensor(idx)] * torch.tensor(value[:, :, 0])).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)

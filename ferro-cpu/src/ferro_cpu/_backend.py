@@ -28,6 +28,7 @@ from ._fused import fused_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
+from ._recurrent import recurrent_kernels
 from ._rows import row_kernels
 from ._sparse import sparse_kernels
 
@@ -232,11 +233,30 @@ class NumpyBackend(ArrayAPIBackend):
             np.copyto(out, x)
             return out
 
+        def rows_add(x: Any, key: Any, value: Any) -> bool:
+            """``x[idx] += value`` for one integer index array on axis 0 of a float ``x`` (an embedding's
+            backward), repeated rows summed by one sort and ``np.add.reduceat`` (``np.add.at`` goes element by
+            element); False where the key or the value's shape is another kind (then ``np.add.at`` runs)."""
+            idx = key[0] if len(key) == 1 else None
+            if (type(idx) is not np.ndarray or idx.dtype.kind not in "iu" or x.dtype.kind != "f" or x.ndim < 2
+                    or value.shape != idx.shape + x.shape[1:] or idx.size < 2):
+                return False
+            n = x.shape[0]
+            flat = idx.reshape(-1)
+            flat = np.where(flat < 0, flat + n, flat)
+            order = np.argsort(flat, kind="stable")
+            rows = flat[order]
+            starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+            sums = np.add.reduceat(value.reshape(flat.size, -1)[order], starts, axis=0)
+            x.reshape(n, -1)[rows[starts]] += sums
+            return True
+
         def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
             if accumulate and all(type(k) in _BASIC_INDEX for k in key):
                 x[key] += value  # no element twice (a slice's backward): one pass, where ufunc.at goes element-wise
             elif accumulate:
-                np.add.at(x, key, value)
+                if not rows_add(x, key, value):
+                    np.add.at(x, key, value)
             else:
                 x[key] = value
 
@@ -291,6 +311,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)

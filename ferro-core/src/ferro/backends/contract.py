@@ -287,6 +287,21 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("max_pool2d_backward", ("max_pool2d_backward",),
               _p("grad: Array; x: Array; argmax: Array; kernel: tuple[int, int]; stride: tuple[int, int]; "
                  "padding: tuple[int, int]; dilation: tuple[int, int]"), A, "gx.", group="fused", op="max_pool2d"),
+    Primitive("rnn_sequence_forward", ("lstm_sequence_forward", "gru_sequence_forward"),
+              _p("x: Array; h0: Array; c0: Array | None; w_ih: Array; w_hh: Array; b_ih: Array | None; "
+                 "b_hh: Array | None; reverse: bool"), "tuple[Array | None, ...]",
+              "One direction of one LSTM / GRU layer over a time-major (T, B, F) sequence, PyTorch's gate order "
+              "and formulas (GRU: b_hn inside r * (...); c0 None): (out (T, B, H), h_n, c_n or None, *saved), "
+              "saved the arrays the backward needs, handed back to it as a tuple (flat: ferro.compile records "
+              "them as outputs).", group="fused", op="nn.LSTM, nn.GRU"),
+    Primitive("rnn_sequence_backward", ("lstm_sequence_backward", "gru_sequence_backward"),
+              _p("d_out: Array | None; d_hn: Array | None; d_cn: Array | None; x: Array; w_ih: Array; "
+                 "w_hh: Array; has_bias: bool; saved: tuple[Array, ...]; reverse: bool; needs: tuple[bool, ...]"),
+              "tuple[Array | None, ...]",
+              "(dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh): dx and the weights' None where needs (a flag per "
+              "x, h0, c0, w_ih, w_hh, b_ih, b_hh) says it is not wanted, dc0 None for GRU; a None incoming "
+              "gradient is zero.", group="fused",
+              op="nn.LSTM, nn.GRU"),
     Primitive("whole_op", ("layer_norm", "cross_entropy"), _p("x: Array; *args: Any"), A,
               "ferro-cuda's one-call forward of the op with the op's own arguments (core runs the "
               "*_forward / *_backward pair).", group="fused"),
@@ -333,7 +348,7 @@ GROUPS = {n: g._replace(members=tuple(k for p in PRIMITIVES if p.group == n for 
 FUSED_PAIRS: dict[str, str] = {
     **{n: f"{n}_backward" for n in (*_ACTIVATIONS, "softmax", "log_softmax")},
     **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "conv2d", "conv_transpose2d",
-                                                  "max_pool2d")},
+                                                  "max_pool2d", "lstm_sequence", "gru_sequence")},
 }
 
 #: The ops whose result is a view of their input, sharing its memory. A backend whose arrays cannot alias

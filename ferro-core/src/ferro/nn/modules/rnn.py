@@ -9,7 +9,11 @@ each step is one matmul plus a few elementwise ops, and backward is written
 out (backpropagation through time) so that the weight gradients are one matmul
 each over all steps. Building the same thing from per-step autograd ops would
 slice the sequence once per step, and each slice's backward costs a whole
-sequence of zeros. The cells run the same step math with ordinary autograd.
+sequence of zeros. Where the device has the fused sequence kernels
+(``lstm_sequence_forward`` / ``_backward``, the ``gru_`` pair: ``docs/plugins.md``),
+that node is one call of each instead, on raw arrays; packed sequences,
+projections, other dtypes and double backward keep the step math. The cells run
+the same step math with ordinary autograd.
 
 A :class:`~ferro.nn.utils.rnn.PackedSequence` input runs the same node on its
 packed rows, each step on the sequences still running, as PyTorch does.
@@ -22,7 +26,8 @@ import warnings
 from typing import Any
 
 from ... import _api as ferro
-from ..._core.tensor import Tensor
+from ..._core.dtypes import float32, float64
+from ..._core.tensor import Tensor, _wrap
 from ...autograd import Function, FunctionCtx
 from ...errors import DTypeError, ShapeError
 from .. import functional as F  # noqa: N812 - PyTorch's spelling
@@ -55,6 +60,7 @@ class _RNNMath:
 
     gates = 1
     folds_bias = True
+    kernels = None  # no fused sequence kernels
 
     def __init__(self, relu: bool) -> None:
         self.relu = relu
@@ -80,6 +86,7 @@ class _LSTMMath:
 
     gates = 4
     folds_bias = True
+    kernels = "lstm_sequence"  # the fused sequence kernels' stem (docs/plugins.md)
 
     def step(self, gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
              w_hr: Tensor | None = None) -> tuple[Tensor, Tensor, tuple[Any, ...]]:
@@ -116,6 +123,7 @@ class _GRUMath:
 
     gates = 3
     folds_bias = False  # b_hn sits inside r * (...), so it cannot join b_ih
+    kernels = "gru_sequence"
 
     def step(self, gi: Tensor, h: Tensor, c: Any, w_hh: Tensor, b_hh: Tensor | None,
              w_hr: Any = None) -> tuple[Tensor, None, tuple[Any, ...]]:
@@ -219,6 +227,45 @@ def _run_steps(math_: Any, reverse: bool, x: Tensor, h0: Tensor, c0: Tensor | No
     return outs, h_prev, saved, h, c
 
 
+# -- the device's fused sequence kernels (cuDNN's RNN API, on every backend that has them) -----------------
+#
+# ``{stem}_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse) -> (out, h_n, c_n, *saved)`` and
+# ``{stem}_backward(d_out, d_hn, d_cn, x, w_ih, w_hh, has_bias, saved, reverse, needs) -> (dx, dh0, dc0, dw_ih,
+# dw_hh, db_ih, db_hh)`` run one (layer, direction) in one call each. They take unpacked sequences without
+# projection, float32 and float64; anything else (and a device without them) runs the step math below.
+
+_SEQUENCE_DTYPES = frozenset({float32, float64})
+
+
+def _sequence_kernels(math_: Any, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,
+                      biases: tuple[Tensor | None, Tensor | None], w_hr: Tensor | None,
+                      sizes: tuple[int, ...] | None) -> tuple[Any, Any] | None:
+    """The device's fused (forward, backward) sequence kernels if they take this call, else None."""
+    stem = math_.kernels
+    if (stem is None or sizes is not None or w_hr is not None or x._dtype not in _SEQUENCE_DTYPES or x.ndim != 3
+            or 0 in x.shape):
+        return None
+    dev, dtype, (_, batch, features) = x._device, x._dtype, x.shape
+    hidden = w_hh.shape[-1]
+    gates = math_.gates * hidden
+    if (any(t is not None and (t._dtype is not dtype or t._device is not dev)
+            for t in (h0, c0, w_ih, w_hh, *biases))
+            or tuple(w_ih.shape) != (gates, features) or tuple(w_hh.shape) != (gates, hidden)
+            or tuple(h0.shape) != (batch, hidden) or (c0 is not None and tuple(c0.shape) != (batch, hidden))
+            or any(b is not None and tuple(b.shape) != (gates,) for b in biases)):
+        return None  # the step math raises the error
+    kernels = dev._kernels
+    if kernels is None:  # the device was never bound
+        dev.backend  # noqa: B018
+        kernels = dev._kernels
+    forward, backward = kernels.get(stem + "_forward"), kernels.get(stem + "_backward")
+    return None if forward is None or backward is None else (forward, backward)
+
+
+def _data(t: Tensor | None) -> Any:
+    return None if t is None else t._data
+
+
 class _Recurrence(Function):
     """One direction of one layer over a time-major sequence ``x`` (T, B, F): outputs ``(out, h_n[, c_n])``.
 
@@ -233,10 +280,18 @@ class _Recurrence(Function):
     def forward(ctx: FunctionCtx, math_: Any, reverse: bool, x: Tensor, h0: Tensor, c0: Tensor | None,
                 w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None,
                 w_hr: Tensor | None, *, sizes: tuple[int, ...] | None = None) -> Any:
+        ctx.math, ctx.reverse, ctx.sizes = math_, reverse, sizes
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+        ctx.kernels = kernels = _sequence_kernels(math_, x, h0, c0, w_ih, w_hh, (b_ih, b_hh), w_hr, sizes)
+        if kernels is not None:
+            out, h, c, *ctx.arrays = kernels[0](x._data, h0._data, _data(c0), w_ih._data, w_hh._data, _data(b_ih),
+                                                _data(b_hh), reverse)
+            dtype, dev = x._dtype, x._device
+            out, h = _wrap(out, dtype, dev), _wrap(h, dtype, dev)
+            return (out, h, _wrap(c, dtype, dev)) if c is not None else (out, h)
         fold = math_.folds_bias and b_ih is not None
         outs, h_prev, saved, h, c = _run_steps(math_, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fold, sizes)
-        ctx.math, ctx.reverse, ctx.steps, ctx.h_prev, ctx.sizes = math_, reverse, saved, h_prev, sizes
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+        ctx.steps, ctx.h_prev = saved, h_prev
         out = _join(sizes)(outs)
         return (out, h, c) if c is not None else (out, h)
 
@@ -244,6 +299,8 @@ class _Recurrence(Function):
     def backward(ctx: FunctionCtx, d_out: Tensor | None, d_hn: Tensor | None, d_cn: Tensor | None = None) -> Any:
         if ferro.is_grad_enabled():
             return _recurrence_double_backward(ctx, (d_out, d_hn, d_cn))
+        if ctx.kernels is not None:
+            return _fused_backward(ctx, d_out, d_hn, d_cn)
         x, h0, c0, w_ih, w_hh, _, _, w_hr = ctx.saved_tensors
         math_, sizes, need = ctx.math, ctx.sizes, ctx.needs_input_grad
         n, join = len(ctx.steps), _join(sizes)
@@ -278,6 +335,16 @@ class _Recurrence(Function):
         if need[9]:  # h_t = m_t @ w_hr.T, m_t the unprojected output saved by the LSTM step
             dw_hr = _flat(join(dh_steps)).mT @ _flat(join([s[-1] for s in ctx.steps]))
         return None, None, dx, dh, dc, dw_ih, dw_hh, db_ih, db_hh, dw_hr
+
+
+def _fused_backward(ctx: FunctionCtx, d_out: Tensor | None, d_hn: Tensor | None,
+                    d_cn: Tensor | None) -> tuple[Any, ...]:
+    """:class:`_Recurrence`'s gradients by the device's fused backward kernel."""
+    x, _, _, w_ih, w_hh, b_ih, _, _ = ctx.saved_tensors
+    grads = ctx.kernels[1](_data(d_out), _data(d_hn), _data(d_cn), x._data, w_ih._data, w_hh._data,
+                           b_ih is not None, tuple(ctx.arrays), ctx.reverse, tuple(ctx.needs_input_grad[2:9]))
+    dtype, dev = x._dtype, x._device
+    return (None, None, *(None if g is None else _wrap(g, dtype, dev) for g in grads), None)
 
 
 def _recurrence_double_backward(ctx: FunctionCtx, grads: tuple[Any, ...]) -> tuple[Any, ...]:

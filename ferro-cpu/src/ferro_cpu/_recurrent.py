@@ -1,0 +1,232 @@
+"""Fused LSTM and GRU sequences on NumPy: ``{lstm,gru}_sequence_forward`` / ``_backward`` (the contract is in
+``ferro/backends/contract.py``; core's ``ferro/nn/modules/rnn.py`` calls them).
+
+One call runs one direction of one layer over a whole time-major sequence, as
+cuDNN's RNN API does: the input projection of all steps is one matmul, then a
+Python loop over the steps does the hidden matmul and the gates on raw arrays,
+writing into preallocated (T, B, ...) buffers (pooled: no page faults on reuse),
+with no tensors or graph nodes. The forward returns, after the output and the
+final states, the arrays its backward needs (``saved``: core hands them back as
+they are; flat, so that ``ferro.compile``'s capture sees them as kernel outputs).
+The backward walks the steps the other way; the coefficients that do not depend on
+the incoming gradient are computed for all steps at once before the loop, and the
+weight gradients are one matmul each over all steps after it. Formulas are
+PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n`` with ``b_hn`` inside
+``r * (h @ w_hn.T + b_hn)``.
+
+Two exact rewrites cut the passes per step. A sigmoid is ``0.5 * tanh(x / 2) + 0.5``:
+one transcendental pass (``1 / (1 + exp(-x))`` is four passes), and the halving is
+folded into the weights' and biases' rows of the sigmoid gates (a power of two:
+``0.5 * (a + b) == 0.5 * a + 0.5 * b`` exactly), so that a single ``tanh`` over all
+of an LSTM step's gates gives ``g`` and the halved sigmoids' ``tanh``. And the LSTM
+runs its gates in the order ``g, i, f, o``, so that the sigmoid gates and, in the
+backward, the gates fed by ``dc`` are contiguous; the gradients come back in
+PyTorch's order. Only float32 and float64 come here (core checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["recurrent_kernels"]
+
+
+def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """The fused LSTM / GRU sequence kernels over NumPy ``np``, large buffers from ``pool``."""
+
+    def order(steps: int, reverse: bool) -> range:
+        return range(steps - 1, -1, -1) if reverse else range(steps)
+
+    def project(x: Any, w: Any, b: Any) -> Any:
+        """``x @ w.T + b`` for all steps, (T, B, G), in a pooled buffer."""
+        t, n, f = x.shape
+        out = pool.empty((t, n, w.shape[0]), w.dtype)
+        np.matmul(x.reshape(t * n, f), w.T, out=out.reshape(t * n, w.shape[0]))
+        if b is not None:
+            out += b
+        return out
+
+    def previous(seq: Any, first: Any, reverse: bool) -> Any:
+        """The state before each step: ``seq`` (the state after each step) shifted one step, ``first`` first."""
+        prev = pool.empty(seq.shape, seq.dtype)
+        if reverse:
+            prev[-1] = first
+            prev[:-1] = seq[1:]
+        else:
+            prev[0] = first
+            prev[1:] = seq[:-1]
+        return prev
+
+    def weight_grads(dgi: Any, dgh: Any, x: Any, hp: Any, w_ih: Any, has_bias: bool,
+                     needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        """(dx, dw_ih, dw_hh, db_ih, db_hh) from the gates' gradients of all steps (T, B, G)."""
+        t, n, g = dgi.shape
+        fi, fh = dgi.reshape(t * n, g), dgh.reshape(t * n, g)
+        dx = (fi @ w_ih).reshape(x.shape) if needs[0] else None
+        dw_ih = fi.T @ x.reshape(t * n, x.shape[2]) if needs[3] else None
+        dw_hh = fh.T @ hp.reshape(t * n, hp.shape[2]) if needs[4] else None
+        db_ih = fi.sum(0) if has_bias and needs[5] else None
+        db_hh = None
+        if has_bias and needs[6]:  # the LSTM's two biases feed the same pre-activations: one sum
+            db_hh = db_ih.copy() if dgh is dgi and db_ih is not None else fh.sum(0)
+        return dx, dw_ih, dw_hh, db_ih, db_hh
+
+    # -- LSTM: gates run in the order g, i, f, o -------------------------------------------------------
+
+    def to_gifo(w: Any) -> Any:
+        """Rows (or entries) in PyTorch's order i, f, g, o as g, i, f, o (a new array)."""
+        h = w.shape[0] // 4
+        return np.concatenate([w[2 * h:3 * h], w[:2 * h], w[3 * h:]])
+
+    def from_gifo(w: Any) -> Any:
+        if w is None:
+            return None
+        h = w.shape[0] // 4
+        return np.concatenate([w[h:3 * h], w[:h], w[3 * h:]])
+
+    def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                              reverse: bool) -> tuple[Any, ...]:
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        wi, wh = to_gifo(w_ih), to_gifo(w_hh)
+        wi[hidden:] *= 0.5  # the sigmoid gates' pre-activations halved (see the module docstring)
+        wh[hidden:] *= 0.5
+        b = None
+        if b_ih is not None:
+            b = to_gifo(b_ih + b_hh)
+            b[hidden:] *= 0.5
+        acts = project(x, wi, b)  # each step's pre-activations, then (in place) its gates g, i, f, o
+        cs = pool.empty((steps, batch, hidden), acts.dtype)  # c after each step
+        tcs = pool.empty(cs.shape, acts.dtype)  # tanh of it
+        out = pool.empty(cs.shape, acts.dtype)
+        w = wh.T
+        gh = np.empty((batch, 4 * hidden), acts.dtype)
+        ig = np.empty((batch, hidden), acts.dtype)
+        h, c = h0, c0
+        for t in order(steps, reverse):
+            a = acts[t]
+            np.matmul(h, w, out=gh)
+            a += gh
+            np.tanh(a, out=a)
+            s = a[:, hidden:]
+            s *= 0.5
+            s += 0.5
+            c = np.multiply(a[:, 2 * hidden:3 * hidden], c, out=cs[t])
+            c += np.multiply(a[:, hidden:2 * hidden], a[:, :hidden], out=ig)
+            h = np.multiply(a[:, 3 * hidden:], np.tanh(c, out=tcs[t]), out=out[t])
+        return out, h.copy(), c.copy(), acts, previous(out, h0, reverse), previous(cs, c0, reverse), tcs
+
+    def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
+                               saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        acts, hp, cp, tcs = saved
+        steps, batch, hidden = hp.shape
+        g, i, f, o = (acts[..., k * hidden:(k + 1) * hidden] for k in range(4))
+        # d(pre) = [dc, dc, dc, dh] * k (gates g, i, f, o);  dc += dh * a;  dc_prev = dc * f
+        k = pool.empty(acts.shape, acts.dtype)
+        s, ks = acts[..., hidden:], k[..., hidden:]
+        np.subtract(1, s, out=ks)
+        ks *= s
+        k[..., hidden:2 * hidden] *= g
+        k[..., 2 * hidden:3 * hidden] *= cp
+        k[..., 3 * hidden:] *= tcs
+        kg = np.multiply(g, g, out=k[..., :hidden])
+        np.subtract(1, kg, out=kg)
+        kg *= i
+        a = np.multiply(tcs, tcs, out=pool.empty(tcs.shape, tcs.dtype))
+        np.subtract(1, a, out=a)
+        a *= o
+        k3 = k[..., :3 * hidden].reshape(steps, batch, 3, hidden)
+        dpre = pool.empty(acts.shape, acts.dtype)
+        d3 = dpre[..., :3 * hidden].reshape(steps, batch, 3, hidden)
+        w = to_gifo(w_hh)
+        dh = np.zeros((batch, hidden), acts.dtype) if d_hn is None else d_hn
+        dc = np.zeros((batch, hidden), acts.dtype) if d_cn is None else d_cn
+        for t in order(steps, not reverse):
+            if d_out is not None:
+                dh = dh + d_out[t]
+            dc_new = dh * a[t]
+            dc_new += dc
+            dc = dc_new
+            np.multiply(k3[t], dc[:, None, :], out=d3[t])
+            np.multiply(k[t, :, 3 * hidden:], dh, out=dpre[t, :, 3 * hidden:])
+            dh = dpre[t] @ w
+            dc = dc * f[t]
+        dx, dw_ih, dw_hh, db_ih, db_hh = weight_grads(dpre, dpre, x, hp, to_gifo(w_ih), has_bias, needs)
+        return dx, dh, dc, from_gifo(dw_ih), from_gifo(dw_hh), from_gifo(db_ih), from_gifo(db_hh)
+
+    # -- GRU -------------------------------------------------------------------------------------------
+
+    def gru_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                             reverse: bool) -> tuple[Any, ...]:
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        two = 2 * hidden
+        wi, wh = w_ih.copy(), w_hh.copy()
+        wi[:two] *= 0.5  # r and z halved (see the module docstring)
+        wh[:two] *= 0.5
+        b, b_hn = None, None
+        if b_ih is not None:
+            b = b_ih.copy()
+            b[:two] += b_hh[:two]  # b_hr, b_hz join b_ir, b_iz; b_hn stays inside r * (...)
+            b[:two] *= 0.5
+            b_hn = b_hh[two:]
+        gi = project(x, wi, b)
+        rz = pool.empty((steps, batch, two), gi.dtype)
+        ns = pool.empty((steps, batch, hidden), gi.dtype)
+        ghn = pool.empty(ns.shape, gi.dtype)  # h @ w_hn.T + b_hn of each step
+        out = pool.empty(ns.shape, gi.dtype)
+        w = wh.T
+        gh = np.empty((batch, 3 * hidden), gi.dtype)
+        h = h0
+        for t in order(steps, reverse):
+            np.matmul(h, w, out=gh)
+            s = np.add(gi[t, :, :two], gh[:, :two], out=rz[t])
+            np.tanh(s, out=s)
+            s *= 0.5
+            s += 0.5
+            hn = ghn[t]
+            if b_hn is None:
+                hn[...] = gh[:, two:]
+            else:
+                np.add(gh[:, two:], b_hn, out=hn)
+            n = np.multiply(s[:, :hidden], hn, out=ns[t])
+            n += gi[t, :, two:]
+            np.tanh(n, out=n)
+            h = np.subtract(h, n, out=out[t])
+            h *= s[:, hidden:]
+            h += n
+        return out, h.copy(), None, rz, ns, ghn, previous(out, h0, reverse)
+
+    def gru_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
+                              saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        rz, ns, ghn, hp = saved
+        steps, batch, hidden = hp.shape
+        two = 2 * hidden
+        r, z = rz[..., :hidden], rz[..., hidden:]
+        # dn = dh * a;  d(pre_r, pre_z) = [dn, dh] * k;  dh_prev = dh * z + d(gh) @ w_hh
+        a = np.multiply(ns, ns, out=pool.empty(ns.shape, ns.dtype))
+        np.subtract(1, a, out=a)
+        a *= 1 - z
+        k = np.subtract(1, rz, out=pool.empty(rz.shape, rz.dtype))
+        k *= rz
+        k[..., :hidden] *= ghn
+        k[..., hidden:] *= np.subtract(hp, ns, out=pool.empty(ns.shape, ns.dtype))
+        dgi = pool.empty((steps, batch, 3 * hidden), rz.dtype)
+        dgh = pool.empty(dgi.shape, rz.dtype)
+        dh = np.zeros((batch, hidden), rz.dtype) if d_hn is None else d_hn
+        for t in order(steps, not reverse):
+            if d_out is not None:
+                dh = dh + d_out[t]
+            gi_t, gh_t = dgi[t], dgh[t]
+            dn = np.multiply(dh, a[t], out=gi_t[:, two:])
+            np.multiply(dn, k[t, :, :hidden], out=gi_t[:, :hidden])
+            np.multiply(dh, k[t, :, hidden:], out=gi_t[:, hidden:two])
+            gh_t[:, :two] = gi_t[:, :two]
+            np.multiply(dn, r[t], out=gh_t[:, two:])
+            dh_next = gh_t @ w_hh
+            dh_next += dh * z[t]
+            dh = dh_next
+        dx, dw_ih, dw_hh, db_ih, db_hh = weight_grads(dgi, dgh, x, hp, w_ih, has_bias, needs)
+        return dx, dh, None, dw_ih, dw_hh, db_ih, db_hh
+
+    return {"lstm_sequence_forward": lstm_sequence_forward, "lstm_sequence_backward": lstm_sequence_backward,
+            "gru_sequence_forward": gru_sequence_forward, "gru_sequence_backward": gru_sequence_backward}

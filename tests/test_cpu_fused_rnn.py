@@ -1,0 +1,186 @@
+"""ferro-cpu's fused LSTM / GRU sequence kernels (ferro_cpu/_recurrent.py) against torch.
+
+Each test counts the calls of the CPU device's sequence kernels, so a silent
+fall back to the step math fails it (and a fused call where the step math
+should run fails the fall-back tests); values and every gradient (input,
+initial states, all weights and biases) are compared with torch's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+from ferro.autograd import gradgradcheck
+from ferro.nn.utils.rnn import pack_padded_sequence
+
+from conftest import count_calls
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+TOL = {"float32": {"rtol": 1e-4, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11}}
+NAMES = ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward")
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """Counts of the sequence kernels' calls on the cpu device during the test."""
+    yield count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
+
+
+def _pair(kind: str, dtype: str, **kwargs: Any) -> tuple[Any, Any]:
+    """The same layer in torch and ferro (torch's initialization copied over)."""
+    theirs = getattr(torch.nn, kind)(3, 5, **kwargs).to(getattr(torch, dtype))
+    ours = getattr(ferro.nn, kind)(3, 5, dtype=getattr(ferro, dtype), **kwargs)
+    ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _close(got: Any, expected: Any, dtype: str) -> None:
+    g, e = got.detach().numpy(), expected.detach().numpy()
+    assert g.dtype == np.dtype(dtype) and g.shape == e.shape, (g.dtype, g.shape, e.shape)
+    np.testing.assert_allclose(g, e, **TOL[dtype])
+
+
+def _states(kind: str, shape: tuple[int, ...], dtype: str) -> tuple[list[Any], list[Any]]:
+    arrays = [RNG.standard_normal(shape).astype(dtype) for _ in range(2 if kind == "LSTM" else 1)]
+    return ([ferro.tensor(a, requires_grad=True) for a in arrays],
+            [torch.tensor(a, requires_grad=True) for a in arrays])
+
+
+def _compare(kind: str, dtype: str, ours: Any, theirs: Any, x: np.ndarray, with_state: bool,
+             state_shape: tuple[int, ...]) -> None:
+    """Forward both, a random gradient into the output and the final states, compare values and gradients."""
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fs, ts = _states(kind, state_shape, dtype) if with_state else ([], [])
+    pack = (lambda s: tuple(s)) if kind == "LSTM" else (lambda s: s[0])
+    fo, fh = ours(fx, pack(fs) if fs else None)
+    to, th = theirs(tx, pack(ts) if ts else None)
+    fh, th = (list(fh), list(th)) if kind == "LSTM" else ([fh], [th])
+    for a, b in zip([fo, *fh], [to, *th]):
+        _close(a, b, dtype)
+    grads = [RNG.standard_normal(tuple(t.shape)).astype(dtype) for t in [to, *th]]
+    sum((a * ferro.tensor(g)).sum() for a, g in zip([fo, *fh], grads)).backward()
+    sum((a * torch.tensor(g)).sum() for a, g in zip([to, *th], grads)).backward()
+    _close(fx.grad, tx.grad, dtype)
+    for a, b in zip(fs, ts):
+        _close(a.grad, b.grad, dtype)
+    mine = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        _close(mine[name].grad, p.grad, dtype)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layers,bidirectional,batch_first,bias", [
+    (1, False, False, True), (2, False, True, True), (2, True, False, True), (1, True, True, False)])
+def test_layer_runs_the_sequence_kernels_and_matches_torch(calls: dict[str, int], kind: str, dtype: str,
+                                                           layers: int, bidirectional: bool, batch_first: bool,
+                                                           bias: bool) -> None:
+    ours, theirs = _pair(kind, dtype, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
+                         bias=bias)
+    dirs = 2 if bidirectional else 1
+    x = RNG.standard_normal((4, 6, 3) if batch_first else (6, 4, 3)).astype(dtype)
+    _compare(kind, dtype, ours, theirs, x, True, (layers * dirs, 4, 5))
+    stem = kind.lower() + "_sequence"
+    assert calls[f"{stem}_forward"] == calls[f"{stem}_backward"] == layers * dirs, calls
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_unbatched_input_and_default_state(calls: dict[str, int], kind: str) -> None:
+    ours, theirs = _pair(kind, "float64")
+    _compare(kind, "float64", ours, theirs, RNG.standard_normal((7, 3)), False, ())
+    assert calls[f"{kind.lower()}_sequence_forward"] == 1 and calls[f"{kind.lower()}_sequence_backward"] == 1
+
+
+def test_only_the_output_used_gives_every_gradient(calls: dict[str, int]) -> None:
+    """d_hn and d_cn absent (None) reach the backward kernel as zeros."""
+    ours, theirs = _pair("LSTM", "float64", num_layers=2)
+    x = RNG.standard_normal((5, 2, 3))
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours(fx)[0][-1].sum().backward()
+    theirs(tx)[0][-1].sum().backward()
+    _close(fx.grad, tx.grad, "float64")
+    for name, p in theirs.named_parameters():
+        _close(dict(ours.named_parameters())[name].grad, p.grad, "float64")
+    assert calls["lstm_sequence_backward"] == 2
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_packed_sequences_and_projection_run_the_step_math(calls: dict[str, int], kind: str) -> None:
+    ours, theirs = _pair(kind, "float64")
+    x = RNG.standard_normal((5, 3, 3))
+    lengths = [5, 3, 2]
+    fo = ours(pack_padded_sequence(ferro.tensor(x), lengths))[0].data
+    to = theirs(torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(x), lengths))[0].data
+    _close(fo, to, "float64")
+    if kind == "LSTM":
+        ours, theirs = _pair(kind, "float64", proj_size=2)
+        _compare(kind, "float64", ours, theirs, x, False, ())
+    assert sum(calls.values()) == 0, calls
+
+
+def test_mixed_dtypes_raise_before_any_kernel_runs(calls: dict[str, int]) -> None:
+    m = ferro.nn.GRU(3, 5, dtype=ferro.float64)
+    with pytest.raises(ferro.errors.DTypeError, match=r"GRU: input dtype \(ferro.float32\) does not match"):
+        m(ferro.randn(4, 2, 3, dtype=ferro.float32))
+    assert sum(calls.values()) == 0, calls
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_double_backward_differentiates_the_step_math(calls: dict[str, int], kind: str) -> None:
+    m = getattr(ferro.nn, kind)(2, 2, dtype=ferro.float64)
+    x = ferro.randn(3, 1, 2, dtype=ferro.float64, requires_grad=True)
+    assert gradgradcheck(lambda x: m(x)[0], [x])
+    assert calls[f"{kind.lower()}_sequence_forward"] > 0
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_only_some_gradients_wanted(calls: dict[str, int], kind: str) -> None:
+    """An input that does not require grad and a frozen weight and bias: the rest as torch's, those None."""
+    ours, theirs = _pair(kind, "float32", num_layers=2)
+    for m in (ours, theirs):
+        m.bias_ih_l0.requires_grad_(False)
+        m.weight_hh_l1.requires_grad_(False)
+    x = RNG.standard_normal((6, 3, 3)).astype("float32")
+    ours(ferro.tensor(x))[0].square().sum().backward()
+    theirs(torch.tensor(x))[0].square().sum().backward()
+    mine = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        if p.grad is None:
+            assert mine[name].grad is None, name
+        else:
+            _close(mine[name].grad, p.grad, "float32")
+    assert calls[f"{kind.lower()}_sequence_backward"] == 2
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_compiled_training_step_replays_the_kernels_as_eager(calls: dict[str, int], kind: str) -> None:
+    """ferro.compile records the kernels' calls; the arrays the forward saves for the backward are outputs of
+    the recorded forward call, so each replay's backward reads that replay's (a capture-time constant would
+    give gradients a step behind)."""
+    def make() -> tuple[Any, Any]:
+        ferro.manual_seed(0)
+        model = getattr(ferro.nn, kind)(3, 4, num_layers=2, dtype=ferro.float64)
+        return model, ferro.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x)[0].square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    eager, compiled = make(), make()
+    run = ferro.compile(lambda x: step(*compiled, x))
+    for _ in range(5):
+        x = ferro.tensor(RNG.standard_normal((6, 2, 3)))
+        assert float(step(*eager, x)) == float(run(x))
+    for a, b in zip(eager[0].parameters(), compiled[0].parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert calls[f"{kind.lower()}_sequence_backward"] == 2 * 2 * 5, calls
