@@ -36,6 +36,8 @@ def _grad_y(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
         return (x.mT @ g.unsqueeze(-1)).squeeze(-1)
     if x.ndim == 1:
         return x.unsqueeze(-1) * g.unsqueeze(-2)
+    if y.ndim == 2 and x.ndim > 2:  # one matrix for a stack (a linear layer on (N, T, F)): one product, not a sum
+        return x.reshape(-1, x.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
     return x.mT @ g
 
 
