@@ -152,3 +152,22 @@ def test_stack_times_matrix_matches_torch(layout: str) -> None:
         results.append([t.detach().numpy() for t in (y, xt.grad, wt.grad)])
     for f, t in zip(*results):
         np.testing.assert_allclose(f, t, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("batch", [(4,), (2, 4)])
+def test_linear_weight_gradient_is_row_major(batch: tuple[int, ...]) -> None:
+    """A linear layer's weight gradient comes out row-major, as the weight is (PyTorch's gradient layout), with
+    PyTorch's values; a plain matrix operand's gradient too."""
+    x, w = rng.standard_normal((*batch, 5)), rng.standard_normal((3, 5))
+    grads = []
+    for m in (ferro, torch):
+        xt, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        m.nn.functional.linear(xt, wt).pow(2).sum().backward()
+        grads.append((wt.grad, xt.grad))
+    (fw, fx), (tw, tx) = grads
+    assert fw.stride() == tw.stride() == (5, 1) and fw.is_contiguous()
+    np.testing.assert_allclose(fw.numpy(), tw.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(fx.numpy(), tx.numpy(), rtol=1e-10)
+    m2 = ferro.tensor(w.T.copy(), requires_grad=True)
+    (ferro.tensor(x) @ m2).sum().backward()
+    assert m2.grad.stride() == (3, 1)
