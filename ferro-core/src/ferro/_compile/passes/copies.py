@@ -3,9 +3,9 @@
 Autograd clones each gradient it stores in ``.grad`` (a stored gradient must not alias another tensor); in a
 replayed step the gradient is a fresh kernel result, or a view of one, that nothing else holds, so the copy only
 costs time. A clone is kept where its source may be seen elsewhere: an input, an external (a parameter, a
-gradient), a constant, a value an impure kernel wrote or returned, a broadcast or indexed view (possibly
-read-only or overlapping), any alias of the source read after the clone or returned; and where the source, as
-captured, is not row-major (the contract's ``clone`` result is; a gradient keeps its layout).
+gradient), a constant, a value an impure kernel returned, a broadcast or indexed view (possibly read-only or
+overlapping), any alias of the source read after the clone or returned; and where the source, as captured, is
+not row-major (the contract's ``clone`` result is), or the backend's ``contiguous`` cannot tell.
 """
 
 from __future__ import annotations
