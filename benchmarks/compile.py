@@ -7,7 +7,9 @@ side by side, interleaved round by round (``ferro.bench._harness.measure``):
 - ``ferro``: eager; ``ferro.compile``: the same step under ``ferro.compile`` (default mode, replay), on the
   backend ``--backend`` names (default cpu);
 - ``torch``: PyTorch eager; ``torch.compile``: the step under ``torch.compile`` (inductor; left out with
-  ``--no-torch-compile`` or where it fails, with its error).
+  ``--no-torch-compile`` or where it fails, with its error);
+- with ``--fusion``: ``max-fusion``, the step under ``ferro.compile(mode="max-fusion")``, and its ratio to the
+  default mode's ``ferro.compile``.
 
 Reported per model: each contender's median time per step and the paired ratios (``paired_ratio``: the
 median over rounds of the ratio within a round) of ``ferro.compile`` against ferro eager (target <= 0.5:
@@ -44,8 +46,9 @@ def _step(row: str, lib: str) -> Callable[[Any], Any]:
 
             def step() -> Any:
                 return ms.step(xp, model, opts, *data)
-            if lib == "ferro.compile":
-                compiled = ferro.compile(lambda *batch: ms.step(xp, model, opts, *batch))
+            if lib in ("ferro.compile", "max-fusion"):
+                mode = "max-fusion" if lib == "max-fusion" else None
+                compiled = ferro.compile(lambda *batch: ms.step(xp, model, opts, *batch), mode=mode)
                 made.append(lambda: compiled(*data))
             elif lib == "torch.compile":
                 compiled = xp.compile(lambda *batch: ms.step(xp, model, opts, *batch))
@@ -64,12 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="all", help="comma-separated row numbers (1-based), default all")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--backend", default="cpu", help="ferro's backend (default cpu); PyTorch runs on the CPU")
+    parser.add_argument("--fusion", action="store_true", help='also mode="max-fusion", against the default mode')
     args = parser.parse_args(argv)
     ferro.set_backend(args.backend)
     backend = ferro.backends.get(args.backend)
     sync = functools.partial(backend.synchronize, backend.default_device_index())
     contenders = [Contender("ferro", ferro, lambda a, rg: a, sync=sync),
                   Contender("ferro.compile", ferro, lambda a, rg: a, sync=sync)]
+    targets = list(TARGETS)
+    if args.fusion:
+        contenders.append(Contender("max-fusion", ferro, lambda a, rg: a, sync=sync))
+        targets.append(("max-fusion", "ferro.compile", None))
     try:
         import torch
         torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -82,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = ROWS if args.rows == "all" else [ROWS[int(i) - 1] for i in args.rows.split(",")]
     print(f"ferro.compile benchmark, ferro on {args.backend}: {args.rounds} rounds, {args.budget}s per contender "
           "per round; times in ms per step (median round)")
-    print("| model | " + " | ".join(names) + " | " + " | ".join(f"{a} / {b}" for a, b, _ in TARGETS) + " |")
-    print("|---" * (1 + len(names) + len(TARGETS)) + "|")
+    print("| model | " + " | ".join(names) + " | " + " | ".join(f"{a} / {b}" for a, b, _ in targets) + " |")
+    print("|---" * (1 + len(names) + len(targets)) + "|")
     missed = 0
     for row in rows:
         case = Case(row, (), _step(row, "ferro"), Target("torch", 0.7), unit="ms",
@@ -91,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         res = measure(case, contenders, args.rounds, args.budget, args.pause)
         cells = [f"{res[n].stat('median') * 1e3:.2f}" if res[n].seconds else res[n].error[:60] for n in names]
         ratios = []
-        for a, b, bound in TARGETS:
+        for a, b, bound in targets:
             if a in res and b in res and res[a].seconds and res[b].seconds:
                 r = paired_ratio(Target(b, bound or 1.0), res[a], res[b])
                 ok = "" if bound is None else (" ok" if r <= bound else f" MISSED (<= {bound})")

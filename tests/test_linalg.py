@@ -132,3 +132,42 @@ def test_complex_gradients_match_torch(name: str, fn: Callable[..., Any], array:
 def test_complex_spectra_are_real() -> None:
     a = ferro.tensor(_HPD[0], requires_grad=True)
     assert ferro.linalg.eigvalsh(a).dtype == ferro.float64 and ferro.linalg.svd(a).S.dtype == ferro.float64
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "complex", "4-d"])
+def test_stack_times_matrix_matches_torch(layout: str) -> None:
+    """A stack of matrices times one matrix (a linear layer on (N, T, F)): the cpu kernel multiplies the stacked
+    rows at once and the matrix's gradient is one product over them; values and gradients as PyTorch's."""
+    shape = (2, 3, 5, 4) if layout == "4-d" else (3, 5, 4)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((4, 6))
+    if layout == "complex":
+        x, w = x + 1j * rng.standard_normal(x.shape), w + 1j * rng.standard_normal(w.shape)
+    results = []
+    for m in (ferro, torch):
+        xt, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        a = xt.transpose(0, 1).contiguous().transpose(0, 1) if layout == "transposed" else xt  # not contiguous
+        y = a @ wt
+        (y.abs() if layout == "complex" else y).pow(2).sum().backward()
+        results.append([t.detach().numpy() for t in (y, xt.grad, wt.grad)])
+    for f, t in zip(*results):
+        np.testing.assert_allclose(f, t, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("batch", [(4,), (2, 4)])
+def test_linear_weight_gradient_is_row_major(batch: tuple[int, ...]) -> None:
+    """A linear layer's weight gradient comes out row-major, as the weight is (PyTorch's gradient layout), with
+    PyTorch's values; a plain matrix operand's gradient too."""
+    x, w = rng.standard_normal((*batch, 5)), rng.standard_normal((3, 5))
+    grads = []
+    for m in (ferro, torch):
+        xt, wt = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        m.nn.functional.linear(xt, wt).pow(2).sum().backward()
+        grads.append((wt.grad, xt.grad))
+    (fw, fx), (tw, tx) = grads
+    assert fw.stride() == tw.stride() == (5, 1) and fw.is_contiguous()
+    np.testing.assert_allclose(fw.numpy(), tw.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(fx.numpy(), tx.numpy(), rtol=1e-10)
+    m2 = ferro.tensor(w.T.copy(), requires_grad=True)
+    (ferro.tensor(x) @ m2).sum().backward()
+    assert m2.grad.stride() == (3, 1)

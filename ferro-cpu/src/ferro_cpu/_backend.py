@@ -193,6 +193,11 @@ class NumpyBackend(ArrayAPIBackend):
             return kernel
 
         def matmul_(x: Any, y: Any) -> Any:
+            if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
+                # a stack of matrices times one matrix: one BLAS call on the rows stacked (NumPy makes one per
+                # matrix of the stack, ~1.5x slower for a Transformer's (32, 64, 128) @ (128, 128))
+                r = np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
+                return r if r.dtype == x.dtype else r.astype(x.dtype)
             r = np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
         # 16-bit operands: float32 BLAS, rounded once (NumPy's own float16 loop is unblocked and ~100x slower)

@@ -27,13 +27,23 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         r = x.reshape(1, -1) if x.ndim == 1 else x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
         return r.astype(np.float32) if r.dtype == np.float16 else r
 
+    aranges: dict[int, Any] = {}
+
+    def row_index(n: int) -> Any:
+        """``arange(n)`` (made once per row count: the rows' index of every call)."""
+        idx = aranges.get(n)
+        if idx is None:
+            idx = aranges[n] = np.arange(n)
+            idx.flags.writeable = False
+        return idx
+
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
         """(the target class of each row, 0 where ignored; whether the row counts)."""
         t = target.reshape(-1)
         valid = t != ignore_index
         cls = np.where(valid, t, 0)
-        bad = (cls < 0) | (cls >= classes)
-        if bad.any():
+        if np.count_nonzero(cls.astype(np.uint64) >= classes):  # one test: negative classes wrap around
+            bad = (cls < 0) | (cls >= classes)
             raise IndexError(f"cross_entropy: target {int(cls[bad][0])} is out of bounds for {classes} classes")
         return cls, valid
 
@@ -41,23 +51,26 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def cross_entropy_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100) -> tuple[Any, Any, Any]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
-        m = xr.max(1)
+        idx = row_index(len(cls))
+        m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
         m = np.where(np.isfinite(m), m, 0)
         log_sum = np.log(np.exp(xr - m[:, None]).sum(1))
-        w = (weight.astype(xr.dtype)[cls] if weight is not None else np.ones(len(cls), xr.dtype)) * valid
-        loss = ((m - xr[np.arange(len(cls)), cls]) + log_sum) * w
-        return loss, np.stack([m, log_sum], 1), w
+        w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
+        loss = ((m - xr[idx, cls]) + log_sum) * w
+        lse = np.empty((len(cls), 2), m.dtype)
+        lse[:, 0], lse[:, 1] = m, log_sum
+        return loss, lse, w
 
     @np.errstate(all="ignore")
     def cross_entropy_backward(grad_rows: Any, x: Any, target: Any, weight: Any, lse: Any,
                                ignore_index: int = -100) -> Any:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
-        scale = np.broadcast_to(grad_rows.astype(xr.dtype), valid.shape) * valid
+        scale = grad_rows.astype(xr.dtype) * valid  # grad_rows: one per row, or one for all
         if weight is not None:
             scale = scale * weight.astype(xr.dtype)[cls]
         dx = np.exp((xr - lse[:, :1]) - lse[:, 1:])  # softmax, from (max, log-sum) exact at large logits
-        dx[np.arange(len(cls)), cls] -= 1
+        dx[row_index(len(cls)), cls] -= 1
         dx *= scale[:, None]
         if x.ndim == 1:
             dx = dx[0]

@@ -114,7 +114,7 @@ class CompiledFunction:
             e.eager = True
             e.breaks.append(tracer.broken)
             return result
-        graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None)
+        graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None, tracer.arrays())
         e.graphs.append(graph)
         e.replays.append(generate(graph, frees))
         return result

@@ -162,6 +162,7 @@ class Tracer:
         self.mode = TraceMode(self)
         self._wrapped: dict[tuple[int, Any], Any] = {}
         self._shapes: dict[int, Any] = {}
+        self._arrays: dict[int, Any] = {}  # value -> its array as captured (copy elision reads their layout)
         self._live: dict[int, Tensor] | None = None  # id(array) -> live tensor holding it, made on first need
         self._undo: list[Any] = []
 
@@ -178,6 +179,7 @@ class Tracer:
         self.ids[id(arr)] = n
         self.keep.append(arr)
         self._shapes[n] = (tuple(arr.shape), by_name.get(getattr(arr.dtype, "name", str(arr.dtype))))
+        self._arrays[n] = arr
         return n
 
     def add_input(self, t: Tensor) -> None:
@@ -410,6 +412,10 @@ class Tracer:
     def shapes(self) -> dict[int, Any]:
         """Each value's ``(shape, ferro dtype or None)`` as captured."""
         return self._shapes
+
+    def arrays(self) -> dict[int, Any]:
+        """Each value's array as captured."""
+        return self._arrays
 
     def _out(self, x: Any) -> Any:
         if isinstance(x, Tensor):

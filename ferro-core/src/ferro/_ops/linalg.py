@@ -36,7 +36,19 @@ def _grad_y(g: Tensor, x: Tensor, y: Tensor) -> Tensor:
         return (x.mT @ g.unsqueeze(-1)).squeeze(-1)
     if x.ndim == 1:
         return x.unsqueeze(-1) * g.unsqueeze(-2)
+    if y.ndim == 2:
+        if x.ndim > 2:  # one matrix for a stack (a linear layer on (N, T, F)): one product, not a sum
+            x, g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+        return (g.mT @ x).mT if _transpose_view(y) else x.mT @ g
     return x.mT @ g
+
+
+def _transpose_view(y: Tensor) -> bool:
+    """Whether ``y`` is the transpose view of a matrix (a linear layer's ``weight.mT``). Its gradient is then the
+    transpose of a row-major product, so that the matrix's own gradient comes out row-major as the matrix is: an
+    optimizer's update of a column-major gradient on a row-major parameter is several times slower."""
+    rec = y._view
+    return rec is not None and len(rec[0]) == 1 and rec[0][0][0] == "permute" and rec[0][0][1].get("dims") == (1, 0)
 
 
 _MATMUL = register(OpDef("matmul", "linalg", "Matrix product with NumPy's batching and broadcasting rules.",

@@ -1,22 +1,26 @@
 """The passes over a captured graph, each a small module: constant folding, common subexpressions,
-dead code, fusion of elementwise chains, and the memory plan. :func:`optimize` runs them in that order."""
+dead code, copy elision, fusion of elementwise chains, and the memory plan. :func:`optimize` runs them in that
+order."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..graph import Graph
-from . import cse, dce, fold, fusion, memory
+from . import copies, cse, dce, fold, fusion, memory
 
 __all__ = ["optimize"]
 
 
-def optimize(graph: Graph, fuse: bool, shapes: dict[int, Any] | None = None) -> tuple[Graph, dict[int, list[int]]]:
-    """The graph after the passes (``fuse``: with fusion, which needs each value's captured ``(shape, dtype)``),
-    and the memory plan's frees per node."""
+def optimize(graph: Graph, fuse: bool, shapes: dict[int, Any] | None = None,
+             arrays: dict[int, Any] | None = None) -> tuple[Graph, dict[int, list[int]]]:
+    """The graph after the passes (``fuse``: with fusion, which needs each value's captured ``(shape, dtype)``;
+    copy elision runs where each value's captured array is given), and the memory plan's frees per node."""
     fold.run(graph)
     cse.run(graph)
     dce.run(graph)
+    if arrays is not None:
+        copies.run(graph, arrays)
     if fuse and shapes is not None:
         fusion.run(graph, shapes)
     return graph, memory.plan(graph)
