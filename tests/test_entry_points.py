@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ferro.backends._entry_points import entry_points
+from ferro.backends._entry_points import _normalize, entry_points
 
 
 def _listed(eps: list) -> list[tuple]:
@@ -58,3 +58,8 @@ def test_a_zip_on_sys_path_is_left_to_importlib_metadata(tmp_path: Path, monkeyp
 def test_load_imports_the_named_object() -> None:
     (ep,) = [e for e in entry_points("ferro.backends") if e.name == "cpu"]
     assert ep.load() is __import__("ferro_cpu.plugin").plugin
+
+
+@pytest.mark.parametrize("name", ["Foo.Bar", "foo__bar", "a-_.b", "A..B--c", "_x_", "plain", ""])
+def test_names_normalize_as_importlib_metadata_does(name: str) -> None:
+    assert _normalize(name) == metadata.Prepared.normalize(name)
