@@ -24,7 +24,9 @@ from typing import Any
 __all__ = ["entry_points"]
 
 _INFO = (".dist-info", ".egg-info")
-_VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+#: An entry point's value (importlib.metadata's EntryPoint.pattern), compiled on first use: ``import ferro``
+#: imports this module.
+_VALUE = r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$"
 
 
 class _Unusual(Exception):
@@ -72,7 +74,7 @@ class EntryPoint:
 
     def load(self) -> Any:
         """The module, or the object inside it, that the entry point names (importing the module)."""
-        match = _VALUE.match(self.value)
+        match = re.match(_VALUE, self.value)
         if match is None:  # what importlib.metadata's EntryPoint.load raises for a malformed value
             raise AttributeError("'NoneType' object has no attribute 'group'")
         module = import_module(match.group("module"))
