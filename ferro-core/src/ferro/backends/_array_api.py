@@ -409,28 +409,36 @@ class ArrayAPIBackend(Backend):
                     r = x.real
                     return strided(r, shape=(*r.shape, 2), strides=(*r.strides, r.itemsize))
                 table["view_as_real"] = view_as_real
-        fft = getattr(xp, "fft", None)
-        if fft is None:
+        if not _has_extension(xp, "fft"):
             return table
 
         def c2c(x: Any, dims: tuple[int, ...], norm: str, forward: bool) -> Any:
+            fft = xp.fft  # looked up per call: NumPy imports numpy.fft on first access, not at the first op
             out = (fft.fftn if forward else fft.ifftn)(x, axes=dims, norm=norm)
             return out if out.dtype == x.dtype else xp.astype(out, x.dtype)
 
         def r2c(x: Any, dims: tuple[int, ...], norm: str) -> Any:
-            out = fft.rfftn(x, axes=dims, norm=norm)
+            out = xp.fft.rfftn(x, axes=dims, norm=norm)
             want = xp.complex64 if x.dtype == xp.float32 else xp.complex128
             return out if out.dtype == want else xp.astype(out, want)
 
         def c2r(x: Any, dims: tuple[int, ...], norm: str, last_dim_size: int) -> Any:
             s = [x.shape[d] for d in dims[:-1]] + [last_dim_size]
-            out = fft.irfftn(x, s=s, axes=dims, norm=norm)
+            out = xp.fft.irfftn(x, s=s, axes=dims, norm=norm)
             want = xp.float32 if x.dtype == xp.complex64 else xp.float64
             return out if out.dtype == want else xp.astype(out, want)
 
         table.update({"fft_c2c": c2c, "fft_r2c": r2c, "fft_c2r": c2r})
         return table
 
+
+
+def _has_extension(xp: Any, name: str) -> bool:
+    """Whether namespace ``xp`` has the extension ``name`` (``fft``, ``linalg``), without importing it where
+    the namespace lists it in ``__all__`` (NumPy imports its submodules on first access)."""
+    if name in getattr(xp, "__dict__", {}) or name in getattr(xp, "__all__", ()):
+        return True
+    return getattr(xp, name, None) is not None
 
 
 def host_kernels(backend: Backend, index: int) -> dict[str, Callable[..., Any]]:

@@ -26,6 +26,7 @@ from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, DeviceError
 from ._base import Availability
+from ._entry_points import entry_points
 from .contract import KERNELS, check_argument_checks, check_view_copies, validate_table
 
 if TYPE_CHECKING:
@@ -271,8 +272,7 @@ def load() -> None:
     with _state.lock:
         if _state.loaded:
             return
-        from importlib.metadata import entry_points
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in entry_points(ENTRY_POINT_GROUP):
             if _manager().get_plugin(ep.name) is not None or ep.name in _state.broken:
                 continue
             if ep.name in _disabled_names():

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends._entry_points import entry_points
 from ._cases import IMPORTS, NOT_AT_IMPORT, Case, Target
 
 
@@ -201,7 +202,10 @@ def _compile_ferro() -> None:
     module on every import, which measures the compiler rather than ferro.
     """
     import compileall
-    for pkg in ("ferro", "ferro_cpu", "ferro_cuda", "ferro_opencl"):
+
+    # Every installed plugin's package too: the first op imports each of them.
+    plugins = {ep.value.partition(":")[0].partition(".")[0].strip() for ep in entry_points("ferro.backends")}
+    for pkg in ("ferro", "ferro_cpu", "ferro_cuda", "ferro_opencl", *sorted(plugins - {"ferro"})):
         spec = importlib.util.find_spec(pkg)
         for where in (spec.submodule_search_locations or []) if spec else []:
             compileall.compile_dir(where, quiet=1)

@@ -11,7 +11,6 @@ ranks called the same collective with the same shapes and dtypes.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -94,6 +93,8 @@ def _check_same(g: ProcessGroup, op: str, tensor: Tensor | None, **args: Any) ->
     shape and dtype, else a DistributedError listing what each rank passed."""
     if os.environ.get("FERRO_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":
         return
+    import json  # deferred: only this debug mode needs it, and `import ferro.distributed` is on the first op
+
     mine = {"op": op, **args}
     if tensor is not None:
         mine.update(shape=list(tensor.shape), dtype=str(tensor._dtype))

@@ -9,8 +9,6 @@ through with the flag the implementation expects (``-f`` for MPICH's Hydra,
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +27,8 @@ def find_mpiexec() -> str:
     beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     if os.access(beside, os.X_OK):
         return beside
+    import shutil  # deferred: `import ferro.distributed` (a process-group plugin at the first op) needs none
+
     found = shutil.which("mpiexec")
     if found is None:
         raise FileNotFoundError('no mpiexec found beside this Python or on PATH: pip install "ferro-core[mpi]" '
@@ -37,6 +37,8 @@ def find_mpiexec() -> str:
 
 
 def _hostfile_flag(mpiexec: str) -> str:
+    import subprocess  # deferred: see find_mpiexec
+
     try:
         text = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -60,4 +62,6 @@ def mpiexec_command(nprocs: int, argv: Sequence[str], hostfile: str | None = Non
 
 def launch(nprocs: int, argv: Sequence[str], hostfile: str | None = None) -> int:
     """Run ``python argv...`` in ``nprocs`` processes; the job's exit status."""
+    import subprocess  # deferred: see find_mpiexec
+
     return subprocess.call(mpiexec_command(nprocs, argv, hostfile))

@@ -14,17 +14,19 @@ mpi4py is imported on first use: ``import mpi4py.MPI`` initializes MPI.
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends._base import Availability
 from ._backend import DistributedTimeoutError, ProcessGroup, ProcessGroupBackend, Work
 from ._launch import launched_by_mpi
+
+if TYPE_CHECKING:
+    import queue
 
 _ABORT_GRACE_S = 0.5  # time for mpiexec to forward a failing rank's last output before MPI_Abort
 
@@ -71,6 +73,8 @@ class _CommThread:
     """
 
     def __init__(self) -> None:
+        import queue  # deferred: a process-group plugin imports ferro.distributed at the first op
+
         self._queue: queue.SimpleQueue[tuple[Callable[[], Any], _Job] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._submitted = 0  # written by the caller's thread only

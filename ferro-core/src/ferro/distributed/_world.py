@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
@@ -187,6 +186,8 @@ def _abort_on_error(kind: type[BaseException], value: BaseException, tb: Traceba
     if group is None or group.size == 1 or issubclass(kind, KeyboardInterrupt):
         prev(kind, value, tb)
         return
+    import traceback  # deferred: only a failing rank formats its error
+
     text = "".join(traceback.format_exception(kind, value, tb))
     lines = "".join(f"[rank {group.rank}] {line}\n" for line in text.rstrip("\n").split("\n"))
     sys.stderr.write(f"[ferro.distributed] rank {group.rank} of {group.size} failed; aborting the job.\n{lines}")
