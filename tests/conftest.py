@@ -83,5 +83,8 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, dev: Any, names: Any) -> dict[s
     # ops resolve their kernels once, at binding: resolve them again from the wrapped table
     from ferro._core.records import bind_tables
     monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
+    # the hot path's view of the table too, restored after the test even if a dispatch layer (ferro.compile's
+    # trace) re-pointed it at the wrapped table meanwhile
+    monkeypatch.setattr(dev, "_fast", dev._ops)
     return counts
 

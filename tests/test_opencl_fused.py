@@ -49,6 +49,7 @@ def calls(dev: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequ
         monkeypatch.setitem(dev._kernels, n, counting(n, table[n]))
     from ferro._core.records import bind_tables  # the ops' kernels are bound once: bind the counting ones
     monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
+    monkeypatch.setattr(dev, "_fast", dev._ops)  # the hot path's table, restored after the test
     yield counts
 
 
