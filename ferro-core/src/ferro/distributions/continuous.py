@@ -14,7 +14,7 @@ from .._api import Size, Tensor
 from ..nn import functional as nnf
 from . import constraints
 from ._samplers import until_accepted, widest_float
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, clamp_probs, logits_to_probs, probs_to_logits
 
@@ -82,7 +82,7 @@ class Exponential(ExponentialFamily):
         return -(-x).log()
 
 
-class Laplace(Distribution):
+class Laplace(LocCentered, Distribution):
     """The Laplace distribution of location ``loc`` and scale ``scale`` (> 0)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -91,14 +91,6 @@ class Laplace(Distribution):
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
         self._set_params(validate_args, loc=loc, scale=scale)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:
@@ -377,7 +369,7 @@ def log_modified_bessel(x: Tensor, order: int = 0) -> Tensor:
     return api.where(x < 3.75, small.log(), large)
 
 
-class VonMises(Distribution):
+class VonMises(LocCentered, Distribution):
     """The circular von Mises distribution of mean angle ``loc`` and ``concentration`` (> 0); angles are
     taken modulo ``2 pi``."""
 
@@ -414,15 +406,6 @@ class VonMises(Distribution):
 
             x = until_accepted(shape, loc, propose)
             return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
-
-    @property
-    def mean(self) -> Tensor:
-        """The circular mean."""
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @cached_property
     def variance(self) -> Tensor:  # type: ignore[override]

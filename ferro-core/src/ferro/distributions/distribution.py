@@ -201,3 +201,19 @@ class Distribution:
 
 #: ``log(sqrt(2 pi))``, of the normal density.
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
+
+
+class LocCentered:
+    """A distribution whose mean and mode are its ``loc`` (Normal, Laplace, VonMises, the multivariate normals)."""
+
+    loc: Tensor
+
+    @property
+    def mean(self) -> Tensor:
+        """The mean: ``loc``."""
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        """The mode: ``loc``."""
+        return self.loc

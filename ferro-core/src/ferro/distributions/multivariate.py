@@ -16,7 +16,7 @@ from .._api import Size, Tensor
 from .._grids import tril_indices
 from . import constraints
 from ._linalg import cholesky, cholesky_inverse, logdet_pd, solve_lower
-from .distribution import Distribution
+from .distribution import Distribution, LocCentered
 from .exp_family import ExponentialFamily
 from .gamma import Beta, Chi2
 from .utils import broadcast_all
@@ -97,7 +97,7 @@ class _ScaleTril:
         return cholesky(value) if name == "covariance_matrix" else _precision_to_scale_tril(value)
 
 
-class MultivariateNormal(_ScaleTril, Distribution):
+class MultivariateNormal(LocCentered, _ScaleTril, Distribution):
     """The multivariate normal of mean ``loc`` and one of ``covariance_matrix``, ``precision_matrix`` or
     ``scale_tril`` (the lower Cholesky factor of the covariance)."""
 
@@ -118,14 +118,6 @@ class MultivariateNormal(_ScaleTril, Distribution):
         self.loc = loc.expand((*batch_shape, -1))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
         self._unbroadcasted_scale_tril = self._factor(name, value)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:
@@ -154,7 +146,7 @@ def _capacitance_tril(w: Tensor, d: Tensor) -> Tensor:
     return cholesky(k + api.eye(m, dtype=w.dtype, device=w.device))
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(LocCentered, Distribution):
     """The multivariate normal of mean ``loc`` and covariance ``cov_factor @ cov_factor.mT + diag(cov_diag)``
     (a low-rank factor plus a positive diagonal), whose densities need only an ``m x m`` factorization."""
 
@@ -187,14 +179,6 @@ class LowRankMultivariateNormal(Distribution):
     def _full(self, m: Tensor) -> Tensor:
         n = self._event_shape[0]
         return m.expand((*self._batch_shape, n, n))
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @cached_property
     def variance(self) -> Tensor:  # type: ignore[override]

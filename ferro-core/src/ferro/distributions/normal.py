@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from .. import _api as api
 from .._api import Tensor
 from . import constraints
-from .distribution import LOG_SQRT_2PI
+from .distribution import LOG_SQRT_2PI, LocCentered
 from .exp_family import ExponentialFamily
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(LocCentered, ExponentialFamily):
     """The normal distribution of mean ``loc`` and standard deviation ``scale`` (> 0)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -24,14 +24,6 @@ class Normal(ExponentialFamily):
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
         self._set_params(validate_args, loc=loc, scale=scale)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:
