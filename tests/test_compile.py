@@ -96,11 +96,7 @@ def test_gradients_accumulated_over_calls_match_eager(set_to_none: bool) -> None
         opt = ferro.optim.SGD(model.parameters(), lr=0.1)
         x = ferro.randn(6, 4)
 
-        def accumulate(x: ferro.Tensor) -> ferro.Tensor:
-            loss = model(x).square().mean()
-            loss.backward()
-            return loss
-        f = ferro.compile(accumulate) if compiled else accumulate
+        f = _backward_step(model, compiled)
         for i in range(12):
             f(x)
             if i % 3 == 2:
@@ -124,6 +120,15 @@ def test_a_backend_without_the_compile_hook_replays() -> None:
     compiled, _ = _train("digits MLP", "prims", compiled=True, steps=5)
     for a, b in zip(compiled, eager):
         np.testing.assert_array_equal(a, b)
+
+
+def _backward_step(model: Any, compiled: bool) -> Callable[[ferro.Tensor], ferro.Tensor]:
+    """A step that only backpropagates ``model``'s squared output (gradients accumulate), compiled or not."""
+    def accumulate(x: ferro.Tensor) -> ferro.Tensor:
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss
+    return ferro.compile(accumulate) if compiled else accumulate
 
 
 def _replays(fn: Any) -> int:
@@ -389,11 +394,7 @@ def test_batch_norm_running_stats_update_once_per_call() -> None:
         model[0].requires_grad_(False)  # the first parameter the step meets is after the statistics' update
         x = ferro.randn(8, 4)
 
-        def accumulate(x: ferro.Tensor) -> ferro.Tensor:
-            loss = model(x).square().mean()
-            loss.backward()
-            return loss
-        f = ferro.compile(accumulate) if compiled else accumulate
+        f = _backward_step(model, compiled)
         for i in range(9):
             f(x)
             if i % 3 == 2:

@@ -479,7 +479,26 @@ class LogitRelaxedBernoulli(BinaryParams, Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _Relaxed(TransformedDistribution):
+    """A relaxation: its ``temperature``, ``logits`` and ``probs`` are its base distribution's."""
+
+    @property
+    def temperature(self) -> Tensor:
+        """The relaxation temperature."""
+        return self.base_dist.temperature
+
+    @property
+    def logits(self) -> Tensor:
+        """The logits of the distribution relaxed."""
+        return self.base_dist.logits
+
+    @property
+    def probs(self) -> Tensor:
+        """The probabilities of the distribution relaxed."""
+        return self.base_dist.probs
+
+
+class RelaxedBernoulli(_Relaxed):
     """The Concrete (Gumbel-softmax) relaxation of a Bernoulli on ``(0, 1)``, of ``temperature``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -490,20 +509,6 @@ class RelaxedBernoulli(TransformedDistribution):
                  validate_args: bool | None = None) -> None:
         super().__init__(LogitRelaxedBernoulli(temperature, probs, logits), SigmoidTransform(), validate_args)
 
-    @property
-    def temperature(self) -> Tensor:
-        """The relaxation temperature."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        """The logits of the Bernoulli relaxed."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        """The probability of the Bernoulli relaxed."""
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -553,7 +558,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """The Concrete (Gumbel-softmax) relaxation of a one-hot categorical on the simplex, of ``temperature``."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -565,17 +570,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args)
 
-    @property
-    def temperature(self) -> Tensor:
-        """The relaxation temperature."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        """The log-probability of each class."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        """The probability of each class."""
-        return self.base_dist.probs
