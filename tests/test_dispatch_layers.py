@@ -203,3 +203,19 @@ def test_a_layout_tensor_goes_to_its_rules_and_is_refused_elsewhere(dev):
     del b, got, t
     gc.collect()
     assert layouts.live() == 0 and modes.ARMED[0] == 0 and x._device._fast is x._device._ops
+
+
+def test_in_place_methods_and_save_refuse_a_layout_tensor_by_name(dev, tmp_path):
+    """In-place methods and ferro.save are not ops: they refuse a layout tensor themselves, naming the method
+    (or the object's place), the layout and the way out, and change nothing."""
+    x = ferro.arange(4.0, device=dev)
+    b = _Boxed.of(x)
+    for call, name in ((lambda: b.mul_(2), "mul_"), (lambda: b.exp_(), "exp_"), (lambda: b.copy_(x), "copy_"),
+                       (lambda: b.fill_(1.0), "fill_")):
+        with pytest.raises(ferro.errors.UnsupportedLayoutError,
+                           match=rf"{name}\(\): argument 'self' is a boxed tensor.*\.unbox\(\)"):
+            call()
+    np.testing.assert_array_equal(b.inner.numpy(), np.arange(4.0))
+    with pytest.raises(ferro.errors.SerializationError, match=r"save\(\): obj\['w'\] is a boxed tensor.*\.unbox"):
+        ferro.save({"w": b}, tmp_path / "w.safetensors")
+    assert not (tmp_path / "w.safetensors").exists()

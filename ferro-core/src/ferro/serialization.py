@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._core.dtypes import by_name
+from ._core.layouts import LayoutTensor
 from .errors import SerializationError
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ class _Encoder:
             parts = getattr(obj, "__ferro_parts__", None)  # a layout tensor (quantized): its parts, by kind
             if parts is not None and getattr(obj, "kind", None) in _LAYOUT_LOADERS:
                 return {"Y": [obj.kind, self.encode(parts(), path)]}  # type: ignore[attr-defined]
+            if isinstance(obj, LayoutTensor):
+                where = "the object" if not path else "obj" + "".join(f"[{p!r}]" for p in path)
+                raise SerializationError(f"save(): {where} is a {obj.describes} tensor, which ferro.save does not "
+                                         f"store; call {obj.way_out} first")
             return self._tensor(obj, path)
         if isinstance(obj, dict):
             return {"D": [[self.encode(k, (*path, "<key>")), self.encode(v, (*path, str(k)))]

@@ -13,11 +13,12 @@ from typing import Any
 
 from .._core.dtypes import can_cast
 from .._core.grad_mode import _state
+from .._core.layouts import LayoutTensor
 from .._core.records import REGISTRY
 from .._core.tensor import Tensor, _wrap
 from ..autograd._copies import refuse_write
 from ..autograd._views import after_inplace, check_inplace
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, UnsupportedLayoutError
 
 __all__ = ["make_inplace", "copy_", "fill_", "zero_", "refuse_overlap"]
 
@@ -36,6 +37,8 @@ def refuse_overlap(x: Tensor, name: str) -> None:
 
 
 def _check_leaf(x: Tensor, name: str) -> None:
+    if isinstance(x, LayoutTensor):  # a sparse or quantized tensor has no dense storage to write into
+        raise UnsupportedLayoutError(name, "self", x.describes, x.way_out)
     refuse_overlap(x, name)
     if not _state.enabled:
         return
