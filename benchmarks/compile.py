@@ -8,12 +8,14 @@ side by side, interleaved round by round (``ferro.bench._harness.measure``):
   backend ``--backend`` names (default cpu);
 - ``torch``: PyTorch eager; ``torch.compile``: the step under ``torch.compile`` (inductor; left out with
   ``--no-torch-compile`` or where it fails, with its error);
+- ``jax.jit``: the same step written in JAX (``benchmarks/_jax_steps.py``, PyTorch's weights for the same seed)
+  under ``jax.jit``, where JAX is installed (the ``bench-jax`` extra); its ratio to PyTorch eager is printed too;
 - with ``--fusion``: ``max-fusion``, the step under ``ferro.compile(mode="max-fusion")``, and its ratio to the
   default mode's ``ferro.compile``.
 
 Reported per model: each contender's median time per step and the paired ratios (``paired_ratio``: the
 median over rounds of the ratio within a round) of ``ferro.compile`` against ferro eager (target <= 0.5:
-at least 2x faster) and against PyTorch eager (target <= 0.7), and against ``torch.compile``.
+at least 2x faster) and against PyTorch eager (target <= 0.7), and against ``torch.compile`` and ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from ferro.bench._models import STEPS
 ROWS = ["digits MLP step (batch 64)", "digits CNN step (batch 64)", "LSTM step (hidden 128, seq 50, batch 32)",
         "Transformer encoder step (2 layers, d 128, seq 64, batch 32)"]
 #: (contender, reference, bound on contender time / reference time)
-TARGETS = [("ferro.compile", "ferro", 0.5), ("ferro.compile", "torch", 0.7), ("ferro.compile", "torch.compile", None)]
+TARGETS = [("ferro.compile", "ferro", 0.5), ("ferro.compile", "torch", 0.7), ("ferro.compile", "torch.compile", None),
+           ("ferro.compile", "jax.jit", None), ("jax.jit", "torch", None)]
 
 
 def _step(row: str, lib: str) -> Callable[[Any], Any]:
@@ -41,6 +44,11 @@ def _step(row: str, lib: str) -> Callable[[Any], Any]:
     made: list[Callable[[], Any]] = []
 
     def op(xp: Any) -> Any:
+        if not made and lib == "jax.jit":
+            import torch
+            from _jax_steps import make_step
+            model, _, batch = ms.setup(torch)
+            made.append(make_step(row, model, batch))
         if not made:
             model, opts, data = ms.setup(xp)
 
@@ -86,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             contenders.append(Contender("torch.compile", torch, lambda a, rg: a))
     except ImportError as e:
         print(f"torch columns left out: {e}")
+    try:
+        import jax
+        jax.config.update("jax_platforms", "cpu")
+        contenders.append(Contender("jax.jit", jax, lambda a, rg: a))
+    except ImportError as e:
+        print(f"jax.jit column left out (pip install -e './ferro-core[bench-jax]'): {e}")
     names = [c.name for c in contenders]
     rows = ROWS if args.rows == "all" else [ROWS[int(i) - 1] for i in args.rows.split(",")]
     print(f"ferro.compile benchmark, ferro on {args.backend}: {args.rounds} rounds, {args.budget}s per contender "
