@@ -25,6 +25,7 @@ from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
+from ._linear import linear_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
@@ -317,6 +318,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
+        table.update(linear_kernels(np, pool))  # linear (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
