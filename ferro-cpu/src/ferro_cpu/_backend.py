@@ -35,6 +35,9 @@ from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
 
+#: index_put's accumulation (an embedding's backward) sums repeated rows by passes over the k-th repeats up to
+#: this many repeats of one row, by one ``np.add.reduceat`` beyond.
+_FEW_REPEATS = 8
 #: ferro op -> NumPy ufunc, where NumPy's name differs from the Array API's.
 _NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
@@ -253,7 +256,18 @@ class NumpyBackend(ArrayAPIBackend):
             order = np.argsort(flat, kind="stable")
             rows = flat[order]
             starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-            sums = np.add.reduceat(value.reshape(flat.size, -1)[order], starts, axis=0)
+            flat_v = value.reshape(flat.size, -1)
+            counts = np.diff(starts, append=flat.size)
+            if counts.max() > _FEW_REPEATS:  # rows repeated often: one reduceat over the sorted rows
+                sums = np.add.reduceat(flat_v[order], starts, axis=0)
+            else:  # many rows, each a few times (reduceat costs ~0.3 us a segment): add the k-th repeats in turn
+                sums = flat_v[order[starts]]
+                more = np.flatnonzero(counts > 1)
+                k = 1
+                while more.size:
+                    sums[more] += flat_v[order[starts[more] + k]]
+                    k += 1
+                    more = more[counts[more] > k]
             x.reshape(n, -1)[rows[starts]] += sums
             return True
 
