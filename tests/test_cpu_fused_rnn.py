@@ -184,3 +184,21 @@ def test_compiled_training_step_replays_the_kernels_as_eager(calls: dict[str, in
     for a, b in zip(eager[0].parameters(), compiled[0].parameters()):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     assert calls[f"{kind.lower()}_sequence_backward"] == 2 * 2 * 5, calls
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_backward_kernel_leaves_the_incoming_gradients_as_they_were(kind: str) -> None:
+    """The backward updates dh (and dc) in buffers of its own, never in the arrays it was handed."""
+    kernels = ferro.tensor([0.0])._device._kernels
+    stem, gates, lstm = kind.lower() + "_sequence", 4 if kind == "LSTM" else 3, kind == "LSTM"
+    x, h0, c0 = (RNG.standard_normal(s) for s in ((6, 2, 3), (2, 5), (2, 5)))
+    w_ih, w_hh, b_ih, b_hh = (RNG.standard_normal(s) for s in ((gates * 5, 3), (gates * 5, 5), (gates * 5,),
+                                                                 (gates * 5,)))
+    _, _, _, *saved = kernels[f"{stem}_forward"](x, h0, c0 if lstm else None, w_ih, w_hh, b_ih, b_hh, False)
+    d_out, d_hn, d_cn = RNG.standard_normal((6, 2, 5)), RNG.standard_normal((2, 5)), RNG.standard_normal((2, 5))
+    before = [a.copy() for a in (d_out, d_hn, d_cn)]
+    grads = kernels[f"{stem}_backward"](d_out, d_hn, d_cn if lstm else None, x, w_ih, w_hh, True, tuple(saved),
+                                        False, (True,) * 7)
+    for a, b in zip((d_out, d_hn, d_cn), before):
+        np.testing.assert_array_equal(a, b)
+    assert grads[1] is not d_hn and (not lstm or grads[2] is not d_cn)

@@ -25,6 +25,7 @@ from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
+from ._linear import linear_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
@@ -34,6 +35,9 @@ from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
 
+#: index_put's accumulation (an embedding's backward) sums repeated rows by passes over the k-th repeats up to
+#: this many repeats of one row, by one ``np.add.reduceat`` beyond.
+_FEW_REPEATS = 8
 #: ferro op -> NumPy ufunc, where NumPy's name differs from the Array API's.
 _NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
@@ -252,7 +256,18 @@ class NumpyBackend(ArrayAPIBackend):
             order = np.argsort(flat, kind="stable")
             rows = flat[order]
             starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-            sums = np.add.reduceat(value.reshape(flat.size, -1)[order], starts, axis=0)
+            flat_v = value.reshape(flat.size, -1)
+            counts = np.diff(starts, append=flat.size)
+            if counts.max() > _FEW_REPEATS:  # rows repeated often: one reduceat over the sorted rows
+                sums = np.add.reduceat(flat_v[order], starts, axis=0)
+            else:  # many rows, each a few times (reduceat costs ~0.3 us a segment): add the k-th repeats in turn
+                sums = flat_v[order[starts]]
+                more = np.flatnonzero(counts > 1)
+                k = 1
+                while more.size:
+                    sums[more] += flat_v[order[starts[more] + k]]
+                    k += 1
+                    more = more[counts[more] > k]
             x.reshape(n, -1)[rows[starts]] += sums
             return True
 
@@ -317,6 +332,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
+        table.update(linear_kernels(np, pool))  # linear (ferro/_ops/fused.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)

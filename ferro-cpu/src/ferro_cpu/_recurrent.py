@@ -99,7 +99,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         cs = pool.empty((steps, batch, hidden), acts.dtype)  # c after each step
         tcs = pool.empty(cs.shape, acts.dtype)  # tanh of it
         out = pool.empty(cs.shape, acts.dtype)
-        w = wh.T
+        w = np.ascontiguousarray(wh.T)  # row-major B: OpenBLAS's AVX-512 small-matrix GEMM is ~1.5x faster on it
         gh = np.empty((batch, 4 * hidden), acts.dtype)
         ig = np.empty((batch, hidden), acts.dtype)
         h, c = h0, c0
@@ -139,18 +139,18 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dpre = pool.empty(acts.shape, acts.dtype)
         d3 = dpre[..., :3 * hidden].reshape(steps, batch, 3, hidden)
         w = to_gifo(w_hh)
-        dh = np.zeros((batch, hidden), acts.dtype) if d_hn is None else d_hn
-        dc = np.zeros((batch, hidden), acts.dtype) if d_cn is None else d_cn
+        # dh and dc live in two buffers of their own, updated in place (the incoming d_hn, d_cn are read only)
+        dh = np.zeros((batch, hidden), acts.dtype) if d_hn is None else d_hn.astype(acts.dtype, copy=True)
+        dc = np.zeros((batch, hidden), acts.dtype) if d_cn is None else d_cn.astype(acts.dtype, copy=True)
+        tmp = np.empty_like(dc)
         for t in order(steps, not reverse):
             if d_out is not None:
-                dh = dh + d_out[t]
-            dc_new = dh * a[t]
-            dc_new += dc
-            dc = dc_new
+                dh += d_out[t]
+            dc += np.multiply(dh, a[t], out=tmp)
             np.multiply(k3[t], dc[:, None, :], out=d3[t])
             np.multiply(k[t, :, 3 * hidden:], dh, out=dpre[t, :, 3 * hidden:])
-            dh = dpre[t] @ w
-            dc = dc * f[t]
+            np.matmul(dpre[t], w, out=dh)
+            dc *= f[t]
         dx, dw_ih, dw_hh, db_ih, db_hh = weight_grads(dpre, dpre, x, hp, to_gifo(w_ih), has_bias, needs)
         return dx, dh, dc, from_gifo(dw_ih), from_gifo(dw_hh), from_gifo(db_ih), from_gifo(db_hh)
 
@@ -174,7 +174,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         ns = pool.empty((steps, batch, hidden), gi.dtype)
         ghn = pool.empty(ns.shape, gi.dtype)  # h @ w_hn.T + b_hn of each step
         out = pool.empty(ns.shape, gi.dtype)
-        w = wh.T
+        w = np.ascontiguousarray(wh.T)  # as the LSTM's
         gh = np.empty((batch, 3 * hidden), gi.dtype)
         h = h0
         for t in order(steps, reverse):

@@ -28,6 +28,7 @@ from .._core import grad_mode as _mode
 from .._core.dtypes import float16, float32, float64
 from .._core.host import from_numpy_dtype
 from .._core.host import np as host_np
+from .._core.layouts import LayoutTensor
 from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
@@ -219,6 +220,53 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
                                decomposition)
 
 
+# -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
+#    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Plain float32/float64
+#    tensors of one dtype and device, weight 2-D, bias 1-D of out_features; anything else (a 16-bit autocast
+#    input, a sparse or quantized weight, a shape the decomposition rejects) runs the decomposition. -----------
+
+_PLAIN = frozenset({float32, float64})
+
+
+class _Linear(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any,
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x, weight, bias)
+        ctx.rule = (kernels, decomposition)
+        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, decomposition = ctx.rule
+        if _mode._state.enabled:
+            return (*_grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g), None, None)
+        grads = kernels[1](g._data, x._data, weight._data, ctx.needs_input_grad[:3])
+        dt, dev = x._dtype, x._device
+        return (*(None if d is None else _wrap(d, dt, dev) for d in grads), None, None)
+
+
+def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+            args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("weight", "bias")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names):
+        return None
+    weight, bias = bound.get("weight"), bound.get("bias")
+    if (not isinstance(weight, Tensor) or isinstance(weight, LayoutTensor) or isinstance(x, LayoutTensor)
+            or weight._dtype is not x._dtype or weight._device is not x._device):
+        return None
+    xs, ws = x._data.shape, weight._data.shape
+    if len(ws) != 2 or not xs or xs[-1] != ws[1] or 0 in xs or 0 in ws:
+        return None  # the decomposition's result, or its ShapeError
+    if bias is not None and (not isinstance(bias, Tensor) or isinstance(bias, LayoutTensor)
+                             or bias._dtype is not x._dtype or bias._device is not x._device
+                             or bias._data.shape != (ws[0],)):
+        return None
+    return _Linear.apply(x, weight, bias, kernels, decomposition)
+
+
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
 #    backward(grad, x, w, has_bias, stride, padding, dilation, groups, needs) -> (gx|None, gw|None, gb|None) --
 # -- max_pool2d: forward(x, kernel, stride, padding, dilation) -> (y, first argmax within the window, row-major);
@@ -367,6 +415,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
+    "linear": (("linear_forward", "linear_backward"), _linear, _PLAIN),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),

@@ -260,6 +260,13 @@ PRIMITIVES: tuple[Primitive, ...] = (
               _p("grad_rows: Array; x: Array; target: Array; weight: Array | None; lse: Array; ignore_index: int"),
               A, "dx from the per-row gradients (the reduction already applied).", group="fused",
               op="cross_entropy"),
+    Primitive("linear_forward", ("linear_forward",), _p("x: Array; weight: Array; bias: Array | None"), A,
+              "x @ weight.T + bias over x's last axis, weight (out_features, in_features).", group="fused",
+              op="linear"),
+    Primitive("linear_backward", ("linear_backward",),
+              _p("grad: Array; x: Array; weight: Array; needs: tuple[bool, bool, bool]"),
+              "tuple[Array | None, Array | None, Array | None]",
+              "(dx, dweight, dbias), None where needs says it is not wanted.", group="fused", op="linear"),
     Primitive("conv2d_forward", ("conv2d_forward",),
               _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "dilation: tuple[int, int]; groups: int"), A,
@@ -347,8 +354,9 @@ GROUPS = {n: g._replace(members=tuple(k for p in PRIMITIVES if p.group == n for 
 #: Fused forward kernel -> the backward kernel it needs beside it.
 FUSED_PAIRS: dict[str, str] = {
     **{n: f"{n}_backward" for n in (*_ACTIVATIONS, "softmax", "log_softmax")},
-    **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "conv2d", "conv_transpose2d",
-                                                  "max_pool2d", "lstm_sequence", "gru_sequence")},
+    **{f"{n}_forward": f"{n}_backward" for n in ("layer_norm", "cross_entropy", "linear", "conv2d",
+                                                  "conv_transpose2d", "max_pool2d", "lstm_sequence",
+                                                  "gru_sequence")},
 }
 
 #: The ops whose result is a view of their input, sharing its memory. A backend whose arrays cannot alias

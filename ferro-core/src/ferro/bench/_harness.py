@@ -108,14 +108,20 @@ def select_contenders(spec: str) -> tuple[list[Contender], list[str]]:
 # -- timing -----------------------------------------------------------------------------
 
 
+#: The clock of every timing: wall time. ``time.thread_time`` (this thread's CPU time) suits single-threaded
+#: runs on a machine shared with other jobs, where the time spent waiting for a core would count
+#: (``benchmarks/model_steps.py --clock thread``); it misses the work of other threads.
+clock: Callable[[], float] = time.perf_counter
+
+
 def _per_call(fn: Callable[[], Any], sync: Callable[[], None], loops: int) -> float:
     """Seconds per call over ``loops`` back-to-back calls (the garbage collector stays on)."""
     it = itertools.repeat(None, loops)
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in it:
         fn()
     sync()
-    return (time.perf_counter() - t0) / loops
+    return (clock() - t0) / loops
 
 
 def _loops_for(fn: Callable[[], Any], sync: Callable[[], None], budget: float) -> int:

@@ -1,0 +1,46 @@
+"""The fused ``linear`` on NumPy: ``linear_forward`` / ``linear_backward`` (signatures in
+``ferro/backends/contract.py``; core's rule in ``ferro/_ops/fused.py`` calls them).
+
+``linear`` decomposes into three ops (``weight.mT``, ``matmul``, ``+ bias``), each a graph node and, on the way
+back, a transpose, two products and a reduction of the bias's broadcast. Here it is one GEMM over the rows of
+all leading dimensions (the weight's transpose is BLAS's flag, not a copy) with the bias added in place into
+the (pooled) result, and one backward that runs only the products asked for: ``dx = g @ w``, ``dw = g.T @ x``
+(one GEMM over all rows: no per-batch products summed afterwards) and ``db`` the column sums of ``g``.
+Only float32 and float64 come here, ``x``, ``weight`` and ``bias`` of one dtype (core checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["linear_kernels"]
+
+
+def linear_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """The fused linear kernels over NumPy ``np``, large results from ``pool``."""
+    add_reduce = np.add.reduce
+
+    def rows(a: Any) -> Any:
+        """``a`` as a matrix of its last axis' vectors (a view where the layout allows one)."""
+        return a.reshape(-1, a.shape[-1])
+
+    def linear_forward(x: Any, weight: Any, bias: Any) -> Any:
+        out_f = weight.shape[0]
+        out = pool.empty((*x.shape[:-1], out_f), x.dtype)
+        np.matmul(rows(x), weight.T, out=out.reshape(-1, out_f))
+        if bias is not None:
+            out += bias
+        return out
+
+    def linear_backward(grad: Any, x: Any, weight: Any, needs: tuple[bool, bool, bool]) -> tuple[Any, ...]:
+        g = rows(grad)
+        dx = None
+        if needs[0]:
+            dx = pool.empty(x.shape, x.dtype)
+            np.matmul(g, weight, out=dx.reshape(g.shape[0], weight.shape[1]))
+        dw = np.matmul(g.T, rows(x)) if needs[1] else None
+        db = add_reduce(g, axis=0) if needs[2] else None
+        return dx, dw, db
+
+    return {"linear_forward": linear_forward, "linear_backward": linear_backward}
