@@ -1,0 +1,97 @@
+"""16-bit floats on NumPy: kernels compute float16 and bfloat16 in float32 and round their results once.
+
+ml_dtypes' bfloat16 ufunc loops convert element by element (an add costs ~50x float32's, a maximum
+~100x). Its casts are fast both ways (float32 -> bfloat16 at
+about a third of a nanosecond an element, as fast as rounding on the bits through uint32 views), so
+every 16-bit kernel here widens its operands (exact), runs NumPy's float32 loop and rounds once. For
+one op this is the correctly rounded result of ``+ - * /`` and ``sqrt`` (float32 carries more than
+twice bfloat16's precision plus two bits) and what ml_dtypes' own loops give, which compute each
+element in float32 too; for an op whose result is one of its inputs (max, min, abs, a max pool) the
+rounding is exact. NumPy's own float16 loops compute in float32 element by element already (some with
+SIMD conversions), so plain float16 ufuncs stay theirs; reductions, matmuls and fused kernels widen both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Half"]
+
+#: Fused kernels whose results are not all the op's values: the indices of those that are (rounded to the
+#: 16-bit dtype); the rest is float32 state kept for the backward kernel (layer_norm's mean and 1/std,
+#: cross_entropy's per-row losses, summed in float32 before the one rounding) or indices.
+_VALUES = {"layer_norm_forward": (0,), "cross_entropy_forward": (), "max_pool2d_forward": (0,)}
+
+
+class Half:
+    """The 16-bit tools of the cpu backend over NumPy ``np``: the native half dtypes, widening,
+    rounding, and wrappers that run float32 kernels on 16-bit operands."""
+
+    def __init__(self, np: Any, bfloat16: Any) -> None:
+        self.np = np
+        self.f32 = np.dtype(np.float32)
+        self.bf16 = bfloat16
+        #: the native 16-bit float dtypes (float16 and ml_dtypes' bfloat16)
+        self.dtypes = frozenset({np.dtype(np.float16), bfloat16})
+        #: those whose NumPy ufunc loops are slow: elementwise kernels widen them
+        self.slow = frozenset({bfloat16})
+
+    def widen(self, x: Any) -> Any:
+        """``x`` as float32 where it is a 16-bit float array; anything else as it is."""
+        dt = getattr(x, "dtype", None)
+        return x.astype(self.f32) if dt in self.dtypes else x
+
+    def round(self, x: Any, dtype: Any) -> Any:
+        """The float32 array ``x`` rounded once (to nearest, ties to even) to the 16-bit ``dtype``."""
+        return x.astype(dtype)
+
+    def rounded(self, x: Any, dtype: Any) -> Any:
+        """``x`` rounded once to ``dtype`` if it is a float32 array; anything else (an index, a bool mask, an
+        array already in ``dtype``) as it is."""
+        return self.round(x, dtype) if getattr(x, "dtype", None) == self.f32 else x
+
+    def ufunc(self, ufunc: Any) -> Callable[..., Any]:
+        """``ufunc`` on 16-bit operands: computed in float32, a float result rounded once to the operands'
+        dtype (a bool result, of a comparison or a test, as it is)."""
+        halves, f32 = self.dtypes, self.f32
+        round_ = self.round
+
+        def run(*args: Any) -> Any:
+            dt = next(a.dtype for a in args if getattr(a, "dtype", None) in halves)
+            r = ufunc(*(a.astype(f32) if getattr(a, "dtype", None) in halves else a for a in args))
+            return round_(r, dt) if r.dtype == f32 else r
+        return run
+
+    def kernel(self, fn: Callable[..., Any], results: tuple[int, ...] | None = None, operands: int | None = None,
+               dtypes: frozenset[Any] | None = None) -> Callable[..., Any]:
+        """The kernel ``fn`` run in float32 when an array argument is a 16-bit float: those arguments widened
+        (the first ``operands`` arguments only, when given), and its results rounded once to that dtype -
+        all of them, or those at ``results`` when ``fn`` returns a tuple (the others, a kernel's float32
+        state for its backward, kept wide). Other dtypes (those outside ``dtypes``, when given) call ``fn`` as
+        it is."""
+        halves, f32 = dtypes or self.dtypes, self.f32
+        rounded = self.rounded
+        count = operands
+
+        def run(*args: Any) -> Any:
+            dt = None
+            for a in args[:count]:
+                d = getattr(a, "dtype", None)
+                if d in halves:
+                    dt = d
+                    break
+            if dt is None:
+                return fn(*args)
+            wide = [a.astype(f32) if getattr(a, "dtype", None) in halves else a for a in args[:count]]
+            out = fn(*wide, *(args[count:] if count is not None else ()))
+            if not isinstance(out, tuple):
+                return rounded(out, dt)
+            return tuple(o if o is None or (results is not None and i not in results) else rounded(o, dt)
+                         for i, o in enumerate(out))
+        run.__name__ = run.__qualname__ = getattr(fn, "__name__", "kernel")
+        return run
+
+    def kernels(self, table: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+        """Each kernel of ``table`` (fused kernels: conv2d, softmax, layer_norm...) through :meth:`kernel`."""
+        return {name: self.kernel(fn, _VALUES.get(name)) for name, fn in table.items()}
