@@ -193,8 +193,9 @@ class _CrossEntropy(Function):
                                   lambda f: f(x, target, weight, ignore_index, reduction), g)
             return (*grads, None, None, None, None, None, None)
         per_row = g.reshape(-1)
-        if reduction == "mean":
-            per_row = per_row / _native_wrap(roww, x._device).sum()
+        if reduction == "mean":  # divided in the kernels' compute dtype (float32 for 16-bit x): one rounding, theirs
+            total = _native_wrap(roww, x._device).sum()
+            per_row = per_row.to(total._dtype) / total
         dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse,
                         ignore_index)
         return _native_wrap(dx, x._device), None, None, None, None, None, None
