@@ -52,16 +52,22 @@ class Half:
         return self.round(x, dtype) if getattr(x, "dtype", None) == self.f32 else x
 
     def ufunc(self, ufunc: Any) -> Callable[..., Any]:
-        """``ufunc`` on 16-bit operands: computed in float32, a float result rounded once to the operands'
-        dtype (a bool result, of a comparison or a test, as it is)."""
+        """``ufunc`` on 16-bit operands (a Python number beside one, for a binary ufunc): computed in float32,
+        a float result rounded once to the operands' dtype (a bool result, of a comparison or a test, as it
+        is); always an array, 0-d included."""
         halves, f32 = self.dtypes, self.f32
-        round_ = self.round
 
-        def run(*args: Any) -> Any:
-            dt = next(a.dtype for a in args if getattr(a, "dtype", None) in halves)
-            r = ufunc(*(a.astype(f32) if getattr(a, "dtype", None) in halves else a for a in args))
-            return round_(r, dt) if r.dtype == f32 else r
-        return run
+        if ufunc.nin == 1:
+            def run1(x: Any) -> Any:
+                r = ufunc(x.astype(f32), out=...)
+                return r.astype(x.dtype) if r.dtype == f32 else r
+            return run1
+
+        def run2(x: Any, y: Any) -> Any:
+            dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
+            r = ufunc(x.astype(f32) if dx in halves else x, y.astype(f32) if dy in halves else y, out=...)
+            return r.astype(dx if dx in halves else dy) if r.dtype == f32 else r
+        return run2
 
     def kernel(self, fn: Callable[..., Any], results: tuple[int, ...] | None = None, operands: int | None = None,
                dtypes: frozenset[Any] | None = None) -> Callable[..., Any]:
