@@ -25,22 +25,15 @@ _VALUES = {"layer_norm_forward": (0,), "cross_entropy_forward": (), "max_pool2d_
 
 
 class Half:
-    """The 16-bit tools of the cpu backend over NumPy ``np``: the native half dtypes, widening,
-    rounding, and wrappers that run float32 kernels on 16-bit operands."""
+    """The 16-bit tools of the cpu backend over NumPy ``np``: the native 16-bit dtypes, the one rounding,
+    and wrappers that run float32 kernels on 16-bit operands."""
 
     def __init__(self, np: Any, bfloat16: Any) -> None:
-        self.np = np
         self.f32 = np.dtype(np.float32)
-        self.bf16 = bfloat16
         #: the native 16-bit float dtypes (float16 and ml_dtypes' bfloat16)
         self.dtypes = frozenset({np.dtype(np.float16), bfloat16})
         #: those whose NumPy ufunc loops are slow: elementwise kernels widen them
         self.slow = frozenset({bfloat16})
-
-    def widen(self, x: Any) -> Any:
-        """``x`` as float32 where it is a 16-bit float array; anything else as it is."""
-        dt = getattr(x, "dtype", None)
-        return x.astype(self.f32) if dt in self.dtypes else x
 
     def round(self, x: Any, dtype: Any) -> Any:
         """The float32 array ``x`` rounded once (to nearest, ties to even) to the 16-bit ``dtype``."""
