@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from .._api import Tensor, bfloat16, float16, float32, float64
 from .._core import modes
 from .._core.dtypes import DType, as_dtype
+from .._ops.conversion import cast as _to_dtype  # Tensor.to's dtype step, without its argument parsing
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
            "is_autocast_cache_enabled", "set_autocast_cache_enabled", "LOWER_DTYPES", "STATE_FUNCTIONS"]
@@ -168,10 +169,10 @@ def _cast(t: Tensor, how: str, target: DType, dev_type: str) -> Tensor:
         hit = _state.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1]._dtype is target:
             return hit[1]
-        out = t.to(target)
+        out = _to_dtype(t, target)
         _state.cache[id(t)] = (t, out)
         return out
-    return t.to(target)
+    return _to_dtype(t, target)
 
 
 def _cast_all(value: Any, how: str, target: DType, dev_type: str) -> Any:
