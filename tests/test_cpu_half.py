@@ -225,3 +225,18 @@ def test_autocast_training_step_gradients_match_pytorch() -> None:
         assert p.grad.dtype == ferro.float32
         want = q.grad.numpy()
         np.testing.assert_allclose(p.grad.numpy(), want, rtol=5e-2, atol=5e-2 * float(np.abs(want).max()))
+
+
+def test_selecting_kernels_round_a_python_number_they_select() -> None:
+    """maximum is exact between bfloat16 arrays (its float32 result's top bits are taken), not beside a
+    Python number bfloat16 cannot hold: 0.1 selected is rounded to nearest, as ml_dtypes' cast rounds it."""
+    import ml_dtypes
+    kernels = ferro.tensor([0.0])._device._kernels
+    bf = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([-1.0, 0.0, 0.05, 0.2, 3.0], np.float32).astype(bf)
+    got = kernels["maximum"](x, 0.1)
+    want = np.maximum(x.astype(np.float32), np.float32(0.1)).astype(bf)
+    assert got.dtype == bf
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    between = np.maximum(x.astype(np.float32), x[::-1].astype(np.float32)).astype(bf)
+    np.testing.assert_array_equal(kernels["maximum"](x, x[::-1]).view(np.uint16), between.view(np.uint16))

@@ -49,6 +49,10 @@ _UNGUARDED = {"add", "sub", "mul", "neg", "positive", "abs", "eq", "ne", "lt", "
               "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
               "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf", "isfinite",
               "maximum", "minimum", "floor", "ceil", "trunc", "round", "sign"}
+#: Ops whose floating result is exact in the inputs' dtype (it selects or rounds to an integer): their 16-bit
+#: results are taken from float32 without a rounding step (see _half).
+_EXACT = {"maximum", "minimum", "fmax", "fmin", "neg", "positive", "abs", "floor", "ceil", "trunc", "round", "sign",
+          "copysign"}
 
 
 class NumpyBackend(ArrayAPIBackend):
@@ -136,7 +140,7 @@ class NumpyBackend(ArrayAPIBackend):
             ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool,
-                                          half)
+                                          half, op in _EXACT)
 
         @quiet
         def sigmoid(x: Any) -> Any:
@@ -151,11 +155,12 @@ class NumpyBackend(ArrayAPIBackend):
             np.add(t, 1, out=t)
             return np.reciprocal(t, out=t)
 
-        half_relu = half.ufunc(np.maximum)
+        half_relu = half.ufunc(np.maximum, exact=True)
+        zeros = {dt: np.zeros((), dt) for dt in half.slow}  # a 16-bit zero: relu's result is exact
 
         def relu(x: Any) -> Any:
             if x.dtype in half.slow:
-                return half_relu(x, 0)
+                return half_relu(x, zeros[x.dtype])
             return np.maximum(x, 0, out=..., dtype=x.dtype)
 
         def relu_into(x: Any, out: Any) -> Any:
@@ -320,11 +325,12 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
 
-        def in_f32(kernel: Callable[..., Any], dtypes: frozenset[Any] | None = None) -> Callable[..., Any]:
-            return half.kernel(kernel, operands=1, dtypes=dtypes)  # x, then arguments that are not arrays
+        def in_f32(kernel: Callable[..., Any], dtypes: frozenset[Any] | None = None,
+                   exact: bool = False) -> Callable[..., Any]:
+            return half.kernel(kernel, operands=1, dtypes=dtypes, exact=exact)  # x, then non-array arguments
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean,
-            "amax": in_f32(reduce(np.max), half.slow), "amin": in_f32(reduce(np.min), half.slow),
+            "amax": in_f32(reduce(np.max), half.slow, True), "amin": in_f32(reduce(np.min), half.slow, True),
             "prod": in_f32(reduce(np.prod)), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": in_f32(arg(np.argmax), half.slow), "argmin": in_f32(arg(np.argmin), half.slow),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
@@ -450,14 +456,14 @@ def _spherical_j0(x: Any) -> Any:
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
-                  pool: BufferPool, half: Half) -> Callable[..., Any]:
+                  pool: BufferPool, half: Half, exact: bool = False) -> Callable[..., Any]:
     """A kernel calling ``ufunc`` so that it always returns an array (``out=...``);
     outputs of a megabyte or more are written into pooled buffers; 16-bit floats computed in float32."""
     import numpy as np
     broadcast = np.broadcast_shapes
     bool_ = np.dtype(bool)
     slow = half.slow  # bfloat16: computed in float32 (ml_dtypes' own loops are ~50x slower)
-    wide = half.ufunc(ufunc)
+    wide = half.ufunc(ufunc, exact)
 
     def large(*args: Any) -> Any:
         shapes = [a.shape for a in args if hasattr(a, "shape")]
