@@ -240,3 +240,12 @@ def test_selecting_kernels_round_a_python_number_they_select() -> None:
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
     between = np.maximum(x.astype(np.float32), x[::-1].astype(np.float32)).astype(bf)
     np.testing.assert_array_equal(kernels["maximum"](x, x[::-1]).view(np.uint16), between.view(np.uint16))
+
+
+@pytest.mark.parametrize("case", ["add", "mul", "maximum", "neg", "abs", "relu", "floor", "sqrt"])
+def test_bfloat16_zero_dim_tensors_stay_zero_dim(case: str) -> None:
+    ours, theirs = BITWISE[case]
+    (a, ta), (b, tb) = _pair(np.array(2.7, np.float32), "bfloat16"), _pair(np.array(-1.3, np.float32), "bfloat16")
+    got, want = ours(a, b), theirs(ta, tb)
+    assert got.shape == () and got.dtype == ferro.bfloat16
+    np.testing.assert_array_equal(_bits(got), _bits(want))

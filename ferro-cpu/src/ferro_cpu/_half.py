@@ -50,7 +50,9 @@ class Half:
         if dtype is not self.bf16:
             return x.astype(dtype)
         np = self.np
-        return np.right_shift(np.ascontiguousarray(x).view(np.uint32), 16).astype(np.uint16).view(dtype)
+        if not x.flags.c_contiguous:
+            x = x.copy()
+        return np.right_shift(x.view(np.uint32), 16, out=...).astype(np.uint16).view(dtype)
 
     def ufunc(self, ufunc: Any, exact: bool = False) -> Callable[..., Any]:
         """``ufunc`` on 16-bit operands (a Python number beside one, for a binary ufunc): computed in float32,
