@@ -102,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     import torch
+
+    import ferro
     torch.set_num_threads(args.threads)
+    ferro.set_num_threads(args.threads)  # NumPy's BLAS pool too: both libraries on the same threads
     for model, (build, shape) in MODELS.items():
         print(f"\n## {model}, {args.threads} thread(s)")
         fns = _contenders(build, shape)

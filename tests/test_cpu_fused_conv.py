@@ -240,13 +240,9 @@ def test_create_graph_second_derivatives_exact(calls: dict[str, int], op: str) -
 FALLBACKS = {  # op name, call, torch call: each must run the decomposition
     "conv2d unbatched": ("conv2d", lambda f, t: f.conv2d(t((3, 6, 5)), t((4, 3, 3, 3)), padding=1)),
     "conv2d same even kernel": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5)), t((4, 3, 2, 3)), padding="same")),
-    "conv2d float16": ("conv2d", lambda f, t: f.conv2d(t((2, 3, 6, 5), "float16"), t((4, 3, 3, 3), "float16"))),
     "conv_transpose2d unbatched": ("conv_transpose2d",
                                    lambda f, t: f.conv_transpose2d(t((3, 4, 5)), t((3, 2, 3, 3)), stride=2)),
-    "conv_transpose2d float16": ("conv_transpose2d", lambda f, t: f.conv_transpose2d(t((2, 3, 4, 4), "float16"),
-                                                                                     t((3, 2, 3, 3), "float16"))),
     "max_pool2d unbatched": ("max_pool2d", lambda f, t: f.max_pool2d(t((3, 6, 5)), 2)),
-    "max_pool2d float16": ("max_pool2d", lambda f, t: f.max_pool2d(t((2, 3, 6, 5), "float16"), 2)),
 }
 
 

@@ -79,8 +79,10 @@ def test_the_core_ops_are_claimed_and_the_missing_ones_refused(fresh: Any) -> No
         assert op not in refused, (op, fresh.bfloat16_refusals(0).get(op))
     why = fresh.bfloat16_refusals(0)
     # CuPy has no bfloat16 loop for round, and core's generic sigmoid asks xp.isdtype: both run the kernel
-    # generated from their expression (ferro_cuda._bfloat16.GENERATED), and silu, built on sigmoid, is claimed
-    assert {"round", "sigmoid", "silu"}.isdisjoint(why)
+    # generated from their expression (ferro_cuda._bfloat16.GENERATED); silu's fused kernels are float32/float64
+    # only, so it runs its decomposition, built on sigmoid
+    assert {"round", "sigmoid"}.isdisjoint(why)
+    assert "the decomposition runs" in why["silu"]
     assert "Thrust" in why["argsort"] and "uses argsort" in why["sort"] and "uses argsort" in why["topk"]
     assert "scan" in why["cummax"]  # ferro's scan.cu is not instantiated for bfloat16
     assert "isdtype" in why["angle"]
@@ -153,16 +155,25 @@ def test_generated_kernels_claim_only_ops_with_floating_c(cupy: Any) -> None:
 
 
 def test_fused_ops_are_judged_by_their_decomposition(fresh: Any) -> None:
-    """core runs bfloat16 softmax/gelu/layer_norm through the decomposition, not ferro's float kernels."""
+    """core offers bfloat16 to the fused kernels (the cpu backend computes them in float32); ferro's CUDA C
+    kernels take float32 and float64 only, so on cuda bfloat16 softmax/gelu/layer_norm run the decomposition,
+    which is claimed wherever its parts are."""
     from ferro._ops.fused import FUSED_OPS
     from ferro_cuda._bfloat16 import kernel_refusals
     why = fresh.bfloat16_refusals(0)
+    kernels = fresh.kernels(0)
+    unclaimed = {op for op, reason in why.items() if "the decomposition runs" not in reason}
     assert kernel_refusals(fresh.xp, BF16, "softmax")  # the CUDA C kernel itself has no bfloat16
     for op in FUSED_OPS:
         used = [u.partition(":")[0] for u in uses_of(REGISTRY[op], ferro.bfloat16)]
-        assert (op in why) == any(u in why for u in used), (op, used)
-        assert ferro.bfloat16 not in REGISTRY[op].kernel_dtypes, op  # core binds no fused kernel for bfloat16
-    assert {"softmax", "log_softmax", "layer_norm", "gelu", "cross_entropy"}.isdisjoint(why)
+        assert ferro.bfloat16 in REGISTRY[op].kernel_dtypes, op
+        own = all(k in kernels for k in REGISTRY[op].kernels)  # cuda has the op's fused kernels
+        assert ("the decomposition runs" in why.get(op, "")) == own, (op, why.get(op))
+        if not own:
+            assert (op in why) == any(u in unclaimed for u in used), (op, used)
+    for op in ("softmax", "log_softmax", "layer_norm", "gelu", "cross_entropy"):
+        used = [u.partition(":")[0] for u in uses_of(REGISTRY[op], ferro.bfloat16)]
+        assert not any(u in unclaimed for u in used), (op, used)  # the decomposition it runs is claimed
 
 
 def test_fused_kernels_refusing_bfloat16_leave_their_ops_to_the_decomposition(fresh: Any,

@@ -195,6 +195,27 @@ def test_indexing_moves_the_bits(half: Any) -> None:
     assert z.dtype is fdt and z.float().tolist() == [3.5, 0.0, 0.0, -1.0]
 
 
+@pytest.mark.parametrize("how", ["add", "amax", "prod"])
+def test_accumulating_scatters_sum_in_float32_and_round_once(half: Any, how: str) -> None:
+    """Repeated indices reduce in float32 on the device; each element rounded once: the float32 scatter of the
+    same 16-bit values, rounded (2,000 values near 1 into one slot: a 16-bit running sum would stall at 256
+    in bfloat16, 2048 in float16)."""
+    _, fdt, npdt, _ = half
+    base = (RNG.standard_normal((3, 4)) + 2).astype(npdt)
+    idx = RNG.integers(0, 3, 2000)
+    vals = (1 + RNG.standard_normal((2000, 4)) * (1e-3 if how == "prod" else 0.1)).astype(npdt)
+    want = ferro.tensor(base.astype(np.float32))
+    key = (ferro.tensor(idx),)
+    if how == "add":
+        got = ferro.index_put(_dev(base), (_dev(idx),), _dev(vals), accumulate=True)
+        want = ferro.index_put(want, key, ferro.tensor(vals.astype(np.float32)), accumulate=True)
+    else:
+        got = _dev(base).index_reduce(0, _dev(idx), _dev(vals), how)
+        want = want.index_reduce(0, key[0], ferro.tensor(vals.astype(np.float32)), how)
+    assert got.dtype is fdt
+    np.testing.assert_array_equal(got.numpy().astype(np.float32), want.to(fdt).numpy().astype(np.float32))
+
+
 @pytest.mark.parametrize("n", [50, 5000])
 def test_sort_and_scans(half: Any, n: int) -> None:
     name, _, npdt, tdt = half

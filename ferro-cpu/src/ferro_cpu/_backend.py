@@ -16,15 +16,14 @@ from ferro.backends import (
     BINARY_FUNCS,
     UNARY_FUNCS,
     ArrayAPIBackend,
-    half_dtypes,
     host_index_reduce,
-    in_float32,
     with_torch_special_values,
 )
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._conv import conv_kernels
 from ._fused import fused_kernels
+from ._half import Half
 from ._linear import linear_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
@@ -54,6 +53,10 @@ _UNGUARDED = {"add", "sub", "mul", "neg", "positive", "abs", "eq", "ne", "lt", "
               "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
               "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf", "isfinite",
               "maximum", "minimum", "floor", "ceil", "trunc", "round", "sign"}
+#: Ops whose floating result is exact in the inputs' dtype (it selects or rounds to an integer): their 16-bit
+#: results are taken from float32 without a rounding step (see _half).
+_EXACT = {"maximum", "minimum", "fmax", "fmin", "neg", "positive", "abs", "floor", "ceil", "trunc", "round", "sign",
+          "copysign"}
 
 
 class NumpyBackend(ArrayAPIBackend):
@@ -134,24 +137,21 @@ class NumpyBackend(ArrayAPIBackend):
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
         pool = self.pool
+        half = Half(np, nd(bfloat16))  # float16 and bfloat16: computed in float32, rounded once (see _half)
+        halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}
         for op, fn in (*UNARY_FUNCS.items(), *BINARY_FUNCS.items()):
             ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
             if isinstance(ufunc, np.ufunc):
-                table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool)
-
-        plain_floats = (np.dtype(np.float32), np.dtype(np.float64))
-        f16 = np.dtype(np.float16)
+                table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool,
+                                          half, op in _EXACT)
 
         @quiet
         def sigmoid(x: Any) -> Any:
             if x.dtype.kind == "c":  # no sign to split on: the plain formula, as PyTorch
                 return 1 / (1 + np.exp(-x))
-            if x.dtype == f16:  # in float32, rounded once (as PyTorch): exp(-x) overflows float16 from -11 on
-                return sigmoid(x.astype(np.float32)).astype(f16)
-            if x.dtype not in plain_floats:  # bfloat16: the two-sided formula, as before
-                e = np.exp(-np.abs(x))
-                return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+            if x.dtype in halves:  # in float32, rounded once (as PyTorch): exp(-x) overflows float16 from -11 on
+                return half.round(sigmoid(x.astype(np.float32)), x.dtype)
             # PyTorch's CPU formula, 1 / (1 + exp(-x)), in place: four passes, one buffer (exp overflows to
             # inf below about -88 in float32, giving 0, as PyTorch's kernel does)
             t = np.negative(x, out=pool.empty(x.shape, x.dtype))
@@ -159,7 +159,12 @@ class NumpyBackend(ArrayAPIBackend):
             np.add(t, 1, out=t)
             return np.reciprocal(t, out=t)
 
+        half_relu = half.ufunc(np.maximum, exact=True)
+        zeros = {dt: np.zeros((), dt) for dt in half.slow}  # a 16-bit zero: relu's result is exact
+
         def relu(x: Any) -> Any:
+            if x.dtype in half.slow:
+                return half_relu(x, zeros[x.dtype])
             return np.maximum(x, 0, out=..., dtype=x.dtype)
 
         def relu_into(x: Any, out: Any) -> Any:
@@ -172,14 +177,12 @@ class NumpyBackend(ArrayAPIBackend):
                 return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
-        halves = half_dtypes(nd)  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
-
         add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)
             if out in halves:
-                return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
+                return half.round(np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
             return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
 
         @quiet
@@ -189,7 +192,7 @@ class NumpyBackend(ArrayAPIBackend):
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
             total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
             return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
-        mean = in_float32(np, halves, mean_)
+        mean = half.kernel(mean_, operands=1)  # 16-bit floats accumulate in float32, as in PyTorch
 
         def arg(f: Any) -> Callable[..., Any]:
             def kernel(x: Any, dim: int, keepdim: bool) -> Any:
@@ -205,7 +208,7 @@ class NumpyBackend(ArrayAPIBackend):
             r = np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
         # 16-bit operands: float32 BLAS, rounded once (NumPy's own float16 loop is unblocked and ~100x slower)
-        matmul = in_float32(np, halves, matmul_, operands=2)
+        matmul = half.kernel(matmul_, operands=2)
 
         def cast(x: Any, dtype: DType) -> Any:
             want = nd(dtype)
@@ -324,29 +327,33 @@ class NumpyBackend(ArrayAPIBackend):
 
         def round_(x: Any) -> Any:  # np.rint gives floats for integers; rounding an integer changes nothing
             return x.copy() if x.dtype.kind in "iub" else rint(x)
-        table.update(_special_kernels(pool, quiet))
+        table.update(_special_kernels(pool, quiet, half))
         table.update(polynomial_kernels(np, POLYNOMIALS))  # torch.special's orthogonal polynomials
         table["spherical_bessel_j0"] = _spherical_j0
         table["airy_ai"] = _airy_ai
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
-        table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(half.kernels(conv_kernels(np)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(linear_kernels(np, pool))  # linear (ferro/_ops/fused.py)
-        table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
-        table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
+        table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
+        table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
+
+        def in_f32(kernel: Callable[..., Any], dtypes: frozenset[Any] | None = None,
+                   exact: bool = False) -> Callable[..., Any]:
+            return half.kernel(kernel, operands=1, dtypes=dtypes, exact=exact)  # x, then non-array arguments
         table.update({
-            "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
-            "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
-            "all": reduce(np.all),
-            "argmax": arg(np.argmax), "argmin": arg(np.argmin),
+            "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean,
+            "amax": in_f32(reduce(np.max), half.slow, True), "amin": in_f32(reduce(np.min), half.slow, True),
+            "prod": in_f32(reduce(np.prod)), "any": reduce(np.any), "all": reduce(np.all),
+            "argmax": in_f32(arg(np.argmax), half.slow), "argmin": in_f32(arg(np.argmin), half.slow),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
             "diagonal": diagonal,
             "clone": clone, "index_put": index_put, "index_reduce": index_reduce, "nonzero": nonzero,
-            "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
-            "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
+            "argsort": argsort, "cumsum": in_f32(lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
+            "cumprod": in_f32(lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
             "where": where, "permute": _transpose, "expand": np.broadcast_to,
             "as_strided": _as_strided, "storage_layout": _storage_layout,
@@ -391,7 +398,7 @@ _SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln
             "gammainc": "gammainc", "gammaincc": "gammaincc"}
 
 
-def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
+def _special_kernels(pool: BufferPool, quiet: Callable[..., Any], half: Half) -> dict[str, Callable[..., Any]]:
     """The special functions of :data:`_SPECIAL` from scipy.special, imported when one of them first runs: importing
     it (with its array API layer, numpy.testing, unittest, numpy.f2py) would take most of the first op's time."""
     built: dict[str, Callable[..., Any]] = {}
@@ -403,7 +410,7 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any]) -> dict[str, C
         # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
         u = getattr(fn, "__wrapped__", fn)
         if hasattr(u, "nin"):
-            k = _ufunc_kernel(u, quiet, False, pool)
+            k = _ufunc_kernel(u, quiet, False, pool, half)
         else:  # zeta is a function around the ufuncs of its two forms
             def k(*args: Any, _u: Any = u) -> Any:
                 return np.asarray(_u(*args))
@@ -465,12 +472,14 @@ def _spherical_j0(x: Any) -> Any:
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
-                  pool: BufferPool) -> Callable[..., Any]:
+                  pool: BufferPool, half: Half, exact: bool = False) -> Callable[..., Any]:
     """A kernel calling ``ufunc`` so that it always returns an array (``out=...``);
-    outputs of a megabyte or more are written into pooled buffers."""
+    outputs of a megabyte or more are written into pooled buffers; 16-bit floats computed in float32."""
     import numpy as np
     broadcast = np.broadcast_shapes
     bool_ = np.dtype(bool)
+    slow = half.slow  # bfloat16: computed in float32 (ml_dtypes' own loops are ~50x slower)
+    wide = half.ufunc(ufunc, exact)
 
     def large(*args: Any) -> Any:
         shapes = [a.shape for a in args if hasattr(a, "shape")]
@@ -480,6 +489,8 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:
+            if x.dtype in slow:
+                return wide(x)
             if x.nbytes < MIN_BYTES:
                 return ufunc(x, out=...)
             return large(x)
@@ -488,8 +499,11 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
         def k2(x: Any, y: Any) -> Any:
             try:
                 small = x.nbytes < MIN_BYTES
+                dt = x.dtype
             except AttributeError:  # a Python scalar on the left
-                return ufunc(x, y, out=...)
+                return wide(x, y) if getattr(y, "dtype", None) in slow else ufunc(x, y, out=...)
+            if dt in slow:
+                return wide(x, y)
             if small:
                 return ufunc(x, y, out=...)
             return large(x, y)

@@ -33,6 +33,7 @@ __all__ = ["indexing_kernels"]
 
 _BASIC = (int, slice, type(None), type(Ellipsis), bool)
 _WIDTH_UINT = {4: ("uint", "atomic_cmpxchg"), 8: ("ulong", "atom_cmpxchg")}
+_F32 = np.dtype(np.float32)
 _REDUCE = {"add": ("a + b", "a + b"), "prod": ("a * b", "a * b"),
            "amax": ("(isnan(a) || isnan(b)) ? a + b : fmax(a, b)", "max(a, b)"),
            "amin": ("(isnan(a) || isnan(b)) ? a + b : fmin(a, b)", "min(a, b)")}
@@ -195,9 +196,19 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
         else:
             scatter(x, locate(x, key), value, None)
 
+    def in_float32(x: CLArray, key: tuple[Any, ...], value: Any, how: str) -> None:
+        """The accumulating scatter into a 16-bit float ``x`` on a float32 copy (whose 32-bit words have a
+        compare-and-swap), each element's result rounded once when copied back."""
+        wide = cast_array(x, _F32)
+        scatter(wide, locate(wide, key), value, how)
+        copy_into(x, wide)
+
     def index_put(x: CLArray, key: tuple[Any, ...], value: Any, accumulate: bool) -> None:
         if not accumulate:
             setitem(x, key, value)
+            return
+        if is_half(x.dtype):
+            in_float32(x, key, value, "add")
             return
         if x.dtype.itemsize in _WIDTH_UINT:
             scatter(x, locate(x, key), value, "add")
@@ -212,6 +223,9 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
                 info = np.iinfo(x.dtype) if x.dtype.kind != "b" else None
                 identity = (info.min if how == "amax" else info.max) if info else (how == "amin")
             scatter(x, pos, identity, None)
+        if is_half(x.dtype):
+            in_float32(x, key, value, how)
+            return
         if x.dtype.itemsize in _WIDTH_UINT:
             scatter(x, pos, value, how)
             return
@@ -221,7 +235,8 @@ def indexing_kernels(rt: Runtime) -> dict[str, Callable[..., Any]]:
 
 
 def _host_reduce(x: CLArray, key: tuple[Any, ...], value: Any, ufunc: Any) -> None:
-    """For 8- and 16-bit dtypes (no compare-and-swap of their width): the reduction runs on the host."""
+    """For 8- and 16-bit integer dtypes and bool (no compare-and-swap of their width): the reduction runs on the
+    host."""
     rt = x.rt
     host = rt.to_host(x)
     v = value.get() if type(value) is CLArray else np.asarray(value, x.dtype)

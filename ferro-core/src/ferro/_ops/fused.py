@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core import grad_mode as _mode
-from .._core.dtypes import float16, float32, float64
+from .._core.dtypes import bfloat16, float16, float32, float64
 from .._core.host import from_numpy_dtype
 from .._core.host import np as host_np
 from .._core.layouts import LayoutTensor
@@ -36,8 +36,9 @@ from ..autograd._function import Function
 
 __all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
 
-#: Input dtypes the fused kernels take (others run the decomposition).
-_DTYPES = frozenset({float16, float32, float64})
+#: Input dtypes the fused kernels take (others run the decomposition). Kernels compute float16 and bfloat16
+#: in float32 and round their results once.
+_DTYPES = frozenset({float16, bfloat16, float32, float64})
 
 
 def _native_wrap(data: Any, dev: Any) -> Tensor:
@@ -193,8 +194,9 @@ class _CrossEntropy(Function):
                                   lambda f: f(x, target, weight, ignore_index, reduction), g)
             return (*grads, None, None, None, None, None, None)
         per_row = g.reshape(-1)
-        if reduction == "mean":
-            per_row = per_row / _native_wrap(roww, x._device).sum()
+        if reduction == "mean":  # divided in the kernels' compute dtype (float32 for 16-bit x): one rounding, theirs
+            total = _native_wrap(roww, x._device).sum()
+            per_row = per_row.to(total._dtype) / total
         dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse,
                         ignore_index)
         return _native_wrap(dx, x._device), None, None, None, None, None, None
@@ -272,10 +274,10 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
 # -- max_pool2d: forward(x, kernel, stride, padding, dilation) -> (y, first argmax within the window, row-major);
 #    backward(grad, x, argmax, kernel, stride, padding, dilation) -> gx ---------------------------------------
 # Geometry is pairs of ints with symmetric padding; anything else (unbatched input, an asymmetric 'same'
-# padding, a shape the decomposition rejects) runs the decomposition. Only float32/float64: the window
-# sums of float16 are the decomposition's. The kernels compute in x's dtype: outputs are wrapped as that.
+# padding, a shape the decomposition rejects) runs the decomposition. The kernels' outputs are in x's dtype:
+# float16 and bfloat16 computed in float32 (window sums accumulated there) and rounded once, as PyTorch's.
 
-_WINDOW = frozenset({float32, float64})
+_WINDOW = _DTYPES
 
 
 def _pair(v: Any) -> tuple[int, int] | None:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from .._api import Tensor, bfloat16, float16, float32, float64
 from .._core import modes
 from .._core.dtypes import DType, as_dtype
+from .._ops.conversion import cast as _to_dtype  # Tensor.to's dtype step, without its argument parsing
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
            "is_autocast_cache_enabled", "set_autocast_cache_enabled", "LOWER_DTYPES", "STATE_FUNCTIONS"]
@@ -41,6 +42,7 @@ class _State(threading.local):
         self.cache: dict[int, tuple[Tensor, Tensor]] = {}  # id(parameter) -> (parameter, its cast)
         self.caching = True
         self.fast: dict[str, DType] = {}  # device type -> the dtype set_autocast_dtype gave
+        self.last: tuple[Any, tuple[Any, ...], Any] | None = None  # (op, args, category) of the call handled
 
 
 _state = _State()
@@ -90,16 +92,26 @@ def set_autocast_cache_enabled(enabled: bool) -> None:
 
 
 class _Layer(modes.Mode):
-    """The autocast layer: casts an op's floating tensors by its category under the active policy."""
+    """The autocast layer: casts an op's floating tensors by its category under the active policy.
+
+    It runs on every call of an op of the policy inside a region, so its steps are written out plainly:
+    one pass over the arguments to find the device, one to cast."""
 
     layer = "autocast"
 
     def wants(self, op: Any) -> bool:
         categories = op.autocast
-        return categories is not None and any(categories.get("cpu" if t == "cpu" else "gpu")
-                                              for t in _state.dtypes)
+        if categories is None:
+            return False
+        for t in _state.dtypes:
+            if categories.get("cpu" if t == "cpu" else "gpu"):
+                return True
+        return False
 
     def sees_inside(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        last = _state.last  # the call handle() just saw (the dispatcher asks right after it)
+        if last is not None and last[0] is op and last[1] is args:
+            return last[2] is None
         return _category(op, args, kwargs) is None
 
     def handle(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -117,8 +129,17 @@ class _Layer(modes.Mode):
             if not dts:
                 return proceed(args, kwargs)
             target = max(dts, key=lambda d: d.itemsize)
-        cast = functools.partial(_cast, how=how, target=target, dev_type=dev_type)
-        return proceed(_map(cast, args), {k: _map(cast, v) for k, v in kwargs.items()})
+        new = tuple(_cast(v, how, target, dev_type) if isinstance(v, Tensor)
+                    else _cast_all(v, how, target, dev_type) if isinstance(v, (list, tuple)) else v for v in args)
+        if kwargs:
+            kwargs = {k: _cast(v, how, target, dev_type) if isinstance(v, Tensor)
+                      else _cast_all(v, how, target, dev_type) if isinstance(v, (list, tuple)) else v
+                      for k, v in kwargs.items()}
+        _state.last = (op, args, found)
+        try:
+            return proceed(new, kwargs)
+        finally:
+            _state.last = None
 
 
 def _category(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str] | None:
@@ -127,15 +148,18 @@ def _category(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
     if categories is None:
         return None
     dev = _first_device(args, kwargs)
-    if dev is None or dev.type not in _state.dtypes:
+    if dev is None:
         return None
-    how = categories.get("cpu" if dev.type == "cpu" else "gpu")
-    return None if how is None else (how, dev.type)
+    dev_type = dev.type
+    if dev_type not in _state.dtypes:
+        return None
+    how = categories.get("cpu" if dev_type == "cpu" else "gpu")
+    return None if how is None else (how, dev_type)
 
 _LAYER = _Layer()
 
 
-def _cast(t: Tensor, *, how: str, target: DType, dev_type: str) -> Tensor:
+def _cast(t: Tensor, how: str, target: DType, dev_type: str) -> Tensor:
     dt = t._dtype
     if t._device.type != dev_type or not dt.is_floating_point or dt is float64 or dt is target:
         return t
@@ -145,18 +169,18 @@ def _cast(t: Tensor, *, how: str, target: DType, dev_type: str) -> Tensor:
         hit = _state.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1]._dtype is target:
             return hit[1]
-        out = t.to(target)
+        out = _to_dtype(t, target)
         _state.cache[id(t)] = (t, out)
         return out
-    return t.to(target)
+    return _to_dtype(t, target)
 
 
-def _map(fn: Callable[[Tensor], Tensor], value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return fn(value)
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        return type(value)(_map(fn, v) for v in value)
-    return value
+def _cast_all(value: Any, how: str, target: DType, dev_type: str) -> Any:
+    """A list or tuple with its tensors (at any depth) cast by :func:`_cast`; the same object if it has none."""
+    if not any(isinstance(v, (Tensor, list, tuple)) for v in value):
+        return value
+    return type(value)(_cast(v, how, target, dev_type) if isinstance(v, Tensor)
+                       else _cast_all(v, how, target, dev_type) if isinstance(v, (list, tuple)) else v for v in value)
 
 
 def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
@@ -170,8 +194,13 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
 
 
 def _first_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    for t in _tensors(args, kwargs):
-        return t._device
+    for v in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(v, Tensor):
+            return v._device
+        if isinstance(v, (list, tuple)):
+            for t in v:
+                if isinstance(t, Tensor):
+                    return t._device
     return None
 
 

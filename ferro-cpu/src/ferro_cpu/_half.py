@@ -1,0 +1,114 @@
+"""16-bit floats on NumPy: kernels compute float16 and bfloat16 in float32 and round their results once.
+
+ml_dtypes' bfloat16 ufunc loops convert element by element (an add costs ~50x float32's, a maximum
+~100x). Its casts are fast both ways (float32 -> bfloat16 at about a third of a nanosecond an element,
+as fast as rounding on the bits through uint32 views), so every 16-bit kernel here widens its operands
+(exact), runs NumPy's float32 loop and rounds once. For one op this is the correctly rounded result of
+``+ - * /`` and ``sqrt`` (float32 carries more than twice bfloat16's precision plus two bits) and what
+ml_dtypes' own loops give, which compute each element in float32 too. For an op whose result is exact
+in 16 bits (max, min, abs, relu, a max pool) rounding changes nothing: there the float32 result's top
+16 bits are taken (two integer passes, several times faster than the cast; a NaN stays a NaN). NumPy's
+own float16 loops compute in float32 element by element already (some with SIMD conversions), so plain
+float16 ufuncs stay theirs; reductions, matmuls and fused kernels widen both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Half"]
+
+#: Fused kernels whose results are not all the op's values: the indices of those that are (rounded to the
+#: 16-bit dtype); the rest is float32 state kept for the backward kernel (layer_norm's mean and 1/std,
+#: cross_entropy's per-row losses, summed in float32 before the one rounding) or indices.
+_VALUES = {"layer_norm_forward": (0,), "cross_entropy_forward": (), "max_pool2d_forward": (0,)}
+#: Fused kernels whose 16-bit results are exact (they select among their inputs).
+_EXACT = frozenset({"max_pool2d_forward"})
+
+
+class Half:
+    """The 16-bit tools of the cpu backend over NumPy ``np``: the native 16-bit dtypes, the one rounding,
+    and wrappers that run float32 kernels on 16-bit operands."""
+
+    def __init__(self, np: Any, bfloat16: Any) -> None:
+        self.np = np
+        self.f32 = np.dtype(np.float32)
+        self.bf16 = bfloat16
+        #: the native 16-bit float dtypes (float16 and ml_dtypes' bfloat16)
+        self.dtypes = frozenset({np.dtype(np.float16), bfloat16})
+        #: those whose NumPy ufunc loops are slow: elementwise kernels widen them
+        self.slow = frozenset({bfloat16})
+
+    def round(self, x: Any, dtype: Any) -> Any:
+        """The float32 array ``x`` rounded once (to nearest, ties to even) to the 16-bit ``dtype``."""
+        return x.astype(dtype)
+
+    def exact(self, x: Any, dtype: Any) -> Any:
+        """The float32 array ``x``, whose values ``dtype`` holds exactly, in ``dtype`` (a new array): for
+        bfloat16 the top 16 bits of each float32, which is what rounding would give."""
+        if dtype is not self.bf16:
+            return x.astype(dtype)
+        np = self.np
+        if not x.flags.c_contiguous:
+            x = x.copy()
+        return np.right_shift(x.view(np.uint32), 16, out=...).astype(np.uint16).view(dtype)
+
+    def ufunc(self, ufunc: Any, exact: bool = False) -> Callable[..., Any]:
+        """``ufunc`` on 16-bit operands (a Python number beside one, for a binary ufunc): computed in float32,
+        a float result rounded once to the operands' dtype (a bool result, of a comparison or a test, as it
+        is); always an array, 0-d included. ``exact``: the ufunc's 16-bit results are exact (max, abs...) when
+        its operands are 16-bit arrays (a Python number beside one may not be: ``maximum(x, 0.1)``)."""
+        halves, f32 = self.dtypes, self.f32
+        back = self.exact if exact else self.round
+        round_ = self.round
+
+        if ufunc.nin == 1:
+            def run1(x: Any) -> Any:
+                r = ufunc(x.astype(f32), out=...)
+                return back(r, x.dtype) if r.dtype == f32 else r
+            return run1
+
+        def run2(x: Any, y: Any) -> Any:
+            dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
+            r = ufunc(x.astype(f32) if dx in halves else x, y.astype(f32) if dy in halves else y, out=...)
+            if r.dtype != f32:
+                return r
+            return (back if dx is dy else round_)(r, dx if dx in halves else dy)
+        return run2
+
+    def kernel(self, fn: Callable[..., Any], results: tuple[int, ...] | None = None, operands: int | None = None,
+               dtypes: frozenset[Any] | None = None, exact: bool = False) -> Callable[..., Any]:
+        """The kernel ``fn`` run in float32 when an array argument is a 16-bit float: those arguments widened
+        (the first ``operands`` arguments only, when given), and its results rounded once to that dtype -
+        all of them, or those at ``results`` when ``fn`` returns a tuple (the others, a kernel's float32
+        state for its backward, kept wide). Other dtypes (those outside ``dtypes``, when given) call ``fn`` as
+        it is. ``exact``: the kernel's 16-bit results are exact (a max pool's)."""
+        halves, f32 = dtypes or self.dtypes, self.f32
+        back = self.exact if exact else self.round
+
+        def rounded(x: Any, dtype: Any) -> Any:
+            return back(x, dtype) if getattr(x, "dtype", None) == f32 else x
+        count = operands
+
+        def run(*args: Any) -> Any:
+            dt = None
+            for a in args[:count]:
+                d = getattr(a, "dtype", None)
+                if d in halves:
+                    dt = d
+                    break
+            if dt is None:
+                return fn(*args)
+            wide = [a.astype(f32) if getattr(a, "dtype", None) in halves else a for a in args[:count]]
+            out = fn(*wide, *(args[count:] if count is not None else ()))
+            if not isinstance(out, tuple):
+                return rounded(out, dt)
+            return tuple(o if o is None or (results is not None and i not in results) else rounded(o, dt)
+                         for i, o in enumerate(out))
+        run.__name__ = run.__qualname__ = getattr(fn, "__name__", "kernel")
+        return run
+
+    def kernels(self, table: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+        """Each kernel of ``table`` (fused kernels: conv2d, softmax, layer_norm...) through :meth:`kernel`."""
+        return {name: self.kernel(fn, _VALUES.get(name), exact=name in _EXACT) for name, fn in table.items()}
