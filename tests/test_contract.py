@@ -158,8 +158,8 @@ def test_explain_names_the_kernel_the_decomposition_or_the_reason() -> None:
     assert all(p.route == "kernel" and p.provider == "strict" for p in r.parts)
     r = explain("cross_entropy", "float32", "cpu")  # a fused kernel pair: an ordinary kernel of the op
     assert (r.route, r.kernels) == ("kernel", ("cross_entropy_forward", "cross_entropy_backward"))
-    r = explain("conv2d", "float16", "cpu")  # the window kernels take float32/float64 only
-    assert r.route == "decomposition" and "do not take float16" in r.notes[0]
+    r = explain("conv2d", "complex64", "cpu")  # the window kernels take real floats only
+    assert r.route == "decomposition" and "do not take complex64" in r.notes[0]
     r = explain("gelu", "float32", "strict")
     assert r.route == "unsupported" and "uses erf" in r.reason and not r.supported
     assert "unsupported: its decomposition uses erf" in str(r)
@@ -182,8 +182,10 @@ def test_fused_kernels_are_reported_and_run_by_the_one_route(monkeypatch: pytest
     w = ferro.randn(4, 3, 3, 3, requires_grad=True)
     ferro.nn.functional.conv2d(x, w, padding=1).sum().backward()
     assert calls["conv2d_forward"] == 1 and calls["conv2d_backward"] == 1
-    ferro.nn.functional.conv2d(x.to(ferro.float16), w.to(ferro.float16))  # explain: the decomposition
+    ferro.nn.functional.conv2d(x.to(ferro.complex64), w.to(ferro.complex64))  # explain: the decomposition
     assert calls["conv2d_forward"] == 1
+    ferro.nn.functional.conv2d(x.to(ferro.float16), w.to(ferro.float16))  # computed in float32, rounded once
+    assert calls["conv2d_forward"] == 2
     p = ferro.ones(3, requires_grad=True)
     p.grad = ferro.ones(3)
     ferro.optim.SGD([p], lr=0.5).step()
