@@ -335,7 +335,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(half.kernels(conv_kernels(np)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
-        table.update(linear_kernels(np, pool))  # linear (ferro/_ops/fused.py)
+        table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)

@@ -6,7 +6,8 @@ back, a transpose, two products and a reduction of the bias's broadcast. Here it
 all leading dimensions (the weight's transpose is BLAS's flag, not a copy) with the bias added in place into
 the (pooled) result, and one backward that runs only the products asked for: ``dx = g @ w``, ``dw = g.T @ x``
 (one GEMM over all rows: no per-batch products summed afterwards) and ``db`` the column sums of ``g``.
-Only float32 and float64 come here, ``x``, ``weight`` and ``bias`` of one dtype (core checks).
+Only float32 and float64 come here, ``x``, ``weight`` and ``bias`` of one dtype (core checks; 16-bit inputs are widened
+to float32 and the results rounded once by ``_half.Half``).
 """
 
 from __future__ import annotations

@@ -223,11 +223,10 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
 
 
 # -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
-#    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Plain float32/float64
-#    tensors of one dtype and device, weight 2-D, bias 1-D of out_features; anything else (a 16-bit autocast
-#    input, a sparse or quantized weight, a shape the decomposition rejects) runs the decomposition. -----------
-
-_PLAIN = frozenset({float32, float64})
+#    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Floating tensors of one
+#    dtype and device (16-bit ones, autocast's, computed in float32 and rounded once where the backend does so),
+#    weight 2-D, bias 1-D of out_features; anything else (a sparse or quantized weight, a shape the
+#    decomposition rejects) runs the decomposition. ---------------------------------------------------------
 
 
 class _Linear(Function):
@@ -417,7 +416,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
-    "linear": (("linear_forward", "linear_backward"), _linear, _PLAIN),
+    "linear": (("linear_forward", "linear_backward"), _linear, _DTYPES),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
