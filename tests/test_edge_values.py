@@ -7,6 +7,7 @@ Every expectation is computed here by torch on the same input.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -61,3 +62,30 @@ def test_searchsorted_rows_promote(dev: str) -> None:
     assert ferro.searchsorted(fb, fv).tolist() == torch.searchsorted(tb, tv).tolist()
     assert np.array_equal(ferro.searchsorted(fb, fv, right=True).numpy(),
                           torch.searchsorted(tb, tv, right=True).numpy())
+
+
+@pytest.mark.parametrize("op", ["dropout", "dropout2d"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 2, 2)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int64", "bool"])
+def test_dropout_all_dropped(dev: str, dtype: str, shape: tuple[int, ...], op: str) -> None:
+    """p=1 drops everything: zeros in the input's dtype, as PyTorch gives (not x * 0 / 0 = nan, not a bool
+    input turned int64), at every dtype PyTorch takes."""
+    x = np.arange(np.prod(shape)).reshape(shape) - 5
+    fx, tx = _pair(x.tolist(), dtype, dev)
+    out = getattr(ferro.nn.functional, op)(fx, 1.0)
+    with pytest.warns(UserWarning) if op == "dropout2d" and len(shape) == 3 else _no_warning():
+        expect = getattr(torch.nn.functional, op)(tx, 1.0)
+    assert out.dtype == getattr(ferro, dtype)
+    assert out.float().tolist() == expect.float().tolist()
+
+
+def _no_warning() -> Any:
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5])
+def test_dropout2d_refuses_a_probability_outside_0_1(p: float) -> None:
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        ferro.nn.functional.dropout2d(ferro.ones(2, 3, 4), p)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        torch.nn.functional.dropout2d(torch.ones(2, 3, 4), p)

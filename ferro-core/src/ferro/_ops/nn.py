@@ -16,7 +16,7 @@ from .._core.dtypes import bool_
 from .._core.grad_mode import no_grad
 from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
-from .._creation import arange, ones, rand
+from .._creation import arange, ones, rand, zeros
 from ..errors import DTypeError, ShapeError
 from .fused import fusable
 from .scatter import refuse_negative
@@ -45,6 +45,12 @@ def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None)
     return out if bias is None else out + bias
 
 
+def _all_dropped(x: Tensor) -> Tensor:
+    """Dropout at p=1: zeros in x's dtype (x * 0 would make a bool x int64; x * 0 / (1 - p) nan), still in
+    the graph with a zero gradient, as PyTorch's."""
+    return x * zeros((), dtype=x.dtype, device=x.device)
+
+
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
     if not 0.0 <= p <= 1.0:
@@ -52,15 +58,19 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     if not training or p == 0.0:
         return x
     if p == 1.0:
-        return x * 0
+        return _all_dropped(x)
     keep = rand(*x.shape, dtype=x.dtype, device=x.device) >= p
     return x * keep / (1.0 - p)
 
 
 def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return x
+    if p == 1.0:
+        return _all_dropped(x)
     batched = x.ndim == 4
     shape = (x.shape[0], x.shape[1], 1, 1) if batched else (x.shape[0], 1, 1)
     keep = rand(*shape, dtype=x.dtype, device=x.device) >= p
