@@ -89,3 +89,50 @@ def test_dropout2d_refuses_a_probability_outside_0_1(p: float) -> None:
         ferro.nn.functional.dropout2d(ferro.ones(2, 3, 4), p)
     with pytest.raises(ValueError, match="between 0 and 1"):
         torch.nn.functional.dropout2d(torch.ones(2, 3, 4), p)
+
+
+_X = [[2, 1, 1], [0, 0, 0], [0, 0, 0], [2, 1, 2]]  # all-zero rows: cosines divide by the clamped norm
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int64"])
+def test_logcumsumexp_of_integers_computes_in_float32(dev: str, dtype: str) -> None:
+    """Integers and bool compute in the default float dtype (PyTorch refuses them; its float32 result on the
+    converted input is the expectation), not in NumPy's float16 of an int8."""
+    raw = [[1, 0, 1, 1], [0, 1, 1, 0]] if dtype == "bool" else [[1, 2, 3, 7], [0, 3, 1, 5]]
+    fx, tx = _pair(raw, dtype, dev)
+    out = ferro.logcumsumexp(fx, -1)
+    assert out.dtype == ferro.float32
+    np.testing.assert_allclose(out.numpy(), torch.logcumsumexp(tx.float(), -1).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int64"])
+def test_binary_cross_entropy_with_integer_targets(dev: str, dtype: str) -> None:
+    """An integer target is promoted (PyTorch wants it in the input's float dtype: the expectation)."""
+    fx, tx = _pair(_X, dtype, dev)
+    out = ferro.nn.functional.binary_cross_entropy(fx.sigmoid(), ferro.ones_like(fx))
+    expect = torch.nn.functional.binary_cross_entropy(tx.sigmoid(), torch.ones_like(tx).float())
+    assert out.dtype == ferro.float32
+    np.testing.assert_allclose(out.item(), expect.item(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "float32"])
+def test_margin_ranking_loss_negates_as_the_float_target(dev: str, dtype: str) -> None:
+    """``-target * (x1 - x2)``: the integer difference wraps as PyTorch's does, its negation is a float."""
+    fx, tx = _pair(_X, dtype, dev)
+    out = ferro.nn.functional.margin_ranking_loss(fx[:, 0], fx[:, 1], ferro.ones(4, device=dev), 0.1)
+    expect = torch.nn.functional.margin_ranking_loss(tx[:, 0], tx[:, 1], torch.ones(4), 0.1)
+    np.testing.assert_allclose(out.item(), expect.item(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64"])
+def test_cosines_of_all_zero_rows(dev: str, dtype: str) -> None:
+    """An all-zero row: cosine 0 (norms clamped at eps), not 0 / 0; uint8 as PyTorch's float32 of it
+    (cosine_similarity: PyTorch refuses uint8)."""
+    fx, tx = _pair(_X, dtype, dev)
+    tf = tx if dtype != "uint8" else tx.float()
+    out = ferro.nn.functional.cosine_similarity(fx, fx.flip(0))
+    np.testing.assert_allclose(out.numpy(), torch.nn.functional.cosine_similarity(tf, tf.flip(0)).numpy(),
+                               rtol=1e-6)
+    loss = ferro.nn.functional.cosine_embedding_loss(fx, fx.flip(0), ferro.ones(4, device=dev))
+    expect = torch.nn.functional.cosine_embedding_loss(tx, tx.flip(0), torch.ones(4))
+    np.testing.assert_allclose(loss.item(), expect.item(), rtol=1e-6)
