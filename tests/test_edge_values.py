@@ -136,3 +136,23 @@ def test_cosines_of_all_zero_rows(dev: str, dtype: str) -> None:
     loss = ferro.nn.functional.cosine_embedding_loss(fx, fx.flip(0), ferro.ones(4, device=dev))
     expect = torch.nn.functional.cosine_embedding_loss(tx, tx.flip(0), torch.ones(4))
     np.testing.assert_allclose(loss.item(), expect.item(), rtol=1e-6)
+
+
+def test_vdot_and_einsum_refuse_bool_as_pytorch(dev: str) -> None:
+    """Sums of products of bools: PyTorch refuses them (as ferro's matmul does), ferro named the op; they
+    counted the true products as int64 before."""
+    fa, ta = _pair([True, False, True], "bool", dev)
+    calls = {"vdot": lambda m, a: m.vdot(a, a), "einsum": lambda m, a: m.einsum("i,i->", a, a)}
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError):
+            call(torch, ta)
+        with pytest.raises(ferro.errors.DTypeError, match=f"{name}: .*bool"):
+            call(ferro, fa)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32"])
+def test_vdot_and_einsum_values(dev: str, dtype: str) -> None:
+    fa, ta = _pair([1, 2, 3], dtype, dev)
+    fb, tb = _pair([4, 0, 5], dtype, dev)
+    assert ferro.vdot(fa, fb).item() == torch.vdot(ta, tb).item()
+    assert ferro.einsum("i,j->ij", fa, fb).tolist() == torch.einsum("i,j->ij", ta, tb).tolist()
