@@ -156,3 +156,21 @@ def test_vdot_and_einsum_values(dev: str, dtype: str) -> None:
     fb, tb = _pair([4, 0, 5], dtype, dev)
     assert ferro.vdot(fa, fb).item() == torch.vdot(ta, tb).item()
     assert ferro.einsum("i,j->ij", fa, fb).tolist() == torch.einsum("i,j->ij", ta, tb).tolist()
+
+
+@pytest.mark.parametrize("op", ["huber_loss", "smooth_l1_loss"])
+def test_huber_and_smooth_l1_refuse_complex_as_pytorch(op: str) -> None:
+    """Written in abs, a complex input gave a real loss that PyTorch's refusal does not define."""
+    x = [1 + 1j, 2, 0.5j]
+    with pytest.raises(RuntimeError):
+        getattr(torch.nn.functional, op)(torch.tensor(x), torch.ones(3, dtype=torch.complex64))
+    with pytest.raises(ferro.errors.DTypeError, match=f"{op}: .*complex"):
+        getattr(ferro.nn.functional, op)(ferro.tensor(x), ferro.ones(3, dtype=ferro.complex64))
+
+
+@pytest.mark.parametrize("op", ["huber_loss", "smooth_l1_loss"])
+def test_huber_and_smooth_l1_values(dev: str, op: str) -> None:
+    fx, tx = _pair([[0.2, 3.0, -1.5], [1.0, 0.9, 2.5]], "float32", dev)
+    out = getattr(ferro.nn.functional, op)(fx, ferro.ones_like(fx))
+    np.testing.assert_allclose(out.item(), getattr(torch.nn.functional, op)(tx, torch.ones_like(tx)).item(),
+                               rtol=1e-6)

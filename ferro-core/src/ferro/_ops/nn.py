@@ -18,6 +18,7 @@ from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
 from .._creation import arange, ones, rand, zeros
 from ..errors import DTypeError, ShapeError
+from ._rules import check_rule
 from .fused import fusable
 from .scatter import refuse_negative
 
@@ -332,6 +333,7 @@ def l1_loss(x: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
+    check_rule("smooth_l1_loss", x, target)
     d = (x - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
@@ -340,6 +342,7 @@ def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: flo
 
 def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
+    check_rule("huber_loss", x, target)
     d = (x - target).abs()
     return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
@@ -420,7 +423,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("pairwise_distance", pairwise_distance),
     ("nll_loss", nll_loss), ("cross_entropy", cross_entropy),
     ("mse_loss", mse_loss), ("l1_loss", l1_loss),
-    ("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss),
     ("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits),
     ("kl_div", kl_div), ("cosine_embedding_loss", cosine_embedding_loss),
     ("margin_ranking_loss", margin_ranking_loss),
@@ -432,5 +434,8 @@ FUNCTIONS = register_composites("nn", _ROWS)
 # integer probabilities compute in the default float dtype (their logs), which the record says: a test
 # reference then computes in float32 too, not NumPy's float16 of an int8 input
 FUNCTIONS.update(register_composites("nn", [("binary_cross_entropy", binary_cross_entropy)], dtype_rule="float"))
+# PyTorch refuses complex inputs (its kernels are real); written in abs, a complex input gave a real loss
+FUNCTIONS.update(register_composites("nn", [("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss)],
+                                     dtype_rule="real"))
 for _name in ("layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
