@@ -172,6 +172,10 @@ class OpenCLBackend(Backend):
         rt.queue.finish()
         rt.check_errors()
 
+    def name_deferred_errors(self, index: int, label: str) -> None:
+        """``label`` names the op in the IndexError its kernels may flag before the next synchronization."""
+        self.runtime(index).deferred_labels[label] = None
+
     # -- random numbers: the host Philox generator (default) or Philox4x32-10 on the device -------------
 
     def device_rng(self) -> bool:
