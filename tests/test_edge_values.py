@@ -174,3 +174,19 @@ def test_huber_and_smooth_l1_values(dev: str, op: str) -> None:
     out = getattr(ferro.nn.functional, op)(fx, ferro.ones_like(fx))
     np.testing.assert_allclose(out.item(), getattr(torch.nn.functional, op)(tx, torch.ones_like(tx)).item(),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_write_through_a_row_of_an_expanded_tensor_reaches_its_base(dev: str, contiguous: bool) -> None:
+    """``expand`` is a view: a part of it whose elements do not overlap can be written, and the write shows
+    in the base, as PyTorch's; writing the whole overlapping view is refused (the base unchanged)."""
+    def base(m: Any, device: str) -> Any:
+        x = m.arange(6.0, device=device).reshape(2, 3)
+        return (x if contiguous else x.T)[:, :1]  # (2, 1), or a strided (3, 1) column
+    fx, tx = base(ferro, dev), base(torch, "cpu")
+    fx.expand(fx.shape[0], 4)[:, 2].add_(100.0)
+    tx.expand(tx.shape[0], 4)[:, 2].add_(100.0)
+    assert fx.tolist() == tx.tolist()
+    with pytest.raises(RuntimeError, match="single memory location"):
+        fx.expand(fx.shape[0], 4).add_(1.0)
+    assert fx.tolist() == tx.tolist()

@@ -24,7 +24,7 @@ from ._base import Availability, Backend
 from ._lu import lu_factor
 
 __all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes",
-           "in_float32"]
+           "in_float32", "numpy_broadcast_view"]
 
 #: ferro elementwise op -> Array API function of one argument.
 UNARY_FUNCS: dict[str, str] = {
@@ -329,7 +329,8 @@ class ArrayAPIBackend(Backend):
             "all": reduce("all"),
             "argmax": arg("argmax"), "argmin": arg("argmin"),
             "matmul": in_float32(xp, halves, xp.matmul, operands=2), "reshape": reshape, "view": view,
-            "permute": xp.permute_dims, "expand": xp.broadcast_to,
+            "permute": xp.permute_dims,
+            "expand": numpy_broadcast_view if getattr(xp, "__name__", "") == "numpy" else xp.broadcast_to,
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
             "getitem": getitem, "setitem": setitem, "index_put": index_put, "copy_": copy_,
@@ -431,6 +432,20 @@ class ArrayAPIBackend(Backend):
         table.update({"fft_c2c": c2c, "fft_r2c": r2c, "fft_c2r": c2r})
         return table
 
+
+
+def numpy_broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
+    """NumPy's ``broadcast_to(x, shape)`` as a view that can be written where ``x`` can (``broadcast_to``'s
+    is read-only): a write through a part of an expanded tensor whose own elements do not overlap
+    (``x.expand(3, 4)[:, 0].add_(1)``) reaches ``x``, as in PyTorch. Writes into overlapping elements are
+    refused by core before any kernel runs."""
+    import numpy as np
+    out = np.broadcast_to(x, shape)
+    if not x.flags.writeable or not x.size:
+        return out
+    if x.flags.c_contiguous:  # the cheap constructor; as_strided (any layout) costs twice broadcast_to
+        return np.ndarray(out.shape, x.dtype, buffer=x, strides=out.strides)
+    return np.lib.stride_tricks.as_strided(x, out.shape, out.strides)
 
 
 def _has_extension(xp: Any, name: str) -> bool:
