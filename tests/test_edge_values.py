@@ -190,3 +190,29 @@ def test_write_through_a_row_of_an_expanded_tensor_reaches_its_base(dev: str, co
     with pytest.raises(RuntimeError, match="single memory location"):
         fx.expand(fx.shape[0], 4).add_(1.0)
     assert fx.tolist() == tx.tolist()
+
+
+def test_unfold_without_strided_views_is_still_a_view() -> None:
+    """On a backend without strided views (array_api_strict's), unfold's windows are a copy that core keeps
+    in step with the base as PyTorch's view: writes through it reach the base, writes to the base show in
+    it, gradients flow; a write into overlapping windows is refused rather than applied once per window."""
+    pytest.importorskip("array_api_strict")
+    tx = torch.arange(15.0).reshape(3, 5)
+    with ferro.use_backend("strict"):
+        assert "storage_layout" not in ferro.backends.get("strict").kernels(0)
+        fx = ferro.arange(15.0).reshape(3, 5)
+        fx.unfold(1, 2, 2).mul_(-1.0)
+        tx.unfold(1, 2, 2).mul_(-1.0)
+        assert fx.tolist() == tx.tolist()
+        fv, tv = fx.unfold(1, 3, 1), tx.unfold(1, 3, 1)
+        fx.add_(0.5)
+        tx.add_(0.5)
+        assert fv.tolist() == tv.tolist()
+        with pytest.raises(RuntimeError, match=r"unfold.*overlap"):
+            fv.add_(1.0)
+        assert fx.tolist() == tx.tolist()
+        fa = ferro.arange(7.0, requires_grad=True)
+        ta = torch.arange(7.0, requires_grad=True)
+        (fa.unfold(0, 3, 2) * ferro.arange(9.0).reshape(3, 3)).sum().backward()
+        (ta.unfold(0, 3, 2) * torch.arange(9.0).reshape(3, 3)).sum().backward()
+        assert fa.grad.tolist() == ta.grad.tolist()
