@@ -216,3 +216,23 @@ def test_unfold_without_strided_views_is_still_a_view() -> None:
         (fa.unfold(0, 3, 2) * ferro.arange(9.0).reshape(3, 3)).sum().backward()
         (ta.unfold(0, 3, 2) * torch.arange(9.0).reshape(3, 3)).sum().backward()
         assert fa.grad.tolist() == ta.grad.tolist()
+
+
+def test_expand_on_a_namespace_with_read_only_broadcasts() -> None:
+    """array_api_strict's broadcast_to views are read-only: the generic backend's expand copies and declares
+    it (view_copies), so core still gives PyTorch's view semantics."""
+    pytest.importorskip("array_api_strict")
+    tx = torch.arange(3.0).reshape(3, 1)
+    with ferro.use_backend("strict"):
+        assert ferro.backends.get("strict").view_copies(0) == frozenset({"expand"})
+        fx = ferro.arange(3.0).reshape(3, 1)
+        fe, te = fx.expand(3, 4), tx.expand(3, 4)
+        fe[:, 2].add_(100.0)
+        te[:, 2].add_(100.0)
+        assert fx.tolist() == tx.tolist() and fe.tolist() == te.tolist()
+        fx.mul_(2.0)
+        tx.mul_(2.0)
+        assert fe.tolist() == te.tolist()  # the base's write shows in the expanded tensor
+        with pytest.raises(RuntimeError, match="expand"):
+            fe.add_(1.0)
+        assert fx.tolist() == tx.tolist()

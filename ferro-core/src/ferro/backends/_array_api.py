@@ -158,6 +158,41 @@ class ArrayAPIBackend(Backend):
 
     # -- kernels ----------------------------------------------------------
 
+    def _broadcast_read_only(self) -> bool:
+        """Whether the namespace's ``broadcast_to`` gives read-only views (array-api-strict's; the standard
+        leaves it open), found once by writing one element of one. NumPy's are made writable instead."""
+        known = getattr(self, "_read_only_broadcast", None)
+        if known is None:
+            xp = self.xp
+            if getattr(xp, "__name__", "") == "numpy":
+                known = False
+            else:  # asked only of a usable backend (its device and runtime there)
+                probe = xp.broadcast_to(xp.zeros((1, 1)), (1, 2))
+                try:
+                    probe[0, 0] = 1.0
+                    known = False
+                except (ValueError, TypeError):  # NumPy's "read-only", a strict namespace's refusal
+                    known = True
+            self._read_only_broadcast = known
+        return known
+
+    def _expand_kernel(self) -> Callable[..., Any]:
+        """``expand``: a writable view (a write through a part of it that does not overlap reaches the base), or,
+        where the namespace's views are read-only, a copy that core keeps in step (:meth:`view_copies`)."""
+        xp = self.xp
+        if getattr(xp, "__name__", "") == "numpy":
+            return numpy_broadcast_view
+
+        def expand(x: Any, shape: tuple[int, ...]) -> Any:
+            out = xp.broadcast_to(x, shape)
+            # asked at the first call, not when the table is built (that may happen where no device runs)
+            return xp.asarray(out, copy=True) if self._broadcast_read_only() else out
+        return expand
+
+    def view_copies(self, index: int) -> frozenset[str]:
+        """``expand`` where the namespace's ``broadcast_to`` views are read-only (its kernel copies)."""
+        return frozenset({"expand"}) if self._broadcast_read_only() else frozenset()
+
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         xp = self.xp
         table: dict[str, Callable[..., Any]] = {}
@@ -329,8 +364,7 @@ class ArrayAPIBackend(Backend):
             "all": reduce("all"),
             "argmax": arg("argmax"), "argmin": arg("argmin"),
             "matmul": in_float32(xp, halves, xp.matmul, operands=2), "reshape": reshape, "view": view,
-            "permute": xp.permute_dims,
-            "expand": numpy_broadcast_view if getattr(xp, "__name__", "") == "numpy" else xp.broadcast_to,
+            "permute": xp.permute_dims, "expand": self._expand_kernel(),
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
             "getitem": getitem, "setitem": setitem, "index_put": index_put, "copy_": copy_,
