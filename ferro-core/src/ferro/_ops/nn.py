@@ -431,11 +431,11 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 
 
 FUNCTIONS = register_composites("nn", _ROWS)
+for _name in ("layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
+    REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
 # integer probabilities compute in the default float dtype (their logs), which the record says: a test
 # reference then computes in float32 too, not NumPy's float16 of an int8 input
 FUNCTIONS.update(register_composites("nn", [("binary_cross_entropy", binary_cross_entropy)], dtype_rule="float"))
 # PyTorch refuses complex inputs (its kernels are real); written in abs, a complex input gave a real loss
 FUNCTIONS.update(register_composites("nn", [("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss)],
                                      dtype_rule="real"))
-for _name in ("layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
-    REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
