@@ -210,3 +210,20 @@ def test_opencl_says_fft_is_unsupported_with_a_reason() -> None:
     with pytest.raises(UnsupportedOperationError, match=r"op 'fft.fft' .*complex64"):
         ffft.fft(x)
     np.testing.assert_array_equal(ffft.fftshift(ferro.arange(4.0, device="opencl")).numpy(), [2.0, 3.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("prim, args, dtype", [
+    ("fft_c2c", ("backward", True), ferro.complex64), ("fft_r2c", ("backward",), ferro.float32),
+    ("fft_c2r", ("backward", 6), ferro.complex64)])
+@pytest.mark.parametrize("dim", [3, -2])
+def test_primitives_refuse_a_dim_out_of_range_naming_it(prim: str, args: tuple[Any, ...], dtype: Any,
+                                                        dim: int) -> None:
+    """Called alone, a primitive names itself and the dimension (not a tuple's or NumPy's IndexError), as the
+    public functions do where PyTorch raises IndexError."""
+    x = ferro.ones(4, dtype=dtype)
+    with pytest.raises(IndexError, match=rf"^{prim}: dimension out of range .* but got {dim}"):
+        REGISTRY[prim].fn(x, (dim,), *args)
+    with pytest.raises(IndexError):
+        torch.fft.fft(torch.ones(4), dim=dim)
+    with pytest.raises(IndexError, match="dimension out of range"):
+        ffft.fft(ferro.ones(4), dim=dim)

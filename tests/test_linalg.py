@@ -171,3 +171,19 @@ def test_linear_weight_gradient_is_row_major(batch: tuple[int, ...]) -> None:
     m2 = ferro.tensor(w.T.copy(), requires_grad=True)
     (ferro.tensor(x) @ m2).sum().backward()
     assert m2.grad.stride() == (3, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 5), (5, 3)])
+def test_generic_lu_factor_on_a_strict_namespace_matches_torch(dtype: str, shape: tuple[int, ...]) -> None:
+    """The generic backend's LU (the standard has none) on array_api_strict: no integer-array writes, no
+    mixed-dtype assignment; LU and pivots as PyTorch's (LAPACK's getrf order)."""
+    pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype == "complex128" else 0)
+    a[..., 1, :] = a[..., 0, :]  # a repeated row: a zero pivot later on the square ones
+    lu_t, piv_t, _ = torch.linalg.lu_factor_ex(torch.tensor(a))
+    with ferro.use_backend("strict"):
+        lu, piv, _ = ferro.linalg.lu_factor_ex(ferro.tensor(a))
+        np.testing.assert_allclose(lu.numpy(), lu_t.numpy(), rtol=1e-10, atol=1e-10)
+        assert piv.tolist() == piv_t.tolist()

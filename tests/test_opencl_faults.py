@@ -116,3 +116,40 @@ def test_host_libraries_refuse_device_tensors_instead_of_copying(dev: str) -> No
         np.asarray(t)
     np.testing.assert_allclose(scipy.special.expit(t.numpy()), torch.sigmoid(torch.tensor([0.0, 1.0])).numpy())
     assert (t + np.ones(2)).device == t.device  # NumPy operands still join the tensor on its device
+
+
+_LATE = {
+    "index_select": (lambda m, x, i: m.index_select(x, 1, i), [4]),
+    "take": (lambda m, x, i: m.take(x, i), [12]),
+    "gather": (lambda m, x, i: m.gather(x, 0, i), [[3, 0]]),
+    "scatter": (lambda m, x, i: m.scatter(x, 0, i, m.ones(1, 2, dtype=x.dtype, device=x.device)), [[3, 0]]),
+    "index_add": (lambda m, x, i: m.index_add(x, 1, i, m.ones(3, 1, dtype=x.dtype, device=x.device)), [4]),
+    "embedding": (lambda m, x, i: m.nn.functional.embedding(i, x), [0, -1]),
+}
+
+
+@pytest.mark.parametrize("op", list(_LATE))
+def test_late_index_errors_name_the_users_op_and_argument(dev: str, op: str) -> None:
+    """Reported at the synchronization, the IndexError names the op the user called and its 'index' argument
+    (not an inner getitem), where PyTorch raises at the call."""
+    call, bad = _LATE[op]
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises((IndexError, RuntimeError)):
+        call(torch, torch.tensor(x), torch.tensor(bad))
+    fx = ferro.tensor(x, device=dev)
+    with pytest.raises(IndexError, match=rf"^{op}: argument 'index' .*out of range"):
+        call(ferro, fx, ferro.tensor(bad, device=dev))
+        _sync()
+    np.testing.assert_array_equal(fx.numpy(), x)
+    out = ferro.index_select(fx, 0, ferro.tensor([2, 0], device=dev))  # the label went with its report
+    np.testing.assert_array_equal(out.numpy(), torch.index_select(torch.tensor(x), 0, torch.tensor([2, 0])))
+    _sync()
+
+
+def test_late_index_error_names_every_indexing_op_queued_since_the_last_synchronization(dev: str) -> None:
+    """The device's flag does not say which kernel set it: the message names each op that may have."""
+    x = ferro.arange(12.0, device=dev).reshape(3, 4)
+    ferro.index_select(x, 0, ferro.tensor([1], device=dev))
+    ferro.take(x, ferro.tensor([99], device=dev))
+    with pytest.raises(IndexError, match=r"^index_select: argument 'index' .* or take: argument 'index'"):
+        _sync()

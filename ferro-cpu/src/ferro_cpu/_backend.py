@@ -19,6 +19,7 @@ from ferro.backends import (
     host_index_reduce,
     with_torch_special_values,
 )
+from ferro.backends._array_api import numpy_broadcast_view
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._conv import conv_kernels
@@ -355,7 +356,7 @@ class NumpyBackend(ArrayAPIBackend):
             "argsort": argsort, "cumsum": in_f32(lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_f32(lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
-            "where": where, "permute": _transpose, "expand": np.broadcast_to,
+            "where": where, "permute": _transpose, "expand": numpy_broadcast_view,
             "as_strided": _as_strided, "storage_layout": _storage_layout,
         })
         return table

@@ -172,6 +172,13 @@ class OpenCLBackend(Backend):
         rt.queue.finish()
         rt.check_errors()
 
+    def name_deferred_errors(self, index: int, label: str) -> None:
+        """``label`` names the op in the IndexError its kernels may flag before the next synchronization (the
+        first 16 distinct labels between two synchronizations: a loop that never synchronizes stays bounded)."""
+        labels = self.runtime(index).deferred_labels
+        if len(labels) < 16:
+            labels[label] = None
+
     # -- random numbers: the host Philox generator (default) or Philox4x32-10 on the device -------------
 
     def device_rng(self) -> bool:

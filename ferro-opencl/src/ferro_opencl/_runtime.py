@@ -157,6 +157,9 @@ class Runtime:
         #: set by kernels that meet a bad index (they cannot raise): checked at each synchronization
         self.error_flag = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                     hostbuf=np.zeros(1, np.int32))
+        #: the ops (with their index argument) that queued index-checking kernels since the last check, in
+        #: order and once each (a dict as an ordered set): named in the IndexError a flag reports
+        self.deferred_labels: dict[str, None] = {}
 
     def check_errors(self) -> None:
         """Raise the error a kernel flagged since the last check (an index out of range: IndexError; an integer
@@ -167,11 +170,14 @@ class Runtime:
             self.cl.enqueue_copy(self.queue, flag, self.error_flag, is_blocking=True)
             if flag[0]:
                 self.cl.enqueue_copy(self.queue, self.error_flag, np.zeros(1, np.int32), is_blocking=True)
+            labels, self.deferred_labels = self.deferred_labels, {}
         if flag[0]:
             if flag[0] == 2:
                 raise ZeroDivisionError(f"integer division by zero (floor_divide or remainder) in an op queued on "
                                         f"{self.device.name.strip()} before this synchronization")
-            raise IndexError(f"an index tensor held an index out of range for the indexed dimension, in an "
+            # the ops that said they index (several: any of them, the flag does not say which)
+            named = f"{' or '.join(labels)}: " if labels else ""
+            raise IndexError(f"{named}an index tensor held an index out of range for the indexed dimension, in an "
                              f"indexing op queued on {self.device.name.strip()} before this synchronization "
                              "(device kernels cannot raise where they run)")
 

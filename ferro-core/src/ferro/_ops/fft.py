@@ -113,7 +113,15 @@ _C2R = register(OpDef("fft_c2r", "fft", "FFT primitive: the onesided half spectr
                       dtype_rule="complex_to_real", grads=(_c2r_grad,)))
 
 
+def _check_dims(op: OpDef, x: Tensor, dims: tuple[int, ...]) -> None:
+    """The primitive's dims, checked before the shape or a kernel is indexed with them (an IndexError naming
+    the op and the dim, not a tuple's or NumPy's)."""
+    for d in dims:
+        _wrap_dim(d, x.ndim, op.name)
+
+
 def _run(op: OpDef, x: Tensor, args: tuple[Any, ...], attrs: dict[str, Any]) -> Tensor:
+    _check_dims(op, x, args[0])
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
@@ -126,6 +134,7 @@ def _c2c(x: Tensor, dims: tuple[int, ...], norm: str, forward: bool) -> Tensor:
 
 
 def _r2c(x: Tensor, dims: tuple[int, ...], norm: str) -> Tensor:
+    _check_dims(_R2C, x, dims)
     return _run(_R2C, x, (dims, norm), {"dims": dims, "norm": norm, "n": x.shape[dims[-1]]})
 
 

@@ -16,8 +16,9 @@ from .._core.dtypes import bool_
 from .._core.grad_mode import no_grad
 from .._core.records import REGISTRY, ops, register_composites
 from .._core.tensor import Tensor
-from .._creation import arange, ones, rand
+from .._creation import arange, ones, rand, zeros
 from ..errors import DTypeError, ShapeError
+from ._rules import check_rule
 from .fused import fusable
 from .scatter import refuse_negative
 
@@ -45,6 +46,12 @@ def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None)
     return out if bias is None else out + bias
 
 
+def _all_dropped(x: Tensor) -> Tensor:
+    """Dropout at p=1: zeros in x's dtype (x * 0 would make a bool x int64; x * 0 / (1 - p) nan), still in
+    the graph with a zero gradient, as PyTorch's."""
+    return x * zeros((), dtype=x.dtype, device=x.device)
+
+
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
     if not 0.0 <= p <= 1.0:
@@ -52,15 +59,19 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     if not training or p == 0.0:
         return x
     if p == 1.0:
-        return x * 0
+        return _all_dropped(x)
     keep = rand(*x.shape, dtype=x.dtype, device=x.device) >= p
     return x * keep / (1.0 - p)
 
 
 def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels (dim 1 of (N, C, H, W) or dim 0 of (C, H, W)) with probability ``p``."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return x
+    if p == 1.0:
+        return _all_dropped(x)
     batched = x.ndim == 4
     shape = (x.shape[0], x.shape[1], 1, 1) if batched else (x.shape[0], 1, 1)
     keep = rand(*shape, dtype=x.dtype, device=x.device) >= p
@@ -322,6 +333,7 @@ def l1_loss(x: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
+    check_rule("smooth_l1_loss", x, target)
     d = (x - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
@@ -330,6 +342,7 @@ def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: flo
 
 def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
+    check_rule("huber_loss", x, target)
     d = (x - target).abs()
     return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
@@ -410,8 +423,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("pairwise_distance", pairwise_distance),
     ("nll_loss", nll_loss), ("cross_entropy", cross_entropy),
     ("mse_loss", mse_loss), ("l1_loss", l1_loss),
-    ("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss),
-    ("binary_cross_entropy", binary_cross_entropy),
     ("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits),
     ("kl_div", kl_div), ("cosine_embedding_loss", cosine_embedding_loss),
     ("margin_ranking_loss", margin_ranking_loss),
@@ -422,3 +433,9 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 FUNCTIONS = register_composites("nn", _ROWS)
 for _name in ("linear", "layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
+# integer probabilities compute in the default float dtype (their logs), which the record says: a test
+# reference then computes in float32 too, not NumPy's float16 of an int8 input
+FUNCTIONS.update(register_composites("nn", [("binary_cross_entropy", binary_cross_entropy)], dtype_rule="float"))
+# PyTorch refuses complex inputs (its kernels are real); written in abs, a complex input gave a real loss
+FUNCTIONS.update(register_composites("nn", [("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss)],
+                                     dtype_rule="real"))

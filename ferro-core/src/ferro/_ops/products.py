@@ -9,6 +9,7 @@ from typing import Any
 from .._core.records import register_composites
 from .._core.tensor import Tensor
 from ..errors import ShapeError
+from ._rules import check_rule
 
 #: einsum's subscript letters (string.ascii_letters, without importing string at ``import ferro``).
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -24,6 +25,7 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 
 def vdot(a: Tensor, b: Tensor) -> Tensor:
     """Dot product of two vectors (the first conjugated for complex inputs)."""
+    check_rule("vdot", a, b)
     if a.ndim != 1 or b.ndim != 1:
         raise ShapeError(f"vdot: expected 1-D tensors, got {list(a.shape)} and {list(b.shape)}")
     return (a.conj() * b).sum()
@@ -67,6 +69,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, with ``...`` and implicit output; written as broadcast products and sums."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    check_rule("einsum", *operands)
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     inputs = lhs.split(",")
@@ -117,12 +120,15 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 
 
 _ROWS: list[tuple[str, Callable[..., Any]]] = [
-    ("outer", outer), ("inner", inner), ("vdot", vdot),
+    ("outer", outer), ("inner", inner),
     ("tensordot", tensordot), ("kron", kron),
-    ("einsum", einsum),
 ]
+#: Sums of products, refused for bool as PyTorch's (and matmul) do: written in mul and sum, a bool input
+#: would count the true products as int64 instead.
+_SUMS_OF_PRODUCTS: list[tuple[str, Callable[..., Any]]] = [("vdot", vdot), ("einsum", einsum)]
 
 
-FUNCTIONS = register_composites("linalg", _ROWS)
+FUNCTIONS = {**register_composites("linalg", _ROWS),
+             **register_composites("linalg", _SUMS_OF_PRODUCTS, dtype_rule="numeric")}
 #: Ops that are also Tensor methods, as in PyTorch.
 METHODS = ["outer", "inner", "vdot", "kron"]

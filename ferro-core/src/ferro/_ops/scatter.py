@@ -38,15 +38,24 @@ def refuse_negative(op: str, index: Tensor, dim: int, size: int) -> Tensor:
     replaced by ``size``, out of range, so the device kernel's own bounds check reports it (at the next
     synchronization where its errors are deferred) without a host round-trip here.
     """
-    if index._dtype.kind == "u" or not index.numel():
+    if not index.numel():
         return index
-    if index._device.type == "cpu":
+    if index._device.type != "cpu":
+        name_late_errors(index, f"{op}: argument 'index' (dimension {dim} of size {size})")
+        return index if index._dtype.kind == "u" else where(index < 0, size, index)
+    if index._dtype.kind != "u":
         low = int(index.amin().item())
         if low < 0:
             raise IndexError(f"{op}: index {low} is out of bounds for dimension {dim} with size {size} "
                              "(negative indices are not wrapped by this op)")
-        return index
-    return where(index < 0, size, index)
+    return index
+
+
+def name_late_errors(index: Tensor, label: str) -> None:
+    """Name the op and argument (``label``) in the IndexError that ``index``'s backend reports at the next
+    synchronization where its device kernels cannot raise (OpenCL's); nothing where errors are immediate."""
+    dev = index._device
+    dev.backend.name_deferred_errors(dev.index, label)
 
 
 def _grid_key(x: Tensor, dim: int, index: Tensor, op: str) -> tuple[Any, ...]:
@@ -260,6 +269,8 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 def take(x: Tensor, index: Tensor) -> Tensor:
     """Elements of the flattened ``x`` at ``index`` (in ``index``'s shape)."""
+    if isinstance(index, Tensor) and index._device.type != "cpu":
+        name_late_errors(index, f"take: argument 'index' (input of {x.numel()} elements)")
     return x.reshape(-1)[index]
 
 

@@ -13,7 +13,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import bool_, int64
+from .._core.dtypes import bool_, get_default_dtype, int64, result_type
 from .._core.naming import not_a_tensor
 from .._core.records import REGISTRY, OpDef, register, register_composites
 from .._core.tensor import Tensor, _wrap, _wrap_dim
@@ -197,7 +197,10 @@ def cummin(x: Tensor, dim: int) -> ValuesIndices:
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
     (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
-    would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``)."""
+    would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``). Integer and bool inputs
+    compute in the default float dtype (the record's ``float`` rule)."""
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        x = x.to(get_default_dtype())
     if x.ndim == 0:
         return x * 1
     d = _wrap_dim(dim, x.ndim, "logcumsumexp")
@@ -310,12 +313,17 @@ def count_nonzero(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, right: bool = False, side: str | None = None) -> Tensor:
-    """Insertion indices of ``values`` in the last dimension of ``sorted_sequence``."""
+    """Insertion indices of ``values`` in the last dimension of ``sorted_sequence``.
+
+    Both are compared in their common dtype (PyTorch's promotion, a 0-d or scalar ``values`` the weaker side):
+    float values between int64 boundaries are not truncated to the boundaries' dtype first."""
     if not isinstance(values, Tensor):
-        values = tensor(values, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+        values = tensor(values, device=sorted_sequence.device)
+    common = result_type([t._dtype for t in (sorted_sequence, values) if t.ndim],
+                         [t._dtype for t in (sorted_sequence, values) if not t.ndim], [])
+    seq, vals = (t if t._dtype is common else t.to(common) for t in (sorted_sequence, values))
     right = right or side == "right"
-    return _wrap(kernel(values._device, "searchsorted")(sorted_sequence._data, values._data, right), int64,
-                 values._device)
+    return _wrap(kernel(vals._device, "searchsorted")(seq._data, vals._data, right), int64, vals._device)
 
 
 def bucketize(x: Tensor, boundaries: Tensor, *, right: bool = False) -> Tensor:
@@ -405,7 +413,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("mode", mode),
     ("cummax", cummax),
     ("cummin", cummin),
-    ("logcumsumexp", logcumsumexp),
     ("prod", prod),
     ("var", var),
     ("std", std),
@@ -422,5 +429,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 
 _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
 FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS),
+             **register_composites("composite", [("logcumsumexp", logcumsumexp)], dtype_rule="float"),
              "nanmedian": nanmedian}  # not yet a record: its OpInfo entry goes with the op database
 METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]

@@ -19,6 +19,7 @@ from .._core.grad_mode import _state
 from .._core.records import ops
 from .._core.tensor import Size, Tensor, _wrap_dim
 from .._creation import arange, empty, tensor
+from ..autograd._views import as_copied_view
 from ..errors import ShapeError
 from .inplace import _check_leaf, copy_
 from .scatter import index_reduce as _index_reduce
@@ -58,18 +59,26 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
     if step <= 0:
         raise ValueError(f"unfold: step is {step} but must be > 0")
     count = (n - size) // step + 1
-    if "storage_layout" not in self._device._kernels:  # no strided views on this backend: the windows, copied
-        x = self.reshape(1) if not self.ndim else self
-        idx = (arange(count, device=x.device) * step).unsqueeze(-1) + arange(size, device=x.device)
-        picked = x.index_select(d, idx.reshape(-1))
-        out = picked.reshape(*x.shape[:d], count, size, *x.shape[d + 1:]).movedim(d + 1, -1)
-        return out if self.ndim else out.squeeze(0)
+    if "storage_layout" not in self._device._kernels:
+        # no strided views on this backend: the windows copied, which core keeps in step with self as a view
+        # (autograd._copies: writes through it reach self, overlapping windows refuse writes)
+        return as_copied_view(_windows(self, d, size, step, count), self, "unfold",
+                              {"replay": lambda t: _windows(t, d, size, step, count)})
     strides = list(self.stride()) if self.ndim else [1]
     shape = list(self.shape) if self.ndim else [1]
     shape[d] = count
     out_strides = [*strides, strides[d]]
     out_strides[d] = strides[d] * step
     out = self.as_strided([*shape, size], out_strides, self.storage_offset())
+    return out if self.ndim else out.squeeze(0)
+
+
+def _windows(self: Tensor, d: int, size: int, step: int, count: int) -> Tensor:
+    """``unfold``'s windows as a new tensor (gathered by ``index_select``)."""
+    x = self.reshape(1) if not self.ndim else self
+    idx = (arange(count, device=x.device) * step).unsqueeze(-1) + arange(size, device=x.device)
+    picked = x.index_select(d, idx.reshape(-1))
+    out = picked.reshape(*x.shape[:d], count, size, *x.shape[d + 1:]).movedim(d + 1, -1)
     return out if self.ndim else out.squeeze(0)
 
 

@@ -15,7 +15,7 @@ chain of view ops that made it):
   (:func:`sync_copies`);
 - **what cannot be written back is refused before anything is written**
   (:func:`refuse_write`): views whose elements overlap in the base (made by
-  ``expand`` or ``as_strided``: PyTorch refuses writes to those too), and the
+  ``expand``, ``as_strided`` or overlapping ``unfold`` windows: PyTorch refuses writes to those too), and the
   parts of complex numbers (``real``, ``imag``, ``view_as_real``: a part of
   an element cannot be scattered back without a view, and building the
   element again by arithmetic would turn an infinite part into nan).
@@ -163,7 +163,7 @@ def refuse_write(x: Tensor, name: str) -> None:
     chain = rec[0]
     for op, _, _ in chain:
         why = _UNWRITABLE.get(op)
-        if why is None and op in ("expand", "as_strided"):
+        if why is None and op in ("expand", "as_strided", "unfold"):
             pos = x._device.backend.to_numpy(_positions(_owner(x)._base, chain))
             why = _OVERLAP if len(set(pos.reshape(-1).tolist())) < pos.size else None
         if why is not None:

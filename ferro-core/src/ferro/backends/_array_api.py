@@ -24,7 +24,7 @@ from ._base import Availability, Backend
 from ._lu import lu_factor
 
 __all__ = ["ArrayAPIBackend", "UNARY_FUNCS", "BINARY_FUNCS", "host_kernels", "host_index_reduce", "half_dtypes",
-           "in_float32"]
+           "in_float32", "numpy_broadcast_view"]
 
 #: ferro elementwise op -> Array API function of one argument.
 UNARY_FUNCS: dict[str, str] = {
@@ -157,6 +157,41 @@ class ArrayAPIBackend(Backend):
         self._rngs[index] = np.random.Generator(bg)
 
     # -- kernels ----------------------------------------------------------
+
+    def _broadcast_read_only(self) -> bool:
+        """Whether the namespace's ``broadcast_to`` gives read-only views (array-api-strict's; the standard
+        leaves it open), found once by writing one element of one. NumPy's are made writable instead."""
+        known = getattr(self, "_read_only_broadcast", None)
+        if known is None:
+            xp = self.xp
+            if getattr(xp, "__name__", "") == "numpy":
+                known = False
+            else:  # asked only of a usable backend (its device and runtime there)
+                probe = xp.broadcast_to(xp.zeros((1, 1)), (1, 2))
+                try:
+                    probe[0, 0] = 1.0
+                    known = False
+                except (ValueError, TypeError):  # NumPy's "read-only", a strict namespace's refusal
+                    known = True
+            self._read_only_broadcast = known
+        return known
+
+    def _expand_kernel(self) -> Callable[..., Any]:
+        """``expand``: a writable view (a write through a part of it that does not overlap reaches the base), or,
+        where the namespace's views are read-only, a copy that core keeps in step (:meth:`view_copies`)."""
+        xp = self.xp
+        if getattr(xp, "__name__", "") == "numpy":
+            return numpy_broadcast_view
+
+        def expand(x: Any, shape: tuple[int, ...]) -> Any:
+            out = xp.broadcast_to(x, shape)
+            # asked at the first call, not when the table is built (that may happen where no device runs)
+            return xp.asarray(out, copy=True) if self._broadcast_read_only() else out
+        return expand
+
+    def view_copies(self, index: int) -> frozenset[str]:
+        """``expand`` where the namespace's ``broadcast_to`` views are read-only (its kernel copies)."""
+        return frozenset({"expand"}) if self._broadcast_read_only() else frozenset()
 
     def kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         xp = self.xp
@@ -329,7 +364,7 @@ class ArrayAPIBackend(Backend):
             "all": reduce("all"),
             "argmax": arg("argmax"), "argmin": arg("argmin"),
             "matmul": in_float32(xp, halves, xp.matmul, operands=2), "reshape": reshape, "view": view,
-            "permute": xp.permute_dims, "expand": xp.broadcast_to,
+            "permute": xp.permute_dims, "expand": self._expand_kernel(),
             "cat": lambda xs, dim: xp.concat(xs, axis=dim),
             "stack": lambda xs, dim: xp.stack(xs, axis=dim),
             "getitem": getitem, "setitem": setitem, "index_put": index_put, "copy_": copy_,
@@ -433,6 +468,20 @@ class ArrayAPIBackend(Backend):
 
 
 
+def numpy_broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
+    """NumPy's ``broadcast_to(x, shape)`` as a view that can be written where ``x`` can (``broadcast_to``'s
+    is read-only): a write through a part of an expanded tensor whose own elements do not overlap
+    (``x.expand(3, 4)[:, 0].add_(1)``) reaches ``x``, as in PyTorch. Writes into overlapping elements are
+    refused by core before any kernel runs."""
+    import numpy as np
+    out = np.broadcast_to(x, shape)
+    if not x.flags.writeable or not x.size:
+        return out
+    if x.flags.c_contiguous:  # the cheap constructor; as_strided (any layout) costs twice broadcast_to
+        return np.ndarray(out.shape, x.dtype, buffer=x, strides=out.strides)
+    return np.lib.stride_tricks.as_strided(x, out.shape, out.strides)
+
+
 def _has_extension(xp: Any, name: str) -> bool:
     """Whether namespace ``xp`` has the extension ``name`` (``fft``, ``linalg``), without importing it where
     the namespace lists it in ``__all__`` (NumPy imports its submodules on first access)."""
@@ -447,13 +496,17 @@ def host_kernels(backend: Backend, index: int) -> dict[str, Callable[..., Any]]:
     ``from_numpy`` work may put them in its table (free for NumPy itself)."""
     import numpy as np
 
+    def contiguous(o: Any) -> Any:
+        # ascontiguousarray alone would turn a 0-d result (searchsorted of a 0-d value) into shape (1,)
+        return np.ascontiguousarray(o) if np.ndim(o) else np.asarray(o)
+
     def host(fn: Callable[..., Any]) -> Callable[..., Any]:
         def kernel(*args: Any) -> Any:
             conv = [np.asarray(backend.to_numpy(a)) if hasattr(a, "shape") else a for a in args]
             out = fn(*conv)
             if isinstance(out, tuple):
-                return tuple(backend.from_numpy(np.ascontiguousarray(o), index) for o in out)
-            return backend.from_numpy(np.ascontiguousarray(out), index)
+                return tuple(backend.from_numpy(contiguous(o), index) for o in out)
+            return backend.from_numpy(contiguous(out), index)
         return kernel
 
     def extreme_accumulate(ufunc: Any) -> Callable[..., Any]:

@@ -160,6 +160,12 @@ class Backend:
     def synchronize(self, index: int) -> None:
         """Wait for all work queued on device ``index``."""
 
+    def name_deferred_errors(self, index: int, label: str) -> None:
+        """An op is about to queue, on device ``index``, kernels that check its indices: ``label`` (the op and
+        the argument, ``"index_select: argument 'index' ..."``) names it in the IndexError of a backend that
+        reports out-of-range indices late (at the next synchronization), until that synchronization. By
+        default nothing: a backend that raises where the error happens needs no label."""
+
     def manual_seed(self, seed: int, index: int) -> None:
         """Seed the random number generator of device ``index``."""
         raise self._missing("manual_seed")

@@ -25,18 +25,20 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any]:
     k = min(m, n)
     lu = xp.reshape(xp.asarray(a, copy=True), (-1, m, n))
     batch = lu.shape[0]
-    rows = xp.arange(batch)
     piv = xp.zeros((batch, k), dtype=xp.int32)
+    row = xp.reshape(xp.arange(m), (1, m, 1))
     complex_ = xp.isdtype(lu.dtype, "complex floating")
     for j in range(k):
         col = lu[:, j:, j]
         # LAPACK picks the pivot by |re| + |im| for complex matrices (izamax), not the modulus.
         mag = xp.abs(xp.real(col)) + xp.abs(xp.imag(col)) if complex_ else xp.abs(col)
         p = xp.argmax(mag, axis=-1) + j
-        piv[:, j] = p + 1
-        row_j = xp.asarray(lu[:, j, :], copy=True)
-        lu[:, j, :] = lu[rows, p, :]
-        lu[rows, p, :] = row_j
+        piv[:, j] = xp.astype(p + 1, xp.int32)  # argmax's default integer: the standard refuses mixed dtypes
+        # swap rows j and p of each matrix: the standard has no integer-array writes (nor reads mixed with
+        # slices), so row p is taken along the axis and both rows are placed by where
+        at_p = xp.reshape(p, (batch, 1, 1))
+        row_p = xp.take_along_axis(lu, xp.broadcast_to(at_p, (batch, 1, n)), axis=1)
+        lu = xp.where(row == j, row_p, xp.where(row == at_p, lu[:, j:j + 1, :], lu))
         pivot = lu[:, j, j]
         safe = xp.where(pivot == 0, xp.ones_like(pivot), pivot)
         lu[:, j + 1:, j] = lu[:, j + 1:, j] / safe[:, None]

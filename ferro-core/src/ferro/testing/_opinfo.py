@@ -464,6 +464,12 @@ def _w(f: Any, x: Any, v: Any) -> Any:
     return f.tensor(v, device=x.device).to(x.dtype)
 
 
+def _clamped_norm(x: Any, eps: float) -> Any:
+    """Row norms clamped at ``eps``, as PyTorch's cosine similarity divides by them (an all-zero row: cos 0,
+    not 0 / 0)."""
+    return _np().maximum(_np().linalg.norm(x, axis=1), eps)
+
+
 _W = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]]
 OP_DB += [
     _nn("linear", lambda x: x @ _np().array(_W).astype(x.dtype).T + 1, lambda f, F, x: F.linear(x, _w(f, x, _W),
@@ -484,8 +490,7 @@ OP_DB += [
     _nn("local_response_norm", lambda x: x / (1 + 1e-4 / 3 * _np().stack(
         [_np().pad(x * x, ((0, 0), (1, 1), (0, 0)))[:, i:i + x.shape[1]] for i in range(3)]).sum(0)) ** 0.75,
         lambda f, F, x: F.local_response_norm(x, 3), shapes=(((2, 4, 3),),)),
-    _nn("cosine_similarity", lambda x: (x * x[::-1]).sum(1) / (_np().linalg.norm(x, axis=1) *
-                                                                _np().linalg.norm(x[::-1], axis=1)),
+    _nn("cosine_similarity", lambda x: (x * x[::-1]).sum(1) / (_clamped_norm(x, 1e-8) * _clamped_norm(x[::-1], 1e-8)),
         lambda f, F, x: F.cosine_similarity(x, x.flip(0))),
     _nn("pairwise_distance", lambda x: _np().linalg.norm(x - x[::-1] + 1e-6, axis=-1),
         lambda f, F, x: F.pairwise_distance(x, x.flip(0))),
@@ -507,10 +512,11 @@ OP_DB += [
         lambda f, F, x: F.binary_cross_entropy_with_logits(x, f.ones_like(x))),
     _nn("kl_div", lambda x: (_np().exp(_lsm(x[::-1])) * (_lsm(x[::-1]) - _lsm(x))).sum() / 4,
         lambda f, F, x: F.kl_div(F.log_softmax(x, 1), F.softmax(x.flip(0), 1), reduction="batchmean")),
-    _nn("cosine_embedding_loss", lambda x: (1 - (x * x[::-1]).sum(1) / (_np().linalg.norm(x, axis=1) *
-                                                                         _np().linalg.norm(x[::-1], axis=1))).mean(),
+    _nn("cosine_embedding_loss", lambda x: (1 - (x * x[::-1]).sum(1) / (_clamped_norm(x, 1e-12) *
+                                                                         _clamped_norm(x[::-1], 1e-12))).mean(),
         lambda f, F, x: F.cosine_embedding_loss(x, x.flip(0), f.ones(4, device=x.device))),
-    _nn("margin_ranking_loss", lambda x: _np().maximum(0, -(x[:, 0] - x[:, 1]) + 0.1).mean(),
+    # -target * (x1 - x2) with a float target: the difference is negated as a float (NumPy's -x of uint8 wraps)
+    _nn("margin_ranking_loss", lambda x: _np().maximum(0, -1.0 * (x[:, 0] - x[:, 1]) + 0.1).mean(),
         lambda f, F, x: F.margin_ranking_loss(x[:, 0], x[:, 1], f.ones(4, device=x.device), 0.1)),
     _nn("scaled_dot_product_attention", lambda x: _np().exp(_lsm(x @ x.swapaxes(-1, -2) / _np().sqrt(3), -1)) @ x,
         lambda f, F, x: F.scaled_dot_product_attention(x, x, x), shapes=(((2, 4, 3),),)),
