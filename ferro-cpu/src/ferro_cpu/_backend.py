@@ -11,12 +11,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ferro._core.dtypes import DType, all_dtypes, bfloat16
+from ferro._core.dtypes import DType, all_dtypes, bfloat16, float16
 from ferro.backends import (
     BINARY_FUNCS,
     UNARY_FUNCS,
     ArrayAPIBackend,
-    half_dtypes,
     host_index_reduce,
     in_float32,
     with_torch_special_values,
@@ -65,6 +64,8 @@ class NumpyBackend(ArrayAPIBackend):
         #: Large kernel outputs come from here (see ``_pool``): no page faults on reuse.
         self.pool = BufferPool()
         self._native: dict[DType, Any] = {}  # native_dtype's answers
+        #: the lists of 16-bit dtypes handed to kernels (half_natives), which bfloat16 joins when ml_dtypes loads
+        self._halves: list[list[Any]] = []
 
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
@@ -107,14 +108,25 @@ class NumpyBackend(ArrayAPIBackend):
         if nd is not None:
             return nd
         if dtype is bfloat16:
-            import ml_dtypes
+            import ml_dtypes  # ~4 ms: loaded once a bfloat16 array is made, not when the device binds
             nd = self.xp.dtype(ml_dtypes.bfloat16)
+            for halves in self._halves:
+                halves.append(nd)
         else:
             nd = self.xp.dtype(dtype.name)
         self._native[dtype] = nd
         return nd
 
+    def half_natives(self) -> list[Any]:
+        halves = [self.native_dtype(float16)]
+        if bfloat16 in self._native:
+            halves.append(self._native[bfloat16])
+        self._halves.append(halves)
+        return halves
+
     def from_numpy(self, array: Any, index: int) -> Any:
+        if array.dtype.kind == "V" and bfloat16 not in self._native:  # ml_dtypes' bfloat16, made by the caller
+            self.native_dtype(bfloat16)
         return self.xp.asarray(array)
 
     def to_numpy(self, array: Any) -> Any:
@@ -168,7 +180,7 @@ class NumpyBackend(ArrayAPIBackend):
                 return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
-        halves = half_dtypes(nd)  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
+        halves = self.half_natives()  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
 
         add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
 
