@@ -344,7 +344,7 @@ class NumpyBackend(ArrayAPIBackend):
             "argsort": argsort, "cumsum": in_float32(np, halves, lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_float32(np, halves, lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
-            "where": where, "permute": _transpose, "expand": np.broadcast_to,
+            "where": where, "permute": np.ndarray.transpose, "expand": np.broadcast_to,  # the method: no Python frame
             "as_strided": _as_strided, "storage_layout": _storage_layout,
         })
         return table
@@ -364,10 +364,6 @@ def _storage_layout(base: Any, x: Any) -> tuple[tuple[int, ...], int]:
         return tuple(s // item for s in x.strides), 0
     start = x.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     return tuple(s // item for s in x.strides), start // item
-
-
-def _transpose(x: Any, dims: tuple[int, ...]) -> Any:
-    return x.transpose(dims)  # the method: np.transpose adds a Python wrapper
 
 
 def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:

@@ -467,6 +467,7 @@ def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:
     t._device = device
     t._rg = False
     t.grad_fn = None
+    t._view = None  # read by every view op made of it (a lazy slot's miss costs more than this store)
     return t
 
 
