@@ -406,33 +406,48 @@ _STACK = register(OpDef("stack", "shape", "Join tensors along a new dimension.",
 
 
 def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tensor:
-    tensors = list(tensors)
+    if type(tensors) is not list and type(tensors) is not tuple:
+        tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
+    # one pass over the inputs: their type, device, dtype and arrays (the usual case: all alike, none empty)
+    first = tensors[0]
+    dev = dtype = None
+    if isinstance(first, Tensor):
+        dev, dtype = first._device, first._dtype
+    alike = True
+    empty = False
+    datas = []
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
                             f"{[type(t).__name__ for t in tensors]}")
-    dev = check_devices(op.name, tensors)
-    if op is _CAT:
+        if t._device is not dev:
+            check_devices(op.name, tensors)
+        a = t._data
+        if t._dtype is not dtype:
+            alike = False
+        if a.shape == (0,):
+            empty = True
+        datas.append(a)
+    if empty and op is _CAT:
         # PyTorch skips 1-d empty tensors in cat (legacy behavior).
-        shaped = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+        shaped = [t for t in tensors if t._data.shape != (0,)] or [first]
+        datas = [t._data for t in shaped]
     else:
         shaped = tensors
-    ref = shaped[0]._data.shape
+    ref = datas[0].shape
     nd = len(ref) + (1 if new_dim else 0)
     if nd == 0:
         raise ShapeError(f"{op.name}(): zero-dimensional tensor cannot be concatenated")
-    d = _wrap_dim(dim, nd, op.name)
-    rest = ref if new_dim else ref[:d] + ref[d + 1:]  # what every input's shape must match
-    dtype = shaped[0]._dtype
-    mixed = False
-    for i, tt in enumerate(shaped):
-        s = tt._data.shape
-        if (s if new_dim else s[:d] + s[d + 1:]) != rest or len(s) != len(ref):
+    d = dim if type(dim) is int and 0 <= dim < nd else _wrap_dim(dim, nd, op.name)
+    for i, a in enumerate(datas):
+        s = a.shape
+        if s != ref and (new_dim or len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
-        mixed = mixed or tt._dtype is not dtype
+    dtype = shaped[0]._dtype
+    mixed = not alike and any(t._dtype is not dtype for t in shaped)
     if mixed:
         dtype = result_type([t._dtype for t in shaped], [], [])
     k = kernel_for(op, dev, dtype)
@@ -442,15 +457,15 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         cast = dev._kernels["cast"]
         data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
     else:
-        data = k([t._data for t in shaped], d)
+        data = k(datas, d)
     if not (_mode._state.enabled and any(t._rg for t in shaped)):
         return _wrap(data, dtype, dev)
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:
         offs, fn_list = 0, []
-        for tt in shaped:
-            n = tt._data.shape[d]
+        for a in datas:
+            n = a.shape[d]
             fn_list.append(_slice_grad(d, offs, offs + n))
             offs += n
         fns = tuple(fn_list)
