@@ -180,6 +180,13 @@ class NumpyBackend(ArrayAPIBackend):
                 return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
+        def extreme(ufunc: Any) -> Callable[..., Any]:
+            reduce_ = ufunc.reduce  # np.max's own step, without its Python wrapper; NaN propagates without warnings
+
+            def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
+                return np.asarray(reduce_(x, axis=dims, keepdims=keepdim))
+            return kernel
+
         halves = self.half_natives()  # float16 and bfloat16 accumulate in float32, as in PyTorch (see in_float32)
 
         add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
@@ -334,8 +341,8 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
         table.update({
-            "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),
-            "amin": reduce(np.min), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
+            "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": extreme(np.maximum),
+            "amin": extreme(np.minimum), "prod": in_float32(np, halves, reduce(np.prod)), "any": reduce(np.any),
             "all": reduce(np.all),
             "argmax": arg(np.argmax), "argmin": arg(np.argmin),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
