@@ -142,21 +142,31 @@ class _LayerNorm(Function):
                 None if bias is None else _native_wrap(db, dev), None, None, None, None)
 
 
+_LN_ARGS = ("normalized_shape", "weight", "bias", "eps")
+_LN_NAMES = frozenset(_LN_ARGS)
+
+
 def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("normalized_shape", "weight", "bias", "eps")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or "normalized_shape" not in bound:
+    if len(args) > len(_LN_ARGS):
+        return None
+    bound = dict(zip(_LN_ARGS, args))
+    if kwargs:
+        if not kwargs.keys() <= _LN_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    if "normalized_shape" not in bound:
         return None
     ns = bound["normalized_shape"]
     shape = (ns,) if isinstance(ns, int) else tuple(ns)
     weight, bias = bound.get("weight"), bound.get("bias")
-    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+    xs = x._data.shape
+    if len(shape) > len(xs) or xs[len(xs) - len(shape):] != shape:
         return None  # the decomposition raises the ShapeError
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
-                              or tuple(t.shape) != shape)  # a wrong size: the decomposition's error, not a bad read
-           for t in (weight, bias)):
-        return None
+    for t in (weight, bias):  # a wrong size: the decomposition's error, not a bad read
+        if t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
+                              or t._data.shape != shape):
+            return None
     eps = float(bound.get("eps", 1e-5))
     if not (_mode._state.enabled and (x._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         y, _, _ = kernels[0](x._data, shape, None if weight is None else weight._data,
