@@ -50,13 +50,10 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
         if isinstance(t, Tensor):
             if t._rg:
                 gf = t.grad_fn
-                if gf is None:
-                    nxt.append(t)
-                else:
-                    if gf.name in VIEW_OPS:  # a view whose base may have changed in place
-                        refresh(t)
-                        gf = t.grad_fn
-                    nxt.append(gf)
+                if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                    refresh(t)
+                    gf = t.grad_fn
+                nxt.append(t if gf is None else gf)
             else:
                 nxt.append(None)
                 partial = True
@@ -67,16 +64,19 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
             partial = True
     if fns is None:
         fns = op.grads if op.grads is not None else _no_derivative(op.name, len(nxt))
-    if partial and saved and (uses := _SAVED_USES.get(op.name)) is not None:
-        # keep only what the needed formulas read (as PyTorch saves)
-        keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
-        saved = tuple(v if j in keep else None for j, v in enumerate(saved))
-    node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
-    for v in saved:
-        if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
-            vc = out._vc
-            node.out = (out._data, out._dtype, out._device, vc, vc[0])
-            break
+    if saved:
+        if partial and (uses := _SAVED_USES.get(op.name)) is not None:
+            # keep only what the needed formulas read (as PyTorch saves)
+            keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
+            saved = tuple(v if j in keep else None for j, v in enumerate(saved))
+        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
+        for v in saved:
+            if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
+                vc = out._vc
+                node.out = (out._data, out._dtype, out._device, vc, vc[0])
+                break
+    else:
+        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
     out.grad_fn = node
     out._rg = True
     return out
