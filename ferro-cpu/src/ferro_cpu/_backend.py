@@ -28,7 +28,7 @@ from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._recurrent import recurrent_kernels
-from ._rows import row_kernels
+from ._rows import last_axis_sums, row_kernels
 from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
@@ -191,8 +191,14 @@ class NumpyBackend(ArrayAPIBackend):
 
         add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
 
+        rows = last_axis_sums(np)
+
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)
+            if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == out:
+                r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
+                if r is not None:
+                    return r
             if out in halves:
                 return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(out))
             return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
@@ -202,7 +208,9 @@ class NumpyBackend(ArrayAPIBackend):
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
-            total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            total = rows(x, keepdim) if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 else None
+            if total is None:
+                total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
             return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
         mean = in_float32(np, halves, mean_)
 

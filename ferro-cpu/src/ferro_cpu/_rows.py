@@ -20,7 +20,31 @@ from typing import Any
 
 from ._pool import MIN_BYTES
 
-__all__ = ["row_kernels"]
+__all__ = ["row_kernels", "last_axis_sums"]
+
+#: Rows up to this long are summed by BLAS (see last_axis_sums); longer ones by NumPy's pairwise sum.
+BLAS_ROW = 4096
+
+
+def last_axis_sums(np: Any) -> Callable[[Any, bool], Any]:
+    """``sums(x, keepdim)``: the sums along the last axis of a C-contiguous float32 or float64 array of several
+    rows of at most :data:`BLAS_ROW` elements, as one matrix-vector product with ones (BLAS, with its several
+    accumulators, runs it several times faster than ``np.add.reduce``, which pays per row); None for any
+    other array (the caller reduces it as usual)."""
+    floats = (np.dtype(np.float32), np.dtype(np.float64))
+    ones: dict[tuple[int, Any], Any] = {}
+
+    def sums(x: Any, keepdim: bool) -> Any:
+        shape = x.shape
+        n = shape[-1] if shape else 0
+        if not 0 < n <= BLAS_ROW or x.size == n or x.dtype not in floats or not x.flags.c_contiguous:
+            return None
+        v = ones.get((n, x.dtype))
+        if v is None:
+            v = ones[n, x.dtype] = np.ones(n, x.dtype)
+        r = x.reshape(-1, n) @ v
+        return r.reshape((*shape[:-1], 1) if keepdim else shape[:-1])
+    return sums
 
 
 def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
