@@ -7,6 +7,7 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -147,6 +148,7 @@ class NumpyBackend(ArrayAPIBackend):
             ufunc = getattr(np, _NUMPY_NAMES.get(op, _NUMPY_NAMES.get(fn, fn)), None)
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool)
+        table["pow"] = _squaring(np, table["pow"], quiet)
 
         plain_floats = (np.dtype(np.float32), np.dtype(np.float64))
         f16 = np.dtype(np.float16)
@@ -468,6 +470,20 @@ def _spherical_j0(x: Any) -> Any:
     import numpy as np
     out = np.sinc(np.where(np.isinf(x), 0, x) / np.pi)
     return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
+
+
+def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``pow`` kernel ``power`` with ``x ** 2`` of a small array as one ``square`` (``np.power`` takes no
+    fast path for it: three times the time); the same values, x * x rounded once either way."""
+    square = quiet(functools.partial(np.square, out=...))
+    ndarray = np.ndarray
+
+    def pow_(x: Any, y: Any) -> Any:
+        if (type(y) is int or type(y) is float) and y == 2 and type(x) is ndarray and x.nbytes < MIN_BYTES:
+            return square(x)
+        return power(x, y)
+    pow_.into = power.into  # type: ignore[attr-defined]
+    return pow_
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
