@@ -105,3 +105,29 @@ def test_empty_inputs_as_torch(calls: dict[str, int]) -> None:
             assert getattr(F, fn)(ferro.tensor(x), dim=dim).shape == getattr(TF, fn)(torch.tensor(x), dim=dim).shape
     y = F.layer_norm(ferro.tensor(np.zeros((0, 4))), (4,))
     assert y.shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("scale", [1.0, 20.0, 1e3])  # within the bound of exp(x) / sum(exp(x)), at it, past it
+@pytest.mark.parametrize("grad", [False, True])
+def test_softmax_last_dim_with_and_without_the_shift_as_torch(calls: dict[str, int], dtype: str, scale: float,
+                                                              grad: bool) -> None:
+    # small and moderate logits skip the shift by each row's maximum, large ones (and the in-place change to the
+    # output before backward) take it: the same values as torch's either way
+    x = (RNG.standard_normal((16, 33)) * scale).astype(dtype)
+    x[3, :] -= 3 * scale  # a row far below the others
+    fx, tx = ferro.tensor(x, requires_grad=grad), torch.tensor(x, requires_grad=grad)
+    got, ref = F.softmax(fx, -1), TF.softmax(tx, -1)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=tol, atol=tol * 1e-3)
+    assert got.requires_grad is grad and (got.grad_fn is not None) is grad and calls["softmax"] == 1
+    if grad:
+        g = RNG.standard_normal((16, 33)).astype(dtype)
+        got.backward(ferro.tensor(g))
+        ref.backward(torch.tensor(g))
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol * 10, atol=tol)  # g - sum(g * y) cancels
+        assert calls["softmax_backward"] == 1
+        y = F.softmax(fx, -1)
+        y.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()

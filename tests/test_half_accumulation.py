@@ -157,3 +157,19 @@ def test_cuda_matmul_widens_what_cupy_would_sum_in_16_bits() -> None:
             assert seen == [(np.dtype(np.float32) if widened else np.dtype(dtype), sa, sb)], (dtype, sa, sb)
     f32 = np.ones((1, 3), np.float32)
     assert matmul(f32, f32.T).dtype == np.float32  # other dtypes: CuPy's own
+
+
+def test_ml_dtypes_loads_only_with_the_first_bfloat16_array() -> None:
+    # the first op of a float32 program does not pay for ml_dtypes; the first bfloat16 tensor loads it, and the
+    # kernels bound before then accumulate it in float32 all the same (3000 * 0.1 summed in bfloat16 stops at 32)
+    import subprocess
+    import sys
+    code = ("import sys, ferro\n"
+            "x = ferro.ones(2) + 1\n"
+            "print('ml_dtypes' in sys.modules)\n"
+            "import numpy, ml_dtypes\n"
+            "a = numpy.full(3000, 0.1, dtype=ml_dtypes.bfloat16)\n"
+            "print(float(ferro.from_numpy(a).sum()), float(ferro.full((3000,), 0.1, dtype=ferro.bfloat16).sum()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    want = float(torch.full((3000,), 0.1, dtype=torch.bfloat16).sum())
+    assert out == ["False", str(want), str(want)]

@@ -259,3 +259,22 @@ def test_16_bit_floats_accumulate_in_float32(dtype: str) -> None:
                       (t[0, :60].prod(), exact[0, :60].prod()), (t[0, :60].cumprod(0)[-1], exact[0, :60].prod())):
         assert got.dtype is t.dtype
         np.testing.assert_allclose(got.float().numpy(), want.numpy(), rtol=8e-3)  # within a 16-bit rounding
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(64, 64), (3, 5, 7), (2, 4096), (2, 4097), (1, 50), (9, 1)])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sums_along_the_last_dim_as_torch(dtype: str, shape: tuple[int, ...], name: str, keepdim: bool) -> None:
+    # float rows along the last dim are summed by one matrix-vector product on cpu (rows of at most 4096), others
+    # by NumPy's reduce: the same values as torch's either way, for strided inputs and non-finite values too
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:3] = [np.inf, -np.inf, np.nan] if x.size > 3 else x.reshape(-1)[:3]
+    for arr in (x, np.swapaxes(x, 0, -1)):
+        f = ferro.tensor(arr)
+        for fx, tx in ((f, torch.tensor(arr)), (f.mT if f.ndim > 1 else f, torch.tensor(arr).mT)):
+            got = getattr(fx, name)(dim=-1, keepdim=keepdim)
+            ref = getattr(tx, name)(dim=-1, keepdim=keepdim)
+            assert got.shape == tuple(ref.shape) and got.dtype == getattr(ferro, dtype)
+            tol = 1e-5 if dtype == "float32" else 1e-12
+            np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=tol, atol=tol, equal_nan=True)

@@ -7,6 +7,7 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._recurrent import recurrent_kernels
-from ._rows import row_kernels
+from ._rows import last_axis_sums, row_kernels
 from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
@@ -73,6 +74,8 @@ class NumpyBackend(ArrayAPIBackend):
         #: Large kernel outputs come from here (see ``_pool``): no page faults on reuse.
         self.pool = BufferPool()
         self._native: dict[DType, Any] = {}  # native_dtype's answers
+        #: the 16-bit tools handed to kernels (see _half), which bfloat16 joins when ml_dtypes loads
+        self._halves: list[Half] = []
 
     def memory_stats(self, index: int) -> dict[str, int]:
         return self.pool.stats()
@@ -115,14 +118,27 @@ class NumpyBackend(ArrayAPIBackend):
         if nd is not None:
             return nd
         if dtype is bfloat16:
-            import ml_dtypes
+            import ml_dtypes  # ~4 ms: loaded once a bfloat16 array is made, not when the device binds
             nd = self.xp.dtype(ml_dtypes.bfloat16)
+            for half in self._halves:
+                half.add_bfloat16(nd)
         else:
             nd = self.xp.dtype(dtype.name)
         self._native[dtype] = nd
         return nd
 
+    def half_natives(self) -> Any:
+        return self._half().dtypes  # (a set that bfloat16 joins when ml_dtypes loads)
+
+    def _half(self) -> Half:
+        """The 16-bit tools of this backend's kernels, bfloat16 among them once ml_dtypes is loaded."""
+        half = Half(self.xp, self._native.get(bfloat16))
+        self._halves.append(half)
+        return half
+
     def from_numpy(self, array: Any, index: int) -> Any:
+        if array.dtype.kind == "V" and bfloat16 not in self._native:  # ml_dtypes' bfloat16, made by the caller
+            self.native_dtype(bfloat16)
         return self.xp.asarray(array)
 
     def to_numpy(self, array: Any) -> Any:
@@ -138,7 +154,7 @@ class NumpyBackend(ArrayAPIBackend):
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
         pool = self.pool
-        half = Half(np, nd(bfloat16))  # float16 and bfloat16: computed in float32, rounded once (see _half)
+        half = self._half()  # float16 and bfloat16: computed in float32, rounded once (see _half)
         halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}
         for op, fn in (*UNARY_FUNCS.items(), *BINARY_FUNCS.items()):
@@ -146,6 +162,7 @@ class NumpyBackend(ArrayAPIBackend):
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool,
                                           half, op in _EXACT)
+        table["pow"] = _squaring(np, table["pow"], quiet)
 
         @quiet
         def sigmoid(x: Any) -> Any:
@@ -161,11 +178,9 @@ class NumpyBackend(ArrayAPIBackend):
             return np.reciprocal(t, out=t)
 
         half_relu = half.ufunc(np.maximum, exact=True)
-        zeros = {dt: np.zeros((), dt) for dt in half.slow}  # a 16-bit zero: relu's result is exact
-
         def relu(x: Any) -> Any:
             if x.dtype in half.slow:
-                return half_relu(x, zeros[x.dtype])
+                return half_relu(x, np.zeros((), x.dtype))  # a 16-bit zero: relu's result is exact
             return np.maximum(x, 0, out=..., dtype=x.dtype)
 
         def relu_into(x: Any, out: Any) -> Any:
@@ -178,10 +193,23 @@ class NumpyBackend(ArrayAPIBackend):
                 return np.asarray(f(x, axis=dims, keepdims=keepdim))
             return kernel
 
+        def extreme(ufunc: Any) -> Callable[..., Any]:
+            reduce_ = ufunc.reduce  # np.max's own step, without its Python wrapper; NaN propagates without warnings
+
+            def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
+                return np.asarray(reduce_(x, axis=dims, keepdims=keepdim))
+            return kernel
+
         add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
+
+        rows = last_axis_sums(np)
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)
+            if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == out:
+                r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
+                if r is not None:
+                    return r
             if out in halves:
                 return half.round(np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
             return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
@@ -191,7 +219,9 @@ class NumpyBackend(ArrayAPIBackend):
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
-            total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            total = rows(x, keepdim) if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 else None
+            if total is None:
+                total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
             return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
         mean = half.kernel(mean_, operands=1)  # 16-bit floats accumulate in float32, as in PyTorch
 
@@ -320,9 +350,8 @@ class NumpyBackend(ArrayAPIBackend):
             return concatenate(xs, axis=dim)
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
-            s = xs[0].shape
-            new = (*s[:dim], 1, *s[dim:])
-            return concatenate([x.reshape(new) for x in xs], axis=dim)
+            at = (slice(None),) * dim + (None,)  # a new axis at dim: a view by basic indexing (cheaper than reshape)
+            return concatenate([x[at] for x in xs], axis=dim)
 
         rint = table["round"]
 
@@ -347,7 +376,7 @@ class NumpyBackend(ArrayAPIBackend):
             return half.kernel(kernel, operands=1, dtypes=dtypes, exact=exact)  # x, then non-array arguments
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean,
-            "amax": in_f32(reduce(np.max), half.slow, True), "amin": in_f32(reduce(np.min), half.slow, True),
+            "amax": in_f32(extreme(np.maximum), half.slow, True), "amin": in_f32(extreme(np.minimum), half.slow, True),
             "prod": in_f32(reduce(np.prod)), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": in_f32(arg(np.argmax), half.slow), "argmin": in_f32(arg(np.argmin), half.slow),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
@@ -356,7 +385,7 @@ class NumpyBackend(ArrayAPIBackend):
             "argsort": argsort, "cumsum": in_f32(lambda x, dim: np.cumsum(x, axis=dim, dtype=x.dtype)),
             "cumprod": in_f32(lambda x, dim: np.cumprod(x, axis=dim, dtype=x.dtype)),
             "getitem": getitem, "full": full, "empty": empty, "cat": cat, "stack": stack,
-            "where": where, "permute": _transpose, "expand": numpy_broadcast_view,
+            "where": where, "permute": np.ndarray.transpose, "expand": numpy_broadcast_view,
             "as_strided": _as_strided, "storage_layout": _storage_layout,
         })
         return table
@@ -376,10 +405,6 @@ def _storage_layout(base: Any, x: Any) -> tuple[tuple[int, ...], int]:
         return tuple(s // item for s in x.strides), 0
     start = x.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     return tuple(s // item for s in x.strides), start // item
-
-
-def _transpose(x: Any, dims: tuple[int, ...]) -> Any:
-    return x.transpose(dims)  # the method: np.transpose adds a Python wrapper
 
 
 def _same_dtype(kernel: Callable[..., Any]) -> Callable[..., Any]:
@@ -470,6 +495,20 @@ def _spherical_j0(x: Any) -> Any:
     import numpy as np
     out = np.sinc(np.where(np.isinf(x), 0, x) / np.pi)
     return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
+
+
+def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``pow`` kernel ``power`` with ``x ** 2`` of a small array as one ``square`` (``np.power`` takes no
+    fast path for it: three times the time); the same values, x * x rounded once either way."""
+    square = quiet(functools.partial(np.square, out=...))
+    ndarray = np.ndarray
+
+    def pow_(x: Any, y: Any) -> Any:
+        if (type(y) is int or type(y) is float) and y == 2 and type(x) is ndarray and x.nbytes < MIN_BYTES:
+            return square(x)
+        return power(x, y)
+    pow_.into = power.into  # type: ignore[attr-defined]
+    return pow_
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,

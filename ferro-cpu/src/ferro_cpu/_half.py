@@ -31,14 +31,24 @@ class Half:
     """The 16-bit tools of the cpu backend over NumPy ``np``: the native 16-bit dtypes, the one rounding,
     and wrappers that run float32 kernels on 16-bit operands."""
 
-    def __init__(self, np: Any, bfloat16: Any) -> None:
+    def __init__(self, np: Any, bfloat16: Any = None) -> None:
         self.np = np
         self.f32 = np.dtype(np.float32)
-        self.bf16 = bfloat16
-        #: the native 16-bit float dtypes (float16 and ml_dtypes' bfloat16)
-        self.dtypes = frozenset({np.dtype(np.float16), bfloat16})
+        self.bf16: Any = None
+        #: the native 16-bit float dtypes (float16 and ml_dtypes' bfloat16): sets that the kernels made here
+        #: test membership in, so that bfloat16 can join them when ml_dtypes loads (:meth:`add_bfloat16`)
+        self.dtypes: set[Any] = {np.dtype(np.float16)}
         #: those whose NumPy ufunc loops are slow: elementwise kernels widen them
-        self.slow = frozenset({bfloat16})
+        self.slow: set[Any] = set()
+        if bfloat16 is not None:
+            self.add_bfloat16(bfloat16)
+
+    def add_bfloat16(self, bfloat16: Any) -> None:
+        """Count ml_dtypes' bfloat16 among the 16-bit dtypes (the cpu backend calls it when it first makes one:
+        ml_dtypes costs ~4 ms to import, which a program without bfloat16 does not pay)."""
+        self.bf16 = bfloat16
+        self.dtypes.add(bfloat16)
+        self.slow.add(bfloat16)
 
     def round(self, x: Any, dtype: Any) -> Any:
         """The float32 array ``x`` rounded once (to nearest, ties to even) to the 16-bit ``dtype``."""
@@ -78,13 +88,13 @@ class Half:
         return run2
 
     def kernel(self, fn: Callable[..., Any], results: tuple[int, ...] | None = None, operands: int | None = None,
-               dtypes: frozenset[Any] | None = None, exact: bool = False) -> Callable[..., Any]:
+               dtypes: set[Any] | None = None, exact: bool = False) -> Callable[..., Any]:
         """The kernel ``fn`` run in float32 when an array argument is a 16-bit float: those arguments widened
         (the first ``operands`` arguments only, when given), and its results rounded once to that dtype -
         all of them, or those at ``results`` when ``fn`` returns a tuple (the others, a kernel's float32
         state for its backward, kept wide). Other dtypes (those outside ``dtypes``, when given) call ``fn`` as
         it is. ``exact``: the kernel's 16-bit results are exact (a max pool's)."""
-        halves, f32 = dtypes or self.dtypes, self.f32
+        halves, f32 = self.dtypes if dtypes is None else dtypes, self.f32
         back = self.exact if exact else self.round
 
         def rounded(x: Any, dtype: Any) -> Any:

@@ -18,7 +18,33 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["row_kernels"]
+from ._pool import MIN_BYTES
+
+__all__ = ["row_kernels", "last_axis_sums"]
+
+#: Rows up to this long are summed by BLAS (see last_axis_sums); longer ones by NumPy's pairwise sum.
+BLAS_ROW = 4096
+
+
+def last_axis_sums(np: Any) -> Callable[[Any, bool], Any]:
+    """``sums(x, keepdim)``: the sums along the last axis of a C-contiguous float32 or float64 array of several
+    rows of at most :data:`BLAS_ROW` elements, as one matrix-vector product with ones (BLAS, with its several
+    accumulators, runs it several times faster than ``np.add.reduce``, which pays per row); None for any
+    other array (the caller reduces it as usual)."""
+    floats = (np.dtype(np.float32), np.dtype(np.float64))
+    ones: dict[tuple[int, Any], Any] = {}
+
+    def sums(x: Any, keepdim: bool) -> Any:
+        shape = x.shape
+        n = shape[-1] if shape else 0
+        if not 0 < n <= BLAS_ROW or x.size == n or x.dtype not in floats or not x.flags.c_contiguous:
+            return None
+        v = ones.get((n, x.dtype))
+        if v is None:
+            v = ones[n, x.dtype] = np.ones(n, x.dtype)
+        r = x.reshape(-1, n) @ v
+        return r.reshape((*shape[:-1], 1) if keepdim else shape[:-1])
+    return sums
 
 
 def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -48,20 +74,43 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return (a.reshape(-1, n) @ v).reshape((*a.shape[:-1], 1))
 
     def new(like: Any) -> Any:
-        return pool.empty(like.shape, like.dtype)
+        return np.empty_like(like) if like.nbytes < MIN_BYTES else pool.empty(like.shape, like.dtype)
+
+    #: per float dtype: |x| below which exp(x) is a normal number and a row's sum of up to 2**20 of them finite
+    bound = {np.dtype(f32): 60.0, np.dtype(np.float64): 600.0}
+    lo_of, hi_of = np.minimum.reduce, maximum
+
+    def unshifted(x: Any, dim: int) -> bool:
+        """Whether softmax may skip the shift by each row's maximum: along the last dim of a C-contiguous array
+        of moderate finite values (two whole-array reductions, where the row maxima and the subtraction are two
+        passes more). exp(x) / sum(exp(x)) then equals the shifted quotient to rounding: no exp overflows,
+        none underflows below the normal numbers."""
+        b = bound.get(x.dtype)
+        if b is None or dim not in (-1, x.ndim - 1) or not x.flags.c_contiguous or x.shape[-1] > 1 << 20:
+            return False
+        return bool(-b < lo_of(x, axis=None) and hi_of(x, axis=None) < b)  # NaN: False
 
     def shifted(x: Any, dim: int) -> Any:
         """``x - max(x)`` along ``dim``, a new array (a row holding +inf or only -inf gives NaN, as PyTorch's)."""
         return np.subtract(x, maximum(x, axis=dim, keepdims=True), out=new(x))
 
-    @quiet
     def softmax(x: Any, dim: int) -> Any:
         if x.size == 0:
             return x.copy()
-        y = shifted(wide(x), dim)
+        xw = wide(x)
+        if unshifted(xw, dim):
+            y = np.exp(xw, out=new(xw))
+            s = row_sum(y, dim)
+            np.multiply(y, np.reciprocal(s, out=s), out=y)  # PyTorch's kernels multiply by 1 / sum too
+            return back(y, x.dtype)
+        return shifted_softmax(xw, dim, x.dtype)
+
+    @quiet
+    def shifted_softmax(xw: Any, dim: int, dtype: Any) -> Any:
+        y = shifted(xw, dim)
         np.exp(y, out=y)
         np.divide(y, row_sum(y, dim), out=y)
-        return back(y, x.dtype)
+        return back(y, dtype)
 
     @quiet
     def softmax_backward(g: Any, y: Any, dim: int) -> Any:  # y * (g - sum(g * y))

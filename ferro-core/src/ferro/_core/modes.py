@@ -253,9 +253,11 @@ def numpy_keywords(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not aliases:
         return fn
 
+    np_names = frozenset(n for n, _ in aliases)
+
     @functools.wraps(fn)
     def accepting(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
+        if kwargs and not np_names.isdisjoint(kwargs):
             kwargs = _renamed(fn.__name__, kwargs, aliases)
         return fn(*args, **kwargs)
     return accepting
@@ -271,10 +273,11 @@ def entry(op: Any, impl: Callable[..., Any], name: str | None = None) -> Callabl
     """
     label = name or op.name
     aliases = _numpy_keywords(op, impl)
+    np_names = frozenset(n for n, _ in aliases)
 
     @functools.wraps(impl)
     def fn(*args: Any, **kwargs: Any) -> Any:
-        if kwargs and aliases:
+        if kwargs and not np_names.isdisjoint(kwargs):  # (one C call where no NumPy keyword was given)
             kwargs = _renamed(label, kwargs, aliases)
         try:
             if ARMED[0] and (_stack.modes or _globals):

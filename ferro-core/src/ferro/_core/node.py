@@ -120,10 +120,10 @@ class Node:
 
     def apply(self, grad: Tensor) -> tuple[Tensor | None, ...]:
         """Gradients of the op's inputs from the gradient of its output."""
-        saved = self.unpack()
+        saved = self.unpack() if self.saved or self.released else ()
         attrs = self.attrs or {}
-        return tuple(None if (f is None or n is None) else f(grad, *saved, **attrs)
-                     for f, n in zip(self.fns, self.next))
+        return tuple([None if (f is None or n is None) else f(grad, *saved, **attrs)
+                      for f, n in zip(self.fns, self.next)])
 
     def release(self) -> None:
         """Drop saved tensors after a backward without ``retain_graph``.

@@ -9,6 +9,7 @@ defined once.
 
 from __future__ import annotations
 
+import math
 import operator
 import weakref
 from collections.abc import Callable, Iterator
@@ -154,7 +155,7 @@ class Tensor:
 
     def numel(self) -> int:
         """The number of elements."""
-        return Size(self._data.shape).numel()
+        return math.prod(self._data.shape)
 
     nelement = numel
     ndimension = dim
@@ -349,9 +350,10 @@ class Tensor:
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
-        if self.numel() != 1:
+        data = self._data
+        if data.shape and math.prod(data.shape) != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._device.backend.to_numpy(self._data).reshape(()).item()
+        return self._device.backend.to_numpy(data).item()  # (NumPy's item() takes any one-element array)
 
     def tolist(self) -> Any:
         """The values as (nested) Python lists of numbers."""
@@ -467,6 +469,7 @@ def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:
     t._device = device
     t._rg = False
     t.grad_fn = None
+    t._view = None  # read by every view op made of it (a lazy slot's miss costs more than this store)
     return t
 
 

@@ -30,9 +30,11 @@ from .._core.host import from_numpy_dtype
 from .._core.host import np as host_np
 from .._core.layouts import LayoutTensor
 from .._core.modes import entry
+from .._core.node import OUT
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
+from ..dispatch._dispatch import record
 
 __all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
 
@@ -94,26 +96,12 @@ def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
 
 
-class _Softmax(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, dim: int, decomposition: Callable[..., Tensor]) -> Tensor:
-        y = _native_wrap(kernels[0](x._data, dim), x._device)
-        # The output too, so that an in-place change to it is caught at backward: as an alias sharing its
-        # storage and version counter, not y itself (y -> its node -> ctx -> y would be a reference cycle,
-        # which keeps every output alive until the garbage collector runs).
-        alias = _wrap(y._data, y._dtype, y._device)
-        alias._vc = y._vc
-        ctx.save_for_backward(x, alias)
-        ctx.rule = (kernels, dim, decomposition)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, y = ctx.saved_tensors
-        kernels, dim, decomposition = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, dim), g), None, None, None)
-        return _native_wrap(kernels[1](g._data, y._data, dim), x._device), None, None, None
+def _softmax_grad(g: Tensor, x: Tensor, y: Tensor, *, kernels: Any, dim: int,
+                  decomposition: Callable[..., Tensor]) -> Tensor:
+    """The input's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, dim), g)[0]
+    return _native_wrap(kernels[1](g._data, y._data, dim), x._device)
 
 
 def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -121,7 +109,13 @@ def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., T
     dim = kwargs.pop("dim", args[0] if args else -1)
     if kwargs or len(args) > 1 or not isinstance(dim, int) or not -x.ndim <= dim < x.ndim:
         return None  # (a dim out of range: the decomposition's error)
-    return _Softmax.apply(x, kernels, dim, decomposition)
+    y = _native_wrap(kernels[0](x._data, dim), x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node of the op, saving the input and the output (as an alias: no reference cycle through y's node,
+    # and an in-place change to y is caught at backward)
+    return record(y, REGISTRY[name], (x,), (x, OUT), {"kernels": kernels, "dim": dim, "decomposition": decomposition},
+                  (_softmax_grad,))
 
 
 # -- layer_norm: forward -> (y, mean, rstd); backward(grad, x, shape, weight, mean, rstd) -> (dx, dw, db) --
@@ -150,22 +144,37 @@ class _LayerNorm(Function):
                 None if bias is None else _native_wrap(db, dev), None, None, None, None)
 
 
+_LN_ARGS = ("normalized_shape", "weight", "bias", "eps")
+_LN_NAMES = frozenset(_LN_ARGS)
+
+
 def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("normalized_shape", "weight", "bias", "eps")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or "normalized_shape" not in bound:
+    if len(args) > len(_LN_ARGS):
+        return None
+    bound = dict(zip(_LN_ARGS, args))
+    if kwargs:
+        if not kwargs.keys() <= _LN_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    if "normalized_shape" not in bound:
         return None
     ns = bound["normalized_shape"]
     shape = (ns,) if isinstance(ns, int) else tuple(ns)
     weight, bias = bound.get("weight"), bound.get("bias")
-    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+    xs = x._data.shape
+    if len(shape) > len(xs) or xs[len(xs) - len(shape):] != shape:
         return None  # the decomposition raises the ShapeError
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
-                              or tuple(t.shape) != shape)  # a wrong size: the decomposition's error, not a bad read
-           for t in (weight, bias)):
-        return None
-    return _LayerNorm.apply(x, weight, bias, kernels, shape, float(bound.get("eps", 1e-5)), decomposition)
+    for t in (weight, bias):  # a wrong size: the decomposition's error, not a bad read
+        if t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
+                              or t._data.shape != shape):
+            return None
+    eps = float(bound.get("eps", 1e-5))
+    if not (_mode._state.enabled and (x._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        y, _, _ = kernels[0](x._data, shape, None if weight is None else weight._data,
+                             None if bias is None else bias._data, eps)
+        return _native_wrap(y, x._device)  # nothing to record: the kernel alone
+    return _LayerNorm.apply(x, weight, bias, kernels, shape, eps, decomposition)
 
 
 # -- cross_entropy with class indices: forward -> per-row (loss, lse, target weight) -------------------

@@ -7,10 +7,11 @@ from typing import Any
 
 from .._core.dtypes import bool_
 from .._core.grad_mode import _state
+from .._core.naming import not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap
 from ..autograd._views import after_inplace, check_inplace
-from ..dispatch._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere
+from ..dispatch._dispatch import _unsupported, finish, kernel_for, record, run_elsewhere, view_result
 from ..errors import DeviceMismatchError, ShapeError
 from .inplace import refuse_overlap
 
@@ -113,8 +114,16 @@ _GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a
                           grads=(_getitem_grad,)))
 
 
+#: Key parts that need no conversion: a key of these alone is basic indexing, a view (bool is not among them:
+#: ``x[True]`` takes the general path).
+_PLAIN = frozenset((int, slice, type(None), type(Ellipsis)))
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with PyTorch's (NumPy's) basic and advanced indexing."""
+    t = type(key)
+    if t is slice or t is int or (t is tuple and all([type(k) in _PLAIN for k in key])):
+        return _basic(x, key if t is tuple else (key,), key)
     fkey, basic = _ferro_key(x, key)
     if not basic:
         split = _torch_order(fkey)
@@ -133,6 +142,26 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         raise _index_error(x, key, e) from None
     return finish(_GETITEM, data, x._dtype, dev, (x,), attrs={"key": fkey, "in_shape": x._data.shape},
                   view_of=x if basic else None)
+
+
+def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any) -> Tensor:
+    """``x[key]`` for a key of ints, slices, None and Ellipsis (``fkey``: as a tuple): a view."""
+    try:
+        dev = x._device
+        shape = x._data.shape
+    except AttributeError:
+        raise not_a_tensor("getitem", "input", x) from None
+    k = kernel_for(_GETITEM, dev, x._dtype)
+    if k is None:
+        return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
+    native = fkey
+    if len(fkey) == len(shape) and all([type(i) is int for i in fkey]):
+        native = (*fkey, Ellipsis)  # one element: a 0-d view (NumPy would give a scalar, a copy)
+    try:
+        data = k(x._data, native)
+    except IndexError as e:
+        raise _index_error(x, key, e) from None
+    return view_result(_GETITEM, data, x, {"key": fkey, "in_shape": shape})
 
 
 def _put_grad_x(g: Tensor, *, key: tuple[Any, ...], accumulate: bool) -> Tensor:

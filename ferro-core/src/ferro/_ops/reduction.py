@@ -29,8 +29,10 @@ def reduce_dims(x: Tensor, dim: int | Sequence[int] | None, op: str) -> tuple[in
     """
     if dim is None:
         return None
+    n = len(x._data.shape)
+    if type(dim) is int and -n <= dim < n:  # the usual case (a 0-d tensor takes the general path)
+        return (dim + n if dim < 0 else dim,)
     ds = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
-    n = x.ndim
     norm = tuple(_wrap_dim(d, n, op) for d in ds)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"{op}: dim {list(ds)} appears multiple times in the list of dims")
@@ -105,7 +107,7 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     compute, out_dt = op.table[in_dt]
     if dtype is not None:  # an explicit dtype= is both the compute and the result dtype (sum(dtype=int32))
         compute = out_dt = dtype
-    if op.name in ("amax", "amin") and x.numel() == 0:
+    if (op is _AMAX or op is _AMIN) and 0 in x._data.shape:  # (0 in shape: no elements)
         _refuse_empty(op.name, x, dims)
     data = x._data if x._dtype is compute else dev._kernels["cast"](x._data, compute)
     attrs = {"in_shape": x._data.shape, "dims": dims, "keepdim": keepdim}

@@ -9,13 +9,13 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
-from .._core.modes import numpy_keywords
-from .._core.naming import not_a_tensor
+from .._core.modes import ARMED, numpy_keywords
+from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
-from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere
+from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute", "transpose", "expand",
@@ -57,12 +57,38 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
                        grads=(lambda g, *, in_shape: g.reshape(in_shape),)))
 
 
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+    """``cache[key] = value`` (a cache of checked arguments, by their spelling), bounded."""
+    if len(cache) >= 4096:  # programs use a handful of spellings; a generated stream of them must not pile up
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+#: Checked target shapes by (input shape, shape as given).
+_SHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
+def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape ``shape`` (ints, one may be -1) asks for, for an input of shape ``in_shape``; or its error."""
+    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
+    flat = shape[0] if len(shape) == 1 and type(shape[0]) is tuple else shape
+    if all(type(s) is int for s in flat):  # plain ints: the same spelling gives the same answer
+        _remember(_SHAPES, (in_shape, *shape), new)
+    return new
+
+
 def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     try:
         in_shape = x._data.shape
     except AttributeError:
         raise not_a_tensor(op.name, "input", x) from None
-    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
+    try:
+        new = _SHAPES.get((in_shape, *shape))
+    except TypeError:  # a list (unhashable): checked by _target
+        new = None
+    if new is None:
+        new = _target(op, in_shape, shape)
     dev = x._device
     k = kernel_for(op, dev, x._dtype)
     if k is None:
@@ -89,7 +115,9 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
         raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
                          f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
                          "that is not contiguous; use .reshape(...) instead") from None
-    return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=view_of)
+    if view_of is None:
+        return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+    return view_result(op, data, x, {"in_shape": in_shape})
 
 
 def reshape(x: Tensor, *shape: Any) -> Tensor:
@@ -113,18 +141,36 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
                           grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
 
 
+#: Validated permutations by (ndim, dims as given): the checks run once per spelling (bounded: see _remember).
+_PERMS: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
-    dims = _shape_arg(dims, "permute", "dims")
     try:
-        n = x.ndim
+        n = len(x._data.shape)
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
+    try:
+        norm = _PERMS.get((n, *dims))
+    except TypeError:  # a list among dims (unhashable): checked below
+        norm = None
+    if norm is None:
+        norm = _permutation(x, dims, n)
+    return _permuted(x, norm)
+
+
+def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[int, ...]:
+    """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative), or the error for it."""
+    dims = _shape_arg(given, "permute", "dims")
     norm = tuple([d if type(d) is int and 0 <= d < n else _wrap_dim(d, n, "permute") for d in dims])
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
                          f"{list(x.shape)}")
-    return _permuted(x, norm)
+    flat = given[0] if len(given) == 1 and type(given[0]) is tuple else given
+    if all(type(d) is int for d in flat):  # x.permute(1, 0) and x.permute((1, 0))
+        _remember(_PERMS, (n, *given), norm)
+    return norm
 
 
 def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
@@ -133,7 +179,11 @@ def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
     k = kernel_for(_PERMUTE, dev, x._dtype)
     if k is None:
         return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
-    return finish(_PERMUTE, k(x._data, dims), x._dtype, dev, (x,), attrs={"dims": dims}, view_of=x)
+    return view_result(_PERMUTE, k(x._data, dims), x, {"dims": dims})
+
+
+#: ``transpose(dim0, dim1)`` as a permutation, by (ndim, dim0, dim1).
+_SWAPS: dict[tuple[Any, ...], tuple[int, ...]] = {}
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -141,13 +191,57 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     n = x.ndim
     if n == 0:
         return x.view(())
-    d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
-    dims = list(range(n))
-    dims[d0], dims[d1] = dims[d1], dims[d0]
-    return _permuted(x, tuple(dims))
+    dims = _SWAPS.get((n, dim0, dim1)) if type(dim0) is int and type(dim1) is int else None
+    if dims is None:
+        d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
+        swapped = list(range(n))
+        swapped[d0], swapped[d1] = swapped[d1], swapped[d0]
+        dims = tuple(swapped)
+        if type(dim0) is int and type(dim1) is int:
+            _remember(_SWAPS, (n, dim0, dim1), dims)
+    return _permuted(x, dims)
 
 
 swapaxes = swapdims = transpose
+
+#: The permutations of ``x.T`` and ``x.mT`` by ndim.
+_REVERSED: dict[int, tuple[int, ...]] = {}
+_LAST_TWO: dict[int, tuple[int, ...]] = {}
+
+
+def _t_property(x: Tensor) -> Tensor:
+    """The tensor with its dimensions reversed."""
+    n = len(x._data.shape)
+    if ARMED[0]:
+        return x.permute(*range(n - 1, -1, -1))
+    dims = _REVERSED.get(n)
+    if dims is None:
+        dims = _REVERSED[n] = tuple(range(n - 1, -1, -1))
+    try:  # permute without its entry (taken above while a layer is active), errors named as the entry does
+        return _permuted(x, dims)
+    except RENAMED as e:
+        in_op("permute", e)
+        raise
+
+
+def _mt_property(x: Tensor) -> Tensor:
+    """The tensor with its last two dimensions swapped (batched transpose)."""
+    n = len(x._data.shape)
+    if ARMED[0] or n < 2:
+        return x.transpose(-2, -1)
+    dims = _LAST_TWO.get(n)
+    if dims is None:
+        dims = _LAST_TWO[n] = (*range(n - 2), n - 1, n - 2)
+    try:
+        return _permuted(x, dims)
+    except RENAMED as e:
+        in_op("permute", e)
+        raise
+
+
+# The properties as views made directly (the generic Tensor.T goes through permute's entry and argument checks).
+Tensor.T = property(_t_property, doc=_t_property.__doc__)  # type: ignore[method-assign,assignment]
+Tensor.mT = property(_mt_property, doc=_mt_property.__doc__)  # type: ignore[method-assign,assignment]
 
 
 def t(x: Tensor) -> Tensor:
@@ -194,7 +288,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
     k = kernel_for(_EXPAND, dev, x._dtype)
     if k is None:
         return run_elsewhere(_EXPAND, dev, x._dtype, (x, *new), {})
-    return finish(_EXPAND, k(x._data, new), x._dtype, dev, (x,), attrs={"in_shape": in_shape}, view_of=x)
+    return view_result(_EXPAND, k(x._data, new), x, {"in_shape": in_shape})
 
 
 broadcast_to = expand
@@ -312,33 +406,48 @@ _STACK = register(OpDef("stack", "shape", "Join tensors along a new dimension.",
 
 
 def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tensor:
-    tensors = list(tensors)
+    if type(tensors) is not list and type(tensors) is not tuple:
+        tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
+    # one pass over the inputs: their type, device, dtype and arrays (the usual case: all alike, none empty)
+    first = tensors[0]
+    dev = dtype = None
+    if isinstance(first, Tensor):
+        dev, dtype = first._device, first._dtype
+    alike = True
+    empty = False
+    datas = []
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
                             f"{[type(t).__name__ for t in tensors]}")
-    dev = check_devices(op.name, tensors)
-    if op is _CAT:
+        if t._device is not dev:
+            check_devices(op.name, tensors)
+        a = t._data
+        if t._dtype is not dtype:
+            alike = False
+        if a.shape == (0,):
+            empty = True
+        datas.append(a)
+    if empty and op is _CAT:
         # PyTorch skips 1-d empty tensors in cat (legacy behavior).
-        shaped = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+        shaped = [t for t in tensors if t._data.shape != (0,)] or [first]
+        datas = [t._data for t in shaped]
     else:
         shaped = tensors
-    ref = shaped[0]._data.shape
+    ref = datas[0].shape
     nd = len(ref) + (1 if new_dim else 0)
     if nd == 0:
         raise ShapeError(f"{op.name}(): zero-dimensional tensor cannot be concatenated")
-    d = _wrap_dim(dim, nd, op.name)
-    rest = ref if new_dim else ref[:d] + ref[d + 1:]  # what every input's shape must match
-    dtype = shaped[0]._dtype
-    mixed = False
-    for i, tt in enumerate(shaped):
-        s = tt._data.shape
-        if (s if new_dim else s[:d] + s[d + 1:]) != rest or len(s) != len(ref):
+    d = dim if type(dim) is int and 0 <= dim < nd else _wrap_dim(dim, nd, op.name)
+    for i, a in enumerate(datas):
+        s = a.shape
+        if s != ref and (new_dim or len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
-        mixed = mixed or tt._dtype is not dtype
+    dtype = shaped[0]._dtype
+    mixed = not alike and any(t._dtype is not dtype for t in shaped)
     if mixed:
         dtype = result_type([t._dtype for t in shaped], [], [])
     k = kernel_for(op, dev, dtype)
@@ -348,15 +457,15 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         cast = dev._kernels["cast"]
         data = k([t._data if t._dtype is dtype else cast(t._data, dtype) for t in shaped], d)
     else:
-        data = k([t._data for t in shaped], d)
+        data = k(datas, d)
     if not (_mode._state.enabled and any(t._rg for t in shaped)):
         return _wrap(data, dtype, dev)
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:
         offs, fn_list = 0, []
-        for tt in shaped:
-            n = tt._data.shape[d]
+        for a in datas:
+            n = a.shape[d]
             fn_list.append(_slice_grad(d, offs, offs + n))
             offs += n
         fns = tuple(fn_list)

@@ -125,33 +125,43 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when an input requires grad, record backward in the graph."""
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        needs = [isinstance(a, Tensor) and a._rg for a in args]
+        ctx.needs_input_grad = tuple(needs)
         prev = _mode._state.enabled
         _mode._state.enabled = False
         try:
             out = cls.forward(ctx, *args, **kwargs)
         finally:
             _mode._state.enabled = prev
-        if not (prev and any(ctx.needs_input_grad)):
+        if not (prev and True in needs):
             return out
-        outs = list(out) if isinstance(out, tuple) else [out]
-        for a in args:
-            if isinstance(a, Tensor) and a._rg and a.grad_fn is not None and a.grad_fn.name in VIEW_OPS:
-                refresh(a)  # a view whose base changed in place since its graph position was set
-        nxt = tuple((a.grad_fn or a) if (isinstance(a, Tensor) and a._rg) else None for a in args)
-        meta = tuple((a.shape, a._dtype) if isinstance(a, Tensor) else None for a in args)
-        node = _FunctionNode(cls.__name__, (), nxt, (), meta, None)
+        nxt = []
+        meta = []
+        for a, rg in zip(args, needs):
+            if rg:
+                gf = a.grad_fn
+                if gf is not None and gf.name in VIEW_OPS:
+                    refresh(a)  # a view whose base changed in place since its graph position was set
+                    gf = a.grad_fn
+                nxt.append(a if gf is None else gf)
+            else:
+                nxt.append(None)
+            meta.append((a._data.shape, a._dtype) if isinstance(a, Tensor) else None)
+        node = _FunctionNode(cls.__name__, (), tuple(nxt), (), tuple(meta), None)
         node.fn_cls, node.ctx, node.layout = cls, ctx, None
+        if not isinstance(out, tuple):  # one output
+            if isinstance(out, Tensor) and out._dtype.category >= 2:  # floating or complex: differentiable
+                if out.grad_fn is not None or any([out is a for a in args]):
+                    out = out.detach()  # an input returned as is: a new tensor
+                out.grad_fn, out._rg = node, True
+            return out
+        outs = list(out)
         diff = [i for i, o in enumerate(outs)
                 if isinstance(o, Tensor) and (o._dtype.is_floating_point or o._dtype.is_complex)]
         for i in diff:
             o = outs[i]
             if o.grad_fn is not None or any(o is a for a in args) or any(o is outs[j] for j in range(i)):
                 outs[i] = o = o.detach()  # an input (or a repeated output) returned as is: a new tensor
-        if not isinstance(out, tuple):
-            if diff:
-                outs[0].grad_fn, outs[0]._rg = node, True
-            return outs[0]
         if not diff:
             return out
         # Several outputs: each gets a small node feeding the Function's node with the flat gradient

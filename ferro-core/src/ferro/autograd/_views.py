@@ -32,10 +32,12 @@ __all__ = ["VIEW_OPS", "view_record", "as_copied_view", "refresh", "check_inplac
 
 
 def view_record(view_of: Tensor, name: str, attrs: dict[str, Any] | None, shape: tuple[int, ...],
-                version: int, copied: bool = False) -> list[Any]:
+                version: int, copied: bool = False, parent: Any = False) -> list[Any]:
     """The ``_view`` of a new view of ``view_of``: ``[chain of (op, attrs, shape), version, detached]``,
-    detached where this step's kernel returned a copy (``copied``) or an earlier step's did."""
-    parent = view_of._view
+    detached where this step's kernel returned a copy (``copied``) or an earlier step's did. ``parent``:
+    ``view_of._view`` where the caller has read it already."""
+    if parent is False:
+        parent = view_of._view
     step = ((name, attrs, shape),)
     if parent is None:
         return [step, version, copied]

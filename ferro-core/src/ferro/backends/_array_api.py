@@ -218,6 +218,12 @@ class ArrayAPIBackend(Backend):
         """Kernels a subclass adds or replaces (its fast paths)."""
         return {}
 
+    def half_natives(self) -> list[Any]:
+        """The native 16-bit float dtypes that the kernels compute in float32 (``in_float32``), as a list
+        that they test membership in. A subclass whose bfloat16 comes from a module loaded on first use
+        appends it to the lists it handed out when it loads it (the CPU backend: ml_dtypes)."""
+        return list(half_dtypes(self.native_dtype))
+
     def _generic_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         xp = self.xp
         dev = self.native_device(index)
@@ -248,7 +254,7 @@ class ArrayAPIBackend(Backend):
                 return f(x, axis=dims, keepdims=keepdim)
             return kernel
 
-        halves = half_dtypes(nd)
+        halves = self.half_natives()
 
         def sum_(x: Any, dims: tuple[int, ...] | None, keepdim: bool, dtype: DType) -> Any:
             out = nd(dtype)

@@ -22,7 +22,7 @@ from .._core.modes import entry
 from .._core.naming import RENAMED, in_op
 from .._core.node import OUT, Node
 from .._core.records import REGISTRY, OpDef
-from .._core.tensor import Tensor, _wrap
+from .._core.tensor import Tensor, _new, _wrap
 from ..autograd._copies import track
 from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..backends._resolve import missing_group
@@ -50,13 +50,10 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
         if isinstance(t, Tensor):
             if t._rg:
                 gf = t.grad_fn
-                if gf is None:
-                    nxt.append(t)
-                else:
-                    if gf.name in VIEW_OPS:  # a view whose base may have changed in place
-                        refresh(t)
-                        gf = t.grad_fn
-                    nxt.append(gf)
+                if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                    refresh(t)
+                    gf = t.grad_fn
+                nxt.append(t if gf is None else gf)
             else:
                 nxt.append(None)
                 partial = True
@@ -67,16 +64,19 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
             partial = True
     if fns is None:
         fns = op.grads if op.grads is not None else _no_derivative(op.name, len(nxt))
-    if partial and saved and (uses := _SAVED_USES.get(op.name)) is not None:
-        # keep only what the needed formulas read (as PyTorch saves)
-        keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
-        saved = tuple(v if j in keep else None for j, v in enumerate(saved))
-    node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
-    for v in saved:
-        if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
-            vc = out._vc
-            node.out = (out._data, out._dtype, out._device, vc, vc[0])
-            break
+    if saved:
+        if partial and (uses := _SAVED_USES.get(op.name)) is not None:
+            # keep only what the needed formulas read (as PyTorch saves)
+            keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
+            saved = tuple(v if j in keep else None for j, v in enumerate(saved))
+        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
+        for v in saved:
+            if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
+                vc = out._vc
+                node.out = (out._data, out._dtype, out._device, vc, vc[0])
+                break
+    else:
+        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
     out.grad_fn = node
     out._rg = True
     return out
@@ -295,14 +295,46 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
     r = _wrap(data, dtype, dev)
     if view_of is not None:
         r._vc = vc = view_of._vc
-        base = view_of._base
-        r._base = view_of if base is None or view_of._view is None else base
+        # read the lazy slots of view_of only where set (a tensor that is no view has neither)
+        parent = view_of._view
+        base = view_of if parent is None else view_of._base
+        r._base = view_of if base is None else base
         copied = op.name in dev._copies
-        r._view = view_record(view_of, op.name, attrs, r._data.shape, vc[0], copied)
+        r._view = view_record(view_of, op.name, attrs, data.shape, vc[0], copied, parent)
         if copied:  # the backend's kernel returned a copy: core keeps it in step with its base
             track(r)
-    if _mode._state.enabled and any(isinstance(t, Tensor) and t._rg for t in inputs):
-        record(r, op, inputs, saved, attrs, fns)
+    if _mode._state.enabled:
+        for t in inputs:
+            if isinstance(t, Tensor) and t._rg:
+                record(r, op, inputs, saved, attrs, fns)
+                break
+    return r
+
+
+def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tensor:
+    """``finish`` for a view op of one tensor ``x`` whose result has ``x``'s dtype (permute, reshape, view,
+    expand, basic indexing): the same result, version counter, view record and node, in fewer steps."""
+    r = _new(Tensor)
+    r._data = data
+    r._dtype = x._dtype
+    r._device = dev = x._device
+    r._rg = False
+    r.grad_fn = None
+    r._vc = vc = x._vc
+    name = op.name
+    copied = name in dev._copies
+    parent = x._view
+    if parent is None:
+        r._base = x
+        r._view = [((name, attrs, data.shape),), vc[0], copied]
+    else:
+        base = x._base
+        r._base = x if base is None else base
+        r._view = [parent[0] + ((name, attrs, data.shape),), vc[0], copied or parent[2]]
+    if copied:  # the backend's kernel returned a copy: core keeps it in step with its base
+        track(r)
+    if x._rg and _mode._state.enabled:
+        record(r, op, (x,), (), attrs)
     return r
 
 
