@@ -81,6 +81,14 @@ def _floating(d: DType) -> tuple[DType, DType] | None:
     return (d, d) if (d.is_floating_point or d.is_complex) else None
 
 
+def _lapack(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.itemsize >= 4 and (d.is_floating_point or d.is_complex) else None
+
+
+def _real_lapack(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.itemsize >= 4 and d.is_floating_point else None
+
+
 def _accumulate(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import int64
     return (int64, int64) if d.kind in "bui" else (d, d)
@@ -116,6 +124,8 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "integer": (_integer, "integer dtypes (not bool)"),
     "floating": (_floating, "floating and complex dtypes"),
     "real_floating": (_real_floating, "floating dtypes (not integer or complex)"),
+    "lapack": (_lapack, "float32, float64, complex64 and complex128 (LAPACK's dtypes: not float16 or bfloat16)"),
+    "real_lapack": (_real_lapack, "float32 and float64"),
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
     "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),

@@ -14,10 +14,11 @@ from typing import Any
 
 from .._core.dtypes import bool_
 from .._core.grad_mode import no_grad
-from .._core.records import REGISTRY, ops, register_composites
+from .._core.records import REGISTRY, ops
 from .._core.tensor import Tensor
 from .._creation import arange, ones, rand
 from ..errors import DTypeError, ShapeError
+from ._rules import register_ruled
 from .fused import fusable
 from .scatter import refuse_negative
 
@@ -419,6 +420,8 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = register_composites("nn", _ROWS)
+#: The dtype rules that are not "any dtype": PyTorch CPU's (these run only on real floating input).
+_RULES = dict.fromkeys(("dropout2d", "nll_loss", "binary_cross_entropy", "kl_div"), "real_floating")
+FUNCTIONS = register_ruled("nn", _ROWS, _RULES, first_only=("nll_loss",))
 for _name in ("layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

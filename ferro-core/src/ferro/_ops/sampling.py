@@ -18,7 +18,7 @@ from .._core.tensor import Tensor
 from .._creation import rand, randn
 from .._random import Generator
 from ..errors import ShapeError
-from ._rules import check_rule
+from ._rules import check_rule, register_ruled
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 
@@ -193,7 +193,8 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = {**register_composites("random", _ROWS),
+FUNCTIONS = {**register_ruled("random", _ROWS, dict.fromkeys(("bernoulli", "normal"), "real_floating"),
+                                first_only=("normal",)),
              **register_composites("random", [("poisson", poisson), ("binomial", binomial)],
                                    dtype_rule="real_floating")}
 METHODS = ["bernoulli", "multinomial"]

@@ -15,11 +15,12 @@ from typing import Any
 
 from .._core.dtypes import bool_, int64
 from .._core.naming import not_a_tensor
-from .._core.records import REGISTRY, OpDef, register, register_composites
+from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from .._creation import arange, full, ones, tensor, zeros
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
+from ._rules import register_ruled
 from .elementwise import where
 from .reduction import reduce_dims
 from .shape import cat
@@ -378,15 +379,12 @@ def _unique(x: Tensor, consecutive: bool, inverse: bool, counts: bool) -> Any:
 
 def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
-    if not x.dtype.is_floating_point:
-        from ..errors import DTypeError
-        raise DTypeError(f"histc: expected a floating tensor, got {x.dtype}")
     return _wrap(kernel(x._device, "histc")(x._data, bins, min, max), x._dtype, x._device)
 
 
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
-    if x.ndim != 1 or x.dtype.kind not in "iu":
+    if x.ndim != 1:
         raise ShapeError(f"bincount: expected a 1-D integer tensor, got {x.dtype} of shape {list(x.shape)}")
     if x.numel() and int(x.amin().item()) < 0:
         raise ValueError("bincount: values must be non-negative")
@@ -418,9 +416,11 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("histc", histc),
     ("bincount", bincount),
 ]
-
+#: The dtype rules that are not "any dtype", PyTorch CPU's.
+_RULES = {"histc": "real_floating", "bincount": "integer", "logcumsumexp": "floating"}
 
 _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
-FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS),
+FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod,
+             **register_ruled("composite", _ROWS, _RULES, first_only=("bincount",)),
              "nanmedian": nanmedian}  # not yet a record: its OpInfo entry goes with the op database
 METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]

@@ -560,7 +560,9 @@ def host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_s
     ufunc = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[how]
     if not include_self:
         identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[how]
-        if how != "prod" and x.dtype.kind in "iub":
+        if how != "prod" and x.dtype.kind == "b":
+            identity = how == "amin"
+        elif how != "prod" and x.dtype.kind in "iu":
             identity = np.iinfo(x.dtype).min if how == "amax" else np.iinfo(x.dtype).max
         touched = np.zeros(x.shape, bool)
         touched[key] = True
