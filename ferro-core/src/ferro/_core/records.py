@@ -99,6 +99,10 @@ def _index(d: DType) -> tuple[DType, DType] | None:
     return None if d.is_complex else (d, int64)
 
 
+def _numeric_index(d: DType) -> tuple[DType, DType] | None:
+    return None if d is bool_ else _index(d)
+
+
 def _int8_to_int32(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import int8, int32
     return (int8, int32) if d is int8 else None
@@ -107,6 +111,10 @@ def _int8_to_int32(d: DType) -> tuple[DType, DType] | None:
 def _magnitude(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import complex64, float32, float64
     return (d, {complex64: float32}.get(d, float64)) if d.is_complex else (d, d)
+
+
+def _numeric_magnitude(d: DType) -> tuple[DType, DType] | None:
+    return None if d is bool_ else _magnitude(d)
 
 
 #: Named dtype rules, with the words used in error messages.
@@ -128,7 +136,9 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "real_lapack": (_real_lapack, "float32 and float64"),
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
+    "numeric_index": (_numeric_index, "real numeric dtypes (not bool or complex; the result is an int64 index)"),
     "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),
+    "numeric_magnitude": (_numeric_magnitude, "numeric dtypes (not bool; complex gives its real dtype)"),
     "int8_to_int32": (_int8_to_int32, "int8 (products accumulated in int32)"),
 }
 

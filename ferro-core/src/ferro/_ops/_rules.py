@@ -6,19 +6,27 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from .._core.dtypes import DType
 from .._core.records import REGISTRY, register_composites
 from .._core.tensor import Tensor
 from ..errors import DTypeError
 
-__all__ = ["check_rule", "register_ruled"]
+__all__ = ["check_rule", "check_dtype", "register_ruled"]
 
 
 def check_rule(name: str, *tensors: Any) -> None:
     """Raise DTypeError naming op ``name`` when a tensor's dtype is outside the op's dtype rule."""
-    op = REGISTRY[name]
     for t in tensors:
-        if isinstance(t, Tensor) and t._dtype not in op.table:
-            raise DTypeError(f"{name}: not defined for dtype {t._dtype}; it takes {op.dtype_words}")
+        if isinstance(t, Tensor):
+            check_dtype(name, t._dtype)
+
+
+def check_dtype(name: str, dtype: DType) -> None:
+    """Raise DTypeError naming op ``name`` when ``dtype`` (an input's, or the ``dtype=`` a factory is asked
+    for) is outside the op's dtype rule."""
+    op = REGISTRY[name]
+    if dtype not in op.table:
+        raise DTypeError(f"{name}: not defined for dtype {dtype}; it takes {op.dtype_words}")
 
 
 def _checked(name: str, fn: Callable[..., Any], first_only: bool) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from .._core.tensor import Tensor
 from .._creation import rand, randn
 from .._random import Generator
 from ..errors import ShapeError
-from ._rules import check_rule, register_ruled
+from ._rules import check_dtype, check_rule, register_ruled
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
 
@@ -66,6 +66,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of ``0 .. n - 1``."""
+    if dtype is not None:
+        check_dtype("randperm", dtype)
     dev = _device_cls(device)
     dev.backend  # binds it  # noqa: B018
     # float64 keys where the device has them (fewer ties), else float32 (an OpenCL device without fp64)
@@ -193,8 +195,9 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = {**register_ruled("random", _ROWS, dict.fromkeys(("bernoulli", "normal"), "real_floating"),
-                                first_only=("normal",)),
+#: The dtype rules, PyTorch CPU's (randperm's is that of its ``dtype=``).
+_RULES = {"bernoulli": "real_floating", "normal": "real_floating", "randperm": "real_numeric"}
+FUNCTIONS = {**register_ruled("random", _ROWS, _RULES, first_only=("normal",)),
              **register_composites("random", [("poisson", poisson), ("binomial", binomial)],
                                    dtype_rule="real_floating")}
 METHODS = ["bernoulli", "multinomial"]

@@ -417,7 +417,9 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("bincount", bincount),
 ]
 #: The dtype rules that are not "any dtype", PyTorch CPU's.
-_RULES = {"histc": "real_floating", "bincount": "integer", "logcumsumexp": "floating"}
+_RULES = {"histc": "real_floating", "bincount": "integer", "logcumsumexp": "floating", "norm": "floating",
+          **dict.fromkeys(("argsort", "sort", "mode"), "real"),
+          **dict.fromkeys(("kthvalue", "median", "topk"), "real_numeric")}
 
 _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
 FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod,

@@ -25,7 +25,8 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any]:
     k = min(m, n)
     lu = xp.reshape(xp.asarray(a, copy=True), (-1, m, n))
     batch = lu.shape[0]
-    rows = xp.arange(batch)
+    row_ids = xp.reshape(xp.arange(m), (1, m))
+    zero = xp.zeros((), dtype=lu.dtype)
     piv = xp.zeros((batch, k), dtype=xp.int32)
     complex_ = xp.isdtype(lu.dtype, "complex floating")
     for j in range(k):
@@ -33,10 +34,13 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any]:
         # LAPACK picks the pivot by |re| + |im| for complex matrices (izamax), not the modulus.
         mag = xp.abs(xp.real(col)) + xp.abs(xp.imag(col)) if complex_ else xp.abs(col)
         p = xp.argmax(mag, axis=-1) + j
-        piv[:, j] = p + 1
+        piv[:, j] = xp.astype(p + 1, xp.int32)
+        # swap rows j and p of each matrix by masks: the standard indexes no arrays mixed with slices
+        at_p = xp.reshape(row_ids == xp.reshape(p, (batch, 1)), (batch, m, 1))
         row_j = xp.asarray(lu[:, j, :], copy=True)
-        lu[:, j, :] = lu[rows, p, :]
-        lu[rows, p, :] = row_j
+        row_p = xp.sum(xp.where(at_p, lu, zero), axis=1)
+        lu = xp.where(at_p, xp.reshape(row_j, (batch, 1, n)), lu)
+        lu[:, j, :] = row_p
         pivot = lu[:, j, j]
         safe = xp.where(pivot == 0, xp.ones_like(pivot), pivot)
         lu[:, j + 1:, j] = lu[:, j + 1:, j] / safe[:, None]
