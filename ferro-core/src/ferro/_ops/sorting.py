@@ -195,6 +195,15 @@ def cummin(x: Tensor, dim: int) -> ValuesIndices:
     return _cum_extreme(x, dim, "cummin")
 
 
+def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """``logaddexp``, and for complex numbers PyTorch's: shifted by the term of larger real part."""
+    if not a._dtype.is_complex:
+        return a.logaddexp(b)
+    first = a.real >= b.real
+    hi, lo = where(first, a, b), where(first, b, a)
+    return hi + (lo - hi).exp().log1p()
+
+
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
     (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
@@ -210,7 +219,7 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     while k < n:
         # y[i] = logaddexp(y[i], y[i - k]) for i >= k; the first k entries pair with themselves, unused
         earlier = cat([y.narrow(d, 0, k), y.narrow(d, 0, n - k)], d)
-        y = where(pos >= k, y.logaddexp(earlier), y)
+        y = where(pos >= k, _logaddexp(y, earlier), y)
         k *= 2
     return y
 

@@ -415,7 +415,8 @@ OP_DB += [
     _mv("cumprod", lambda x: _np().cumprod(x, axis=0), lambda f, x: f.cumprod(x, 0), domain=(0.5, 1.5)),
     _mv("cummax", lambda x: _np().maximum.accumulate(x, axis=-1), lambda f, x: f.cummax(x, -1).values),
     _mv("cummin", lambda x: _np().minimum.accumulate(x, axis=0), lambda f, x: f.cummin(x, 0).values),
-    _mv("logcumsumexp", lambda x: _np().logaddexp.accumulate(x, axis=-1), lambda f, x: f.logcumsumexp(x, -1)),
+    _mv("logcumsumexp", lambda x: _np().log(_np().cumsum(_np().exp(x), axis=-1)) if x.dtype.kind == "c"
+        else _np().logaddexp.accumulate(x, axis=-1), lambda f, x: f.logcumsumexp(x, -1)),  # NumPy's has no complex
     _mv("prod", lambda x: _np().prod(x, axis=-1), lambda f, x: f.prod(x, -1), domain=(0.5, 1.5)),
     _mv("var", lambda x: _np().var(x, axis=-1, ddof=1), lambda f, x: f.var(x, -1)),
     _mv("std", lambda x: _np().std(x, ddof=0), lambda f, x: f.std(x, correction=0)),
