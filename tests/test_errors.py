@@ -184,7 +184,7 @@ EXTRA: dict[str, Callable[[ferro.DType, str], Any]] = {
     "cast": lambda d, dev: _x(d, dev).to(ferro.float32 if d is not ferro.float32 else ferro.int32),
     "dropout": lambda d, dev: ferro.nn.functional.dropout(_x(d, dev), 0.5),
     "dropout2d": lambda d, dev: ferro.nn.functional.dropout2d(_x(d, dev, (2, 3, 2)), 0.5),
-    "bernoulli": lambda d, dev: ferro.bernoulli(_x(d, dev) * 0.5),
+    "bernoulli": lambda d, dev: ferro.bernoulli(_x(d, dev)),
     "multinomial": lambda d, dev: ferro.multinomial(_x(d, dev), 2),
     "normal": lambda d, dev: ferro.normal(_x(d, dev), 1.0),
     "randperm": lambda d, dev: ferro.randperm(4, dtype=d, device=dev),

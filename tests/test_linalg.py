@@ -69,7 +69,7 @@ def test_matches_torch(name: str, fn: Callable[..., Any], arrays: tuple[np.ndarr
 def test_errors() -> None:
     with pytest.raises(ferro.errors.ShapeError, match="square"):
         ferro.linalg.inv(ferro.ones(2, 3))
-    with pytest.raises(ferro.errors.DTypeError, match="floating"):
+    with pytest.raises(ferro.errors.DTypeError, match=r"linalg\.det: not defined for dtype ferro\.int64"):
         ferro.linalg.det(ferro.ones(2, 2, dtype=ferro.int64))
     with pytest.raises(ferro.errors.ShapeError, match="size 3"):
         ferro.linalg.cross(ferro.ones(2), ferro.ones(2))

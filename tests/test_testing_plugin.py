@@ -272,15 +272,15 @@ def test_expected_failures_are_strict(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "cpu.txt").write_text("# a listed pass and a listed failure\n"
                                     "add forward float32 listed although it passes\n"
-                                    "bernoulli forward int32 rand refuses integer dtypes here\n")
+                                    "squareplus forward float32 its reference is off by one here\n")
     run = run_pytest(tmp_path, "--pyargs", "ferro.testing.conformance.test_ops", "--ferro-backend=cpu",
-                     "-k", "test_forward and (add-float32 or bernoulli-int32)",
-                     env={"FERRO_CONFORMANCE_XFAILS": str(folder)})
+                     "-k", "test_forward and (add-float32 or squareplus-float32)",
+                     env={"FERRO_CONFORMANCE_XFAILS": str(folder), "FERRO_TESTPLUGINS_SQUAREPLUS_WRONG": "1"})
     assert run.returncode == 1, run
     outcome, text = run.results["test_forward[add-float32-cpu]"]
     assert outcome == "failed" and "XPASS(strict)" in text and "listed although it passes" in text, run
-    outcome, text = run.results["test_forward[bernoulli-int32-cpu]"]
-    assert outcome == "skipped" and "rand refuses integer dtypes here" in text, run
+    outcome, text = run.results["test_forward[squareplus-float32-cpu]"]
+    assert outcome == "skipped" and "its reference is off by one here" in text, run
 
 
 @pytest.mark.parametrize("line, error", [

@@ -81,6 +81,14 @@ def _floating(d: DType) -> tuple[DType, DType] | None:
     return (d, d) if (d.is_floating_point or d.is_complex) else None
 
 
+def _lapack(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.itemsize >= 4 and (d.is_floating_point or d.is_complex) else None
+
+
+def _real_lapack(d: DType) -> tuple[DType, DType] | None:
+    return (d, d) if d.itemsize >= 4 and d.is_floating_point else None
+
+
 def _accumulate(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import int64
     return (int64, int64) if d.kind in "bui" else (d, d)
@@ -91,6 +99,10 @@ def _index(d: DType) -> tuple[DType, DType] | None:
     return None if d.is_complex else (d, int64)
 
 
+def _numeric_index(d: DType) -> tuple[DType, DType] | None:
+    return None if d is bool_ else _index(d)
+
+
 def _int8_to_int32(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import int8, int32
     return (int8, int32) if d is int8 else None
@@ -99,6 +111,10 @@ def _int8_to_int32(d: DType) -> tuple[DType, DType] | None:
 def _magnitude(d: DType) -> tuple[DType, DType] | None:
     from .dtypes import complex64, float32, float64
     return (d, {complex64: float32}.get(d, float64)) if d.is_complex else (d, d)
+
+
+def _numeric_magnitude(d: DType) -> tuple[DType, DType] | None:
+    return None if d is bool_ else _magnitude(d)
 
 
 #: Named dtype rules, with the words used in error messages.
@@ -116,9 +132,13 @@ DTYPE_RULES: dict[str, tuple[Callable[[DType], tuple[DType, DType] | None], str]
     "integer": (_integer, "integer dtypes (not bool)"),
     "floating": (_floating, "floating and complex dtypes"),
     "real_floating": (_real_floating, "floating dtypes (not integer or complex)"),
+    "lapack": (_lapack, "float32, float64, complex64 and complex128 (LAPACK's dtypes: not float16 or bfloat16)"),
+    "real_lapack": (_real_lapack, "float32 and float64"),
     "accumulate": (_accumulate, "any dtype (integers and bool accumulate in int64)"),
     "index": (_index, "real dtypes (the result is an int64 index)"),
+    "numeric_index": (_numeric_index, "real numeric dtypes (not bool or complex; the result is an int64 index)"),
     "magnitude": (_magnitude, "any dtype (complex gives its real dtype)"),
+    "numeric_magnitude": (_numeric_magnitude, "numeric dtypes (not bool; complex gives its real dtype)"),
     "int8_to_int32": (_int8_to_int32, "int8 (products accumulated in int32)"),
 }
 

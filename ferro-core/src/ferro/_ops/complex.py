@@ -272,7 +272,8 @@ _FROM_REAL: list[tuple[str, Callable[..., Any]]] = [
 ]
 # view_as_real uses its kernel where the device has one (cpu, which derives the uses, does): by hand, the rest
 _COMPOSITES = _ANY_DTYPE + _FROM_REAL + [("view_as_real", view_as_real, ("real", "imag", "stack"))]
-register_composites("complex", _ANY_DTYPE, dtype_rule="numeric")
+register_composites("complex", _ANY_DTYPE[:1], dtype_rule="numeric")  # sgn
+register_composites("complex", _ANY_DTYPE[1:])
 register_composites("complex", _FROM_REAL, dtype_rule="make_complex")
 register_composites("complex", _COMPOSITES[-1:], dtype_rule="complex_to_real")
 _VIEW_AS_REAL = REGISTRY["view_as_real"]

@@ -16,10 +16,11 @@ from typing import Any
 
 from .._core.dtypes import int64
 from .._core.naming import names_errors
-from .._core.records import REGISTRY, ops, register_composites
+from .._core.records import REGISTRY, ops
 from .._core.tensor import Tensor
 from .._creation import arange, ones, tensor, zeros
 from ..errors import ShapeError
+from ._rules import register_ruled
 from .fused import fusable
 
 __all__ = ["FUNCTIONS", "unfold", "window_max", "adaptive_windows", "adaptive_windows_mean", "adaptive_max_pool",
@@ -540,7 +541,9 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = register_composites("nn", _ROWS)
+#: The dtype rules that are not "any dtype", PyTorch CPU's.
+_RULES = {"max_pool1d": "real_floating", "max_pool2d": "real_numeric", "adaptive_max_pool2d": "real_floating"}
+FUNCTIONS = register_ruled("nn", _ROWS, _RULES)
 # Functions of nn.functional that are not (yet) registry ops: the conformance database has no entries for them.
 FUNCTIONS.update({"max_pool3d": names_errors("max_pool3d", max_pool3d),
                   "avg_pool3d": names_errors("avg_pool3d", avg_pool3d)})

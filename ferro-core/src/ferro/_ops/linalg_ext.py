@@ -17,11 +17,11 @@ from typing import Any
 
 from .._core.device import device
 from .._core.dtypes import bool_, complex64, complex128, float32, float64
-from .._core.records import register_composites
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
 from ..dispatch._dispatch import fallback_enabled, kernel, reported_as, warn_fallback
 from ..errors import LinAlgError, ShapeError, UnsupportedOperationError
+from ._rules import register_ruled
 
 __all__ = ["FUNCTIONS"]
 
@@ -37,9 +37,6 @@ LUResult = namedtuple("LUResult", ["P", "L", "U"])
 def _square(op: str, a: Tensor) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"linalg.{op}: expected a (batch of) square matrices, got shape {list(a.shape)}")
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        from ..errors import DTypeError
-        raise DTypeError(f"linalg.{op}: expected a floating or complex dtype, got {a.dtype}")
 
 
 def _kernel(dev: Any, name: str) -> Callable[..., Any]:
@@ -529,6 +526,11 @@ _FACTORIZING = frozenset({"inv", "det", "slogdet", "solve", "cholesky", "eigh", 
                           "pinv", "lu_factor", "lu", "lstsq"})
 
 
+#: The dtype rules, PyTorch CPU's: the factorizations take LAPACK's dtypes (not float16 or bfloat16), the
+#: norms any floating or complex dtype, cross any number, cdist real float32 and float64.
+_RULES = {**dict.fromkeys(_FACTORIZING, "lapack"), "vector_norm": "floating", "matrix_norm": "floating",
+          "cross": "numeric", "cdist": "real_lapack"}
+
 # a factorization kernel the backend lacks (the optional group "linalg") is reported under the op called
 _ROWS = [(n, reported_as(f"linalg.{n}", f) if n in _FACTORIZING else f) for n, f in _ROWS]
-FUNCTIONS = register_composites("linalg", _ROWS, dtype_rule="floating", prefix="linalg.")
+FUNCTIONS = register_ruled("linalg", _ROWS, _RULES, prefix="linalg.")

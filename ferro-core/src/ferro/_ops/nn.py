@@ -14,11 +14,11 @@ from typing import Any
 
 from .._core.dtypes import bool_
 from .._core.grad_mode import no_grad
-from .._core.records import REGISTRY, ops, register_composites
+from .._core.records import REGISTRY, ops
 from .._core.tensor import Tensor
 from .._creation import arange, ones, rand, zeros
 from ..errors import DTypeError, ShapeError
-from ._rules import check_rule
+from ._rules import register_ruled
 from .fused import fusable
 from .scatter import refuse_negative
 
@@ -333,7 +333,6 @@ def l1_loss(x: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Squared below ``beta`` (scaled by 1 / 2beta), absolute above it."""
-    check_rule("smooth_l1_loss", x, target)
     d = (x - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
@@ -342,7 +341,6 @@ def smooth_l1_loss(x: Tensor, target: Tensor, reduction: str = "mean", beta: flo
 
 def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """Squared below ``delta``, linear above it (``delta`` times smooth_l1)."""
-    check_rule("huber_loss", x, target)
     d = (x - target).abs()
     return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
@@ -423,6 +421,8 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("pairwise_distance", pairwise_distance),
     ("nll_loss", nll_loss), ("cross_entropy", cross_entropy),
     ("mse_loss", mse_loss), ("l1_loss", l1_loss),
+    ("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss),
+    ("binary_cross_entropy", binary_cross_entropy),
     ("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits),
     ("kl_div", kl_div), ("cosine_embedding_loss", cosine_embedding_loss),
     ("margin_ranking_loss", margin_ranking_loss),
@@ -430,12 +430,10 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = register_composites("nn", _ROWS)
+#: The dtype rules that are not "any dtype": PyTorch CPU's (these run only on real floating input; the
+#: smooth L1 losses on real input: written in abs, a complex input gave a real loss).
+_RULES = {**dict.fromkeys(("dropout2d", "nll_loss", "binary_cross_entropy", "kl_div"), "real_floating"),
+          **dict.fromkeys(("smooth_l1_loss", "huber_loss"), "real")}
+FUNCTIONS = register_ruled("nn", _ROWS, _RULES, first_only=("nll_loss",))
 for _name in ("linear", "layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
-# integer probabilities compute in the default float dtype (their logs), which the record says: a test
-# reference then computes in float32 too, not NumPy's float16 of an int8 input
-FUNCTIONS.update(register_composites("nn", [("binary_cross_entropy", binary_cross_entropy)], dtype_rule="float"))
-# PyTorch refuses complex inputs (its kernels are real); written in abs, a complex input gave a real loss
-FUNCTIONS.update(register_composites("nn", [("smooth_l1_loss", smooth_l1_loss), ("huber_loss", huber_loss)],
-                                     dtype_rule="real"))

@@ -166,9 +166,9 @@ def all(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False
 
 
 _ARGMAX = register(OpDef("argmax", "reduction", "Index of the maximum (flattened when dim is None).",
-                         dtype_rule="index"))
+                         dtype_rule="numeric_index"))
 _ARGMIN = register(OpDef("argmin", "reduction", "Index of the minimum (flattened when dim is None).",
-                         dtype_rule="index"))
+                         dtype_rule="numeric_index"))
 
 
 def _arg(op: OpDef, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:

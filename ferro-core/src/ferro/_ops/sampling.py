@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._core.device import device as _device_cls
-from .._core.dtypes import float32, float64
+from .._core.dtypes import complex64, complex128, float32, float64
 from .._core.grad_mode import no_grad
 from .._core.numeric_info import finfo, iinfo
 from .._core.records import ops, register_composites
@@ -18,9 +18,11 @@ from .._core.tensor import Tensor
 from .._creation import rand, randn
 from .._random import Generator
 from ..errors import ShapeError
-from ._rules import check_rule
+from ._rules import check_dtype, check_rule, register_ruled
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_METHODS"]
+
+_REAL_OF = {complex64: float32, complex128: float64}
 
 
 def bernoulli(p: Tensor, *, generator: Generator | None = None) -> Tensor:
@@ -50,6 +52,15 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
     return out if probs.ndim == 2 else out.squeeze(0)
 
 
+def _standard_normal(shape: Any, dtype: Any, device: Any, generator: Generator | None) -> Tensor:
+    """``randn``; for a complex dtype PyTorch's complex normal: real and imaginary parts each N(0, 1/2)."""
+    real = _REAL_OF.get(dtype)
+    if real is None:
+        return randn(*shape, dtype=dtype, device=device, generator=generator)
+    parts = randn(*shape, 2, dtype=real, device=device, generator=generator) * math.sqrt(0.5)
+    return ops.view_as_complex(parts)
+
+
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
            dtype: Any = None, device: Any = None) -> Tensor:
     """Normal samples with the given (tensor or float) ``mean`` and ``std``."""
@@ -58,7 +69,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
     ref = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     if ref is not None:
         shape = (mean * 0 + std * 0).shape  # the broadcast shape of mean and std
-        z = randn(*shape, dtype=ref.dtype, device=ref.device, generator=generator)
+        z = _standard_normal(shape, ref.dtype, ref.device, generator)
     else:
         z = randn(*(size or ()), dtype=dtype, device=device, generator=generator)
     return z * std + mean
@@ -66,6 +77,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of ``0 .. n - 1``."""
+    if dtype is not None:
+        check_dtype("randperm", dtype)
     dev = _device_cls(device)
     dev.backend  # binds it  # noqa: B018
     # float64 keys where the device has them (fewer ties), else float32 (an OpenCL device without fp64)
@@ -193,7 +206,9 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 ]
 
 
-FUNCTIONS = {**register_composites("random", _ROWS),
+#: The dtype rules, PyTorch CPU's (randperm's is that of its ``dtype=``).
+_RULES = {"bernoulli": "real_floating", "normal": "floating", "randperm": "real_numeric"}
+FUNCTIONS = {**register_ruled("random", _ROWS, _RULES, first_only=("normal",)),
              **register_composites("random", [("poisson", poisson), ("binomial", binomial)],
                                    dtype_rule="real_floating")}
 METHODS = ["bernoulli", "multinomial"]

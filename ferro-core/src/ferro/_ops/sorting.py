@@ -13,13 +13,14 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import bool_, get_default_dtype, int64, result_type
+from .._core.dtypes import bool_, int64, result_type
 from .._core.naming import not_a_tensor
-from .._core.records import REGISTRY, OpDef, register, register_composites
+from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _wrap, _wrap_dim
 from .._creation import arange, full, ones, tensor, zeros
 from ..dispatch._dispatch import finish, kernel, kernel_for, run_elsewhere
 from ..errors import ShapeError
+from ._rules import register_ruled
 from .elementwise import where
 from .reduction import reduce_dims
 from .shape import cat
@@ -194,13 +195,20 @@ def cummin(x: Tensor, dim: int) -> ValuesIndices:
     return _cum_extreme(x, dim, "cummin")
 
 
+def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """``logaddexp``, and for complex numbers PyTorch's: shifted by the term of larger real part."""
+    if not a._dtype.is_complex:
+        return a.logaddexp(b)
+    first = a.real >= b.real
+    hi, lo = where(first, a, b), where(first, b, a)
+    return hi + (lo - hi).exp().log1p()
+
+
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
     (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
     would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``). Integer and bool inputs
-    compute in the default float dtype (the record's ``float`` rule)."""
-    if not (x._dtype.is_floating_point or x._dtype.is_complex):
-        x = x.to(get_default_dtype())
+    are refused by the record's rule, as PyTorch refuses them."""
     if x.ndim == 0:
         return x * 1
     d = _wrap_dim(dim, x.ndim, "logcumsumexp")
@@ -212,7 +220,7 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     while k < n:
         # y[i] = logaddexp(y[i], y[i - k]) for i >= k; the first k entries pair with themselves, unused
         earlier = cat([y.narrow(d, 0, k), y.narrow(d, 0, n - k)], d)
-        y = where(pos >= k, y.logaddexp(earlier), y)
+        y = where(pos >= k, _logaddexp(y, earlier), y)
         k *= 2
     return y
 
@@ -386,15 +394,12 @@ def _unique(x: Tensor, consecutive: bool, inverse: bool, counts: bool) -> Any:
 
 def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
     """Histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0)."""
-    if not x.dtype.is_floating_point:
-        from ..errors import DTypeError
-        raise DTypeError(f"histc: expected a floating tensor, got {x.dtype}")
     return _wrap(kernel(x._device, "histc")(x._data, bins, min, max), x._dtype, x._device)
 
 
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Count of each value of a 1-D non-negative integer tensor (weighted sums with ``weights``)."""
-    if x.ndim != 1 or x.dtype.kind not in "iu":
+    if x.ndim != 1:
         raise ShapeError(f"bincount: expected a 1-D integer tensor, got {x.dtype} of shape {list(x.shape)}")
     if x.numel() and int(x.amin().item()) < 0:
         raise ValueError("bincount: values must be non-negative")
@@ -413,6 +418,7 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("mode", mode),
     ("cummax", cummax),
     ("cummin", cummin),
+    ("logcumsumexp", logcumsumexp),
     ("prod", prod),
     ("var", var),
     ("std", std),
@@ -425,10 +431,13 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("histc", histc),
     ("bincount", bincount),
 ]
-
+#: The dtype rules that are not "any dtype", PyTorch CPU's.
+_RULES = {"histc": "real_floating", "bincount": "integer", "logcumsumexp": "floating", "norm": "floating",
+          **dict.fromkeys(("argsort", "sort", "mode"), "real"),
+          **dict.fromkeys(("kthvalue", "median", "topk"), "real_numeric")}
 
 _CUMSUM.fn, _CUMPROD.fn = cumsum, cumprod
-FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod, **register_composites("composite", _ROWS),
-             **register_composites("composite", [("logcumsumexp", logcumsumexp)], dtype_rule="float"),
+FUNCTIONS = {"cumsum": cumsum, "cumprod": cumprod,
+             **register_ruled("composite", _ROWS, _RULES, first_only=("bincount",)),
              "nanmedian": nanmedian}  # not yet a record: its OpInfo entry goes with the op database
 METHODS = [n for n in FUNCTIONS if n not in ("bucketize", "searchsorted")]

@@ -52,6 +52,15 @@ BINARY_FUNCS: dict[str, str] = {
 }
 
 
+#: Kernels the standard defines on real numbers only that PyTorch also runs on bool (False < True), each with
+#: whether its result holds values (cast back to bool) rather than truths or indices. A namespace that refuses
+#: to order bool (array-api-strict) runs them on uint8.
+BOOL_AS_UINT8: dict[str, bool] = {
+    "lt": False, "le": False, "gt": False, "ge": False, "isnan": False, "isinf": False, "isfinite": False,
+    "argsort": False, "maximum": True, "minimum": True, "amax": True, "amin": True,
+}
+
+
 class ArrayAPIBackend(Backend):
     """A backend whose kernels are the Array API standard's functions.
 
@@ -212,6 +221,10 @@ class ArrayAPIBackend(Backend):
         for op in ("floor_divide", "remainder"):  # ferro's rule on every backend built here (CPU and CUDA too)
             if op in table:
                 table[op] = _zero_division_checked(xp, table[op], op)
+        if not _orders_bool(xp):
+            for op, values in BOOL_AS_UINT8.items():
+                if op in table:
+                    table[op] = _bool_as_uint8(xp, table[op], values)
         return table
 
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
@@ -242,7 +255,11 @@ class ArrayAPIBackend(Backend):
             return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
         def cast(x: Any, dtype: DType) -> Any:
-            return xp.astype(x, nd(dtype))
+            want = nd(dtype)
+            if xp.isdtype(x.dtype, "complex floating") and not xp.isdtype(want, "complex floating"):
+                # the standard refuses complex to real; PyTorch drops the imaginary part (bool: nonzero)
+                return x != 0 if want == xp.bool else xp.astype(xp.real(x), want)
+            return xp.astype(x, want)
 
         def where(c: Any, x: Any, y: Any) -> Any:
             return xp.where(c, x, y)
@@ -619,12 +636,35 @@ def host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_s
     ufunc = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[how]
     if not include_self:
         identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[how]
-        if how != "prod" and x.dtype.kind in "iub":
+        if how != "prod" and x.dtype.kind == "b":
+            identity = how == "amin"
+        elif how != "prod" and x.dtype.kind in "iu":
             identity = np.iinfo(x.dtype).min if how == "amax" else np.iinfo(x.dtype).max
         touched = np.zeros(x.shape, bool)
         touched[key] = True
         x[touched] = identity
     ufunc.at(x, key, np.broadcast_to(value, x[key].shape))
+
+
+def _orders_bool(xp: Any) -> bool:
+    """Whether the namespace compares bool arrays (NumPy, CuPy), or refuses to as the standard may."""
+    try:
+        xp.less(xp.asarray([False]), xp.asarray([True]))
+    except TypeError:
+        return False
+    return True
+
+
+def _bool_as_uint8(xp: Any, kernel: Callable[..., Any], values: bool) -> Callable[..., Any]:
+    """``kernel`` run on uint8 copies of its bool arrays, its result cast back to bool where ``values``."""
+    bool_dtype, uint8 = xp.bool, xp.uint8
+
+    def run(*args: Any) -> Any:
+        if not any(getattr(a, "dtype", None) == bool_dtype for a in args):
+            return kernel(*args)
+        out = kernel(*(xp.astype(a, uint8) if getattr(a, "dtype", None) == bool_dtype else a for a in args))
+        return xp.astype(out, bool_dtype) if values else out
+    return run
 
 
 def _bool_as(xp: Any, arithmetic: Callable[..., Any], logical: Callable[..., Any]) -> Callable[..., Any]:

@@ -199,7 +199,7 @@ OP_DB: list[OpInfo] = [
       for n, f in (("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor"))),
     *(OpInfo(n, lambda x, y, _f=f: getattr(_np(), _f)(x, y), 2, grad=False, domain=(0, 3))
       for n, f in (("bitwise_left_shift", "left_shift"), ("bitwise_right_shift", "right_shift"))),
-    OpInfo("where", lambda x, y: _np().where(x > 0, x, y), 2, call=lambda f, x, y: f.where(x > 0, x, y)),
+    OpInfo("where", lambda x, y: _np().where(x.real > 0, x, y), 2, call=lambda f, x, y: f.where(x.real > 0, x, y)),
     OpInfo("isclose", lambda x, y: _np().isclose(x, y), 2, grad=False),
     OpInfo("lerp", lambda x, y: x + 0.3 * (y - x), 2, call=lambda f, x, y: f.lerp(x, y, 0.3)),
     # -- composites with arguments -------------------------------------------------
@@ -336,8 +336,8 @@ def _put_cols(x: Any, cols: list[int], v: float) -> Any:
 
 def _mscatter(x: Any) -> Any:
     out = x.copy()
-    m = x > 0
-    out[m] = _np().arange(x.size, dtype=x.dtype)[: int(m.sum())]
+    m = x.real > 0  # the real part: complex numbers have no order
+    out[m] = _np().arange(x.size).astype(x.dtype)[: int(m.sum())]
     return out
 
 
@@ -367,9 +367,9 @@ OP_DB += [
                                                                                   device=x.device)), shapes=_S),
     _mv("index_fill", lambda x: _put_cols(x, [3, 1], 5.0), lambda f, x: f.index_fill(x, 1, f.tensor(
         [3, 1], device=x.device), 5.0), shapes=_S),
-    _mv("masked_fill", lambda x: _np().where(x > 0, 7, x), lambda f, x: f.masked_fill(x, x > 0, 7)),
-    _mv("masked_select", lambda x: x[x > 0], lambda f, x: f.masked_select(x, x > 0)),
-    _mv("masked_scatter", lambda x: _mscatter(x), lambda f, x: f.masked_scatter(x, x > 0, f.arange(
+    _mv("masked_fill", lambda x: _np().where(x.real > 0, 7, x), lambda f, x: f.masked_fill(x, x.real > 0, 7)),
+    _mv("masked_select", lambda x: x[x.real > 0], lambda f, x: f.masked_select(x, x.real > 0)),
+    _mv("masked_scatter", lambda x: _mscatter(x), lambda f, x: f.masked_scatter(x, x.real > 0, f.arange(
         x.numel(), device=x.device).to(x.dtype)), shapes=_S),
     _mv("take", lambda x: x.reshape(-1)[[5, 0, 5]], lambda f, x: f.take(x, f.tensor([5, 0, 5], device=x.device))),
     OpInfo("nonzero", lambda x: _np().argwhere(x), call=lambda f, x: f.nonzero(x), grad=False, edge=False,
@@ -415,12 +415,13 @@ OP_DB += [
     _mv("cumprod", lambda x: _np().cumprod(x, axis=0), lambda f, x: f.cumprod(x, 0), domain=(0.5, 1.5)),
     _mv("cummax", lambda x: _np().maximum.accumulate(x, axis=-1), lambda f, x: f.cummax(x, -1).values),
     _mv("cummin", lambda x: _np().minimum.accumulate(x, axis=0), lambda f, x: f.cummin(x, 0).values),
-    _mv("logcumsumexp", lambda x: _np().logaddexp.accumulate(x, axis=-1), lambda f, x: f.logcumsumexp(x, -1)),
+    _mv("logcumsumexp", lambda x: _np().log(_np().cumsum(_np().exp(x), axis=-1)) if x.dtype.kind == "c"
+        else _np().logaddexp.accumulate(x, axis=-1), lambda f, x: f.logcumsumexp(x, -1)),  # NumPy's has no complex
     _mv("prod", lambda x: _np().prod(x, axis=-1), lambda f, x: f.prod(x, -1), domain=(0.5, 1.5)),
     _mv("var", lambda x: _np().var(x, axis=-1, ddof=1), lambda f, x: f.var(x, -1)),
     _mv("std", lambda x: _np().std(x, ddof=0), lambda f, x: f.std(x, correction=0)),
     _mv("norm", lambda x: _np().sqrt((_np().abs(x) ** 2).sum(axis=-1)), lambda f, x: f.norm(x, dim=-1)),
-    _mv("count_nonzero", lambda x: (x > 0).sum(), lambda f, x: f.count_nonzero(x > 0), grad=False),
+    _mv("count_nonzero", lambda x: (x != 0).sum(), lambda f, x: f.count_nonzero(x), grad=False),
     _ints("searchsorted", lambda x: _np().searchsorted([0, 1, 2], x), lambda f, x: f.searchsorted(
         f.tensor([0, 1, 2], device=x.device), x)),
     _ints("bucketize", lambda x: _np().searchsorted([0, 1, 2], x, side="right"), lambda f, x: f.bucketize(
@@ -688,7 +689,7 @@ def _rnd(name: str, ref: Callable[..., Any], call: Callable[..., Any], **kw: Any
 OP_DB += [
     _rnd("dropout", lambda x: x * 0, lambda f, x: f.nn.functional.dropout(x, 1.0)),
     _rnd("dropout2d", lambda x: x * 0, lambda f, x: f.nn.functional.dropout2d(x, 1.0), shapes=(((2, 3, 4),),)),
-    _rnd("bernoulli", lambda x: (x > 1).astype(x.dtype), lambda f, x: f.bernoulli((x > 1).to(x.dtype)),
+    _rnd("bernoulli", lambda x: (x.real > 1).astype(x.dtype), lambda f, x: f.bernoulli((x.real > 1).to(x.dtype)),
          domain=(0, 3)),
     _rnd("multinomial", lambda x: _np().array([[2, 2], [0, 0], [3, 3]]), lambda f, x: f.multinomial(
         f.eye(4, dtype=x.dtype, device=x.device)[[2, 0, 3]], 2, replacement=True), shapes=_S),
