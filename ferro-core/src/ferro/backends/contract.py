@@ -287,6 +287,16 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("max_pool2d_backward", ("max_pool2d_backward",),
               _p("grad: Array; x: Array; argmax: Array; kernel: tuple[int, int]; stride: tuple[int, int]; "
                  "padding: tuple[int, int]; dilation: tuple[int, int]"), A, "gx.", group="fused", op="max_pool2d"),
+    Primitive("batch_norm_forward", ("batch_norm_forward",),
+              _p("x: Array; weight: Array | None; bias: Array | None; running_mean: Array | None; "
+                 "running_var: Array | None; training: bool; momentum: float; eps: float"),
+              "tuple[Array, Array, Array]",
+              "(y, mean, rstd) per channel (axis 1): the batch's statistics in training (the running ones "
+              "updated in place), the running ones otherwise.", group="fused", op="batch_norm"),
+    Primitive("batch_norm_backward", ("batch_norm_backward",),
+              _p("grad: Array; x: Array; weight: Array | None; mean: Array; rstd: Array; training: bool; "
+                 "needs: tuple[bool, bool, bool]"), "tuple[Array | None, Array | None, Array | None]",
+              "(gx, gweight, gbias), None where needs says it is not wanted.", group="fused", op="batch_norm"),
     Primitive("rnn_sequence_forward", ("lstm_sequence_forward", "gru_sequence_forward"),
               _p("x: Array; h0: Array; c0: Array | None; w_ih: Array; w_hh: Array; b_ih: Array | None; "
                  "b_hh: Array | None; reverse: bool"), "tuple[Array | None, ...]",
