@@ -29,6 +29,7 @@ from ._fused import fused_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
+from ._rectifiers import rectifier_kernels
 from ._recurrent import recurrent_kernels
 from ._rows import row_kernels
 from ._sparse import sparse_kernels
@@ -321,6 +322,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
+        table.update(rectifier_kernels(np, pool))  # leaky_relu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
         table.update({

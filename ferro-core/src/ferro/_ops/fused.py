@@ -89,6 +89,41 @@ def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..
     return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
 
 
+class _ByOutput(Function):
+    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
+    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
+    (the module writes the result into its input) leaves nothing stale for the backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                slope: float) -> Tensor:
+        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
+        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
+        alias._vc = y._vc
+        ctx.save_for_backward(alias)
+        ctx.rule = (kernels, params, kwargs, slope)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (y,) = ctx.saved_tensors
+        kernels, params, kwargs, slope = ctx.rule
+        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
+        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
+
+
+def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    slope = kwargs.get("negative_slope", args[0] if args else 0.01)
+    if (len(args) > 1 or set(kwargs) - {"negative_slope"} or isinstance(slope, bool)
+            or not isinstance(slope, (int, float))):
+        return None
+    if slope < 0:
+        return _elementwise(name, kernels, decomposition, x, args, kwargs)
+    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
+
+
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
 
 
@@ -423,6 +458,7 @@ _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leak
 #: op name -> (its kernels: forward, backward; the rule; the input dtypes the kernels take).
 KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozenset[Any]]] = {
     **{n: ((n, f"{n}_backward"), _elementwise, _DTYPES) for n in _ACTIVATIONS},
+    "leaky_relu": (("leaky_relu", "leaky_relu_backward"), _leaky_relu, _DTYPES),
     "softmax": (("softmax", "softmax_backward"), _softmax, _DTYPES),
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),

@@ -240,7 +240,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("activation", _ACTIVATIONS, _p("x: Array; *params: float"), A,
               "The activation op of that name, its parameters as the op takes them.", group="fused"),
     Primitive("activation_backward", tuple(f"{n}_backward" for n in _ACTIVATIONS),
-              _p("grad: Array; x: Array; *params: float"), A, "dx of the activation.", group="fused"),
+              _p("grad: Array; x: Array; *params: float"), A,
+              "dx of the activation (leaky_relu with a slope >= 0 gets its output in place of x: positive "
+              "where x is).", group="fused"),
     Primitive("softmax", ("softmax", "log_softmax"), _p("x: Array; dim: int"), A,
               "softmax / log_softmax along dim.", group="fused"),
     Primitive("softmax_backward", ("softmax_backward", "log_softmax_backward"),
