@@ -79,6 +79,12 @@ CONV_CASES = {  # x shape, weight shape, bias, kwargs
     "valid": ((1, 3, 5, 5), (2, 3, 5, 1), True, {"padding": "valid"}),
     "1x1": ((4, 8, 3, 3), (2, 8, 1, 1), True, {}),
     "padding over the kernel": ((2, 3, 4, 4), (2, 3, 1, 2), True, {"padding": (1, 2)}),  # col2im at stride 1
+    # channels first (a window row of C * kW elements shorter than an output row: columns along output rows)
+    "one channel": ((2, 1, 9, 12), (3, 1, 3, 3), True, {"padding": 1}),
+    "one channel strided": ((3, 1, 16, 16), (4, 1, 4, 4), False, {"stride": 2, "padding": 1}),
+    "kernel over the whole input": ((5, 3, 4, 3), (2, 3, 4, 3), True, {"stride": 2}),  # a linear layer
+    "channels first dilated": ((2, 2, 10, 17), (3, 2, 3, 2), True, {"stride": (2, 1), "padding": (1, 2),
+                                                                    "dilation": (1, 2)}),
 }
 
 
@@ -102,6 +108,8 @@ TRANSPOSED_CASES = {  # x shape, weight shape (C_in, C_out/groups, kH, kW), bias
     "groups": ((2, 6, 4, 4), (6, 2, 3, 3), True, {"stride": 2, "padding": 1, "groups": 3}),
     "padding over the kernel": ((2, 3, 6, 6), (3, 2, 2, 2), True, {"padding": 1}),
     "1x1 strided": ((2, 4, 3, 3), (4, 2, 1, 1), False, {"stride": 2}),
+    "one output channel": ((3, 4, 8, 8), (4, 1, 4, 4), True, {"stride": 2, "padding": 1}),  # channels first
+    "from 1x1": ((4, 5, 1, 1), (5, 3, 4, 2), True, {}),  # a linear layer
 }
 
 

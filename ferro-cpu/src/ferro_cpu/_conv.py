@@ -74,8 +74,52 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def rows_of(col: Any, cs: slice, whole: bool) -> Any:
         return (col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
 
+    # Channels first: where a window row holds fewer elements in channels-last order (kw * C, or C when dilated)
+    # than an output row has positions, the copies run along output rows instead: columns (C * kh * kw, N * OH * OW)
+    # of the (unpadded: not copied) NCHW input, the output (O, N * OH * OW) as one GEMM. One group only.
+
+    def channels_first(c: int, kernel: Pair, out: Pair, dilation: Pair, groups: int) -> bool:
+        return groups == 1 and (c * kernel[1] if dilation[1] == 1 else c) < out[1]
+
+    def padded_nchw(x: Any, padding: Pair) -> Any:
+        if not any(padding):
+            return x
+        n, c, h, w = x.shape
+        ph, pw = padding
+        xp = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=x.dtype)
+        xp[:, :, ph:ph + h, pw:pw + w] = x
+        return xp
+
+    def columns_first(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> Any:
+        """(C * kh * kw, N * OH * OW): the windows of ``x`` (N, C, H, W), one row per (channel, kernel element)."""
+        xp = padded_nchw(x, padding)
+        out = out_size(xp.shape[2:], kernel, stride, dilation)
+        sn, sc, sh, sw = xp.strides
+        view = np.ndarray((xp.shape[1], *kernel, xp.shape[0], *out), xp.dtype, buffer=xp, offset=0,
+                          strides=(sc, sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1]))
+        return np.ascontiguousarray(view).reshape(xp.shape[1] * kernel[0] * kernel[1], -1)
+
+    def whole(size: tuple[int, ...], kernel: Pair, padding: Pair, dilation: Pair, groups: int) -> bool:
+        """Whether the kernel covers the whole unpadded input: one output position, a linear layer on (N, C*H*W)."""
+        return groups == 1 and tuple(kernel) == tuple(size) and padding == (0, 0) and dilation == (1, 1)
+
+    def batch_first(a: Any) -> Any:
+        """(C, N, ...) to a contiguous (N, C, ...), and back."""
+        return np.ascontiguousarray(a.swapaxes(0, 1))
+
     def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> Any:
+        out = out_size(x.shape[2:], weight.shape[2:], stride, dilation, padding)
+        if whole(x.shape[2:], weight.shape[2:], padding, dilation, groups):
+            y = x.reshape(x.shape[0], -1) @ weight.reshape(weight.shape[0], -1).T
+            if bias is not None:
+                y += bias
+            return y.reshape(*y.shape, 1, 1)
+        if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
+            yt = weight.reshape(weight.shape[0], -1) @ columns_first(x, weight.shape[2:], stride, padding, dilation)
+            if bias is not None:
+                yt += bias[:, None]
+            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out))
         col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
         y = np.empty((*col.shape[:3], weight.shape[0]), dtype=x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
@@ -89,8 +133,12 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
                    groups: int) -> Any:
         """The gradient of conv2d's input of ``shape`` (N, C, H, W) for its output's gradient ``grad``."""
         kernel = weight.shape[2:]
+        if whole(shape[2:], kernel, padding, dilation, groups):
+            return (grad.reshape(shape[0], -1) @ weight.reshape(weight.shape[0], -1)).reshape(shape)
         full = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
-        if (stride == (1, 1) and min(full) >= 0
+        # (the full convolution computes each input position's whole window: more work than spreading the
+        # outputs where the input has many more positions than grad, as a transposed convolution's 1x1 input)
+        if (stride == (1, 1) and min(full) >= 0 and shape[2] * shape[3] <= 2 * grad.shape[2] * grad.shape[3]
                 and all(grad.shape[2 + i] + 2 * full[i] - dilation[i] * (kernel[i] - 1) == shape[2 + i]
                         for i in range(2))):
             # stride 1: the input's gradient is the full convolution of grad with the flipped, transposed weight
@@ -98,9 +146,17 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             flipped = weight.reshape(groups, og, cg, *kernel).transpose(0, 2, 1, 3, 4)
             flipped = flipped.reshape(groups * cg, og, *kernel)[:, :, ::-1, ::-1]
             return conv2d_forward(grad, flipped, None, stride, full, dilation, groups)
+        out = grad.shape[2:]
+        if channels_first(shape[1], kernel, out, dilation, groups):
+            # each output's gradient spread over its window: (C, kh, kw, N, OH, OW), added into (C, N, H', W')
+            cols = (weight.reshape(weight.shape[0], -1).T @ batch_first(grad).reshape(weight.shape[0], -1))
+            cols = cols.reshape(shape[1], *kernel, shape[0], *out)
+            gp = np.zeros((shape[1], shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), grad.dtype)
+            for i, j, (_, rows, cs) in taps(kernel, stride, dilation, out):
+                gp[:, :, rows, cs] += cols[:, i, j]
+            return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
         g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
         gp = np.zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), dtype=grad.dtype)
-        out = grad.shape[2:]
         for cs, os, w in groups_of(weight, groups, shape[1]):
             # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
             cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
@@ -112,6 +168,11 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
                     groups: int) -> Any:
         """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``."""
         kernel = weight_shape[2:]
+        if whole(x.shape[2:], kernel, padding, dilation, groups):
+            return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
+            gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
+            return (gt @ columns_first(x, kernel, stride, padding, dilation).T).reshape(weight_shape)
         g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
         col = columns(padded(x, padding, 0), kernel, stride, dilation)
         gw = np.empty(weight_shape, dtype=x.dtype)
