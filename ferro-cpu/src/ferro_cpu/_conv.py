@@ -9,10 +9,13 @@ of the gradient with the flipped weight (the same kernel); otherwise
 ``kh * kw`` strided slice-adds into a padded buffer (the windows' positions
 of kernel element ``(i, j)`` are one strided slice), never ``np.add.at``.
 Channels-last keeps the innermost loop of every strided NumPy op long (C
-elements), where NCHW would make it a few elements of a small image row. Max
-pooling keeps, for each window, the position of its first maximum in window
-order (PyTorch's rule: tied maxima give the whole gradient to the first one;
-a NaN wins and spreads, its first one taking the gradient).
+elements), where NCHW would make it a few elements of a small image row; where
+an image row is the longer (one-channel images), the columns are built along
+rows instead, and a kernel covering its whole input is a linear layer. Max
+pooling works on NCHW strided views (one per kernel element, no copy) and
+keeps, for each window, the position of its first maximum in window order
+(PyTorch's rule: tied maxima give the whole gradient to the first one; a NaN
+wins and spreads, its first one taking the gradient).
 Only float32 and float64 come here (``ferro/_ops/fused.py`` checks).
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from ._rectifiers import select_into
 
 __all__ = ["conv_kernels"]
 
@@ -219,11 +224,9 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 
-    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
-        """(kh, kw, N, OH, OW, C): a strided view of the contiguous NCHW ``xp``, kernel element first."""
-        sn, sc, sh, sw = xp.strides
-        return np.ndarray((*kernel, xp.shape[0], *out, xp.shape[1]), xp.dtype, buffer=xp,
-                          strides=(sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1], sc))
+    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> list[Any]:
+        """Per kernel element in window order, the (N, C, OH, OW) strided view of NCHW ``xp`` its windows read."""
+        return [xp[(slice(None), *key)] for _, _, key in taps(kernel, stride, dilation, out)]
 
     def max_pool2d_forward(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
         n, c, h, w = x.shape
@@ -232,34 +235,34 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             xp = np.full((n, c, h + 2 * ph, w + 2 * pw), -np.inf, dtype=x.dtype)
             xp[:, :, ph:ph + h, pw:pw + w] = x
         else:
-            xp = np.ascontiguousarray(x)
-        out = out_size(xp.shape[2:], kernel, stride, dilation)
-        # the windows' elements, one contiguous (N, OH, OW, C) plane per kernel element in window order
-        stack = np.empty((*kernel, n, *out, c), dtype=x.dtype)
-        stack[...] = window_planes(xp, kernel, stride, dilation, out)
-        stack = stack.reshape(kernel[0] * kernel[1], n, *out, c)
-        best = stack.max(0)  # a NaN wins
-        # the first element equal to the maximum (a NaN maximum: the first NaN); found from the last one down
+            xp = x  # (any strides: the planes are views)
+        planes = window_planes(xp, kernel, stride, dilation, out_size(xp.shape[2:], kernel, stride, dilation))
+        best = planes[0].copy()
+        for plane in planes[1:]:
+            np.maximum(best, plane, out=best)  # a NaN wins
+        # the first element equal to the maximum (a NaN maximum: the first NaN), found from the last one down
+        # by a bitwise select (np.putmask and np.where branch per element)
         careful = bool(np.isnan(best).any())
-        where = np.zeros(best.shape, dtype=np.int64)
-        for t in range(len(stack) - 1, -1, -1):
-            hit = stack[t] == best
+        where = np.zeros(best.shape, dtype=np.int8 if len(planes) < 128 else np.int32)
+        for t in range(len(planes) - 1, -1, -1):
+            hit = np.equal(planes[t], best)
             if careful:
-                hit |= np.isnan(stack[t])
-            np.putmask(where, hit, t)
+                hit |= np.isnan(planes[t])
+            m = hit.view(np.int8).astype(where.dtype)
+            np.negative(m, out=m)
+            m &= where ^ t
+            where ^= m
         # (of a 0.0 and a -0.0 maximum max may return either: equal values; a gather of the first costs more)
-        # the argmax stays channels-last: only max_pool2d_backward reads it
-        return np.ascontiguousarray(best.transpose(0, 3, 1, 2)), where
+        return best, where
 
     def max_pool2d_backward(grad: Any, x: Any, argmax: Any, kernel: Pair, stride: Pair, padding: Pair,
                             dilation: Pair) -> Any:
-        gp = np.zeros((x.shape[0], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1], x.shape[1]),
+        gp = np.zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]),
                       dtype=grad.dtype)
-        gl = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
-        zero = grad.dtype.type(0)
-        for i, j, key in taps(kernel, stride, dilation, argmax.shape[1:3]):
-            gp[key] += np.where(argmax == i * kernel[1] + j, gl, zero)
-        return unpadded(gp, padding, x.shape)
+        for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, argmax.shape[2:])):
+            plane += select_into(np, argmax == t, grad, np.zeros(grad.shape, grad.dtype))
+        ph, pw = padding
+        return np.ascontiguousarray(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
 
     return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
             "conv_transpose2d_forward": conv_transpose2d_forward,
