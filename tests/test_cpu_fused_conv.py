@@ -291,3 +291,27 @@ def test_invalid_arguments_raise_as_the_decomposition(calls: dict[str, int]) -> 
     with pytest.raises(ferro.errors.ShapeError, match="output_padding must be smaller"):
         F.conv_transpose2d(x, ferro.randn(3, 2, 3, 3), stride=2, output_padding=2)
     assert calls["conv2d_forward"] == calls["conv_transpose2d_forward"] == calls["max_pool2d_forward"] == 0
+
+
+@pytest.mark.parametrize(("case", "keeps"), [("plain", True), ("one channel strided", True), ("groups", False),
+                                             ("kernel over the whole input", False)])
+def test_weight_gradient_from_the_forwards_columns(monkeypatch: pytest.MonkeyPatch, case: str, keeps: bool) -> None:
+    """Where the weight's gradient is wanted, conv2d's forward keeps its columns (one group) and the backward
+    takes them (``kept=``) instead of building them again; the gradients are torch's either way."""
+    from ferro._core.records import bind_tables
+    dev = ferro.tensor([0.0])._device
+    backward, seen = dev._kernels["conv2d_backward"], []
+
+    def spy(*a: Any, **kw: Any) -> Any:
+        seen.append("kept" in kw)
+        return backward(*a, **kw)
+    monkeypatch.setitem(dev._kernels, "conv2d_backward", spy)
+    monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
+    monkeypatch.setattr(dev, "_fast", dev._ops)
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw),
+                      arrays, "float64")
+    x = ferro.tensor(arrays[0], requires_grad=True)
+    F.conv2d(x, ferro.tensor(arrays[1]), **kw).sum().backward()  # no weight gradient: nothing kept
+    assert seen == [keeps, False]

@@ -56,3 +56,11 @@ def test_module_in_place(calls: dict[str, int]) -> None:
     assert calls == {"leaky_relu": 1, "leaky_relu_backward": 1}
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-6)
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)
+
+
+def test_zero_dim(calls: dict[str, int]) -> None:
+    for v in (-1.5, 2.0):
+        x = ferro.tensor(v, dtype=ferro.float64, requires_grad=True)
+        F.leaky_relu(x, 0.1).backward()
+        assert x.grad.item() == (1.0 if v > 0 else 0.1)
+    assert calls == {"leaky_relu": 2, "leaky_relu_backward": 2}

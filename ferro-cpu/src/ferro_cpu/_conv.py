@@ -112,27 +112,39 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         """(C, N, ...) to a contiguous (N, C, ...), and back."""
         return np.ascontiguousarray(a.swapaxes(0, 1))
 
-    def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
-                       groups: int) -> Any:
+    def conv2d_keeping(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
+                       groups: int) -> tuple[Any, Any]:
+        """conv2d's output and, for the weight's gradient, the columns it multiplied (one group; else None)."""
         out = out_size(x.shape[2:], weight.shape[2:], stride, dilation, padding)
         if whole(x.shape[2:], weight.shape[2:], padding, dilation, groups):
             y = x.reshape(x.shape[0], -1) @ weight.reshape(weight.shape[0], -1).T
             if bias is not None:
                 y += bias
-            return y.reshape(*y.shape, 1, 1)
+            return y.reshape(*y.shape, 1, 1), None
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
-            yt = weight.reshape(weight.shape[0], -1) @ columns_first(x, weight.shape[2:], stride, padding, dilation)
+            cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
+            yt = weight.reshape(weight.shape[0], -1) @ cols
             if bias is not None:
                 yt += bias[:, None]
-            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out))
+            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), cols
         col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
         y = np.empty((*col.shape[:3], weight.shape[0]), dtype=x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
+        rows = None
         for cs, os, w in groups_of(weight, groups, x.shape[1]):
-            np.matmul(rows_of(col, cs, groups == 1), w.T, out=y2[:, os] if groups > 1 else y2)
+            rows = rows_of(col, cs, groups == 1)
+            np.matmul(rows, w.T, out=y2[:, os] if groups > 1 else y2)
         if bias is not None:
             y += bias
-        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+        return np.ascontiguousarray(y.transpose(0, 3, 1, 2)), rows if groups == 1 else None
+
+    def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
+                       groups: int) -> Any:
+        return conv2d_keeping(x, weight, bias, stride, padding, dilation, groups)[0]
+
+    # what fused.py's conv2d rule calls instead where the weight's gradient will be wanted: the columns kept
+    # until the backward (an extra copy of the input's windows held) save building them again there
+    conv2d_forward.keeping = conv2d_keeping  # type: ignore[attr-defined]
 
     def input_grad(grad: Any, weight: Any, shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
                    groups: int) -> Any:
@@ -170,15 +182,19 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return unpadded(gp, padding, shape)
 
     def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
-                    groups: int) -> Any:
-        """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``."""
+                    groups: int, kept: Any = None) -> Any:
+        """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``
+        (``kept``: the columns :func:`conv2d_keeping` returned for ``x``, or None)."""
         kernel = weight_shape[2:]
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
-            return (gt @ columns_first(x, kernel, stride, padding, dilation).T).reshape(weight_shape)
+            cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
+            return (gt @ cols.T).reshape(weight_shape)
         g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
+        if kept is not None:
+            return (g2.T @ kept).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
         col = columns(padded(x, padding, 0), kernel, stride, dilation)
         gw = np.empty(weight_shape, dtype=x.dtype)
         og, cg = weight_shape[0] // groups, x.shape[1] // groups
@@ -189,9 +205,10 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return gw
 
     def conv2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
-                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool],
+                        kept: Any = None) -> tuple[Any, Any, Any]:
         gx = input_grad(grad, weight, x.shape, stride, padding, dilation, groups) if needs[0] else None
-        gw = weight_grad(grad, x, weight.shape, stride, padding, dilation, groups) if needs[1] else None
+        gw = weight_grad(grad, x, weight.shape, stride, padding, dilation, groups, kept) if needs[1] else None
         gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 

@@ -25,7 +25,7 @@ def select_into(np: Any, mask: Any, a: Any, out: Any) -> Any:
     per element, about ten times slower on a random mask). ``out`` and ``a``: float arrays of one dtype and
     shape, not sharing memory; ``mask`` a bool array of that shape."""
     bits = np.dtype(_INT[out.dtype.itemsize])
-    m = mask.view(np.int8).astype(bits)
+    m = np.asarray(mask).view(np.int8).astype(bits)  # (a 0-d comparison gives a NumPy scalar)
     np.negative(m, out=m)  # all ones where mask
     o = out.view(bits)
     t = np.bitwise_xor(o, a.view(bits))

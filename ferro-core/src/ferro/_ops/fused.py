@@ -287,18 +287,24 @@ class _Conv(Function):
     def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
                 decomposition: Callable[..., Tensor]) -> Tensor:
         ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, geometry, decomposition)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data, *geometry), x._dtype,
-                     x._device)
+        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+        # gradient (the CPU conv2d keeps its columns, not built again).
+        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
+        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+        ctx.rule = (kernels, geometry, decomposition, kept)
+        return _wrap(y, x._dtype, x._device)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
         x, weight, bias = ctx.saved_tensors
-        kernels, geometry, decomposition = ctx.rule
+        kernels, geometry, decomposition, kept = ctx.rule
         if _mode._state.enabled:
             grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
             return (*grads, None, None, None)
-        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3])
+        extra = {} if kept is None else {"kept": kept}
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
+                         **extra)
         return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
 
 
