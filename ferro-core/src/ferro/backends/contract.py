@@ -265,12 +265,16 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("conv2d_forward", ("conv2d_forward",),
               _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "dilation: tuple[int, int]; groups: int"), A,
-              "Batched 2-D convolution, symmetric padding.", group="fused", op="conv2d"),
+              "Batched 2-D convolution, symmetric padding. It may carry a variant ``.keeping`` (same arguments) "
+              "returning (y, kept), run where the weight's gradient will be wanted; kept goes to conv2d_backward "
+              "as kept=.", group="fused", op="conv2d"),
     Primitive("conv2d_backward", ("conv2d_backward",),
               _p("grad: Array; x: Array; weight: Array; has_bias: bool; stride: tuple[int, int]; "
-                 "padding: tuple[int, int]; dilation: tuple[int, int]; groups: int; needs: tuple[bool, bool, bool]"),
+                 "padding: tuple[int, int]; dilation: tuple[int, int]; groups: int; needs: tuple[bool, bool, bool]; "
+                 "kept: Any = None"),
               "tuple[Array | None, Array | None, Array | None]",
-              "(gx, gw, gb), None where needs says it is not wanted.", group="fused", op="conv2d"),
+              "(gx, gw, gb), None where needs says it is not wanted (kept: what conv2d_forward.keeping returned, "
+              "given only where it ran).", group="fused", op="conv2d"),
     Primitive("conv_transpose2d_forward", ("conv_transpose2d_forward",),
               _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "output_padding: tuple[int, int]; groups: int; dilation: tuple[int, int]"), A,
