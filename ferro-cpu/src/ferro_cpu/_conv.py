@@ -173,6 +173,8 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
                 gp[:, :, rows, cs] += cols[:, i, j]
             return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
         g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
+        if groups == 1:
+            return spread_by_phase(g2, weight, shape, out, stride, padding, dilation)
         gp = np.zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), dtype=grad.dtype)
         for cs, os, w in groups_of(weight, groups, shape[1]):
             # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
@@ -180,6 +182,35 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             for i, j, key in taps(kernel, stride, dilation, out):
                 gp[(*key, cs)] += cols[:, :, :, i, j]
         return unpadded(gp, padding, shape)
+
+    def spread_by_phase(g2: Any, weight: Any, shape: tuple[int, ...], out: Pair, stride: Pair, padding: Pair,
+                        dilation: Pair) -> Any:
+        """conv2d's input gradient (one group) by spreading each output's gradient over its window: per kernel
+        element a (N*OH*OW, C) product, added into the padded input's positions, which at a stride s are one
+        of s*s phases (rows and columns of one remainder mod s): each phase a contiguous (N, H'/s, W'/s, C)
+        buffer, so that every add runs along whole rows (OW * C elements), not C at a time."""
+        n, c, h, w = shape
+        kernel = weight.shape[2:]
+        hq, wq = (-(-(h + 2 * padding[0]) // stride[0]), -(-(w + 2 * padding[1]) // stride[1]))
+        phases = np.zeros((*stride, n, hq, wq, c), dtype=g2.dtype)
+        taps_w = np.ascontiguousarray(weight.transpose(2, 3, 0, 1)).reshape(-1, weight.shape[0], c)  # (kh*kw, O, C)
+        cols = np.matmul(g2, taps_w)  # (kh*kw, N*OH*OW, C)
+        for i in range(kernel[0]):
+            q, a = divmod(i * dilation[0], stride[0])
+            for j in range(kernel[1]):
+                r, b = divmod(j * dilation[1], stride[1])
+                phases[a, b, :, q:q + out[0], r:r + out[1]] += cols[i * kernel[1] + j].reshape(n, *out, c)
+        gx = np.empty(shape, dtype=g2.dtype)
+        for a in range(stride[0]):
+            h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
+            u0 = (h0 + padding[0]) // stride[0]
+            for b in range(stride[1]):
+                w0 = (b - padding[1]) % stride[1]
+                v0 = (w0 + padding[1]) // stride[1]
+                rows, cols_ = len(range(h0, h, stride[0])), len(range(w0, w, stride[1]))
+                gx[:, :, h0::stride[0], w0::stride[1]] = (
+                    phases[a, b, :, u0:u0 + rows, v0:v0 + cols_].transpose(0, 3, 1, 2))
+        return gx
 
     def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
                     groups: int, kept: Any = None) -> Any:
