@@ -146,6 +146,7 @@ def test_conv_transpose2d_module_and_partial_gradients(calls: dict[str, int]) ->
 
 POOL_CASES = {  # x shape, positional args
     "2x2": ((3, 4, 8, 8), (2,)),
+    "2x2 odd size": ((2, 3, 7, 9), (2,)),  # disjoint windows, the last row and column in none
     "odd size": ((2, 3, 7, 9), ((3, 2), (2, 1), 1)),
     "overlapping padded dilated": ((2, 2, 9, 8), (3, 1, 1, 2)),
     "stride 3": ((1, 2, 10, 7), (2, 3)),

@@ -305,9 +305,20 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
 
     def max_pool2d_backward(grad: Any, x: Any, argmax: Any, kernel: Pair, stride: Pair, padding: Pair,
                             dilation: Pair) -> Any:
+        out = argmax.shape[2:]
+        if stride == kernel and dilation == (1, 1) and padding == (0, 0):
+            # disjoint windows: each plane written once, with the gradient where it holds the argmax, else +0.0
+            whole = x.shape[2:] == (out[0] * kernel[0], out[1] * kernel[1])
+            gx = (np.empty if whole else np.zeros)(x.shape, dtype=grad.dtype)
+            bits = np.dtype(f"i{grad.dtype.itemsize}")
+            for t, plane in enumerate(window_planes(gx, kernel, stride, dilation, out)):
+                m = (argmax == t).view(np.int8).astype(bits)
+                np.negative(m, out=m)
+                np.bitwise_and(m, grad.view(bits), out=plane.view(bits))
+            return gx
         gp = np.zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]),
                       dtype=grad.dtype)
-        for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, argmax.shape[2:])):
+        for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, out)):
             plane += select_into(np, argmax == t, grad, np.zeros(grad.shape, grad.dtype))
         ph, pw = padding
         return np.ascontiguousarray(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
