@@ -317,7 +317,7 @@ class NumpyBackend(ArrayAPIBackend):
         table["airy_ai"] = _airy_ai
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
-        table.update(conv_kernels(np))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(conv_kernels(np, pool))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)

@@ -67,7 +67,7 @@ def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 # dx = a * (g - sum(g) / n - x_hat * sum(g * x_hat) / n)
                 b = -a * rstd * dw / n
                 c = -a * db / n - b * mean
-                dx += np.multiply(xs, per_channel(b))
+                dx += np.multiply(xs, per_channel(b), out=pool.empty(xs.shape, x.dtype))
                 dx += per_channel(c)
             dx = dx.reshape(x.shape)
         return dx, dw if needs[1] else None, db if needs[2] else None

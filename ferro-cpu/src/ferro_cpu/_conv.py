@@ -31,13 +31,30 @@ __all__ = ["conv_kernels"]
 Pair = tuple[int, int]
 
 
-def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
-    """The fused conv2d / max_pool2d kernels over NumPy ``np``."""
+def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
+    products, outputs) come from ``pool``, reused without page faults."""
+    def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+        out = pool.empty(shape, dtype)
+        out.fill(0)
+        return out
+
+    def copy(a: Any) -> Any:
+        """A C-contiguous copy of ``a``."""
+        out = pool.empty(a.shape, a.dtype)
+        np.copyto(out, a)
+        return out
+
+    def mm(a: Any, b: Any) -> Any:
+        """``a @ b`` into a pooled buffer."""
+        shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+        return np.matmul(a, b, out=pool.empty(shape, np.result_type(a, b)))
+
     def padded(x: Any, padding: Pair, value: float) -> Any:
         """``x`` (N, C, H, W) padded with ``value``, as a new channels-last (N, H', W', C) array."""
         n, c, h, w = x.shape
         ph, pw = padding
-        out = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
+        out = pool.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
         if ph or pw:
             out.fill(value)
         out[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
@@ -46,7 +63,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def unpadded(gp: Any, padding: Pair, shape: tuple[int, ...]) -> Any:
         """The (N, C, H, W) interior of a channels-last padded buffer, contiguous."""
         ph, pw = padding
-        return np.ascontiguousarray(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
+        return copy(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
 
     def out_size(size: tuple[int, ...], kernel: Pair, stride: Pair, dilation: Pair, padding: Pair = (0, 0)) -> Pair:
         return tuple((size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
@@ -77,7 +94,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             yield slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og), w.transpose(0, 2, 3, 1).reshape(og, -1)
 
     def rows_of(col: Any, cs: slice, whole: bool) -> Any:
-        return (col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
+        return copy(col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
 
     # Channels first: where a window row holds fewer elements in channels-last order (kw * C, or C when dilated)
     # than an output row has positions, the copies run along output rows instead: columns (C * kh * kw, N * OH * OW)
@@ -91,7 +108,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             return x
         n, c, h, w = x.shape
         ph, pw = padding
-        xp = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=x.dtype)
+        xp = zeros((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
         xp[:, :, ph:ph + h, pw:pw + w] = x
         return xp
 
@@ -102,7 +119,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         sn, sc, sh, sw = xp.strides
         view = np.ndarray((xp.shape[1], *kernel, xp.shape[0], *out), xp.dtype, buffer=xp, offset=0,
                           strides=(sc, sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1]))
-        return np.ascontiguousarray(view).reshape(xp.shape[1] * kernel[0] * kernel[1], -1)
+        return copy(view).reshape(xp.shape[1] * kernel[0] * kernel[1], -1)
 
     def whole(size: tuple[int, ...], kernel: Pair, padding: Pair, dilation: Pair, groups: int) -> bool:
         """Whether the kernel covers the whole unpadded input: one output position, a linear layer on (N, C*H*W)."""
@@ -110,25 +127,25 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
 
     def batch_first(a: Any) -> Any:
         """(C, N, ...) to a contiguous (N, C, ...), and back."""
-        return np.ascontiguousarray(a.swapaxes(0, 1))
+        return copy(a.swapaxes(0, 1))
 
     def conv2d_keeping(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> tuple[Any, Any]:
         """conv2d's output and, for the weight's gradient, the columns it multiplied (one group; else None)."""
         out = out_size(x.shape[2:], weight.shape[2:], stride, dilation, padding)
         if whole(x.shape[2:], weight.shape[2:], padding, dilation, groups):
-            y = x.reshape(x.shape[0], -1) @ weight.reshape(weight.shape[0], -1).T
+            y = mm(x.reshape(x.shape[0], -1), weight.reshape(weight.shape[0], -1).T)
             if bias is not None:
                 y += bias
             return y.reshape(*y.shape, 1, 1), None
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
-            yt = weight.reshape(weight.shape[0], -1) @ cols
+            yt = mm(weight.reshape(weight.shape[0], -1), cols)
             if bias is not None:
                 yt += bias[:, None]
             return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), cols
         col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
-        y = np.empty((*col.shape[:3], weight.shape[0]), dtype=x.dtype)  # (N, OH, OW, O)
+        y = pool.empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
         rows = None
         for cs, os, w in groups_of(weight, groups, x.shape[1]):
@@ -136,7 +153,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             np.matmul(rows, w.T, out=y2[:, os] if groups > 1 else y2)
         if bias is not None:
             y += bias
-        return np.ascontiguousarray(y.transpose(0, 3, 1, 2)), rows if groups == 1 else None
+        return copy(y.transpose(0, 3, 1, 2)), rows if groups == 1 else None
 
     def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> Any:
@@ -151,7 +168,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         """The gradient of conv2d's input of ``shape`` (N, C, H, W) for its output's gradient ``grad``."""
         kernel = weight.shape[2:]
         if whole(shape[2:], kernel, padding, dilation, groups):
-            return (grad.reshape(shape[0], -1) @ weight.reshape(weight.shape[0], -1)).reshape(shape)
+            return mm(grad.reshape(shape[0], -1), weight.reshape(weight.shape[0], -1)).reshape(shape)
         full = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
         # (the full convolution computes each input position's whole window: more work than spreading the
         # outputs where the input has many more positions than grad, as a transposed convolution's 1x1 input)
@@ -166,19 +183,19 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         out = grad.shape[2:]
         if channels_first(shape[1], kernel, out, dilation, groups):
             # each output's gradient spread over its window: (C, kh, kw, N, OH, OW), added into (C, N, H', W')
-            cols = (weight.reshape(weight.shape[0], -1).T @ batch_first(grad).reshape(weight.shape[0], -1))
+            cols = mm(weight.reshape(weight.shape[0], -1).T, batch_first(grad).reshape(weight.shape[0], -1))
             cols = cols.reshape(shape[1], *kernel, shape[0], *out)
-            gp = np.zeros((shape[1], shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), grad.dtype)
+            gp = zeros((shape[1], shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), grad.dtype)
             for i, j, (_, rows, cs) in taps(kernel, stride, dilation, out):
                 gp[:, :, rows, cs] += cols[:, i, j]
             return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
-        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
+        g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
         if groups == 1:
             return spread_by_phase(g2, weight, shape, out, stride, padding, dilation)
-        gp = np.zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), dtype=grad.dtype)
+        gp = zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), grad.dtype)
         for cs, os, w in groups_of(weight, groups, shape[1]):
             # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
-            cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
+            cols = mm(g2[:, os], w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
             for i, j, key in taps(kernel, stride, dilation, out):
                 gp[(*key, cs)] += cols[:, :, :, i, j]
         return unpadded(gp, padding, shape)
@@ -192,15 +209,15 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         n, c, h, w = shape
         kernel = weight.shape[2:]
         hq, wq = (-(-(h + 2 * padding[0]) // stride[0]), -(-(w + 2 * padding[1]) // stride[1]))
-        phases = np.zeros((*stride, n, hq, wq, c), dtype=g2.dtype)
+        phases = zeros((*stride, n, hq, wq, c), g2.dtype)
         taps_w = np.ascontiguousarray(weight.transpose(2, 3, 0, 1)).reshape(-1, weight.shape[0], c)  # (kh*kw, O, C)
-        cols = np.matmul(g2, taps_w)  # (kh*kw, N*OH*OW, C)
+        cols = mm(g2, taps_w)  # (kh*kw, N*OH*OW, C)
         for i in range(kernel[0]):
             q, a = divmod(i * dilation[0], stride[0])
             for j in range(kernel[1]):
                 r, b = divmod(j * dilation[1], stride[1])
                 phases[a, b, :, q:q + out[0], r:r + out[1]] += cols[i * kernel[1] + j].reshape(n, *out, c)
-        gx = np.empty(shape, dtype=g2.dtype)
+        gx = pool.empty(shape, g2.dtype)
         for a in range(stride[0]):
             h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
             u0 = (h0 + padding[0]) // stride[0]
@@ -223,7 +240,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
-        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
+        g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
         if kept is not None:
             return (g2.T @ kept).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
         col = columns(padded(x, padding, 0), kernel, stride, dilation)
@@ -264,7 +281,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         gx = gw = None
         if needs[0]:
             gx = conv2d_forward(grad, weight, None, stride, padding, dilation, groups)
-            gx = np.ascontiguousarray(gx[:, :, :x.shape[2], :x.shape[3]]) if windows != x.shape[2:] else gx
+            gx = copy(gx[:, :, :x.shape[2], :x.shape[3]]) if windows != x.shape[2:] else gx
         if needs[1]:
             if windows != x.shape[2:]:
                 x = np.pad(x, ((0, 0), (0, 0), (0, windows[0] - x.shape[2]), (0, windows[1] - x.shape[3])))
@@ -280,7 +297,8 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         n, c, h, w = x.shape
         ph, pw = padding
         if ph or pw:
-            xp = np.full((n, c, h + 2 * ph, w + 2 * pw), -np.inf, dtype=x.dtype)
+            xp = pool.empty((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
+            xp.fill(-np.inf)
             xp[:, :, ph:ph + h, pw:pw + w] = x
         else:
             xp = x  # (any strides: the planes are views)
@@ -309,19 +327,18 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         if stride == kernel and dilation == (1, 1) and padding == (0, 0):
             # disjoint windows: each plane written once, with the gradient where it holds the argmax, else +0.0
             whole = x.shape[2:] == (out[0] * kernel[0], out[1] * kernel[1])
-            gx = (np.empty if whole else np.zeros)(x.shape, dtype=grad.dtype)
+            gx = pool.empty(x.shape, grad.dtype) if whole else zeros(x.shape, grad.dtype)
             bits = np.dtype(f"i{grad.dtype.itemsize}")
             for t, plane in enumerate(window_planes(gx, kernel, stride, dilation, out)):
                 m = (argmax == t).view(np.int8).astype(bits)
                 np.negative(m, out=m)
                 np.bitwise_and(m, grad.view(bits), out=plane.view(bits))
             return gx
-        gp = np.zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]),
-                      dtype=grad.dtype)
+        gp = zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]), grad.dtype)
         for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, out)):
-            plane += select_into(np, argmax == t, grad, np.zeros(grad.shape, grad.dtype))
+            plane += select_into(np, pool, argmax == t, grad, zeros(grad.shape, grad.dtype))
         ph, pw = padding
-        return np.ascontiguousarray(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
+        return copy(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
 
     return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
             "conv_transpose2d_forward": conv_transpose2d_forward,

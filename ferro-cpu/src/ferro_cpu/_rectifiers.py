@@ -20,15 +20,15 @@ __all__ = ["rectifier_kernels", "select_into"]
 _INT = {2: "int16", 4: "int32", 8: "int64"}  # float itemsize -> the integer type of its bits
 
 
-def select_into(np: Any, mask: Any, a: Any, out: Any) -> Any:
+def select_into(np: Any, pool: Any, mask: Any, a: Any, out: Any) -> Any:
     """``out`` set to ``a`` where ``mask``, left where not; bitwise (``np.where`` and ``copyto(where=)`` branch
     per element, about ten times slower on a random mask). ``out`` and ``a``: float arrays of one dtype and
-    shape, not sharing memory; ``mask`` a bool array of that shape."""
+    shape, not sharing memory; ``mask`` a bool array of that shape; temporaries from ``pool``."""
     bits = np.dtype(_INT[out.dtype.itemsize])
-    m = np.asarray(mask).view(np.int8).astype(bits)  # (a 0-d comparison gives a NumPy scalar)
-    np.negative(m, out=m)  # all ones where mask
+    m = pool.empty(out.shape, bits)
+    np.negative(np.asarray(mask).view(np.int8), out=m)  # all ones where mask (a 0-d comparison gives a scalar)
     o = out.view(bits)
-    t = np.bitwise_xor(o, a.view(bits))
+    t = np.bitwise_xor(o, a.view(bits), out=pool.empty(out.shape, bits))
     t &= m
     o ^= t  # out ^ ((out ^ a) & m): a where mask
     return out
@@ -52,6 +52,6 @@ def rectifier_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         if g.dtype == f16:
             return leaky_relu_backward(g.astype(f32), x, negative_slope).astype(f16)
         dx = np.multiply(g, g.dtype.type(negative_slope), out=pool.empty(g.shape, g.dtype))
-        return select_into(np, np.greater(x, 0), g, dx)
+        return select_into(np, pool, np.greater(x, 0), g, dx)
 
     return {"leaky_relu": leaky_relu, "leaky_relu_backward": leaky_relu_backward}
