@@ -81,6 +81,7 @@ CONV_CASES = {  # x shape, weight shape, bias, kwargs
     "padding over the kernel": ((2, 3, 4, 4), (2, 3, 1, 2), True, {"padding": (1, 2)}),  # col2im at stride 1
     # channels first (a window row of C * kW elements shorter than an output row: columns along output rows)
     "one channel": ((2, 1, 9, 12), (3, 1, 3, 3), True, {"padding": 1}),
+    "one channel unpadded": ((2, 1, 9, 12), (3, 1, 3, 3), True, {}),
     "one channel strided": ((3, 1, 16, 16), (4, 1, 4, 4), False, {"stride": 2, "padding": 1}),
     "kernel over the whole input": ((5, 3, 4, 3), (2, 3, 4, 3), True, {"stride": 2}),  # a linear layer
     "channels first dilated": ((2, 2, 10, 17), (3, 2, 3, 2), True, {"stride": (2, 1), "padding": (1, 2),
@@ -316,3 +317,23 @@ def test_weight_gradient_from_the_forwards_columns(monkeypatch: pytest.MonkeyPat
     x = ferro.tensor(arrays[0], requires_grad=True)
     F.conv2d(x, ferro.tensor(arrays[1]), **kw).sum().backward()  # no weight gradient: nothing kept
     assert seen == [keeps, False]
+
+
+@pytest.mark.parametrize("case", ["one channel unpadded", "one channel", "plain", "kernel over the whole input"])
+def test_conv2d_of_a_strided_view(calls: dict[str, int], case: str) -> None:
+    """An input that is a view with gaps (every other row of a taller image) gives torch's values and gradients."""
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    tall = RNG.standard_normal((*xs[:2], 2 * xs[2], xs[3]))
+    w, b = RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None
+    ours, theirs = _leaves([tall, w, b])
+    y = F.conv2d(ours[0][:, :, ::2], ours[1], ours[2], **kw)
+    ty = TF.conv2d(theirs[0][:, :, ::2], theirs[1], theirs[2], **kw)
+    _close(y, ty, "float64")
+    y.sum().backward()
+    ty.sum().backward()
+    for a, ta in zip(ours, theirs):
+        if a is not None:
+            _close(a.grad, ta.grad, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    pooled, tpooled = F.max_pool2d(ours[0][:, :, ::2], 2), TF.max_pool2d(theirs[0][:, :, ::2], 2)
+    _close(pooled, tpooled, "float64")

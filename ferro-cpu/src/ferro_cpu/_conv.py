@@ -105,7 +105,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def padded_nchw(x: Any, padding: Pair) -> Any:
         if not any(padding):
-            return x
+            return x if x.flags.c_contiguous else copy(x)  # (the columns' view is built on its buffer)
         n, c, h, w = x.shape
         ph, pw = padding
         xp = zeros((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
