@@ -296,11 +296,17 @@ def test_invalid_arguments_raise_as_the_decomposition(calls: dict[str, int]) -> 
 
 
 @pytest.mark.parametrize(("case", "keeps"), [("plain", True), ("one channel strided", True), ("groups", False),
-                                             ("kernel over the whole input", False)])
+                                             ("kernel over the whole input", False), ("plain over the limit", False),
+                                             ("one channel strided over the limit", False)])
 def test_weight_gradient_from_the_forwards_columns(monkeypatch: pytest.MonkeyPatch, case: str, keeps: bool) -> None:
-    """Where the weight's gradient is wanted, conv2d's forward keeps its columns (one group) and the backward
-    takes them (``kept=``) instead of building them again; the gradients are torch's either way."""
+    """Where the weight's gradient is wanted, conv2d's forward keeps its columns (one group, up to
+    ``KEEP_LIMIT`` bytes) and the backward takes them (``kept=``) instead of building them again; the
+    gradients are torch's either way."""
     from ferro._core.records import bind_tables
+    from ferro_cpu import _conv
+    if case.endswith(" over the limit"):
+        case = case.removesuffix(" over the limit")
+        monkeypatch.setattr(_conv, "KEEP_LIMIT", 8)
     dev = ferro.tensor([0.0])._device
     backward, seen = dev._kernels["conv2d_backward"], []
 

@@ -30,6 +30,11 @@ __all__ = ["conv_kernels"]
 
 Pair = tuple[int, int]
 
+#: The largest columns conv2d's forward keeps for the weight's gradient (bytes): beyond it they are built again
+#: in the backward, so that a deep network of large images does not hold its windows' copies, 9x each 3x3
+#: layer's input, from forward to backward.
+KEEP_LIMIT = 32 << 20
+
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
@@ -129,6 +134,9 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """(C, N, ...) to a contiguous (N, C, ...), and back."""
         return copy(a.swapaxes(0, 1))
 
+    def kept(cols: Any) -> Any:
+        return cols if cols.nbytes <= KEEP_LIMIT else None
+
     def conv2d_keeping(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> tuple[Any, Any]:
         """conv2d's output and, for the weight's gradient, the columns it multiplied (one group; else None)."""
@@ -143,7 +151,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             yt = mm(weight.reshape(weight.shape[0], -1), cols)
             if bias is not None:
                 yt += bias[:, None]
-            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), cols
+            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), kept(cols)
         col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
         y = pool.empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
@@ -153,7 +161,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             np.matmul(rows, w.T, out=y2[:, os] if groups > 1 else y2)
         if bias is not None:
             y += bias
-        return copy(y.transpose(0, 3, 1, 2)), rows if groups == 1 else None
+        return copy(y.transpose(0, 3, 1, 2)), kept(rows) if groups == 1 else None
 
     def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> Any:
