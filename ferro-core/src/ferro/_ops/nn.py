@@ -420,5 +420,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 
 
 FUNCTIONS = register_composites("nn", _ROWS)
-for _name in ("layer_norm", "cross_entropy", "batch_norm"):  # a backend's fused kernels run first where the device has them
+# a backend's fused kernels run first where the device has them
+for _name in ("layer_norm", "cross_entropy", "batch_norm"):
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])
