@@ -343,3 +343,16 @@ def test_conv2d_of_a_strided_view(calls: dict[str, int], case: str) -> None:
     assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
     pooled, tpooled = F.max_pool2d(ours[0][:, :, ::2], 2), TF.max_pool2d(theirs[0][:, :, ::2], 2)
     _close(pooled, tpooled, "float64")
+
+
+@pytest.mark.parametrize("case", ["plain", "stride pad", "dilation", "same odd", "padding over the kernel"])
+def test_conv2d_per_sample_products(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Large images multiply their columns sample by sample into NCHW (``PER_SAMPLE`` output positions and
+    up): lowered to every size here, the values and gradients are torch's."""
+    from ferro_cpu import _conv
+    monkeypatch.setattr(_conv, "PER_SAMPLE", 1)
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw),
+                      arrays, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)

@@ -34,6 +34,9 @@ Pair = tuple[int, int]
 #: in the backward, so that a deep network of large images does not hold its windows' copies, 9x each 3x3
 #: layer's input, from forward to backward.
 KEEP_LIMIT = 32 << 20
+#: From this many output positions per sample, channels-last columns are multiplied sample by sample into an
+#: NCHW output (N products of (O, K) @ (K, OH*OW)) instead of one product and a transposing copy.
+PER_SAMPLE = 512
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -153,6 +156,15 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 yt += bias[:, None]
             return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), kept(cols)
         col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
+        if groups == 1 and out[0] * out[1] >= PER_SAMPLE:
+            # one product per sample, (O, K) @ (K, OH*OW), written as NCHW: no transposing copy of the output
+            rows = rows_of(col, slice(0, x.shape[1]), True)
+            y = np.matmul(weight.transpose(0, 2, 3, 1).reshape(weight.shape[0], -1),
+                          rows.reshape(x.shape[0], out[0] * out[1], -1).transpose(0, 2, 1),
+                          out=pool.empty((x.shape[0], weight.shape[0], out[0] * out[1]), x.dtype))
+            if bias is not None:
+                y += bias[:, None]
+            return y.reshape(*y.shape[:2], *out), kept(rows)
         y = pool.empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
         rows = None
@@ -248,6 +260,12 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
+        if kept is not None and grad.shape[2] * grad.shape[3] >= PER_SAMPLE and grad.flags.c_contiguous:
+            # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
+            n = x.shape[0]
+            part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
+                             out=pool.empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
+            return part.sum(0).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
         g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
         if kept is not None:
             return (g2.T @ kept).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
