@@ -77,6 +77,9 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, dev: Any, names: Any) -> dict[s
         def run(*a: Any, **kw: Any) -> Any:
             counts[name] += 1
             return k(*a, **kw)
+        for attr, variant in getattr(k, "__dict__", {}).items():  # a kernel's variants (conv2d_forward.keeping)
+            if callable(variant):
+                setattr(run, attr, counting(name, variant))
         return run
     for n in names:
         monkeypatch.setitem(dev._kernels, n, counting(n, dev._kernels[n]))

@@ -52,7 +52,8 @@ def test_the_cuda_table_keeps_to_the_contract() -> None:
         "conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
         "max_pool2d_forward", "max_pool2d_backward", "fused_rmsprop",
         "fused_adagrad", "fused_adamax", "fused_nadam", "lstm_sequence_forward", "lstm_sequence_backward",
-        "gru_sequence_forward", "gru_sequence_backward", "linear_forward", "linear_backward"}
+        "gru_sequence_forward", "gru_sequence_backward", "linear_forward", "linear_backward",
+        "batch_norm_forward", "batch_norm_backward"}
 
 
 def _any(*args: Any) -> None:

@@ -79,6 +79,13 @@ CONV_CASES = {  # x shape, weight shape, bias, kwargs
     "valid": ((1, 3, 5, 5), (2, 3, 5, 1), True, {"padding": "valid"}),
     "1x1": ((4, 8, 3, 3), (2, 8, 1, 1), True, {}),
     "padding over the kernel": ((2, 3, 4, 4), (2, 3, 1, 2), True, {"padding": (1, 2)}),  # col2im at stride 1
+    # channels first (a window row of C * kW elements shorter than an output row: columns along output rows)
+    "one channel": ((2, 1, 9, 12), (3, 1, 3, 3), True, {"padding": 1}),
+    "one channel unpadded": ((2, 1, 9, 12), (3, 1, 3, 3), True, {}),
+    "one channel strided": ((3, 1, 16, 16), (4, 1, 4, 4), False, {"stride": 2, "padding": 1}),
+    "kernel over the whole input": ((5, 3, 4, 3), (2, 3, 4, 3), True, {"stride": 2}),  # a linear layer
+    "channels first dilated": ((2, 2, 10, 17), (3, 2, 3, 2), True, {"stride": (2, 1), "padding": (1, 2),
+                                                                    "dilation": (1, 2)}),
 }
 
 
@@ -102,6 +109,8 @@ TRANSPOSED_CASES = {  # x shape, weight shape (C_in, C_out/groups, kH, kW), bias
     "groups": ((2, 6, 4, 4), (6, 2, 3, 3), True, {"stride": 2, "padding": 1, "groups": 3}),
     "padding over the kernel": ((2, 3, 6, 6), (3, 2, 2, 2), True, {"padding": 1}),
     "1x1 strided": ((2, 4, 3, 3), (4, 2, 1, 1), False, {"stride": 2}),
+    "one output channel": ((3, 4, 8, 8), (4, 1, 4, 4), True, {"stride": 2, "padding": 1}),  # channels first
+    "from 1x1": ((4, 5, 1, 1), (5, 3, 4, 2), True, {}),  # a linear layer
 }
 
 
@@ -138,6 +147,7 @@ def test_conv_transpose2d_module_and_partial_gradients(calls: dict[str, int]) ->
 
 POOL_CASES = {  # x shape, positional args
     "2x2": ((3, 4, 8, 8), (2,)),
+    "2x2 odd size": ((2, 3, 7, 9), (2,)),  # disjoint windows, the last row and column in none
     "odd size": ((2, 3, 7, 9), ((3, 2), (2, 1), 1)),
     "overlapping padded dilated": ((2, 2, 9, 8), (3, 1, 1, 2)),
     "stride 3": ((1, 2, 10, 7), (2, 3)),
@@ -279,3 +289,66 @@ def test_invalid_arguments_raise_as_the_decomposition(calls: dict[str, int]) -> 
     with pytest.raises(ferro.errors.ShapeError, match="output_padding must be smaller"):
         F.conv_transpose2d(x, ferro.randn(3, 2, 3, 3), stride=2, output_padding=2)
     assert calls["conv2d_forward"] == calls["conv_transpose2d_forward"] == calls["max_pool2d_forward"] == 0
+
+
+@pytest.mark.parametrize(("case", "keeps"), [("plain", True), ("one channel strided", True), ("groups", False),
+                                             ("kernel over the whole input", False), ("plain over the limit", False),
+                                             ("one channel strided over the limit", False)])
+def test_weight_gradient_from_the_forwards_columns(monkeypatch: pytest.MonkeyPatch, case: str, keeps: bool) -> None:
+    """Where the weight's gradient is wanted, conv2d's forward keeps its columns (one group, up to
+    ``KEEP_LIMIT`` bytes) and the backward takes them (``kept=``) instead of building them again; the
+    gradients are torch's either way."""
+    from ferro._core.records import bind_tables
+    from ferro_cpu import _conv
+    if case.endswith(" over the limit"):
+        case = case.removesuffix(" over the limit")
+        monkeypatch.setattr(_conv, "KEEP_LIMIT", 8)
+    dev = ferro.tensor([0.0])._device
+    backward, seen = dev._kernels["conv2d_backward"], []
+
+    def spy(*a: Any, **kw: Any) -> Any:
+        seen.append("kept" in kw)
+        return backward(*a, **kw)
+    monkeypatch.setitem(dev._kernels, "conv2d_backward", spy)
+    monkeypatch.setattr(dev, "_ops", bind_tables(dev._kernels, dev._dtypes, dev.backend.unsupported(dev.index)))
+    monkeypatch.setattr(dev, "_fast", dev._ops)
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw),
+                      arrays, "float64")
+    x = ferro.tensor(arrays[0], requires_grad=True)
+    F.conv2d(x, ferro.tensor(arrays[1]), **kw).sum().backward()  # no weight gradient: nothing kept
+    assert seen == [keeps, False]
+
+
+@pytest.mark.parametrize("case", ["one channel unpadded", "one channel", "plain", "kernel over the whole input"])
+def test_conv2d_of_a_strided_view(calls: dict[str, int], case: str) -> None:
+    """An input that is a view with gaps (every other row of a taller image) gives torch's values and gradients."""
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    tall = RNG.standard_normal((*xs[:2], 2 * xs[2], xs[3]))
+    w, b = RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None
+    ours, theirs = _leaves([tall, w, b])
+    y = F.conv2d(ours[0][:, :, ::2], ours[1], ours[2], **kw)
+    ty = TF.conv2d(theirs[0][:, :, ::2], theirs[1], theirs[2], **kw)
+    _close(y, ty, "float64")
+    y.sum().backward()
+    ty.sum().backward()
+    for a, ta in zip(ours, theirs):
+        if a is not None:
+            _close(a.grad, ta.grad, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    pooled, tpooled = F.max_pool2d(ours[0][:, :, ::2], 2), TF.max_pool2d(theirs[0][:, :, ::2], 2)
+    _close(pooled, tpooled, "float64")
+
+
+@pytest.mark.parametrize("case", ["plain", "stride pad", "dilation", "same odd", "padding over the kernel"])
+def test_conv2d_per_sample_products(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Large images multiply their columns sample by sample into NCHW (``PER_SAMPLE`` output positions and
+    up): lowered to every size here, the values and gradients are torch's."""
+    from ferro_cpu import _conv
+    monkeypatch.setattr(_conv, "PER_SAMPLE", 1)
+    xs, ws, has_bias, kw = CONV_CASES[case]
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0]) if has_bias else None]
+    _forward_backward(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw),
+                      arrays, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)

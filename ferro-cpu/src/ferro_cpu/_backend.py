@@ -23,6 +23,7 @@ from ferro.backends import (
 from ferro.backends._array_api import numpy_broadcast_view
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
+from ._batchnorm import batchnorm_kernels
 from ._conv import conv_kernels
 from ._fused import fused_kernels
 from ._half import Half
@@ -30,6 +31,7 @@ from ._linear import linear_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
+from ._rectifiers import rectifier_kernels
 from ._recurrent import recurrent_kernels
 from ._rows import last_axis_sums, row_kernels
 from ._sparse import sparse_kernels
@@ -363,11 +365,13 @@ class NumpyBackend(ArrayAPIBackend):
         table["airy_ai"] = _airy_ai
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
-        table.update(half.kernels(conv_kernels(np)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
+        table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
+        table.update(rectifier_kernels(np, pool))  # leaky_relu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
 

@@ -9,10 +9,13 @@ of the gradient with the flipped weight (the same kernel); otherwise
 ``kh * kw`` strided slice-adds into a padded buffer (the windows' positions
 of kernel element ``(i, j)`` are one strided slice), never ``np.add.at``.
 Channels-last keeps the innermost loop of every strided NumPy op long (C
-elements), where NCHW would make it a few elements of a small image row. Max
-pooling keeps, for each window, the position of its first maximum in window
-order (PyTorch's rule: tied maxima give the whole gradient to the first one;
-a NaN wins and spreads, its first one taking the gradient).
+elements), where NCHW would make it a few elements of a small image row; where
+an image row is the longer (one-channel images), the columns are built along
+rows instead, and a kernel covering its whole input is a linear layer. Max
+pooling works on NCHW strided views (one per kernel element, no copy) and
+keeps, for each window, the position of its first maximum in window order
+(PyTorch's rule: tied maxima give the whole gradient to the first one; a NaN
+wins and spreads, its first one taking the gradient).
 Only float32 and float64 come here (``ferro/_ops/fused.py`` checks).
 """
 
@@ -21,18 +24,45 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._rectifiers import select_into
+
 __all__ = ["conv_kernels"]
 
 Pair = tuple[int, int]
 
+#: The largest columns conv2d's forward keeps for the weight's gradient (bytes): beyond it they are built again
+#: in the backward, so that a deep network of large images does not hold its windows' copies, 9x each 3x3
+#: layer's input, from forward to backward.
+KEEP_LIMIT = 32 << 20
+#: From this many output positions per sample, channels-last columns are multiplied sample by sample into an
+#: NCHW output (N products of (O, K) @ (K, OH*OW)) instead of one product and a transposing copy.
+PER_SAMPLE = 512
 
-def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
-    """The fused conv2d / max_pool2d kernels over NumPy ``np``."""
+
+def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
+    products, outputs) come from ``pool``, reused without page faults."""
+    def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+        out = pool.empty(shape, dtype)
+        out.fill(0)
+        return out
+
+    def copy(a: Any) -> Any:
+        """A C-contiguous copy of ``a``."""
+        out = pool.empty(a.shape, a.dtype)
+        np.copyto(out, a)
+        return out
+
+    def mm(a: Any, b: Any) -> Any:
+        """``a @ b`` into a pooled buffer."""
+        shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+        return np.matmul(a, b, out=pool.empty(shape, np.result_type(a, b)))
+
     def padded(x: Any, padding: Pair, value: float) -> Any:
         """``x`` (N, C, H, W) padded with ``value``, as a new channels-last (N, H', W', C) array."""
         n, c, h, w = x.shape
         ph, pw = padding
-        out = np.empty((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype)
+        out = pool.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
         if ph or pw:
             out.fill(value)
         out[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
@@ -41,7 +71,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def unpadded(gp: Any, padding: Pair, shape: tuple[int, ...]) -> Any:
         """The (N, C, H, W) interior of a channels-last padded buffer, contiguous."""
         ph, pw = padding
-        return np.ascontiguousarray(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
+        return copy(gp[:, ph:ph + shape[2], pw:pw + shape[3]].transpose(0, 3, 1, 2))
 
     def out_size(size: tuple[int, ...], kernel: Pair, stride: Pair, dilation: Pair, padding: Pair = (0, 0)) -> Pair:
         return tuple((size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
@@ -72,25 +102,97 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             yield slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og), w.transpose(0, 2, 3, 1).reshape(og, -1)
 
     def rows_of(col: Any, cs: slice, whole: bool) -> Any:
-        return (col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
+        return copy(col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
+
+    # Channels first: where a window row holds fewer elements in channels-last order (kw * C, or C when dilated)
+    # than an output row has positions, the copies run along output rows instead: columns (C * kh * kw, N * OH * OW)
+    # of the (unpadded: not copied) NCHW input, the output (O, N * OH * OW) as one GEMM. One group only.
+
+    def channels_first(c: int, kernel: Pair, out: Pair, dilation: Pair, groups: int) -> bool:
+        return groups == 1 and (c * kernel[1] if dilation[1] == 1 else c) < out[1]
+
+    def padded_nchw(x: Any, padding: Pair) -> Any:
+        if not any(padding):
+            return x if x.flags.c_contiguous else copy(x)  # (the columns' view is built on its buffer)
+        n, c, h, w = x.shape
+        ph, pw = padding
+        xp = zeros((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
+        xp[:, :, ph:ph + h, pw:pw + w] = x
+        return xp
+
+    def columns_first(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> Any:
+        """(C * kh * kw, N * OH * OW): the windows of ``x`` (N, C, H, W), one row per (channel, kernel element)."""
+        xp = padded_nchw(x, padding)
+        out = out_size(xp.shape[2:], kernel, stride, dilation)
+        sn, sc, sh, sw = xp.strides
+        view = np.ndarray((xp.shape[1], *kernel, xp.shape[0], *out), xp.dtype, buffer=xp, offset=0,
+                          strides=(sc, sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1]))
+        return copy(view).reshape(xp.shape[1] * kernel[0] * kernel[1], -1)
+
+    def whole(size: tuple[int, ...], kernel: Pair, padding: Pair, dilation: Pair, groups: int) -> bool:
+        """Whether the kernel covers the whole unpadded input: one output position, a linear layer on (N, C*H*W)."""
+        return groups == 1 and tuple(kernel) == tuple(size) and padding == (0, 0) and dilation == (1, 1)
+
+    def batch_first(a: Any) -> Any:
+        """(C, N, ...) to a contiguous (N, C, ...), and back."""
+        return copy(a.swapaxes(0, 1))
+
+    def kept(cols: Any) -> Any:
+        return cols if cols.nbytes <= KEEP_LIMIT else None
+
+    def conv2d_keeping(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
+                       groups: int) -> tuple[Any, Any]:
+        """conv2d's output and, for the weight's gradient, the columns it multiplied (one group; else None)."""
+        out = out_size(x.shape[2:], weight.shape[2:], stride, dilation, padding)
+        if whole(x.shape[2:], weight.shape[2:], padding, dilation, groups):
+            y = mm(x.reshape(x.shape[0], -1), weight.reshape(weight.shape[0], -1).T)
+            if bias is not None:
+                y += bias
+            return y.reshape(*y.shape, 1, 1), None
+        if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
+            cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
+            yt = mm(weight.reshape(weight.shape[0], -1), cols)
+            if bias is not None:
+                yt += bias[:, None]
+            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), kept(cols)
+        col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
+        if groups == 1 and out[0] * out[1] >= PER_SAMPLE:
+            # one product per sample, (O, K) @ (K, OH*OW), written as NCHW: no transposing copy of the output
+            rows = rows_of(col, slice(0, x.shape[1]), True)
+            y = np.matmul(weight.transpose(0, 2, 3, 1).reshape(weight.shape[0], -1),
+                          rows.reshape(x.shape[0], out[0] * out[1], -1).transpose(0, 2, 1),
+                          out=pool.empty((x.shape[0], weight.shape[0], out[0] * out[1]), x.dtype))
+            if bias is not None:
+                y += bias[:, None]
+            return y.reshape(*y.shape[:2], *out), kept(rows)
+        y = pool.empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
+        y2 = y.reshape(-1, weight.shape[0])
+        rows = None
+        for cs, os, w in groups_of(weight, groups, x.shape[1]):
+            rows = rows_of(col, cs, groups == 1)
+            np.matmul(rows, w.T, out=y2[:, os] if groups > 1 else y2)
+        if bias is not None:
+            y += bias
+        return copy(y.transpose(0, 3, 1, 2)), kept(rows) if groups == 1 else None
 
     def conv2d_forward(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> Any:
-        col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
-        y = np.empty((*col.shape[:3], weight.shape[0]), dtype=x.dtype)  # (N, OH, OW, O)
-        y2 = y.reshape(-1, weight.shape[0])
-        for cs, os, w in groups_of(weight, groups, x.shape[1]):
-            np.matmul(rows_of(col, cs, groups == 1), w.T, out=y2[:, os] if groups > 1 else y2)
-        if bias is not None:
-            y += bias
-        return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+        return conv2d_keeping(x, weight, bias, stride, padding, dilation, groups)[0]
+
+    # what fused.py's conv2d rule calls instead where the weight's gradient will be wanted: the columns kept
+    # until the backward (an extra copy of the input's windows held) save building them again there
+    conv2d_forward.keeping = conv2d_keeping  # type: ignore[attr-defined]
 
     def input_grad(grad: Any, weight: Any, shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
                    groups: int) -> Any:
         """The gradient of conv2d's input of ``shape`` (N, C, H, W) for its output's gradient ``grad``."""
         kernel = weight.shape[2:]
+        if whole(shape[2:], kernel, padding, dilation, groups):
+            return mm(grad.reshape(shape[0], -1), weight.reshape(weight.shape[0], -1)).reshape(shape)
         full = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
-        if (stride == (1, 1) and min(full) >= 0
+        # (the full convolution computes each input position's whole window: more work than spreading the
+        # outputs where the input has many more positions than grad, as a transposed convolution's 1x1 input)
+        if (stride == (1, 1) and min(full) >= 0 and shape[2] * shape[3] <= 2 * grad.shape[2] * grad.shape[3]
                 and all(grad.shape[2 + i] + 2 * full[i] - dilation[i] * (kernel[i] - 1) == shape[2 + i]
                         for i in range(2))):
             # stride 1: the input's gradient is the full convolution of grad with the flipped, transposed weight
@@ -98,21 +200,75 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             flipped = weight.reshape(groups, og, cg, *kernel).transpose(0, 2, 1, 3, 4)
             flipped = flipped.reshape(groups * cg, og, *kernel)[:, :, ::-1, ::-1]
             return conv2d_forward(grad, flipped, None, stride, full, dilation, groups)
-        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
-        gp = np.zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), dtype=grad.dtype)
         out = grad.shape[2:]
+        if channels_first(shape[1], kernel, out, dilation, groups):
+            # each output's gradient spread over its window: (C, kh, kw, N, OH, OW), added into (C, N, H', W')
+            cols = mm(weight.reshape(weight.shape[0], -1).T, batch_first(grad).reshape(weight.shape[0], -1))
+            cols = cols.reshape(shape[1], *kernel, shape[0], *out)
+            gp = zeros((shape[1], shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), grad.dtype)
+            for i, j, (_, rows, cs) in taps(kernel, stride, dilation, out):
+                gp[:, :, rows, cs] += cols[:, i, j]
+            return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
+        g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
+        if groups == 1:
+            return spread_by_phase(g2, weight, shape, out, stride, padding, dilation)
+        gp = zeros((shape[0], shape[2] + 2 * padding[0], shape[3] + 2 * padding[1], shape[1]), grad.dtype)
         for cs, os, w in groups_of(weight, groups, shape[1]):
             # each output's gradient spread over its window: (N, OH, OW, kh, kw, C/g)
-            cols = (g2[:, os] @ w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
+            cols = mm(g2[:, os], w).reshape(*grad.shape[:1], *out, *kernel, cs.stop - cs.start)
             for i, j, key in taps(kernel, stride, dilation, out):
                 gp[(*key, cs)] += cols[:, :, :, i, j]
         return unpadded(gp, padding, shape)
 
+    def spread_by_phase(g2: Any, weight: Any, shape: tuple[int, ...], out: Pair, stride: Pair, padding: Pair,
+                        dilation: Pair) -> Any:
+        """conv2d's input gradient (one group) by spreading each output's gradient over its window: per kernel
+        element a (N*OH*OW, C) product, added into the padded input's positions, which at a stride s are one
+        of s*s phases (rows and columns of one remainder mod s): each phase a contiguous (N, H'/s, W'/s, C)
+        buffer, so that every add runs along whole rows (OW * C elements), not C at a time."""
+        n, c, h, w = shape
+        kernel = weight.shape[2:]
+        hq, wq = (-(-(h + 2 * padding[0]) // stride[0]), -(-(w + 2 * padding[1]) // stride[1]))
+        phases = zeros((*stride, n, hq, wq, c), g2.dtype)
+        taps_w = np.ascontiguousarray(weight.transpose(2, 3, 0, 1)).reshape(-1, weight.shape[0], c)  # (kh*kw, O, C)
+        cols = mm(g2, taps_w)  # (kh*kw, N*OH*OW, C)
+        for i in range(kernel[0]):
+            q, a = divmod(i * dilation[0], stride[0])
+            for j in range(kernel[1]):
+                r, b = divmod(j * dilation[1], stride[1])
+                phases[a, b, :, q:q + out[0], r:r + out[1]] += cols[i * kernel[1] + j].reshape(n, *out, c)
+        gx = pool.empty(shape, g2.dtype)
+        for a in range(stride[0]):
+            h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
+            u0 = (h0 + padding[0]) // stride[0]
+            for b in range(stride[1]):
+                w0 = (b - padding[1]) % stride[1]
+                v0 = (w0 + padding[1]) // stride[1]
+                rows, cols_ = len(range(h0, h, stride[0])), len(range(w0, w, stride[1]))
+                gx[:, :, h0::stride[0], w0::stride[1]] = (
+                    phases[a, b, :, u0:u0 + rows, v0:v0 + cols_].transpose(0, 3, 1, 2))
+        return gx
+
     def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], stride: Pair, padding: Pair, dilation: Pair,
-                    groups: int) -> Any:
-        """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``."""
+                    groups: int, kept: Any = None) -> Any:
+        """The gradient of conv2d's weight (of ``weight_shape``) for input ``x`` and output gradient ``grad``
+        (``kept``: the columns :func:`conv2d_keeping` returned for ``x``, or None)."""
         kernel = weight_shape[2:]
-        g2 = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
+        if whole(x.shape[2:], kernel, padding, dilation, groups):
+            return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
+            gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
+            cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
+            return (gt @ cols.T).reshape(weight_shape)
+        if kept is not None and grad.shape[2] * grad.shape[3] >= PER_SAMPLE and grad.flags.c_contiguous:
+            # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
+            n = x.shape[0]
+            part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
+                             out=pool.empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
+            return part.sum(0).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
+        g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
+        if kept is not None:
+            return (g2.T @ kept).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
         col = columns(padded(x, padding, 0), kernel, stride, dilation)
         gw = np.empty(weight_shape, dtype=x.dtype)
         og, cg = weight_shape[0] // groups, x.shape[1] // groups
@@ -123,9 +279,10 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return gw
 
     def conv2d_backward(grad: Any, x: Any, weight: Any, has_bias: bool, stride: Pair, padding: Pair,
-                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+                        dilation: Pair, groups: int, needs: tuple[bool, bool, bool],
+                        kept: Any = None) -> tuple[Any, Any, Any]:
         gx = input_grad(grad, weight, x.shape, stride, padding, dilation, groups) if needs[0] else None
-        gw = weight_grad(grad, x, weight.shape, stride, padding, dilation, groups) if needs[1] else None
+        gw = weight_grad(grad, x, weight.shape, stride, padding, dilation, groups, kept) if needs[1] else None
         gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 
@@ -150,7 +307,7 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         gx = gw = None
         if needs[0]:
             gx = conv2d_forward(grad, weight, None, stride, padding, dilation, groups)
-            gx = np.ascontiguousarray(gx[:, :, :x.shape[2], :x.shape[3]]) if windows != x.shape[2:] else gx
+            gx = copy(gx[:, :, :x.shape[2], :x.shape[3]]) if windows != x.shape[2:] else gx
         if needs[1]:
             if windows != x.shape[2:]:
                 x = np.pad(x, ((0, 0), (0, 0), (0, windows[0] - x.shape[2]), (0, windows[1] - x.shape[3])))
@@ -158,47 +315,56 @@ def conv_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 
-    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
-        """(kh, kw, N, OH, OW, C): a strided view of the contiguous NCHW ``xp``, kernel element first."""
-        sn, sc, sh, sw = xp.strides
-        return np.ndarray((*kernel, xp.shape[0], *out, xp.shape[1]), xp.dtype, buffer=xp,
-                          strides=(sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1], sc))
+    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> list[Any]:
+        """Per kernel element in window order, the (N, C, OH, OW) strided view of NCHW ``xp`` its windows read."""
+        return [xp[(slice(None), *key)] for _, _, key in taps(kernel, stride, dilation, out)]
 
     def max_pool2d_forward(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
         n, c, h, w = x.shape
         ph, pw = padding
         if ph or pw:
-            xp = np.full((n, c, h + 2 * ph, w + 2 * pw), -np.inf, dtype=x.dtype)
+            xp = pool.empty((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
+            xp.fill(-np.inf)
             xp[:, :, ph:ph + h, pw:pw + w] = x
         else:
-            xp = np.ascontiguousarray(x)
-        out = out_size(xp.shape[2:], kernel, stride, dilation)
-        # the windows' elements, one contiguous (N, OH, OW, C) plane per kernel element in window order
-        stack = np.empty((*kernel, n, *out, c), dtype=x.dtype)
-        stack[...] = window_planes(xp, kernel, stride, dilation, out)
-        stack = stack.reshape(kernel[0] * kernel[1], n, *out, c)
-        best = stack.max(0)  # a NaN wins
-        # the first element equal to the maximum (a NaN maximum: the first NaN); found from the last one down
+            xp = x  # (any strides: the planes are views)
+        planes = window_planes(xp, kernel, stride, dilation, out_size(xp.shape[2:], kernel, stride, dilation))
+        best = planes[0].copy()
+        for plane in planes[1:]:
+            np.maximum(best, plane, out=best)  # a NaN wins
+        # the first element equal to the maximum (a NaN maximum: the first NaN), found from the last one down
+        # by a bitwise select (np.putmask and np.where branch per element)
         careful = bool(np.isnan(best).any())
-        where = np.zeros(best.shape, dtype=np.int64)
-        for t in range(len(stack) - 1, -1, -1):
-            hit = stack[t] == best
+        where = np.zeros(best.shape, dtype=np.int8 if len(planes) < 128 else np.int32)
+        for t in range(len(planes) - 1, -1, -1):
+            hit = np.equal(planes[t], best)
             if careful:
-                hit |= np.isnan(stack[t])
-            np.putmask(where, hit, t)
+                hit |= np.isnan(planes[t])
+            m = hit.view(np.int8).astype(where.dtype)
+            np.negative(m, out=m)
+            m &= where ^ t
+            where ^= m
         # (of a 0.0 and a -0.0 maximum max may return either: equal values; a gather of the first costs more)
-        # the argmax stays channels-last: only max_pool2d_backward reads it
-        return np.ascontiguousarray(best.transpose(0, 3, 1, 2)), where
+        return best, where
 
     def max_pool2d_backward(grad: Any, x: Any, argmax: Any, kernel: Pair, stride: Pair, padding: Pair,
                             dilation: Pair) -> Any:
-        gp = np.zeros((x.shape[0], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1], x.shape[1]),
-                      dtype=grad.dtype)
-        gl = np.ascontiguousarray(grad.transpose(0, 2, 3, 1))
-        zero = grad.dtype.type(0)
-        for i, j, key in taps(kernel, stride, dilation, argmax.shape[1:3]):
-            gp[key] += np.where(argmax == i * kernel[1] + j, gl, zero)
-        return unpadded(gp, padding, x.shape)
+        out = argmax.shape[2:]
+        if stride == kernel and dilation == (1, 1) and padding == (0, 0):
+            # disjoint windows: each plane written once, with the gradient where it holds the argmax, else +0.0
+            whole = x.shape[2:] == (out[0] * kernel[0], out[1] * kernel[1])
+            gx = pool.empty(x.shape, grad.dtype) if whole else zeros(x.shape, grad.dtype)
+            bits = np.dtype(f"i{grad.dtype.itemsize}")
+            for t, plane in enumerate(window_planes(gx, kernel, stride, dilation, out)):
+                m = (argmax == t).view(np.int8).astype(bits)
+                np.negative(m, out=m)
+                np.bitwise_and(m, grad.view(bits), out=plane.view(bits))
+            return gx
+        gp = zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]), grad.dtype)
+        for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, out)):
+            plane += select_into(np, pool, argmax == t, grad, zeros(grad.shape, grad.dtype))
+        ph, pw = padding
+        return copy(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
 
     return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
             "conv_transpose2d_forward": conv_transpose2d_forward,

@@ -101,7 +101,7 @@ class Half:
             return back(x, dtype) if getattr(x, "dtype", None) == f32 else x
         count = operands
 
-        def run(*args: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:  # keywords (a backward's kept=) pass as they are
             dt = None
             for a in args[:count]:
                 d = getattr(a, "dtype", None)
@@ -109,9 +109,9 @@ class Half:
                     dt = d
                     break
             if dt is None:
-                return fn(*args)
+                return fn(*args, **kwargs)
             wide = [a.astype(f32) if getattr(a, "dtype", None) in halves else a for a in args[:count]]
-            out = fn(*wide, *(args[count:] if count is not None else ()))
+            out = fn(*wide, *(args[count:] if count is not None else ()), **kwargs)
             if not isinstance(out, tuple):
                 return rounded(out, dt)
             return tuple(o if o is None or (results is not None and i not in results) else rounded(o, dt)
@@ -121,4 +121,10 @@ class Half:
 
     def kernels(self, table: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
         """Each kernel of ``table`` (fused kernels: conv2d, softmax, layer_norm...) through :meth:`kernel`."""
-        return {name: self.kernel(fn, _VALUES.get(name), exact=name in _EXACT) for name, fn in table.items()}
+        out = {}
+        for name, fn in table.items():
+            out[name] = run = self.kernel(fn, _VALUES.get(name), exact=name in _EXACT)
+            keeping = getattr(fn, "keeping", None)  # a forward's variant returning (y, float32 state kept)
+            if keeping is not None:
+                run.keeping = self.kernel(keeping, (0,))  # type: ignore[attr-defined]
+        return out

@@ -93,6 +93,41 @@ def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..
     return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
 
 
+class _ByOutput(Function):
+    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
+    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
+    (the module writes the result into its input) leaves nothing stale for the backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                slope: float) -> Tensor:
+        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
+        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
+        alias._vc = y._vc
+        ctx.save_for_backward(alias)
+        ctx.rule = (kernels, params, kwargs, slope)
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (y,) = ctx.saved_tensors
+        kernels, params, kwargs, slope = ctx.rule
+        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
+        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
+
+
+def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    slope = kwargs.get("negative_slope", args[0] if args else 0.01)
+    if (len(args) > 1 or set(kwargs) - {"negative_slope"} or isinstance(slope, bool)
+            or not isinstance(slope, (int, float))):
+        return None
+    if slope < 0:
+        return _elementwise(name, kernels, decomposition, x, args, kwargs)
+    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
+
+
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
 
 
@@ -310,18 +345,24 @@ class _Conv(Function):
     def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
                 decomposition: Callable[..., Tensor]) -> Tensor:
         ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, geometry, decomposition)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data, *geometry), x._dtype,
-                     x._device)
+        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+        # gradient (the CPU conv2d keeps its columns, not built again).
+        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
+        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+        ctx.rule = (kernels, geometry, decomposition, kept)
+        return _wrap(y, x._dtype, x._device)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
         x, weight, bias = ctx.saved_tensors
-        kernels, geometry, decomposition = ctx.rule
+        kernels, geometry, decomposition, kept = ctx.rule
         if _mode._state.enabled:
             grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
             return (*grads, None, None, None)
-        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3])
+        extra = {} if kept is None else {"kept": kept}
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
+                         **extra)
         return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
 
 
@@ -415,12 +456,73 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
 
 
+# -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
+#    -> (y, mean, rstd), the running statistics updated in place in training;
+#    backward(grad, x, weight|None, mean, rstd, training, needs) -> (gx|None, gw|None, gb|None) ----------------
+# Only float32/float64 with every tensor argument of x's dtype and device, (C,)-shaped; anything else (a momentum
+# of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
+
+
+class _BatchNorm(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any,
+                stats: tuple[Tensor | None, Tensor | None], training: bool, momentum: float, eps: float,
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        rm, rv = stats
+        y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
+                                   training, momentum, eps)
+        if training:
+            for t in stats:
+                if t is not None:
+                    t._vc[0] += 1  # written in place by the kernel
+        ctx.save_for_backward(x, weight, bias)
+        # the decomposition for double backward: batch statistics (no running update) or the running ones
+        ctx.rule = (kernels, (None, None) if training else stats, training, eps, decomposition, mean, rstd)
+        return _wrap(y, x._dtype, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, stats, training, eps, decomposition, mean, rstd = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x, weight, bias),
+                                  lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
+            return (*grads, None, None, None, None, None, None)
+        needs = ctx.needs_input_grad[:3]
+        got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
+        dev = x._device
+        return (*(None if a is None else _wrap(a, x._dtype, dev) for a in got), None, None, None, None, None, None)
+
+
+def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if len(args) > len(names) or set(bound) - set(names) or x.ndim < 2 or 0 in x.shape:
+        return None
+    rm, rv, weight, bias = (bound.get(k) for k in names[:4])
+    training, momentum, eps = bound.get("training", False), bound.get("momentum", 0.1), bound.get("eps", 1e-5)
+    if (not isinstance(training, bool) or not isinstance(momentum, (int, float)) or not isinstance(eps, (int, float))
+            or (training and x.numel() // x.shape[1] <= 1) or (not training and (rm is None or rv is None))):
+        return None
+    c = x.shape[1]
+    for t in (rm, rv, weight, bias):
+        if t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
+                              or tuple(t.shape) != (c,)):
+            return None
+    if any(t is not None and t._rg for t in (rm, rv)):
+        return None
+    return _BatchNorm.apply(x, weight, bias, kernels, (rm, rv), training, float(momentum), float(eps),
+                            decomposition)
+
+
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
                 "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
 
 #: op name -> (its kernels: forward, backward; the rule; the input dtypes the kernels take).
 KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozenset[Any]]] = {
     **{n: ((n, f"{n}_backward"), _elementwise, _DTYPES) for n in _ACTIVATIONS},
+    "leaky_relu": (("leaky_relu", "leaky_relu_backward"), _leaky_relu, _DTYPES),
     "softmax": (("softmax", "softmax_backward"), _softmax, _DTYPES),
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
@@ -429,6 +531,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
+    "batch_norm": (("batch_norm_forward", "batch_norm_backward"), _batch_norm, _WINDOW),
 }
 
 #: op name -> (forward kernel, backward kernel, rule): the same facts as :data:`KERNELS`, for listings.

@@ -435,5 +435,6 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
 _RULES = {**dict.fromkeys(("dropout2d", "nll_loss", "binary_cross_entropy", "kl_div"), "real_floating"),
           **dict.fromkeys(("smooth_l1_loss", "huber_loss"), "real")}
 FUNCTIONS = register_ruled("nn", _ROWS, _RULES, first_only=("nll_loss",))
-for _name in ("linear", "layer_norm", "cross_entropy"):  # a backend's fused kernels run first where the device has them
+# a backend's fused kernels run first where the device has them
+for _name in ("linear", "layer_norm", "cross_entropy", "batch_norm"):
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

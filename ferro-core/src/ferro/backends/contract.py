@@ -240,7 +240,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("activation", _ACTIVATIONS, _p("x: Array; *params: float"), A,
               "The activation op of that name, its parameters as the op takes them.", group="fused"),
     Primitive("activation_backward", tuple(f"{n}_backward" for n in _ACTIVATIONS),
-              _p("grad: Array; x: Array; *params: float"), A, "dx of the activation.", group="fused"),
+              _p("grad: Array; x: Array; *params: float"), A,
+              "dx of the activation (leaky_relu with a slope >= 0 gets its output in place of x: positive "
+              "where x is).", group="fused"),
     Primitive("softmax", ("softmax", "log_softmax"), _p("x: Array; dim: int"), A,
               "softmax / log_softmax along dim.", group="fused"),
     Primitive("softmax_backward", ("softmax_backward", "log_softmax_backward"),
@@ -270,12 +272,16 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("conv2d_forward", ("conv2d_forward",),
               _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "dilation: tuple[int, int]; groups: int"), A,
-              "Batched 2-D convolution, symmetric padding.", group="fused", op="conv2d"),
+              "Batched 2-D convolution, symmetric padding. It may carry a variant ``.keeping`` (same arguments) "
+              "returning (y, kept), run where the weight's gradient will be wanted; kept goes to conv2d_backward "
+              "as kept=.", group="fused", op="conv2d"),
     Primitive("conv2d_backward", ("conv2d_backward",),
               _p("grad: Array; x: Array; weight: Array; has_bias: bool; stride: tuple[int, int]; "
-                 "padding: tuple[int, int]; dilation: tuple[int, int]; groups: int; needs: tuple[bool, bool, bool]"),
+                 "padding: tuple[int, int]; dilation: tuple[int, int]; groups: int; needs: tuple[bool, bool, bool]; "
+                 "kept: Any = None"),
               "tuple[Array | None, Array | None, Array | None]",
-              "(gx, gw, gb), None where needs says it is not wanted.", group="fused", op="conv2d"),
+              "(gx, gw, gb), None where needs says it is not wanted (kept: what conv2d_forward.keeping returned, "
+              "given only where it ran).", group="fused", op="conv2d"),
     Primitive("conv_transpose2d_forward", ("conv_transpose2d_forward",),
               _p("x: Array; weight: Array; bias: Array | None; stride: tuple[int, int]; padding: tuple[int, int]; "
                  "output_padding: tuple[int, int]; groups: int; dilation: tuple[int, int]"), A,
@@ -294,6 +300,16 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("max_pool2d_backward", ("max_pool2d_backward",),
               _p("grad: Array; x: Array; argmax: Array; kernel: tuple[int, int]; stride: tuple[int, int]; "
                  "padding: tuple[int, int]; dilation: tuple[int, int]"), A, "gx.", group="fused", op="max_pool2d"),
+    Primitive("batch_norm_forward", ("batch_norm_forward",),
+              _p("x: Array; weight: Array | None; bias: Array | None; running_mean: Array | None; "
+                 "running_var: Array | None; training: bool; momentum: float; eps: float"),
+              "tuple[Array, Array, Array]",
+              "(y, mean, rstd) per channel (axis 1): the batch's statistics in training (the running ones "
+              "updated in place), the running ones otherwise.", group="fused", op="batch_norm"),
+    Primitive("batch_norm_backward", ("batch_norm_backward",),
+              _p("grad: Array; x: Array; weight: Array | None; mean: Array; rstd: Array; training: bool; "
+                 "needs: tuple[bool, bool, bool]"), "tuple[Array | None, Array | None, Array | None]",
+              "(gx, gweight, gbias), None where needs says it is not wanted.", group="fused", op="batch_norm"),
     Primitive("rnn_sequence_forward", ("lstm_sequence_forward", "gru_sequence_forward"),
               _p("x: Array; h0: Array; c0: Array | None; w_ih: Array; w_hh: Array; b_ih: Array | None; "
                  "b_hh: Array | None; reverse: bool"), "tuple[Array | None, ...]",
