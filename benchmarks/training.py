@@ -49,7 +49,7 @@ def _copy_weights(src: Any, dst: Any) -> None:
 def _epoch(run: Run, order: np.ndarray, batch: int) -> None:
     lib, (x, y, _, _) = run.lib, run.data
     f = lib.nn.functional
-    idx = lib.from_numpy(order) if lib.__name__ == "torch" else lib.tensor(order, device=x.device)
+    idx = lib.from_numpy(order).to(x.device) if lib.__name__ == "torch" else lib.tensor(order, device=x.device)
     run.model.train()
     start = time.perf_counter()
     for i in range(0, len(order), batch):
@@ -69,7 +69,7 @@ def _accuracy(run: Run) -> float:
         return float((run.model(xt).argmax(1) == yt).float().mean().item())
 
 
-def make_runs(kind: str, backend: str, lr: float) -> list[Run]:
+def make_runs(kind: str, backend: str, lr: float, torch_device: str = "cpu") -> list[Run]:
     import torch
 
     import ferro
@@ -81,17 +81,19 @@ def make_runs(kind: str, backend: str, lr: float) -> list[Run]:
     ours = build(nn=ferro.nn).to(dev)
     theirs = build(nn=torch.nn)
     _copy_weights(ours, theirs)
+    theirs.to(torch_device)
     data = load_digits(dev, images=images)
-    tdata = tuple(torch.from_numpy(np.asarray(t.numpy()).copy()) for t in data)
+    tdata = tuple(torch.from_numpy(np.asarray(t.numpy()).copy()).to(torch_device) for t in data)
+    tsync = torch.cuda.synchronize if torch_device.startswith("cuda") else (lambda: None)
     b = ferro.backends.get(dev.type)
     return [Run(f"ferro:{dev.type}", ferro, ours, ferro.optim.SGD(ours.parameters(), lr=lr, momentum=0.9), data,
                 lambda: b.synchronize(dev.index)),
             Run("torch", torch, theirs, torch.optim.SGD(theirs.parameters(), lr=lr, momentum=0.9), tdata,
-                lambda: None)]
+                tsync)]
 
 
-def bench(kind: str, backend: str, epochs: int, batch: int, lr: float) -> dict[str, Any]:
-    runs = make_runs(kind, backend, lr)
+def bench(kind: str, backend: str, epochs: int, batch: int, lr: float, torch_device: str = "cpu") -> dict[str, Any]:
+    runs = make_runs(kind, backend, lr, torch_device)
     rng = np.random.default_rng(0)
     n = len(runs[0].data[1])
     for e in range(epochs):
@@ -126,12 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
     p.add_argument("--json", help="also write every epoch time to this file")
+    p.add_argument("--torch-device", default="cpu", help="PyTorch's device (default cpu; cuda beside --backend cuda)")
     args = p.parse_args(argv)
     import torch
     kinds = ("mlp", "cnn") if args.model == "both" else (args.model,)
-    rows = [bench(k, args.backend, args.epochs, args.batch_size, lr=0.05 if k == "mlp" else 0.02) for k in kinds]
-    print(f"digits training, torch {torch.__version__} ({torch.get_num_threads()} threads), python "
-          f"{sys.version.split()[0]}")
+    rows = [bench(k, args.backend, args.epochs, args.batch_size, lr=0.05 if k == "mlp" else 0.02,
+                  torch_device=args.torch_device) for k in kinds]
+    print(f"digits training, torch {torch.__version__} on {args.torch_device} ({torch.get_num_threads()} threads), "
+          f"python {sys.version.split()[0]}")
     print(render(rows, args.backend))
     if args.json:
         with open(args.json, "w") as fh:

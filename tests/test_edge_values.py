@@ -69,9 +69,14 @@ def test_searchsorted_rows_promote(dev: str) -> None:
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int64", "bool"])
 def test_dropout_all_dropped(dev: str, dtype: str, shape: tuple[int, ...], op: str) -> None:
     """p=1 drops everything: zeros in the input's dtype, as PyTorch gives (not x * 0 / 0 = nan, not a bool
-    input turned int64), at every dtype PyTorch takes."""
+    input turned int64), at every dtype PyTorch takes. dropout2d's rule takes real floating input only (PyTorch
+    refuses integers and bool at every p below 1; at p=1 it returns their zeros)."""
     x = np.arange(np.prod(shape)).reshape(shape) - 5
     fx, tx = _pair(x.tolist(), dtype, dev)
+    if op == "dropout2d" and dtype in ("int64", "bool"):
+        with pytest.raises(ferro.errors.DTypeError, match="dropout2d"):
+            ferro.nn.functional.dropout2d(fx, 1.0)
+        return
     out = getattr(ferro.nn.functional, op)(fx, 1.0)
     with pytest.warns(UserWarning) if op == "dropout2d" and len(shape) == 3 else _no_warning():
         expect = getattr(torch.nn.functional, op)(tx, 1.0)
@@ -95,23 +100,27 @@ _X = [[2, 1, 1], [0, 0, 0], [0, 0, 0], [2, 1, 2]]  # all-zero rows: cosines divi
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int64"])
-def test_logcumsumexp_of_integers_computes_in_float32(dev: str, dtype: str) -> None:
-    """Integers and bool compute in the default float dtype (PyTorch refuses them; its float32 result on the
-    converted input is the expectation), not in NumPy's float16 of an int8."""
+def test_logcumsumexp_refuses_integers_as_pytorch(dev: str, dtype: str) -> None:
+    """Integers and bool are refused up front, naming the op, as PyTorch refuses them (not computed in NumPy's
+    float16 of an int8)."""
     raw = [[1, 0, 1, 1], [0, 1, 1, 0]] if dtype == "bool" else [[1, 2, 3, 7], [0, 3, 1, 5]]
     fx, tx = _pair(raw, dtype, dev)
-    out = ferro.logcumsumexp(fx, -1)
-    assert out.dtype == ferro.float32
-    np.testing.assert_allclose(out.numpy(), torch.logcumsumexp(tx.float(), -1).numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        torch.logcumsumexp(tx, -1)
+    with pytest.raises(ferro.errors.DTypeError, match="logcumsumexp"):
+        ferro.logcumsumexp(fx, -1)
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int64"])
-def test_binary_cross_entropy_with_integer_targets(dev: str, dtype: str) -> None:
-    """An integer target is promoted (PyTorch wants it in the input's float dtype: the expectation)."""
+def test_binary_cross_entropy_refuses_integer_targets(dev: str, dtype: str) -> None:
+    """An integer target is refused naming the op, as PyTorch refuses it; a float one gives PyTorch's value."""
     fx, tx = _pair(_X, dtype, dev)
-    out = ferro.nn.functional.binary_cross_entropy(fx.sigmoid(), ferro.ones_like(fx))
+    with pytest.raises(RuntimeError, match="expected Float"):
+        torch.nn.functional.binary_cross_entropy(tx.sigmoid(), torch.ones_like(tx))
+    with pytest.raises(ferro.errors.DTypeError, match="binary_cross_entropy"):
+        ferro.nn.functional.binary_cross_entropy(fx.sigmoid(), ferro.ones_like(fx))
+    out = ferro.nn.functional.binary_cross_entropy(fx.sigmoid(), ferro.ones_like(fx).float())
     expect = torch.nn.functional.binary_cross_entropy(tx.sigmoid(), torch.ones_like(tx).float())
-    assert out.dtype == ferro.float32
     np.testing.assert_allclose(out.item(), expect.item(), rtol=1e-6)
 
 

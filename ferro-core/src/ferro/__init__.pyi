@@ -1691,7 +1691,8 @@ class Tensor:
         """
         log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp``
         (log2(n) steps), so every partial sum is shifted by its own maximum. One shift by the global maximum
-        would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
+        would flush the terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``). Integer and bool inputs
+        are refused by the record's rule, as PyTorch refuses them.
         """
     def logdet(self) -> Tensor:
         """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""
@@ -3683,7 +3684,8 @@ def logcumsumexp(x: Tensor, dim: builtins.int) -> Tensor:
     """
     log(cumsum(exp(x))) along ``dim``, without overflow or underflow: a prefix scan of ``logaddexp`` (log2(n)
     steps), so every partial sum is shifted by its own maximum. One shift by the global maximum would flush the
-    terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``).
+    terms far below it to zero (``[-1000, 0]`` gave ``[-inf, 0]``). Integer and bool inputs are refused by the
+    record's rule, as PyTorch refuses them.
     """
 def logdet(input: Tensor) -> Tensor:
     """``log(det(input))`` of real matrices: NaN for a negative determinant, -inf for a zero one, as PyTorch."""

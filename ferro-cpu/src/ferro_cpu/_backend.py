@@ -371,7 +371,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
-        table.update(rectifier_kernels(np, pool))  # leaky_relu (ferro/_ops/fused.py)
+        table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
 

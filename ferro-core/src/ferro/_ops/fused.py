@@ -531,7 +531,9 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
-    "batch_norm": (("batch_norm_forward", "batch_norm_backward"), _batch_norm, _WINDOW),
+    # float32/float64 only: the kernels update the running statistics in place, which a backend that widens
+    # 16-bit arrays to compute them would update in a copy
+    "batch_norm": (("batch_norm_forward", "batch_norm_backward"), _batch_norm, frozenset({float32, float64})),
 }
 
 #: op name -> (forward kernel, backward kernel, rule): the same facts as :data:`KERNELS`, for listings.

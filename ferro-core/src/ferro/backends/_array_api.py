@@ -647,7 +647,12 @@ def host_index_reduce(np: Any, x: Any, key: Any, value: Any, how: str, include_s
 
 
 def _orders_bool(xp: Any) -> bool:
-    """Whether the namespace compares bool arrays (NumPy, CuPy), or refuses to as the standard may."""
+    """Whether the namespace compares bool arrays (NumPy, CuPy), or refuses to as the standard may.
+
+    NumPy and CuPy are known without a probe (CuPy's would need a GPU: its kernel table is also built
+    without one, to check claims); another namespace is asked once."""
+    if getattr(xp, "__name__", "").partition(".")[0] in ("numpy", "cupy"):
+        return True
     try:
         xp.less(xp.asarray([False]), xp.asarray([True]))
     except TypeError:
