@@ -545,3 +545,27 @@ def test_a_call_while_another_thread_replays_runs_eagerly() -> None:
     other.join(10)
     for p, e in zip(lin.parameters(), expected, strict=True):  # the other thread's gradients, written last
         np.testing.assert_array_equal(p.grad.numpy(), e)
+
+
+def test_views_and_in_place_writes_of_planned_values_keep_their_results() -> None:
+    """A result that is a view of an internal product (a transpose, a slice), or an internal value written in
+    place and then returned through a view, is never in a planned buffer: results of earlier calls stay as
+    they were returned, and every call's values are eager's."""
+    w = ferro.randn(6, 5)
+
+    def f(x: ferro.Tensor) -> tuple[ferro.Tensor, ...]:
+        y = (x @ w) * 2.0  # planned: it dies inside
+        z = (x @ w).relu()
+        z.add_(1.0)  # an in-place write into an internal value
+        u = (x @ w) + 3.0
+        return y.sum(), z.t(), u[1:3], (u * u).sum(0)
+
+    g = ferro.compile(f)
+    with ferro.no_grad():
+        xs = [ferro.randn(4, 6) for _ in range(5)]
+        got = [g(x) for x in xs]
+        expected = [f(x) for x in xs]
+    assert _planned(g)
+    for outs, refs in zip(got, expected, strict=True):
+        for a, b in zip(outs, refs, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
