@@ -13,11 +13,6 @@ side by side, interleaved round by round (``ferro.bench._harness.measure``):
 - with ``--fusion``: ``max-fusion``, the step under ``ferro.compile(mode="max-fusion")``, and its ratio to the
   default mode's ``ferro.compile``.
 
-``--floor`` prints instead, per model, the floor of ``ferro.compile / ferro``: the time of the kernels (and host
-calls: the optimizer's step) that the replayed step runs, timed one by one in a copy of its replay, over ferro
-eager's step, paired round by round with the compiled step's own ratio. Replay removes the rest; below the floor
-only faster kernels go.
-
 Reported per model: each contender's median time per step and the paired ratios (``paired_ratio``: the
 median over rounds of the ratio within a round) of ``ferro.compile`` against ferro eager (target <= 0.5:
 at least 2x faster) and against PyTorch eager (target <= 0.7), and against ``torch.compile`` and ``jax.jit``.
@@ -129,7 +124,10 @@ def _floor_row(row: str, rounds: int, budget: float) -> tuple[float, float]:
 
 
 def floor(rows: list[str], rounds: int, budget: float) -> None:
-    """Print, per row, compiled / eager and its floor (see the module's docstring)."""
+    """``--floor``: print, per model, the floor of ``ferro.compile / ferro``: the time of the kernels (and host
+    calls: the optimizer's step) that the replayed step runs, timed one by one in a copy of its replay, over ferro
+    eager's step, paired round by round with the compiled step's own ratio. Replay removes the rest; below the
+    floor only faster kernels go."""
     print("| model | ferro.compile / ferro | kernels / ferro (the floor) |")
     print("|---|---|---|")
     for row in rows:
