@@ -67,6 +67,30 @@ def _step(row: str, lib: str) -> Callable[[Any], Any]:
     return op
 
 
+def _step_without(row: str, name: str) -> Callable[[Any], Any]:
+    """``ferro.compile``'s step on ``row`` captured with the pass ``ferro._compile.passes.<name>`` left out (its
+    warm-up and capture run here, the pass's ``run`` doing nothing meanwhile)."""
+    from ferro._compile import passes
+    ms = STEPS[row]
+    made: list[Callable[[], Any]] = []
+
+    def op(xp: Any) -> Any:
+        if not made:
+            model, opts, data = ms.setup(xp)
+            compiled = ferro.compile(lambda *batch: ms.step(xp, model, opts, *batch))
+            module = getattr(passes, name)
+            run = module.run
+            module.run = lambda *a, **k: 0
+            try:
+                compiled(*data)
+                compiled(*data)
+            finally:
+                module.run = run
+            made.append(lambda: compiled(*data))
+        return made[0]()
+    return op
+
+
 def _per_call(fn: Callable[[], Any], budget: float) -> float:
     import time
     n, t = 0, time.perf_counter()
@@ -146,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="cpu", help="ferro's backend (default cpu); PyTorch runs on the CPU")
     parser.add_argument("--fusion", action="store_true", help='also mode="max-fusion", against the default mode')
     parser.add_argument("--floor", action="store_true", help="the kernels' share: the floor of compiled / eager")
+    parser.add_argument("--without", default="", help="a pass of ferro._compile.passes (buffers, copies...): also "
+                        "ferro.compile without it, against ferro.compile")
     args = parser.parse_args(argv)
     ferro.set_backend(args.backend)
     if args.floor:
@@ -160,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.fusion:
         contenders.append(Contender("max-fusion", ferro, lambda a, rg: a, sync=sync))
         targets.append(("max-fusion", "ferro.compile", None))
+    without = f"ferro.compile -{args.without}" if args.without else ""
+    if without:
+        contenders.append(Contender(without, ferro, lambda a, rg: a, sync=sync))
+        targets.append(("ferro.compile", without, None))
     try:
         import torch
         torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -183,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     missed = 0
     for row in rows:
         case = Case(row, (), _step(row, "ferro"), Target("torch", 0.7), unit="ms",
-                    overrides={name: _step(row, name) for name in names})
+                    overrides={name: _step_without(row, args.without) if name == without else _step(row, name)
+                               for name in names})
         res = measure(case, contenders, args.rounds, args.budget, args.pause)
         cells = [f"{res[n].stat('median') * 1e3:.2f}" if res[n].seconds else res[n].error[:60] for n in names]
         ratios = []
