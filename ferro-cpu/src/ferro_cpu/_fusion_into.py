@@ -24,7 +24,7 @@ def _row_major(x: Any) -> bool:
     return not isinstance(x, np.ndarray) or x.flags.c_contiguous
 
 
-def _ufunc_into(kernel: Any, ufunc: Any, n_arrays: int) -> Callable[..., Any]:
+def _ufunc_into(kernel: Any, ufunc: Any) -> Callable[..., Any]:
     quiet = getattr(kernel, "__wrapped__", None) is not None  # the kernel runs under np.errstate(all="ignore")
     if ufunc.nin == 1:
         def into1(out: Any, x: Any) -> Any:
@@ -64,7 +64,7 @@ def compile_into(table: dict[str, Any], name: str, kernel: Any, args: tuple[Any,
     if isinstance(ufunc, np.ufunc) and len(args) == ufunc.nin and ufunc.nout == 1:
         if not all(a.flags.c_contiguous for a in arrays) or (ufunc.nin == 1 and not isinstance(args[0], np.ndarray)):
             return None
-        return _ufunc_into(kernel, ufunc, len(arrays))
+        return _ufunc_into(kernel, ufunc)
     if (name == "matmul" and len(args) == 2 and len(arrays) == 2 and out.dtype in _FLOATS
             and args[0].dtype == args[1].dtype == out.dtype and args[0].ndim >= 2 and args[1].ndim >= 2):
         return _matmul_into(kernel)
