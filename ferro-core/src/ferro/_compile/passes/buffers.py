@@ -8,7 +8,8 @@ values bitwise, or None for a call it does not take. The CPU backend takes its u
 
 A value is planned only where nothing outside the replay can see it: not an input or external, not returned, not
 written back to a tensor, not given to a host call, nor any value that may share its memory with one of those
-(through a view, or any kernel not known to return a new array). Its buffer is free for a later value of the same
+(through a view, or any kernel not known to return a new array: the contract's reductions and products, the
+fused ops' kernels, the elementwise ops). Its buffer is free for a later value of the same
 shape and dtype once the last reader of any of its aliases has run; an elementwise call whose array operand dies
 at that call (and has no alias) writes into that operand's buffer, in place (a bias added to a matmul's result,
 an activation over it). A planned graph must not be replayed by two threads at once (``ferro.compile`` runs a
@@ -25,9 +26,12 @@ from .effects import ALIASING, pure
 
 __all__ = ["run"]
 
-#: Kernels known to return a new array that shares no memory with their arguments.
-_FRESH_EXTRA = frozenset({"matmul", "sum", "mean", "prod", "amax", "amin", "clone", "cat", "stack", "softmax",
-                          "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod"})
+#: Kernels known to return new arrays that share no memory with their arguments (fused ops record their
+#: forward and backward kernels under the op's name).
+_FRESH_EXTRA = frozenset({"matmul", "sum", "mean", "prod", "amax", "amin", "clone", "cat", "stack", "full", "softmax",
+                          "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "conv2d",
+                          "max_pool2d", "layer_norm", "cross_entropy", "lstm_sequence_forward",
+                          "lstm_sequence_backward"})
 
 
 def _fresh(name: str) -> bool:
