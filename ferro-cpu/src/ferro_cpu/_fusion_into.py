@@ -1,8 +1,8 @@
 """The CPU backend's ``compile_into`` hook (``ferro.compile``'s planned buffers, ``ferro._compile.passes.buffers``):
 a kernel call of a captured step rewritten to write its result into a buffer planned once per graph.
 
-Taken: the ufunc kernels (each says its ufunc as ``kernel.into``), the one-operand kernels with their own
-``into(x, out=...)`` (relu), and ``matmul`` on float32 / float64: the very kernels of the device's table (a
+Taken: the ufunc kernels (each says its ufunc as ``kernel.into``), the kernels with their own
+``into(*args, out=...)`` (relu), and ``matmul`` on float32 / float64: the very kernels of the device's table (a
 plugin's override is left alone). Each writes with ``out=`` what the kernel computes: the same ufunc loop or
 BLAS call on the same operands, so values are eager's bitwise. The buffer is row-major, as the kernel's own
 result is for row-major operands: where an operand is not row-major at replay (a caller passing a transposed
@@ -43,11 +43,11 @@ def _ufunc_into(kernel: Any, ufunc: Any) -> Callable[..., Any]:
 
 
 def _function_into(kernel: Any, into: Any) -> Callable[..., Any]:
-    def into1(out: Any, x: Any) -> Any:
-        if not x.flags.c_contiguous:
-            return kernel(x)
-        return into(x, out=out)
-    return into1
+    def into_any(out: Any, *args: Any) -> Any:
+        if not all(_row_major(a) for a in args):
+            return kernel(*args)
+        return into(*args, out=out)
+    return into_any
 
 
 def _matmul_into(kernel: Any) -> Callable[..., Any]:
@@ -74,8 +74,8 @@ def compile_into(table: dict[str, Any], name: str, kernel: Any, args: tuple[Any,
         if not all(a.flags.c_contiguous for a in arrays) or (ufunc.nin == 1 and not isinstance(args[0], np.ndarray)):
             return None
         return _ufunc_into(kernel, ufunc)
-    if callable(ufunc) and len(args) == 1 and len(arrays) == 1 and arrays[0].flags.c_contiguous:
-        return _function_into(kernel, ufunc)  # a kernel's own into(x, out=...) (relu)
+    if callable(ufunc) and not isinstance(ufunc, np.ufunc) and all(a.flags.c_contiguous for a in arrays):
+        return _function_into(kernel, ufunc)  # a kernel's own into(*args, out=...) (relu)
     if (name == "matmul" and len(args) == 2 and len(arrays) == 2 and out.dtype in _FLOATS
             and args[0].dtype == args[1].dtype == out.dtype and args[0].ndim >= 2 and args[1].ndim >= 2):
         return _matmul_into(kernel)

@@ -4,16 +4,16 @@ graph and reused by every replay, instead of arrays allocated (and, when large, 
 A backend opts in with ``Backend.compile_into(name, kernel, args, kwargs, out, index)``: for a call as captured
 (``args``: its arrays as captured) it returns ``f(buffer, *args, **kwargs)``, which writes the kernel's result into
 ``buffer`` (an array as :meth:`Backend.into_buffer` made it from the captured result) and returns it, with eager's
-values bitwise, or None for a call it does not take. The CPU backend takes its ufunc kernels and ``matmul``.
+values bitwise, or None for a call it does not take. The CPU backend takes its ufunc kernels, relu and ``matmul``.
 
 A value is planned only where nothing outside the replay can see it: not an input or external, not returned, not
 written back to a tensor, not given to a host call, nor any value that may share its memory with one of those
-(through a view, or any kernel not known to return a new array: the contract's reductions and products, the
-fused ops' kernels, the elementwise ops). Its buffer is free for a later value of the same
-shape and dtype once the last reader of any of its aliases has run; an elementwise call whose array operand dies
-at that call (and has no alias) writes into that operand's buffer, in place (a bias added to a matmul's result,
-an activation over it). A planned graph must not be replayed by two threads at once (``ferro.compile`` runs a
-second concurrent call eagerly).
+(through a view, or any kernel not known to return new arrays: those are the contract's reductions and products,
+the fused ops' kernels such as linear, conv2d or layer_norm, and the elementwise ops). Its buffer is free for a
+later value of the same shape and dtype once the last reader of any of its aliases has run; an elementwise call
+whose array operand dies at that call (and has no alias) writes into that operand's buffer, in place (a bias added
+to a matmul's result, an activation over it). A planned graph must not be replayed by two threads at once
+(``ferro.compile`` runs a second concurrent call eagerly).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ __all__ = ["run"]
 #: Kernels known to return new arrays that share no memory with their arguments (fused ops record their
 #: forward and backward kernels under the op's name).
 _FRESH_EXTRA = frozenset({"matmul", "sum", "mean", "prod", "amax", "amin", "clone", "cat", "stack", "full", "softmax",
-                          "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "conv2d",
-                          "max_pool2d", "layer_norm", "cross_entropy", "lstm_sequence_forward",
+                          "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "linear",
+                          "conv2d", "max_pool2d", "layer_norm", "cross_entropy", "lstm_sequence_forward",
                           "lstm_sequence_backward"})
 
 
