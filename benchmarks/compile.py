@@ -67,6 +67,99 @@ def _step(row: str, lib: str) -> Callable[[Any], Any]:
     return op
 
 
+def _step_without(row: str, name: str) -> Callable[[Any], Any]:
+    """``ferro.compile``'s step on ``row`` captured with the pass ``ferro._compile.passes.<name>`` left out (its
+    warm-up and capture run here, the pass's ``run`` doing nothing meanwhile)."""
+    from ferro._compile import passes
+    ms = STEPS[row]
+    made: list[Callable[[], Any]] = []
+
+    def op(xp: Any) -> Any:
+        if not made:
+            model, opts, data = ms.setup(xp)
+            compiled = ferro.compile(lambda *batch: ms.step(xp, model, opts, *batch))
+            module = getattr(passes, name)
+            run = module.run
+            module.run = lambda *a, **k: 0
+            try:
+                compiled(*data)
+                compiled(*data)
+            finally:
+                module.run = run
+            made.append(lambda: compiled(*data))
+        return made[0]()
+    return op
+
+
+def _per_call(fn: Callable[[], Any], budget: float) -> float:
+    import time
+    n, t = 0, time.perf_counter()
+    while time.perf_counter() - t < budget:
+        fn()
+        n += 1
+    return (time.perf_counter() - t) / n
+
+
+def _floor_row(row: str, rounds: int, budget: float) -> tuple[float, float]:
+    """(compiled / eager, the compiled step's kernels and host calls / eager): medians of paired rounds."""
+    import statistics
+    import time
+
+    from ferro._compile.graph import Call, Host
+    from ferro._compile.passes import memory
+    from ferro._compile.replay import generate
+
+    ms = STEPS[row]
+    model, opts, data = ms.setup(ferro)
+    compiled = ferro.compile(lambda *batch: ms.step(ferro, model, opts, *batch))
+    for _ in range(3):
+        compiled(*data)
+    (entry,) = compiled.cache.values()
+    graph = entry.graphs[0]
+    spent = [0.0, 0]  # seconds in kernels and host calls, replays
+
+    def timed(k: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return k(*a, **kw)
+            finally:
+                spent[0] += time.perf_counter() - t
+        return run
+    for node in graph.nodes:  # the entry's replay function was generated already: it keeps the plain kernels
+        if isinstance(node, Call):
+            node.kernel = timed(node.kernel)
+        elif isinstance(node, Host):
+            node.fn = timed(node.fn)
+    replay = generate(graph, memory.plan(graph))
+    arrays = [t._data for t in data]
+
+    def counted() -> None:
+        replay(arrays)
+        spent[1] += 1
+    ratios = []
+    for _ in range(rounds):
+        eager = _per_call(lambda: ms.step(ferro, model, opts, *data), budget)
+        own = _per_call(lambda: compiled(*data), budget)
+        spent[:] = [0.0, 0]
+        _per_call(counted, budget)
+        ratios.append((own / eager, spent[0] / spent[1] / eager))
+    return statistics.median(r for r, _ in ratios), statistics.median(k for _, k in ratios)
+
+
+def floor(rows: list[str], rounds: int, budget: float) -> None:
+    """``--floor``: print, per model, the floor of ``ferro.compile / ferro``: the time of the kernels (and host
+    calls: the optimizer's step) that the replayed step runs, timed one by one in a copy of its replay, over ferro
+    eager's step, paired round by round with the compiled step's own ratio. Replay removes the rest; below the
+    floor only faster kernels go."""
+    print("| model | ferro.compile / ferro | kernels / ferro (the floor) |")
+    print("|---|---|---|")
+    for row in rows:
+        own, kernels = _floor_row(row, rounds, budget)
+        print(f"| {row} | {own:.2f} | {kernels:.2f} |")
+        sys.stdout.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -76,8 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--backend", default="cpu", help="ferro's backend (default cpu); PyTorch runs on the CPU")
     parser.add_argument("--fusion", action="store_true", help='also mode="max-fusion", against the default mode')
+    parser.add_argument("--floor", action="store_true", help="the kernels' share: the floor of compiled / eager")
+    parser.add_argument("--without", default="", help="a pass of ferro._compile.passes (buffers, copies...): also "
+                        "ferro.compile without it, against ferro.compile")
     args = parser.parse_args(argv)
     ferro.set_backend(args.backend)
+    if args.floor:
+        floor(ROWS if args.rows == "all" else [ROWS[int(i) - 1] for i in args.rows.split(",")], args.rounds,
+              args.budget / 2)
+        return 0
     backend = ferro.backends.get(args.backend)
     sync = functools.partial(backend.synchronize, backend.default_device_index())
     contenders = [Contender("ferro", ferro, lambda a, rg: a, sync=sync),
@@ -86,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.fusion:
         contenders.append(Contender("max-fusion", ferro, lambda a, rg: a, sync=sync))
         targets.append(("max-fusion", "ferro.compile", None))
+    without = f"ferro.compile -{args.without}" if args.without else ""
+    if without:
+        contenders.append(Contender(without, ferro, lambda a, rg: a, sync=sync))
+        targets.append(("ferro.compile", without, None))
     try:
         import torch
         torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -109,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     missed = 0
     for row in rows:
         case = Case(row, (), _step(row, "ferro"), Target("torch", 0.7), unit="ms",
-                    overrides={name: _step(row, name) for name in names})
+                    overrides={name: _step_without(row, args.without) if name == without else _step(row, name)
+                               for name in names})
         res = measure(case, contenders, args.rounds, args.budget, args.pause)
         cells = [f"{res[n].stat('median') * 1e3:.2f}" if res[n].seconds else res[n].error[:60] for n in names]
         ratios = []

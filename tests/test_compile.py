@@ -13,6 +13,7 @@ import pytest
 import ferro
 from ferro import nn
 from ferro._compile import GraphBreak
+from ferro._compile.graph import V, values_in
 from ferro.demo import make_cnn, make_mlp
 
 
@@ -445,3 +446,126 @@ def test_gradient_copies_are_elided_where_nothing_else_sees_the_source(device: f
     # A backend whose contiguous always copies (prims: the array API's) does not say which arrays are row-major:
     # every copy is kept there.
     assert len(clones) == {"cpu": 1, "opencl": 2}.get(device.type, 4), [c.name for c in entry.graphs[0].calls()]
+
+
+def _planned(fn: Any) -> list[Any]:
+    """The calls of ``fn``'s graphs that write into planned buffers (their first argument)."""
+    return [c for e in fn.cache.values() for g in e.graphs for c in g.calls()
+            if getattr(c.kernel, "__module__", "").endswith("_fusion_into")]
+
+
+def test_planned_buffers_keep_eager_values_and_never_hold_what_leaves_the_step() -> None:
+    """Internal results (an activation, the masks and products of its gradient) are written into buffers planned
+    once per graph, in place over an operand that dies there; values, gradients and parameters stay eager's
+    bitwise, and what the step returns or stores (the loss, an activation returned, gradients) is never a planned
+    buffer: a later call does not overwrite it."""
+    def run(compiled: bool) -> tuple[list[np.ndarray], Any]:
+        ferro.manual_seed(0)
+        model = make_mlp(nn=nn)
+        opt = _sgd(model.parameters())
+        x, y = ferro.randn(16, 64), ferro.randint(0, 10, (16,))
+
+        def step(x: ferro.Tensor, y: ferro.Tensor) -> tuple[ferro.Tensor, ferro.Tensor]:
+            opt.zero_grad()
+            h = model[1](model[0](x))
+            loss = ferro.nn.functional.cross_entropy(model[2:](h), y)
+            loss.backward()
+            opt.step()
+            return loss, h
+        f = ferro.compile(step) if compiled else step
+        held, out = [], []
+        for _ in range(5):
+            loss, h = f(x, y)
+            held.append((loss, h, loss.numpy(force=True).copy(), h.numpy(force=True).copy()))
+            out += [p.grad.numpy() for p in model.parameters()] + [p.numpy(force=True) for p in model.parameters()]
+        for loss, h, loss0, h0 in held:  # results of earlier calls as they were returned
+            np.testing.assert_array_equal(loss.numpy(force=True), loss0)
+            np.testing.assert_array_equal(h.numpy(force=True), h0)
+        return out + [t for *_, l0, h0 in held for t in (l0, h0)], f
+    got, f = run(True)
+    expected, _ = run(False)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+    planned = _planned(f)
+    names = {c.name for c in planned}
+    assert {"relu", "gt", "mul"} <= names, names
+    buffers = {id(c.args[0]) for c in planned}
+    assert len(buffers) < len(planned)  # in place over dead operands, buffers shared by values of disjoint lives
+    (entry,) = f.cache.values()
+    for call in planned:  # the activation returned and the loss are not planned
+        assert call.outs not in {v.n for v in _values(entry.graphs[0].output)}
+
+
+def _values(tree: Any) -> list[Any]:
+    return [V(n) for n in values_in(tree)]
+
+
+def test_a_call_while_another_thread_replays_runs_eagerly() -> None:
+    """The planned buffers have one user: a call made while a replay runs in another thread runs eagerly (were it
+    replayed, it would overwrite the activations the other thread's backward is about to read)."""
+    import threading
+
+    class Waiting(ferro.optim.SGD):
+        """SGD whose zero_grad (a host call, rerun by each replay) waits, when asked, until released."""
+        wait = False
+
+        def zero_grad(self, set_to_none: bool = True) -> None:
+            if Waiting.wait and threading.current_thread() is not threading.main_thread():
+                started.set()
+                release.wait(10)
+            super().zero_grad(set_to_none)
+
+    started, release = threading.Event(), threading.Event()
+    ferro.manual_seed(0)
+    lin = nn.Linear(8, 8)
+    opt = Waiting(lin.parameters(), lr=0.0)  # lr 0: the parameters stay as they are
+    x1, x2 = ferro.randn(4, 8), ferro.randn(4, 8)
+
+    def step(x: ferro.Tensor) -> ferro.Tensor:
+        loss = (lin(x) * 2.0).tanh().square().sum()  # the forward's planned activations live across zero_grad
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def grads(x: ferro.Tensor) -> list[np.ndarray]:
+        step(x)
+        return [p.grad.numpy().copy() for p in lin.parameters()]
+    expected = grads(x1)
+    f = ferro.compile(step)
+    for _ in range(3):
+        f(x1)
+    assert _planned(f) and _replays(f) == 1
+    Waiting.wait = True
+    other = threading.Thread(target=f, args=(x1,))
+    other.start()
+    assert started.wait(10)
+    f(x2)  # the other thread's replay holds the graph: this call runs eagerly
+    release.set()
+    other.join(10)
+    for p, e in zip(lin.parameters(), expected, strict=True):  # the other thread's gradients, written last
+        np.testing.assert_array_equal(p.grad.numpy(), e)
+
+
+def test_views_and_in_place_writes_of_planned_values_keep_their_results() -> None:
+    """A result that is a view of an internal product (a transpose, a slice), or an internal value written in
+    place and then returned through a view, is never in a planned buffer: results of earlier calls stay as
+    they were returned, and every call's values are eager's."""
+    w = ferro.randn(6, 5)
+
+    def f(x: ferro.Tensor) -> tuple[ferro.Tensor, ...]:
+        y = (x @ w) * 2.0  # planned: it dies inside
+        z = (x @ w).relu()
+        z.add_(1.0)  # an in-place write into an internal value
+        u = (x @ w) + 3.0
+        return y.sum(), z.t(), u[1:3], (u * u).sum(0)
+
+    g = ferro.compile(f)
+    with ferro.no_grad():
+        xs = [ferro.randn(4, 6) for _ in range(5)]
+        got = [g(x) for x in xs]
+        expected = [f(x) for x in xs]
+    assert _planned(g)
+    for outs, refs in zip(got, expected, strict=True):
+        for a, b in zip(outs, refs, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())

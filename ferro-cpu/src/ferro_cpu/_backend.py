@@ -100,6 +100,17 @@ class NumpyBackend(ArrayAPIBackend):
         from ._fusion import compile_group
         return compile_group(group, table, self.pool)
 
+    def compile_into(self, name: str, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+                     index: int | None = None) -> Any:
+        """A captured call writing into a planned buffer (``ferro_cpu._fusion_into``): ufunc kernels, matmul."""
+        from ._fusion_into import compile_into
+        return compile_into(self._device(index)._kernels, name, kernel, args, kwargs, out)
+
+    def into_buffer(self, out: Any, index: int | None = None) -> Any:
+        """A planned buffer for results like ``out``."""
+        from ._fusion_into import into_buffer
+        return into_buffer(out)
+
     def empty_cache(self) -> None:
         """Give cached buffers back to the OS."""
         self.pool.empty_cache()

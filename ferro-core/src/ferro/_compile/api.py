@@ -9,6 +9,7 @@ the same guards runs under the tracer (:mod:`.trace`) and builds the replay (:mo
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class CompiledFunction:
         self.cache: dict[tuple[Any, ...], Entry] = {}
         self.captures = 0
         self._warned = False
+        self._lock = threading.Lock()  # one replay at a time: a graph's planned buffers have one user
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -72,12 +74,17 @@ class CompiledFunction:
             key += (self.module.training,)
         e = self.cache.get(key)
         if e is not None and e.replays:
-            arrays = [t._data for t in tensors]
-            for replay in e.replays:
-                try:
-                    return replay(arrays)
-                except GuardFailed:  # state differs (a gradient there or not): the next graph, or capture
-                    continue
+            if not self._lock.acquire(blocking=False):  # a replay runs in another thread: its planned buffers
+                return self.fn(*args, **kwargs)
+            try:
+                arrays = [t._data for t in tensors]
+                for replay in e.replays:
+                    try:
+                        return replay(arrays)
+                    except GuardFailed:  # state differs (a gradient there or not): the next graph, or capture
+                        continue
+            finally:
+                self._lock.release()
             if len(e.replays) >= STATE_VARIANTS:
                 return self.fn(*args, **kwargs)
         if e is None:

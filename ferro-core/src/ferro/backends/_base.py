@@ -129,6 +129,19 @@ class Backend:
         :class:`~ferro.backends.contract.FusedCompiler`."""
         return None
 
+    def compile_into(self, name: str, kernel: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                     out: Any, index: int | None = None) -> Callable[..., Any] | None:
+        """Optional (``ferro.compile``'s planned buffers): for a kernel call of a captured step (``args`` and
+        ``out``: its arrays as captured), ``f(buffer, *args, **kwargs)`` writing the kernel's result, bitwise,
+        into ``buffer`` (made by :meth:`into_buffer`) and returning it; or None (the default) for a call the
+        backend does not take, which then allocates its result at every replay as eager execution does."""
+        return None
+
+    def into_buffer(self, out: Any, index: int | None = None) -> Any:
+        """A buffer for results like the native array ``out`` (its shape and dtype, row-major): asked only by a
+        backend whose :meth:`compile_into` takes calls."""
+        raise self._missing("into_buffer")
+
     # -- data movement ----------------------------------------------------
 
     def native_dtype(self, dtype: DType) -> Any:

@@ -1,13 +1,13 @@
 """The passes over a captured graph, each a small module: constant folding, common subexpressions,
-dead code, copy elision, fusion of elementwise chains, and the memory plan. :func:`optimize` runs them in that
-order."""
+dead code, copy elision, fusion of elementwise chains, planned buffers, and the memory plan. :func:`optimize` runs
+them in that order."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..graph import Graph
-from . import copies, cse, dce, fold, fusion, memory
+from . import buffers, copies, cse, dce, fold, fusion, memory
 
 __all__ = ["optimize"]
 
@@ -23,4 +23,6 @@ def optimize(graph: Graph, fuse: bool, shapes: dict[int, Any] | None = None,
         copies.run(graph, arrays)
     if fuse and shapes is not None:
         fusion.run(graph, shapes)
+    if arrays is not None:
+        buffers.run(graph, arrays)
     return graph, memory.plan(graph)
