@@ -288,7 +288,8 @@ ELEMENTWISE: list[tuple[str, Any, tuple[float, float]]] = [
     ("layer_norm", lambda x, y: ferro.nn.functional.layer_norm(x, (x.shape[-1],)), (-3, 3)),
     ("gelu", lambda x, y: ferro.nn.functional.gelu(x), (-3, 3)),
     # kernels generated from the ops' expressions (ferro_cuda._bfloat16.GENERATED)
-    ("round", lambda x, y: ferro.round(x * 10), (-3, 3)), ("sigmoid", lambda x, y: ferro.sigmoid(x), (-6, 6)),
+    ("round", lambda x, y: ferro.round(x), (-30, 30)),  # not x * 10: its bfloat16 product rounds first
+    ("sigmoid", lambda x, y: ferro.sigmoid(x), (-6, 6)),
     ("silu", lambda x, y: ferro.nn.functional.silu(x), (-6, 6)),
 ]
 
@@ -306,8 +307,8 @@ def test_gpu_bfloat16_elementwise_matches_cpu(gpu_bf16: Any, name: str, fn: Any,
 REDUCTIONS: list[tuple[str, Any, Any]] = [
     ("sum", lambda x: x.sum(), np.sum), ("sum dim", lambda x: x.sum(1), lambda a: a.sum(1)),
     ("mean", lambda x: x.mean(0), lambda a: a.mean(0)), ("amax", lambda x: x.amax(1), lambda a: a.max(1)),
-    ("amin", lambda x: x.amin(), np.min), ("prod", lambda x: x[:, :4].prod(1), lambda a: a[:, :4].prod(1)),
-]
+    ("amin", lambda x: x.amin(), np.min),
+]  # not prod: its decomposition is a cumprod, which cuda refuses at bfloat16 (explain says so)
 
 
 @pytest.mark.parametrize("name, fn, ref", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
@@ -332,5 +333,6 @@ def test_gpu_bfloat16_refused_ops_say_so(gpu_bf16: Any, name: str, fn: Any, monk
     monkeypatch.delenv("FERRO_FALLBACK", raising=False)
     _, xc = _pair((4, 4), 7)
     assert not gpu_bf16.supports(name, ferro.bfloat16)
-    with pytest.raises(UnsupportedOperationError):
+    # linalg.inv: refused by its dtype rule on every backend (LAPACK's dtypes), the others by cuda's kernels
+    with pytest.raises(ferro.errors.DTypeError if name == "linalg.inv" else UnsupportedOperationError, match=name):
         fn(xc)

@@ -381,8 +381,8 @@ def _on_bfloat16(kernel: Callable[..., Any], other: Callable[..., Any], bf16: An
 def _guarded(name: str, kernel: Callable[..., Any], bf16: Any, unsupported: Callable[[str, str], Exception],
              reason: str) -> Callable[..., Any]:
     @functools.wraps(kernel)
-    def run(*args: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:  # keywords too: a fused activation's parameters (beta=...)
         if any(getattr(a, "dtype", None) == bf16 for a in args):
             raise unsupported(name, reason)
-        return kernel(*args)
+        return kernel(*args, **kwargs)
     return run
