@@ -23,6 +23,7 @@ from ferro.backends import (
 )
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
+from ._activations import activation_kernels
 from ._conv import conv_kernels
 from ._fused import fused_kernels
 from ._losses import loss_kernels
@@ -319,6 +320,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
+        table.update(activation_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
         table.update({
