@@ -7,6 +7,7 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -293,8 +294,19 @@ class NumpyBackend(ArrayAPIBackend):
         def empty(shape: tuple[int, ...], dtype: DType) -> Any:
             return pool.empty(shape, nd(dtype))
 
+        result_type, broadcast_shapes, copyto = np.result_type, np.broadcast_shapes, np.copyto
+
         def where(c: Any, x: Any, y: Any) -> Any:
-            return np.asarray(np.where(c, x, y))
+            dtype = result_type(x, y)  # (NumPy's promotion, Python scalars weak: np.where's own)
+            shape = broadcast_shapes(c.shape, np.shape(x), np.shape(y))
+            if math.prod(shape) * dtype.itemsize < MIN_BYTES:
+                return np.asarray(np.where(c, x, y))
+            # A large result into a pooled buffer (np.where page-faults a fresh one): y, then x where c. A
+            # scalar (masked_fill's value) is a fill.
+            out = pool.empty(shape, dtype)
+            copyto(out, y, casting="unsafe")
+            copyto(out, x, casting="unsafe", where=c)
+            return out
 
         concatenate = np.concatenate
 
