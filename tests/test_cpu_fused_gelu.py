@@ -159,3 +159,26 @@ def test_bfloat16_runs_the_decomposition(calls: dict[str, int]) -> None:
     ref = TF.gelu(torch.tensor(x, dtype=torch.bfloat16)).float().numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
     assert calls == {"gelu": 0, "gelu_backward": 0}
+
+
+def test_compiled_step_replays_the_kernels(calls: dict[str, int]) -> None:
+    """ferro.compile records both kernels (as pure calls) and its replay gives eager's gradients."""
+    x = ferro.tensor(RNG.standard_normal((8, 16)).astype("float32"), requires_grad=True)
+    w = ferro.tensor(RNG.standard_normal((16, 16)).astype("float32"), requires_grad=True)
+
+    def step(x: Any, w: Any) -> Any:
+        y = F.gelu(x @ w).sum()
+        y.backward()
+        return y
+    compiled = ferro.compile(step)
+    for _ in range(3):
+        x.grad = w.grad = None
+        compiled(x, w)
+    got = x.grad.numpy().copy(), w.grad.numpy().copy()
+    before = dict(calls)
+    x.grad = w.grad = None
+    step(x, w)
+    assert calls == {"gelu": before["gelu"] + 1, "gelu_backward": before["gelu_backward"] + 1}
+    np.testing.assert_array_equal(got[0], x.grad.numpy())
+    np.testing.assert_array_equal(got[1], w.grad.numpy())
+    assert before["gelu"] >= 3 and before["gelu_backward"] >= 3
