@@ -40,7 +40,7 @@ def _where_cases() -> list[tuple[str, Any, Any, Any]]:
     return [("masked fill", ~causal, -np.inf, big), ("tensor both", causal, big, big[::-1].copy()),
             ("scalar tensor", rng.random(big.shape) > 0.5, 2.5, big), ("float64", causal, big.astype(np.float64), 0.0),
             ("int64 and float", causal, np.arange(64 * 64 * 64).reshape(64, 64, 64), big[0, :1]),
-            ("broadcast x", causal, big[:, :, :1], big)]
+            ("broadcast x", causal, big[:, :, :1], big), ("bool", causal, True, np.repeat(big > 0, 4, axis=1))]
 
 
 @pytest.mark.parametrize(("condition", "x", "y"), [c[1:] for c in _where_cases()], ids=[c[0] for c in _where_cases()])
@@ -63,3 +63,11 @@ def test_cpu_masked_fill_gradient_through_pooled_where() -> None:
     fx.masked_fill(ferro.tensor(mask), -1e9).exp().sum().backward()
     tx.masked_fill(torch.tensor(mask), -1e9).exp().sum().backward()
     np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+def test_cpu_where_large_and_small_agree_on_an_out_of_range_scalar() -> None:
+    """The pooled path converts a Python scalar as np.where does (300 into uint8 wraps to 44) at every size."""
+    for n in (8, 1 << 21):
+        condition = ferro.tensor(np.arange(n) % 2 == 0)
+        got = ferro.where(condition, ferro.ones(n, dtype=ferro.uint8), 300)
+        assert got.dtype == ferro.uint8 and got[:4].tolist() == [1, 44, 1, 44]

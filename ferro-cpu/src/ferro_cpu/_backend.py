@@ -304,8 +304,9 @@ class NumpyBackend(ArrayAPIBackend):
             # A large result into a pooled buffer (np.where page-faults a fresh one): y, then x where c. A
             # scalar (masked_fill's value) is a fill.
             out = pool.empty(shape, dtype)
-            copyto(out, y, casting="unsafe")
-            copyto(out, x, casting="unsafe", where=c)
+            # (a Python scalar as an array first: copyto refuses an out-of-range int that np.where wraps)
+            copyto(out, np.asarray(y), casting="unsafe")
+            copyto(out, np.asarray(x), casting="unsafe", where=c)
             return out
 
         concatenate = np.concatenate
