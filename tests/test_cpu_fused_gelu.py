@@ -47,7 +47,8 @@ def _fwd_bwd(lib: Any, x: np.ndarray, g: np.ndarray, approximate: str, prepare: 
 
 @pytest.mark.parametrize("approximate", APPROXIMATE)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(), (7,), (16, 33), (3, BLOCK // 2 + 5)], ids=["0d", "vector", "matrix", "blocks"])
+@pytest.mark.parametrize("shape", [(), (0, 3), (7,), (16, 33), (3, BLOCK // 2 + 5)],
+                         ids=["0d", "empty", "vector", "matrix", "blocks"])
 def test_matches_torch_and_runs_the_kernels(calls: dict[str, int], shape: tuple[int, ...], dtype: str,
                                            approximate: str) -> None:
     x = (RNG.standard_normal(shape) * 3).astype(dtype)
