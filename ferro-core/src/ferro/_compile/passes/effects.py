@@ -10,12 +10,12 @@ __all__ = ["pure", "ALIASING", "unsafe"]
 
 #: Kernels of the contract that return a new result and write nothing (beyond the elementwise ops).
 _PURE = frozenset({
+    "gelu", "gelu_backward",  # (both recorded as "gelu": a fused op's kernels go under the op's name)
     "cast", "matmul", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "reshape", "view",
     "permute", "expand", "getitem", "contiguous", "clone", "cat", "stack", "full", "arange", "linspace", "eye",
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "diagonal",
     "conv2d_forward", "conv2d_backward", "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward",
     "layer_norm_backward", "max_pool2d_forward", "max_pool2d_backward", "real", "imag", "view_as_real",
-    "gelu", "gelu_backward",  # (both recorded as "gelu": a fused op's kernels go under the op's name)
 })
 #: Kernels whose result may share memory with an argument (views, and no-op conversions).
 ALIASING = frozenset({"reshape", "view", "permute", "expand", "getitem", "diagonal", "as_strided", "real", "imag",
