@@ -1,4 +1,4 @@
-"""ferro-cpu's fused gelu kernels (ferro_cpu/_activations.py) against torch and a float64 reference, counting that
+"""ferro-cpu's fused gelu kernels (ferro_cpu/_erf.py) against torch and a float64 reference, counting that
 they run."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 from ferro.autograd import gradcheck, gradgradcheck
-from ferro_cpu._activations import BLOCK
+from ferro_cpu._erf import BLOCK
 
 from conftest import count_calls
 

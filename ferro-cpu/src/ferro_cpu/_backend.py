@@ -7,7 +7,6 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -24,8 +23,8 @@ from ferro.backends import (
 )
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
-from ._activations import activation_kernels
 from ._conv import conv_kernels
+from ._erf import gelu_kernels
 from ._fused import fused_kernels
 from ._losses import loss_kernels
 from ._pool import MIN_BYTES, BufferPool
@@ -298,12 +297,11 @@ class NumpyBackend(ArrayAPIBackend):
 
         def where(c: Any, x: Any, y: Any) -> Any:
             dtype = result_type(x, y)  # (NumPy's promotion, Python scalars weak: np.where's own)
-            shape = broadcast_shapes(c.shape, np.shape(x), np.shape(y))
-            if math.prod(shape) * dtype.itemsize < MIN_BYTES:
+            if max(c.size, np.size(x), np.size(y)) * dtype.itemsize < MIN_BYTES:  # small inputs: np.where's
                 return np.asarray(np.where(c, x, y))
             # A large result into a pooled buffer (np.where page-faults a fresh one): y, then x where c. A
             # scalar (masked_fill's value) is a fill.
-            out = pool.empty(shape, dtype)
+            out = pool.empty(broadcast_shapes(c.shape, np.shape(x), np.shape(y)), dtype)
             # (a Python scalar as an array first: copyto refuses an out-of-range int that np.where wraps)
             copyto(out, np.asarray(y), casting="unsafe")
             copyto(out, np.asarray(x), casting="unsafe", where=c)
@@ -333,8 +331,8 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(loss_kernels(np))  # cross_entropy (ferro/_ops/fused.py)
         table.update(row_kernels(np, pool))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
-        table.update(activation_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
+        table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean, "amax": reduce(np.max),

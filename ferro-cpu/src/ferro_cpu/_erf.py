@@ -1,5 +1,5 @@
-"""Fused gelu on NumPy: ``gelu(x, approximate)`` and ``gelu_backward(grad, x, approximate)`` (the contract is in
-``ferro/_ops/fused.py``).
+"""float32's erf as NumPy passes, and the fused gelu built on it: ``gelu(x, approximate)`` and
+``gelu_backward(grad, x, approximate)`` (the contract is in ``ferro/_ops/fused.py``).
 
 The decomposition takes five ferro ops each way and, for ``approximate="none"``,
 SciPy's ``erf``, which evaluates about 25 ns per element (float32 and float64
@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["activation_kernels", "BLOCK"]
+__all__ = ["gelu_kernels", "BLOCK"]
 
 #: Elements per block of the blocked passes (four float32 arrays of this size stay in a 1 MiB L2).
 BLOCK = 1 << 16
@@ -48,7 +48,7 @@ _TANH_K = math.sqrt(2.0 / math.pi)  # gelu_tanh(x) = x * (0.5 + 0.5 * tanh(K * x
 _TANH_C = 0.044715
 
 
-def activation_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Callable[..., Any]]:
+def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Callable[..., Any]]:
     """``gelu`` and ``gelu_backward`` over NumPy ``np``, their outputs from ``pool``; ``erf`` is the backend's
     (float64) erf kernel."""
     f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
