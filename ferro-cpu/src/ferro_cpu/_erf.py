@@ -8,8 +8,8 @@ erf as Eigen's and XLA's rational approximation, ``x * P(x**2) / Q(x**2)``
 on x clamped to [-4, 4] (erf is 1 in float32 beyond 3.92): within 4 float32
 ulps of the exact erf over the normal float32 range, at about 25 NumPy passes,
 with gelu's scale factors folded into the coefficients. float64 keeps SciPy's
-erf (the approximation is float32's); float16 computes in float32 and rounds
-once, as PyTorch does. The work runs over blocks of :data:`BLOCK` elements,
+erf (the approximation is float32's); 16-bit floats compute in float32 and
+round once, as PyTorch does. The work runs over blocks of :data:`BLOCK` elements,
 so that the scratch arrays stay in cache and no large temporary is allocated.
 """
 
@@ -51,7 +51,8 @@ _TANH_C = 0.044715
 def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Callable[..., Any]]:
     """``gelu`` and ``gelu_backward`` over NumPy ``np``, their outputs from ``pool``; ``erf`` is the backend's
     (float64) erf kernel."""
-    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+    f32 = np.dtype(np.float32)
+    wide_dtypes = (f32, np.dtype(np.float64))
     multiply, add, divide, exp = np.multiply, np.add, np.divide, np.exp
     quiet = np.errstate(all="ignore")  # inf * 0 and NaN inputs give NaN, as PyTorch, without NumPy's warnings
     c32 = np.float32
@@ -153,8 +154,8 @@ def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Cal
             fn(*(a[lo:hi] for a in src), flat[lo:hi], approximate, s[:m], q[:m], r[:m])
         return out
 
-    def wide(x: Any) -> Any:
-        return x.astype(f32) if x.dtype == f16 else x
+    def wide(x: Any) -> Any:  # float16 and bfloat16 (where the op hands it over) compute in float32
+        return x if x.dtype in wide_dtypes else x.astype(f32)
 
     def checked(approximate: str) -> str:
         if approximate not in ("none", "tanh"):
