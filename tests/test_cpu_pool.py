@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+import pytest
+
 import ferro
+
+torch = pytest.importorskip("torch")
 
 
 def test_cpu_pool_reuses_large_buffers_only_after_their_last_view_dies() -> None:
@@ -23,3 +30,44 @@ def test_cpu_pool_reuses_large_buffers_only_after_their_last_view_dies() -> None
     d = a * 5  # now reuses a cached buffer
     assert cpu.memory_stats(0)["cached"] == stats["cached"] - 4 * n
     assert d[:3].tolist() == [5.0] * 3 and c[:3].tolist() == [3.0] * 3
+
+
+def _where_cases() -> list[tuple[str, Any, Any, Any]]:
+    """(name, condition, x, y) as NumPy values: large results (pooled), broadcast conditions, scalars."""
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((16, 4, 64, 64)).astype(np.float32)
+    causal = np.tril(np.ones((64, 64), bool))[None, None]
+    return [("masked fill", ~causal, -np.inf, big), ("tensor both", causal, big, big[::-1].copy()),
+            ("scalar tensor", rng.random(big.shape) > 0.5, 2.5, big), ("float64", causal, big.astype(np.float64), 0.0),
+            ("int64 and float", causal, np.arange(64 * 64 * 64).reshape(64, 64, 64), big[0, :1]),
+            ("broadcast x", causal, big[:, :, :1], big), ("bool", causal, True, np.repeat(big > 0, 4, axis=1))]
+
+
+@pytest.mark.parametrize(("condition", "x", "y"), [c[1:] for c in _where_cases()], ids=[c[0] for c in _where_cases()])
+def test_cpu_where_into_pooled_buffers_matches_torch(condition: Any, x: Any, y: Any) -> None:
+    """Large where results come from the pool (a fill, then a masked copy): values and dtypes as PyTorch's."""
+    cpu = ferro.backends.get("cpu")
+    f, t = ([lib.tensor(v) if isinstance(v, np.ndarray) else v for v in (condition, x, y)] for lib in (ferro, torch))
+    before = cpu.memory_stats(0)["allocated"]
+    got = ferro.where(*f)
+    assert cpu.memory_stats(0)["allocated"] >= before + got.numel() * got.element_size()
+    expected = torch.where(*t)
+    assert str(got.dtype) == str(expected.dtype).replace("torch", "ferro")
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_cpu_masked_fill_gradient_through_pooled_where() -> None:
+    x = np.random.default_rng(1).standard_normal((16, 4, 64, 64)).astype(np.float32)
+    mask = np.tril(np.ones((64, 64), bool))[None, None] == 0
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fx.masked_fill(ferro.tensor(mask), -1e9).exp().sum().backward()
+    tx.masked_fill(torch.tensor(mask), -1e9).exp().sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+def test_cpu_where_large_and_small_agree_on_an_out_of_range_scalar() -> None:
+    """The pooled path converts a Python scalar as np.where does (300 into uint8 wraps to 44) at every size."""
+    for n in (8, 1 << 21):
+        condition = ferro.tensor(np.arange(n) % 2 == 0)
+        got = ferro.where(condition, ferro.ones(n, dtype=ferro.uint8), 300)
+        assert got.dtype == ferro.uint8 and got[:4].tolist() == [1, 44, 1, 44]

@@ -25,6 +25,7 @@ from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
 from ._batchnorm import batchnorm_kernels
 from ._conv import conv_kernels
+from ._erf import gelu_kernels
 from ._fused import fused_kernels
 from ._half import Half
 from ._linear import linear_kernels
@@ -354,8 +355,19 @@ class NumpyBackend(ArrayAPIBackend):
         def empty(shape: tuple[int, ...], dtype: DType) -> Any:
             return pool.empty(shape, nd(dtype))
 
+        result_type, broadcast_shapes, copyto = np.result_type, np.broadcast_shapes, np.copyto
+
         def where(c: Any, x: Any, y: Any) -> Any:
-            return np.asarray(np.where(c, x, y))
+            dtype = result_type(x, y)  # (NumPy's promotion, Python scalars weak: np.where's own)
+            if max(c.size, np.size(x), np.size(y)) * dtype.itemsize < MIN_BYTES:  # small inputs: np.where's
+                return np.asarray(np.where(c, x, y))
+            # A large result into a pooled buffer (np.where page-faults a fresh one): y, then x where c. A
+            # scalar (masked_fill's value) is a fill.
+            out = pool.empty(broadcast_shapes(c.shape, np.shape(x), np.shape(y)), dtype)
+            # (a Python scalar as an array first: copyto refuses an out-of-range int that np.where wraps)
+            copyto(out, np.asarray(y), casting="unsafe")
+            copyto(out, np.asarray(x), casting="unsafe", where=c)
+            return out
 
         concatenate = np.concatenate
 
@@ -384,6 +396,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
         table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
+        table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
 
         def in_f32(kernel: Callable[..., Any], dtypes: frozenset[Any] | None = None,

@@ -10,6 +10,7 @@ __all__ = ["pure", "ALIASING", "unsafe"]
 
 #: Kernels of the contract that return a new result and write nothing (beyond the elementwise ops).
 _PURE = frozenset({
+    "gelu", "gelu_backward",  # (both recorded as "gelu": a fused op's kernels go under the op's name)
     "cast", "matmul", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "reshape", "view",
     "permute", "expand", "getitem", "contiguous", "clone", "cat", "stack", "full", "arange", "linspace", "eye",
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "diagonal",
