@@ -334,10 +334,8 @@ def refused_ops(cp: Any, bf16: Any, kernels: Iterable[str]) -> dict[str, str]:
 def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
                      unsupported: Callable[[str, str], Exception]) -> dict[str, Callable[..., Any]]:
     """``where`` and ``matmul`` that take bfloat16 (see the module docstring), and the refused raw kernels
-    (``linalg_*``, which composites call directly) guarded to raise ``unsupported(kernel, reason)`` on a
+    (``linalg_*``, ``argsort``..., which composites call directly) guarded to raise ``unsupported(kernel, reason)`` on a
     bfloat16 input instead of running CuPy on it."""
-    from ferro.backends import op_names
-    ops = op_names()
     int16, float32 = cp.dtype("int16"), cp.dtype("float32")
     where_any, matmul_any = generic["where"], generic["matmul"]
 
@@ -353,8 +351,10 @@ def bfloat16_kernels(cp: Any, bf16: Any, generic: dict[str, Callable[..., Any]],
 
     out: dict[str, Callable[..., Any]] = {"where": where, "matmul": matmul}
     for name, kernel in generic.items():
-        if name in ops:
-            continue  # registry ops are refused through Backend.unsupported
+        # registry ops are refused through Backend.unsupported before their kernel runs, but a composite calls
+        # its parts' kernels directly (sort -> argsort): those are guarded too
+        if name in out:
+            continue
         reasons = kernel_refusals(cp, bf16, name)
         if reasons and name in REQUIREMENTS:
             out[name] = _guarded(name, kernel, bf16, unsupported, "; ".join(reasons))
