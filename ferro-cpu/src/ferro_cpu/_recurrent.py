@@ -164,10 +164,16 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             np.matmul(w, dpre[t], out=dh)
             dc *= f[t]
         dx = dw_ih = dw_hh = db_ih = db_hh = None
+        if needs[0] or any(needs[3:7]):  # products over all steps on d(pre) as (4H, T * B)
+            dm = pool.empty((four, steps, batch), dtype)
+            np.copyto(dm, dpre.transpose(1, 0, 2))
+            dm = dm.reshape(four, steps * batch)
         if needs[0]:
-            dx = np.matmul(dpre.transpose(0, 2, 1), to_gifo(w_ih))
-        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product over all steps
-            dw = np.tensordot(dpre, xs, axes=([0, 2], [0, 2]))
+            dx = (dm.T @ to_gifo(w_ih)).reshape(x.shape)
+        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
+            zs = pool.empty((xs.shape[1], steps, batch), dtype)
+            np.copyto(zs, xs.transpose(1, 0, 2))
+            dw = dm @ zs.reshape(xs.shape[1], steps * batch).T
             feats = x.shape[2]
             dw_hh = from_gifo(dw[:, :hidden]) if needs[4] else None
             dw_ih = from_gifo(dw[:, hidden:hidden + feats]) if needs[3] else None
