@@ -202,3 +202,15 @@ def test_backward_kernel_leaves_the_incoming_gradients_as_they_were(kind: str) -
     for a, b in zip((d_out, d_hn, d_cn), before):
         np.testing.assert_array_equal(a, b)
     assert grads[1] is not d_hn and (not lstm or grads[2] is not d_cn)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_at_gemm_sizes_in_both_directions(calls: dict[str, int], dtype: str) -> None:
+    """Sizes where OpenBLAS takes its blocked paths, more steps than batch rows, input width unlike hidden:
+    the per-step slabs [h_prev; x_t; 1] and their reverse-direction offsets against torch."""
+    theirs = torch.nn.LSTM(19, 40, bidirectional=True).to(getattr(torch, dtype))
+    ours = ferro.nn.LSTM(19, 40, bidirectional=True, dtype=getattr(ferro, dtype))
+    ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((23, 9, 19)).astype(dtype)
+    _compare("LSTM", dtype, ours, theirs, x, True, (2, 9, 40))
+    assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
