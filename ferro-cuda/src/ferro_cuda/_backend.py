@@ -28,6 +28,7 @@ from typing import Any
 from ferro._core.dtypes import DType, bfloat16
 from ferro.backends import ArrayAPIBackend, Availability, elementwise_ops
 
+from ._indexing import IndexLabels
 from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
 from ._streams import CudaEvent, CudaStream
@@ -69,6 +70,7 @@ class CudaBackend(ArrayAPIBackend):
         self._bf16: Any = _UNKNOWN
         self._bf16_refused: dict[str, str] | None = None
         self._bf16_check: Callable[[str, DType], str | None] | None = None
+        self._index_labels = IndexLabels()
 
     def check_runtime(self) -> Availability:
         avail = cuda_availability(self.xp)
@@ -204,13 +206,19 @@ class CudaBackend(ArrayAPIBackend):
 
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
-        from ._device_kernels import device_kernels
+        from ._device_kernels import device_kernels, wrapping_cast
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         from ._generated import generated_kernels
+        from ._indexing import checked_getitem
         from ._quantized import quantized_kernels
         generic = self._generic_kernels(index)
+
+        def label() -> str | None:  # the op core named for the indices this device's next checked kernel reads
+            return self._index_labels.take(index)
         table = {**device_kernels(self.xp, self.cupy_bfloat16()), **fused_kernels(),
-                 "index_put": index_put_kernel(generic["index_put"]),
+                 "getitem": checked_getitem(self.xp, generic["getitem"], label),
+                 "index_put": index_put_kernel(generic["index_put"], label),
+                 "cast": wrapping_cast(generic["cast"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
                  "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2),  # a view in CuPy
@@ -310,7 +318,14 @@ class CudaBackend(ArrayAPIBackend):
     # -- runtime ----------------------------------------------------------
 
     def synchronize(self, index: int) -> None:
+        self._index_labels.take(index)  # a label no kernel took (the op failed before indexing) names nothing later
         self._on(index).synchronize()
+
+    def name_deferred_errors(self, index: int, label: str) -> None:
+        """``label`` (the op and its index argument) names the IndexError of the next index-checking kernel on
+        device ``index``: CuPy wraps out-of-range indices around, so ``getitem`` and ``index_put`` check them
+        and raise at once (:mod:`._indexing`), but cannot tell which op they run for."""
+        self._index_labels.name(index, label)
 
     def memory_stats(self, index: int) -> dict[str, int]:
         """CuPy's default memory pool on device ``index``: bytes in use, cached, reserved, and the limit."""

@@ -14,9 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ferro._core.dtypes import DType, int64
 from ferro.backends import with_torch_special_values
 
-__all__ = ["device_kernels", "widened_matmul"]
+__all__ = ["device_kernels", "widened_matmul", "wrapping_cast"]
+
+#: The unsigned dtype (ferro's only one) a floating value reaches through int64, as in PyTorch
+#: (``c10::static_cast_with_inter_type<uint8_t>``) and NumPy on the host: -1.0 becomes 255, where CUDA's own
+#: conversion saturates it to 0.
+_THROUGH_INT64 = frozenset({"uint8"})
 
 #: ferro op -> cupyx.scipy.special function.
 _SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
@@ -40,6 +46,18 @@ def widened_matmul(cp: Any, halves: tuple[Any, ...]) -> Callable[[Any, Any], Any
         return cp.matmul(a, b)
     matmul.__wrapped__ = cp.matmul  # type: ignore[attr-defined]
     return matmul
+
+
+def wrapping_cast(cast: Callable[[Any, DType], Any]) -> Callable[[Any, DType], Any]:
+    """``cast(x, dtype)`` converting floating and complex values to uint8 through int64, so that negative values
+    wrap around (``uint8(-1.0) == 255``) as on the CPU backend and in PyTorch, instead of being clamped to 0 by
+    CUDA's conversion."""
+    def run(x: Any, dtype: DType) -> Any:
+        if dtype.name in _THROUGH_INT64 and x.dtype.kind not in "biu":
+            x = cast(x, int64)
+        return cast(x, dtype)
+    run.__wrapped__ = cast  # type: ignore[attr-defined]
+    return run
 
 
 def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
