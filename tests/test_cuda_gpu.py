@@ -522,3 +522,29 @@ def test_uint8_ops_with_negative_weights_match_the_cpu_backend(cp: Any, op: str)
                                  t(np.full((1, 4), -1.0, np.float32)))
     rng_x = rng.integers(0, 6, (2, 5)).astype(np.float32)
     np.testing.assert_array_equal(run("cuda").cpu().numpy(), run("cpu").numpy())
+
+
+# -- claims that agree with what runs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_polygamma_runs_on_the_gpu_as_torch(cp: Any, n: int, dtype: str) -> None:
+    x = np.linspace(0.5, 4.0, 11).astype(np.float64)
+    if dtype == "int32":
+        x = np.arange(1, 12, dtype=np.int32)
+    assert ferro.backends.get("cuda").supports("polygamma", getattr(ferro, dtype))
+    got = ferro.special.polygamma(n, ferro.tensor(x, device="cuda")).cpu().numpy()
+    want = torch.special.polygamma(n, torch.from_numpy(x).to(torch.float64)).numpy()
+    tol = 1e-8 if dtype == "float64" else 2e-5  # torch and scipy (Cephes) zeta differ by ~1e-10
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_squared_difference_on_complex_is_refused_up_front(cp: Any) -> None:
+    pytest.importorskip("ferro_testplugins", reason="the test plugins are not installed (tests/plugins)")
+    a = ferro.tensor(np.array([1 + 2j, 3 - 1j], dtype=np.complex64), device="cuda")
+    assert not ferro.backends.get("cuda").supports("squared_difference", ferro.complex64)
+    with pytest.raises(ferro.errors.UnsupportedOperationError, match="squared_difference"):
+        ferro.ops.squared_difference(a, a)
+    got = ferro.ops.squared_difference(ferro.tensor([3.0, 1.0], device="cuda"), ferro.tensor([1.0, 4.0], device="cuda"))
+    np.testing.assert_array_equal(got.cpu().numpy(), [4.0, 9.0])

@@ -64,10 +64,11 @@ def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
     """The table; ``cp`` is the CuPy module, ``bf16`` its bfloat16 dtype (None where it has none)."""
     from cupyx.scipy import special
 
-    def same_dtype(f: Any) -> Callable[[Any], Any]:
-        def kernel(x: Any) -> Any:  # CuPy's special functions compute float16 in float32
-            out = f(x)
-            return out if out.dtype == x.dtype else out.astype(x.dtype)
+    def same_dtype(f: Any) -> Callable[..., Any]:
+        def kernel(*args: Any) -> Any:  # CuPy's special functions compute float16 in float32
+            out = f(*args)
+            dt = next(a.dtype for a in args if hasattr(a, "dtype"))
+            return out if out.dtype == dt else out.astype(dt)
         return kernel
 
     def searchsorted(seq: Any, values: Any, right: bool) -> Any:
@@ -117,6 +118,8 @@ def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
 
     table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
                                             for op, fn in _SPECIAL.items()}
+    # zeta(x, q): Hurwitz's, as scipy.special.zeta on the cpu backend (polygamma of order n >= 1 is written in it)
+    table["zeta"] = same_dtype(special.zeta)
     halves = (cp.dtype(cp.float16), *(() if bf16 is None else (bf16,)))
     table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
                   "as_strided": as_strided, "storage_layout": storage_layout, "matmul": widened_matmul(cp, halves)})
