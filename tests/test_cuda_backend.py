@@ -248,3 +248,20 @@ def test_gpu_seeded_draws_match_cpu(gpu: ferro.backends.Backend) -> None:
     on_gpu = ferro.rand(5, device="cuda").cpu().tolist()
     ferro.manual_seed(7)
     assert ferro.rand(5).tolist() == pytest.approx(on_gpu)
+
+
+def test_generated_plugin_kernels_refuse_dtypes_without_c_up_front(cupy: Any) -> None:
+    """A plugin op's kernel generated from its expression has no complex C: the op is refused there when it is
+    bound (UnsupportedOperationError, as the claims say), not failing with a TypeError at the launch."""
+    pytest.importorskip("ferro_testplugins", reason="the test plugins are not installed (tests/plugins)")
+    from ferro._core.records import REGISTRY
+    from ferro_cuda._backend import CudaBackend
+    assert callable(ferro.ops.squared_difference)  # loads the plugin ops
+    backend = CudaBackend()
+    assert "squared_difference" in backend.kernels(0)
+    refused = backend.unsupported(0)
+    assert {ferro.complex64, ferro.complex128} <= refused["squared_difference"]
+    assert ferro.float32 not in refused.get("squared_difference", frozenset())
+    assert "complex64" in (backend.refuses("squared_difference", ferro.complex64, 0) or "")
+    assert backend.refuses("squared_difference", ferro.float32, 0) is None
+    assert REGISTRY["squared_difference"].plugin  # the generated kernels are for plugin ops only

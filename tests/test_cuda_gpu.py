@@ -463,3 +463,88 @@ def test_quantize_dynamic_runs_on_cuda(cp: Any) -> None:
     x = ferro.randn(9, 40)
     np.testing.assert_allclose(q(x.to("cuda")).cpu().numpy(), ferro.quantization.quantize_dynamic(lin)(x).numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+# -- indices out of range: IndexError naming the op (CuPy would wrap them around) ---------------------------
+
+#: op name, call(ferro, x, index tensor), an in-range index, an out-of-range one.
+INDEX_OPS: list[tuple[str, Any, list[Any], list[Any]]] = [
+    ("gather", lambda f, x, i: f.gather(x, 0, i), [[2, 0, 1, 1]], [[3, 0, 1, 1]]),
+    ("gather", lambda f, x, i: f.gather(x, 0, i), [[2, 0, 1, 1]], [[-1, 0, 1, 1]]),
+    ("index_select", lambda f, x, i: f.index_select(x, 1, i), [3, 0], [0, 4]),
+    ("take", lambda f, x, i: f.take(x, i), [11, 0, -12], [12]),
+    ("embedding", lambda f, x, i: f.nn.functional.embedding(i, x), [2, 0, 2], [0, -1]),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "good", "bad"), INDEX_OPS, ids=[f"{o[0]}{o[3]}" for o in INDEX_OPS])
+def test_index_ops_refuse_out_of_range_indices_and_read_the_rest(cp: Any, name: str, call: Any, good: list[Any],
+                                                                 bad: list[Any]) -> None:
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    got = call(ferro, ferro.tensor(x, device="cuda"), ferro.tensor(good, device="cuda"))
+    want = call(ferro, ferro.tensor(x), ferro.tensor(good))  # the cpu backend, which NumPy checks
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+    xc = ferro.tensor(x, device="cuda")
+    with pytest.raises(IndexError, match=rf"{name}.*index"):
+        call(ferro, xc, ferro.tensor(bad, device="cuda"))
+        ferro.cuda.synchronize()
+    np.testing.assert_array_equal(xc.cpu().numpy(), x)
+    x[...] = 1.0  # the next indexing error, unlabelled, does not take the failed op's name
+    with pytest.raises(IndexError) as caught:
+        ferro.tensor(x, device="cuda")[ferro.tensor([5], device="cuda")]
+    assert name not in str(caught.value)
+
+
+# -- uint8: negative floats wrap around as on the CPU and in PyTorch ----------------------------------------
+
+
+def test_uint8_cast_of_negative_floats_matches_torch(cp: Any) -> None:
+    values = np.array([-1.0, -0.5, -3.7, 0.0, 2.9, 200.0, 255.5], dtype=np.float32)
+    got = ferro.tensor(values, device="cuda").to(ferro.uint8).cpu().numpy()
+    np.testing.assert_array_equal(got, torch.from_numpy(values).to(torch.uint8).numpy())
+
+
+@pytest.mark.parametrize("op", ["linear", "conv1d", "conv_transpose1d", "scatter_add"])
+def test_uint8_ops_with_negative_weights_match_the_cpu_backend(cp: Any, op: str) -> None:
+    rng = np.random.default_rng(3)
+    w = np.array([[[0.5, -1.0, 0.25], [1.0, 0.5, -0.5]]] * 2, dtype=np.float32)
+
+    def run(device: str) -> Any:
+        def t(a: Any) -> Any:
+            return ferro.tensor(a, device=device).to(ferro.uint8)
+        if op == "linear":
+            return F.linear(t(rng_x[:, :3]), t(w[0]), t(np.ones(2, np.float32)))
+        if op == "conv1d":
+            return F.conv1d(t(rng_x[None]), t(w))
+        if op == "conv_transpose1d":
+            return F.conv_transpose1d(t(rng_x[None]), t(w))
+        return ferro.scatter_add(t(rng_x), 0, ferro.tensor([[1, 0, 1, 0]], device=device),
+                                 t(np.full((1, 4), -1.0, np.float32)))
+    rng_x = rng.integers(0, 6, (2, 5)).astype(np.float32)
+    np.testing.assert_array_equal(run("cuda").cpu().numpy(), run("cpu").numpy())
+
+
+# -- claims that agree with what runs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_polygamma_runs_on_the_gpu_as_torch(cp: Any, n: int, dtype: str) -> None:
+    x = np.linspace(0.5, 4.0, 11).astype(np.float64)
+    if dtype == "int32":
+        x = np.arange(1, 12, dtype=np.int32)
+    assert ferro.backends.get("cuda").supports("polygamma", getattr(ferro, dtype))
+    got = ferro.special.polygamma(n, ferro.tensor(x, device="cuda")).cpu().numpy()
+    want = torch.special.polygamma(n, torch.from_numpy(x).to(torch.float64)).numpy()
+    tol = 1e-8 if dtype == "float64" else 2e-5  # torch and scipy (Cephes) zeta differ by ~1e-10
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_squared_difference_on_complex_is_refused_up_front(cp: Any) -> None:
+    pytest.importorskip("ferro_testplugins", reason="the test plugins are not installed (tests/plugins)")
+    a = ferro.tensor(np.array([1 + 2j, 3 - 1j], dtype=np.complex64), device="cuda")
+    assert not ferro.backends.get("cuda").supports("squared_difference", ferro.complex64)
+    with pytest.raises(ferro.errors.UnsupportedOperationError, match="squared_difference"):
+        ferro.ops.squared_difference(a, a)
+    got = ferro.ops.squared_difference(ferro.tensor([3.0, 1.0], device="cuda"), ferro.tensor([1.0, 4.0], device="cuda"))
+    np.testing.assert_array_equal(got.cpu().numpy(), [4.0, 9.0])

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 import ferro
-from ferro._core.dtypes import DType, complex64, complex128, float32, float64, get_default_dtype
+from ferro._core.dtypes import DType, by_name, complex64, complex128, float32, float64, get_default_dtype
 from ferro._core.records import REGISTRY, OpDef
 from ferro._core.tensor import Tensor
 from ferro.backends import _registry
@@ -120,17 +120,27 @@ class _Recorder:
         if name != self.op.name and self._direct(self._between(sys._getframe(2)), name):
             self.events.append(((name, dtype), None))
 
-    def kernel_read(self, name: str) -> None:
+    def kernel_read(self, name: str) -> int | None:
+        """Note raw kernel ``name`` taken by the decomposition; returns the event's slot where the dtype it runs
+        at is to be noted when it is called (:meth:`kernel_called`)."""
         between = self._between(sys._getframe(2))
         if between is None or any(f.f_code in self.decompositions for f in between):
-            return
+            return None
         owners = {self._owner(f) for f in between if f.f_code in self.fast}
         if not owners:
             self.events.append(((name, None), None))
+            return len(self.events) - 1
         elif len(owners) == 1 and (owner := owners.pop()) is not None and owner != self.op.name and \
                 name in REGISTRY[owner].kernels and self._direct(between, owner):  # an op's own kernel (cast)
             self.events.append(((owner, None), None))
+        return None
 
+    def kernel_called(self, slot: int, dtype: DType | None) -> None:
+        """The raw kernel of event ``slot`` ran on arrays of ``dtype`` (a decomposition computing a half in
+        float32 calls ``linalg_eig`` at float32, not at its compute dtype)."""
+        (name, seen), entry = self.events[slot]
+        if seen is None and dtype is not None:
+            self.events[slot] = ((name, dtype), entry)
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
             return
@@ -208,8 +218,25 @@ class _Kernels(dict):  # type: ignore[type-arg]
         self.rec = rec
 
     def __getitem__(self, key: str) -> Any:
-        self.rec.kernel_read(key)
-        return super().__getitem__(key)
+        slot = self.rec.kernel_read(key)
+        kernel = super().__getitem__(key)
+        if slot is None:
+            return kernel
+        rec = self.rec
+
+        def noting(*args: Any, **kwargs: Any) -> Any:
+            rec.kernel_called(slot, _array_dtype(args))
+            return kernel(*args, **kwargs)
+        return noting
+
+
+def _array_dtype(args: tuple[Any, ...]) -> DType | None:
+    """The dtype a raw kernel runs at: its first array argument's that is not bool (a mask, a condition), else
+    its first array's (looking into lists of arrays)."""
+    found = [a.dtype for v in args for a in (v if isinstance(v, (list, tuple)) else (v,))
+             if isinstance(a, (np.ndarray, np.generic))]
+    dt = next((d for d in found if d != np.bool_), found[0] if found else None)
+    return None if dt is None else by_name.get(dt.name)
 
 
 def _infos() -> dict[str, list[OpInfo]]:

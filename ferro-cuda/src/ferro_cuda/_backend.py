@@ -28,9 +28,11 @@ from typing import Any
 from ferro._core.dtypes import DType, bfloat16
 from ferro.backends import ArrayAPIBackend, Availability, elementwise_ops
 
+from ._indexing import IndexLabels
 from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
 from ._streams import CudaEvent, CudaStream
+from .kernels.elementwise import generation_refusal
 
 __all__ = ["CudaBackend"]
 
@@ -69,6 +71,9 @@ class CudaBackend(ArrayAPIBackend):
         self._bf16: Any = _UNKNOWN
         self._bf16_refused: dict[str, str] | None = None
         self._bf16_check: Callable[[str, DType], str | None] | None = None
+        self._index_labels = IndexLabels()
+        #: the plugin ops whose kernels are generated from their expressions (:meth:`extra_kernels`)
+        self._generated: dict[str, Any] = {}
 
     def check_runtime(self) -> Availability:
         avail = cuda_availability(self.xp)
@@ -110,11 +115,20 @@ class CudaBackend(ArrayAPIBackend):
         return self._bf16_refused
 
     def unsupported(self, index: int) -> dict[str, frozenset[DType]]:
-        """bfloat16 for every op CuPy has no bfloat16 path for (and every op whose fused kernels it refuses)."""
-        return {op: frozenset({bfloat16}) for op in self.bfloat16_refusals(index)}
+        """bfloat16 for every op CuPy has no bfloat16 path for (and every op whose fused kernels it refuses), and
+        the compute dtypes a plugin op's generated kernel has no C for (complex: ``kernels/elementwise.py``)."""
+        out = {op: frozenset({bfloat16}) for op in self.bfloat16_refusals(index)}
+        for name, op in self._generated.items():
+            if no := frozenset(d for d, _ in op.table.values() if generation_refusal(op, d.name) is not None):
+                out[name] = out.get(name, frozenset()) | no
+        return out
 
     def refuses(self, kernel: str, dtype: DType, index: int) -> str | None:
-        """Why ``kernel`` cannot take bfloat16 on this CuPy (see :mod:`._bfloat16`); other dtypes: None."""
+        """Why ``kernel`` cannot take ``dtype``: bfloat16 on this CuPy (see :mod:`._bfloat16`), and a generated
+        kernel's dtype without C; otherwise None."""
+        op = self._generated.get(kernel)
+        if op is not None and (why := generation_refusal(op, dtype.name)) is not None:
+            return why
         bf16 = self.cupy_bfloat16() if dtype is bfloat16 else None
         if bf16 is None:
             return None
@@ -204,13 +218,19 @@ class CudaBackend(ArrayAPIBackend):
 
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         """ferro's own CUDA kernels, and CuPy's device versions of what the generic backend does on the host."""
-        from ._device_kernels import device_kernels
+        from ._device_kernels import device_kernels, wrapping_cast
         from ._fused import cum_extreme_kernel, fused_kernels, index_put_kernel
         from ._generated import generated_kernels
+        from ._indexing import checked_getitem
         from ._quantized import quantized_kernels
         generic = self._generic_kernels(index)
+
+        def label() -> str | None:  # the op core named for the indices this device's next checked kernel reads
+            return self._index_labels.take(index)
         table = {**device_kernels(self.xp, self.cupy_bfloat16()), **fused_kernels(),
-                 "index_put": index_put_kernel(generic["index_put"]),
+                 "getitem": checked_getitem(self.xp, generic["getitem"], label),
+                 "index_put": index_put_kernel(generic["index_put"], label),
+                 "cast": wrapping_cast(generic["cast"]),
                  "cummax": cum_extreme_kernel(True, generic["cummax"]),
                  "cummin": cum_extreme_kernel(False, generic["cummin"]),
                  "diagonal": lambda x, offset, d1, d2: self.xp.diagonal(x, offset, d1, d2),  # a view in CuPy
@@ -219,8 +239,9 @@ class CudaBackend(ArrayAPIBackend):
         table.update(sparse_kernels(self.xp))  # spmm_csr, spmv_csr on cuSPARSE (ferro._ops.sparse)
         # a plugin's op that gives an expression and no CUDA kernel: generated from its record (ferro's own
         # elementwise ops run CuPy's ufuncs; reciprocal, rsqrt, exp2, frac their decompositions)
-        table.update(generated_kernels({name: op for name, op in elementwise_ops().items()
-                                        if op.plugin and name not in generic and name not in table}))
+        self._generated = {name: op for name, op in elementwise_ops().items()
+                           if op.plugin and name not in generic and name not in table}
+        table.update(generated_kernels(self._generated))
         bf16 = self.cupy_bfloat16()
         if bf16 is not None:
             from ferro.errors import UnsupportedOperationError
@@ -310,7 +331,14 @@ class CudaBackend(ArrayAPIBackend):
     # -- runtime ----------------------------------------------------------
 
     def synchronize(self, index: int) -> None:
+        self._index_labels.take(index)  # a label no kernel took (the op failed before indexing) names nothing later
         self._on(index).synchronize()
+
+    def name_deferred_errors(self, index: int, label: str) -> None:
+        """``label`` (the op and its index argument) names the IndexError of the next index-checking kernel on
+        device ``index``: CuPy wraps out-of-range indices around, so ``getitem`` and ``index_put`` check them
+        and raise at once (:mod:`._indexing`), but cannot tell which op they run for."""
+        self._index_labels.name(index, label)
 
     def memory_stats(self, index: int) -> dict[str, int]:
         """CuPy's default memory pool on device ``index``: bytes in use, cached, reserved, and the limit."""

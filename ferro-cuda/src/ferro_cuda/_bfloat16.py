@@ -205,6 +205,7 @@ _CUSOLVER = Refused("cuSOLVER (cupy.linalg) has no bfloat16 routines")
 _CUFFT = Refused("cuFFT (cupy.fft) has no bfloat16 transforms")
 #: CuPy routines with no type table Python can read, not tested with bfloat16 by CuPy itself.
 _UNCHECKED = Refused("no CuPy type table says it takes bfloat16; refused until checked on a GPU")
+_UNCHECKED_CUMPROD = Refused("the prod op runs cumprod, which no CuPy type table says takes bfloat16")
 
 
 def _host_at_works(bf: Any) -> bool:
@@ -224,6 +225,7 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
     table.update({op: _ufunc(f"cupy.{fn}", 2) for op, fn in BINARY_FUNCS.items()})
     # CuPy's special functions compute float16 / bfloat16 in float32; the kernel rounds back (_device_kernels)
     table.update({op: _ufunc(f"cupyx.scipy.special.{fn}", 1, rounded=True) for op, fn in _SPECIAL.items()})
+    table["zeta"] = _ufunc("cupyx.scipy.special.zeta", 2, rounded=True)
     moves = ("cast", "reshape", "view", "permute", "expand", "cat", "stack", "getitem", "setitem", "copy_",
              "contiguous", "clone", "real", "imag", "where",  # where: this module's int16-view kernel
              "diagonal", "as_strided", "storage_layout",  # views and their strides: no arithmetic
@@ -237,7 +239,8 @@ def _requirements() -> dict[str, tuple[Requirement, ...]]:
         "angle": (ISDTYPE, *_ufunc("cupy.isnan", 1), *_ufunc("cupy.less", 2), COPY),
         "conj": _ufunc("cupy.conj", 1),
         "sum": _ufunc("cupy._core._routines_math._sum_keep_dtype", 1),  # called with dtype=
-        "prod": _ufunc("cupy._core._routines_math._prod_auto_dtype", 1),
+        # ferro's prod is a composite: its entry runs the decomposition (cumprod), never this kernel
+        "prod": (*_ufunc("cupy._core._routines_math._prod_auto_dtype", 1), _UNCHECKED_CUMPROD),
         "amax": _ufunc(f"{stats}.amax", 1), "amin": _ufunc(f"{stats}.amin", 1),
         "any": _ufunc("cupy._core._routines_logic.any", 1), "all": _ufunc("cupy._core._routines_logic.all", 1),
         "mean": (Cited("cupy/_core/_routines_statistics.pyx: _mean_core has a bf16_loop summing in float, and "

@@ -14,9 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ferro._core.dtypes import DType, int64
 from ferro.backends import with_torch_special_values
 
-__all__ = ["device_kernels", "widened_matmul"]
+__all__ = ["device_kernels", "widened_matmul", "wrapping_cast"]
+
+#: The unsigned dtype (ferro's only one) a floating value reaches through int64, as in PyTorch
+#: (``c10::static_cast_with_inter_type<uint8_t>``) and NumPy on the host: -1.0 becomes 255, where CUDA's own
+#: conversion saturates it to 0.
+_THROUGH_INT64 = frozenset({"uint8"})
 
 #: ferro op -> cupyx.scipy.special function.
 _SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
@@ -42,14 +48,27 @@ def widened_matmul(cp: Any, halves: tuple[Any, ...]) -> Callable[[Any, Any], Any
     return matmul
 
 
+def wrapping_cast(cast: Callable[[Any, DType], Any]) -> Callable[[Any, DType], Any]:
+    """``cast(x, dtype)`` converting floating and complex values to uint8 through int64, so that negative values
+    wrap around (``uint8(-1.0) == 255``) as on the CPU backend and in PyTorch, instead of being clamped to 0 by
+    CUDA's conversion."""
+    def run(x: Any, dtype: DType) -> Any:
+        if dtype.name in _THROUGH_INT64 and x.dtype.kind not in "biu":
+            x = cast(x, int64)
+        return cast(x, dtype)
+    run.__wrapped__ = cast  # type: ignore[attr-defined]
+    return run
+
+
 def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
     """The table; ``cp`` is the CuPy module, ``bf16`` its bfloat16 dtype (None where it has none)."""
     from cupyx.scipy import special
 
-    def same_dtype(f: Any) -> Callable[[Any], Any]:
-        def kernel(x: Any) -> Any:  # CuPy's special functions compute float16 in float32
-            out = f(x)
-            return out if out.dtype == x.dtype else out.astype(x.dtype)
+    def same_dtype(f: Any) -> Callable[..., Any]:
+        def kernel(*args: Any) -> Any:  # CuPy's special functions compute float16 in float32
+            out = f(*args)
+            dt = next(a.dtype for a in args if hasattr(a, "dtype"))
+            return out if out.dtype == dt else out.astype(dt)
         return kernel
 
     def searchsorted(seq: Any, values: Any, right: bool) -> Any:
@@ -99,6 +118,8 @@ def device_kernels(cp: Any, bf16: Any = None) -> dict[str, Callable[..., Any]]:
 
     table: dict[str, Callable[..., Any]] = {op: with_torch_special_values(cp, op, same_dtype(getattr(special, fn)))
                                             for op, fn in _SPECIAL.items()}
+    # zeta(x, q): Hurwitz's, as scipy.special.zeta on the cpu backend (polygamma of order n >= 1 is written in it)
+    table["zeta"] = same_dtype(special.zeta)
     halves = (cp.dtype(cp.float16), *(() if bf16 is None else (bf16,)))
     table.update({"searchsorted": searchsorted, "unique": unique, "histc": histc, "bincount": bincount,
                   "as_strided": as_strided, "storage_layout": storage_layout, "matmul": widened_matmul(cp, halves)})

@@ -351,10 +351,16 @@ _ATOMIC = {"float16", "float32", "float64", "int32", "uint32", "uint64"}
 _ATOMIC_VIEW = {"int64": "uint64"}
 
 
-def check_index_bounds(xp: Any, x: Any, key: Any) -> None:
+def has_index_arrays(key: Any) -> bool:
+    """Whether ``key`` holds an integer index array (the keys CuPy wraps around)."""
+    return any(hasattr(k, "shape") and k.dtype.kind in "iu" for k in (key if isinstance(key, tuple) else (key,)))
+
+
+def check_index_bounds(xp: Any, x: Any, key: Any, label: str | None = None) -> None:
     """Raise IndexError, before anything is written, when an integer index array of ``key`` holds an index out
     of range for its dimension of ``x``: CuPy wraps such indices around silently (and ferro's row kernel skips
-    them), so a write would land on the wrong elements. Costs one bool read back from the device."""
+    them), so a write would land on the wrong elements. Costs one bool read back from the device. ``label``
+    (the op and argument, ``"gather: argument 'index' ..."``) starts the message where given."""
     keys = key if isinstance(key, tuple) else (key,)
     used = sum(k.ndim if getattr(k, "dtype", None) is not None and k.dtype.kind == "b" else 1
                for k in keys if k is not None and k is not Ellipsis)
@@ -376,16 +382,21 @@ def check_index_bounds(xp: Any, x: Any, key: Any) -> None:
     bad = [xp.any((k < -n) | (k >= n)) for k, _, n in checks]
     if bool(xp.any(xp.stack(bad))):
         k, d, n = next(c for c, b in zip(checks, bad) if bool(b))
-        raise IndexError(f"index {int(k[(k < -n) | (k >= n)][0])} is out of bounds for dimension {d} with size {n}")
+        where = f"{label}: " if label else ""
+        raise IndexError(f"{where}index {int(k[(k < -n) | (k >= n)][0])} is out of bounds for dimension {d} "
+                         f"with size {n}")
 
 
-def index_put_kernel(generic: Callable[..., None]) -> Callable[..., None]:
+def index_put_kernel(generic: Callable[..., None], label: Callable[[], str | None] = lambda: None
+                     ) -> Callable[..., None]:
     """``index_put(x, key, value, accumulate)`` whose accumulation adds repeated indices with atomics on
     the GPU: ferro's row kernel for one integer index array (the gradient of embedding and index_select),
-    ``cupyx.scatter_add`` otherwise; dtypes without atomics (bool, 8/16-bit integers, complex) go to ``generic``."""
+    ``cupyx.scatter_add`` otherwise; dtypes without atomics (bool, 8/16-bit integers, complex) go to ``generic``.
+    An out-of-range index raises IndexError naming ``label()`` (the op core named, see :mod:`._indexing`)."""
     def index_put(x: Any, key: Any, value: Any, accumulate: bool) -> None:
         cp = _cp()
-        check_index_bounds(cp, x, key)
+        if has_index_arrays(key):
+            check_index_bounds(cp, x, key, label())
         if not accumulate:
             x[key] = value
             return

@@ -194,7 +194,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
 
 #: (name, function, ops it uses)
 _ROWS: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
-    ("embedding_bag", embedding_bag, ("getitem", "index_add", "scatter_reduce", "searchsorted", "div", "where")),
+    ("embedding_bag", embedding_bag, ("getitem", "index_add", "scatter_reduce", "searchsorted:int64", "div", "where")),
     ("ctc_loss", ctc_loss, ("gather", "pad", "maximum", "exp", "log", "where", "mean")),
 ]
 FUNCTIONS: dict[str, Callable[..., Any]] = register_composites("nn", _ROWS, dtype_rule="real_floating")

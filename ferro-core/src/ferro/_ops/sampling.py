@@ -200,7 +200,7 @@ INPLACE_METHODS: dict[str, Callable[..., Tensor]] = {
 
 _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("bernoulli", bernoulli),
-    ("multinomial", multinomial, ("argsort",)),  # without replacement (the samples draw with it)
+    ("multinomial", multinomial, ("topk:float64",)),  # without replacement (the samples draw with it)
     ("normal", normal),
     ("randperm", randperm, ("argsort",)),  # not derived: its keys are float64 or float32 by device
 ]

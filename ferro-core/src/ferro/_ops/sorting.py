@@ -425,7 +425,8 @@ _ROWS: list[tuple[str, Callable[..., Any]]] = [
     ("norm", norm, ("pow",)),  # p other than 0, 1, 2, inf (the samples take the default)
     ("count_nonzero", count_nonzero),
     ("searchsorted", searchsorted),
-    ("bucketize", bucketize),
+    # searchsorted runs at x's dtype promoted with the boundaries': the runs see the boundaries' (int64 in the samples)
+    ("bucketize", bucketize, ("searchsorted:input",)),
     ("unique", unique),
     ("unique_consecutive", unique_consecutive),
     ("histc", histc),

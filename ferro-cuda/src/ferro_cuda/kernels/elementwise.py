@@ -67,16 +67,25 @@ def elementwise_entry(op_name: str, dtype: str) -> str:
     return f"ferro_ew_{_IDENT.sub('_', op_name)}_{dtype}"
 
 
+def generation_refusal(op: OpDef, dtype: str) -> str | None:
+    """Why no kernel can be generated for ``op`` at compute dtype ``dtype`` (None: one can): the backend refuses
+    those dtypes up front (``CudaBackend.unsupported``) rather than at the launch."""
+    if op.expr is None or op.kind not in ARITY:
+        return f"op '{op.name}' has no elementwise expression to generate a CUDA kernel from"
+    if dtype not in CTYPES:
+        return f"no CUDA elementwise kernels for dtype {dtype}; there are {', '.join(CTYPES)}"
+    if op.expr.text(_KIND[dtype]) is None:
+        return f"op '{op.name}' has no expression for {dtype}"
+    return None
+
+
 def elementwise_source(op: OpDef, dtype: str) -> str:
     """The CUDA C of ``op``'s kernel at compute dtype ``dtype`` (a ferro dtype name)."""
-    if op.expr is None or op.kind not in ARITY:
-        raise TypeError(f"op '{op.name}' has no elementwise expression to generate a CUDA kernel from")
-    if dtype not in CTYPES:
-        raise TypeError(f"no CUDA elementwise kernels for dtype {dtype}; there are {', '.join(CTYPES)}")
+    why = generation_refusal(op, dtype)
+    if why is not None:
+        raise TypeError(why)
     storage, compute, load, store = CTYPES[dtype]
     text = op.expr.text(_KIND[dtype])
-    if text is None:
-        raise TypeError(f"op '{op.name}' has no expression for {dtype}")
     names = "abc"[:ARITY[op.kind]]
     body = substitute(text, compute, CUDA)
     if result_is_bool(op) or dtype == "bool":
