@@ -257,7 +257,8 @@ def test_without_cupys_bfloat16_nothing_is_claimed(cupy: Any, monkeypatch: pytes
         backend.native_dtype(ferro.bfloat16)
     table = backend.kernels(0)
     assert table["matmul"].__wrapped__ is cupy.matmul  # no bfloat16 wrappers (float16's widening only)
-    assert not backend.supports("add", ferro.bfloat16)
+    # (not backend.supports(): it answers for the device "cuda:0", bound to the registered backend, which on a
+    # GPU machine is the real one with bfloat16, not this simulated instance; its dtypes above are what it claims)
 
 
 # -- on a GPU: bfloat16 on cuda against bfloat16 on cpu ---------------------------------------------------
