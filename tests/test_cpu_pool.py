@@ -71,3 +71,34 @@ def test_cpu_where_large_and_small_agree_on_an_out_of_range_scalar() -> None:
         condition = ferro.tensor(np.arange(n) % 2 == 0)
         got = ferro.where(condition, ferro.ones(n, dtype=ferro.uint8), 300)
         assert got.dtype == ferro.uint8 and got[:4].tolist() == [1, 44, 1, 44]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "float16", "bfloat16", "float32", "float64", "complex64"])
+def test_cpu_zeros_on_reused_buffers_match_torch(dtype: str) -> None:
+    """zeros on a small array and on a pooled one reused from a filled tensor: every byte zero, as torch's."""
+    cpu = ferro.backends.get("cpu")
+    dt, tdt = getattr(ferro, dtype), getattr(torch, dtype)
+    for shape in ((), (0, 3), (5, 7), (1 << 19, 2)):  # the last: 1 MiB and more, pooled
+        filled = ferro.ones(shape, dtype=dt)
+        pooled = filled.numel() * filled.element_size() >= 1 << 20
+        cached = cpu.memory_stats(0)["cached"]
+        del filled
+        z = ferro.zeros(shape, dtype=dt)
+        assert not pooled or cpu.memory_stats(0)["cached"] == cached  # the filled buffer, reused
+        want = torch.zeros(shape, dtype=tdt)
+        if dtype == "bfloat16":
+            z, want = z.float(), want.float()
+        got, want = z.numpy(), want.numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+
+
+def test_cpu_relu_on_reused_buffers_and_full_negative_zero() -> None:
+    """relu written over pooled zeros (a buffer reused from a filled tensor); full(-0.0) keeps its sign."""
+    x = np.random.default_rng(0).standard_normal((1 << 19,)).astype(np.float32)
+    x[:3] = [np.nan, -0.0, -np.inf]
+    filled = ferro.full((1 << 19,), 7.0)
+    del filled
+    got = ferro.relu(ferro.tensor(x)).numpy()
+    assert got.tobytes() == np.maximum(x, np.float32(0)).tobytes()
+    assert ferro.full((3,), -0.0).numpy().view(np.uint32).tolist() == [1 << 31] * 3

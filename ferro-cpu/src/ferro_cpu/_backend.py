@@ -197,7 +197,7 @@ class NumpyBackend(ArrayAPIBackend):
                 return half_relu(x, np.zeros((), x.dtype))  # a 16-bit zero: relu's result is exact
             # the maximum with an array of zeros, written over it: NumPy's vectorized loop (against a scalar
             # its broadcast loop is about 2.5x slower on a 64x64 float32), the same values bit for bit
-            z = np.zeros(x.shape, x.dtype)
+            z = pool.zeros(x.shape, x.dtype)
             return np.maximum(x, z, out=z)
 
         def relu_into(x: Any, out: Any) -> Any:
@@ -351,6 +351,8 @@ class NumpyBackend(ArrayAPIBackend):
             return np.asarray(x[key])
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+            if type(value) is int and value == 0:  # (not -0.0) every byte zero: np.zeros when small
+                return pool.zeros(shape, nd(dtype))
             out = pool.empty(shape, nd(dtype))
             out.fill(value)
             return out

@@ -70,6 +70,16 @@ class BufferPool:
         # the interface spells ml_dtypes' bfloat16 as raw bytes ('V2'): a view restores the dtype
         return out if out.dtype == dtype else out.view(dtype)
 
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An array of ``shape`` and ``dtype`` with every byte zero, pooled when it is large (a small one
+        from ``np.zeros``: cheaper than an allocation and a fill)."""
+        dtype = np.dtype(dtype)
+        if math.prod(shape) * dtype.itemsize < MIN_BYTES:
+            return np.zeros(shape, dtype)
+        out = self.empty(shape, dtype)
+        out.view(np.uint8).fill(0)
+        return out
+
     def _give_back(self, raw: np.ndarray) -> None:
         n = raw.nbytes
         with self._lock:
