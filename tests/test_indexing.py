@@ -142,6 +142,20 @@ def test_basic_index_backward_writes_into_zeros_once(key: Any, monkeypatch: pyte
     assert calls == {"clone": 0, "index_put": 1}  # the gradient written into the zeros, no copy of them
 
 
+def test_split_backward_writes_each_piece_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import count_calls
+    a = _arr()
+    x, tx = ferro.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    w = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    calls = count_calls(monkeypatch, x._device, ("clone", "index_put"))
+    q, k, v = x.split(2, dim=2)
+    (g,) = ferro.autograd.grad((q * ferro.tensor(w)).sum() + (v * 3).sum() + k.sum(), (x,))
+    tq, tk, tv = tx.split(2, dim=2)
+    ((tq * torch.from_numpy(w)).sum() + (tv * 3).sum() + tk.sum()).backward()
+    assert_close(g, tx.grad.numpy())
+    assert calls == {"clone": 0, "index_put": 3}
+
+
 def test_basic_index_backward_gradchecks_twice() -> None:
     x = ferro.tensor(rng.standard_normal((3, 4, 2)), dtype=ferro.float64, requires_grad=True)
     assert ferro.autograd.gradcheck(lambda t: t[:, -1] ** 2, (x,))
