@@ -126,6 +126,42 @@ def test_integers_mixed_with_index_tensors_differentiate() -> None:
     assert_close(x.grad, tx.grad.numpy())
 
 
+@pytest.mark.parametrize("key", [(slice(None), -1), (0, slice(1, 3)), (Ellipsis, None, 2), (slice(None, None, 2),)])
+def test_basic_index_backward_writes_into_zeros_once(key: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import count_calls
+    a = _arr()
+    x, tx = ferro.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y = x[key]
+    w = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    w.flat[0] = -0.0  # a negative zero gradient stays negative (torch copies it)
+    calls = count_calls(monkeypatch, x._device, ("clone", "index_put"))
+    (g,) = ferro.autograd.grad((y * ferro.tensor(w)).sum(), (x,))
+    (tx[key] * torch.from_numpy(w)).sum().backward()
+    assert_close(g, tx.grad.numpy())
+    np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(tx.grad.numpy()))
+    assert calls == {"clone": 0, "index_put": 1}  # the gradient written into the zeros, no copy of them
+
+
+def test_split_backward_writes_each_piece_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import count_calls
+    a = _arr()
+    x, tx = ferro.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    w = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    calls = count_calls(monkeypatch, x._device, ("clone", "index_put"))
+    q, k, v = x.split(2, dim=2)
+    (g,) = ferro.autograd.grad((q * ferro.tensor(w)).sum() + (v * 3).sum() + k.sum(), (x,))
+    tq, tk, tv = tx.split(2, dim=2)
+    ((tq * torch.from_numpy(w)).sum() + (tv * 3).sum() + tk.sum()).backward()
+    assert_close(g, tx.grad.numpy())
+    assert calls == {"clone": 0, "index_put": 3}
+
+
+def test_basic_index_backward_gradchecks_twice() -> None:
+    x = ferro.tensor(rng.standard_normal((3, 4, 2)), dtype=ferro.float64, requires_grad=True)
+    assert ferro.autograd.gradcheck(lambda t: t[:, -1] ** 2, (x,))
+    assert ferro.autograd.gradgradcheck(lambda t: t[1:, ::2] ** 3, (x,))
+
+
 def test_out_of_range_is_an_index_error_naming_the_shape() -> None:
     t = ferro.zeros(SHAPE)
     for key in (3, -4, (0, 4), (0, 0, 5), [0, 3], (slice(None), [4]), (0, 0, 0, 0)):

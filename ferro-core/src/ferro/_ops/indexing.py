@@ -107,7 +107,12 @@ def _index_error(x: Tensor, key: Any, e: Exception) -> IndexError:
 
 def _getitem_grad(g: Tensor, *, key: tuple[Any, ...], in_shape: tuple[int, ...]) -> Tensor:
     from .._creation import zeros
-    return index_put(zeros(in_shape, dtype=g._dtype, device=g._device), key, g, accumulate=True)
+    z = zeros(in_shape, dtype=g._dtype, device=g._device)
+    if 0 not in in_shape and all([type(k) in _BASIC for k in key]):  # a view reaches no element twice: write
+        # into the zeros in place (an empty one may have stride 0, which setitem refuses)
+        setitem(z, key, g)  # (recorded as an index_put of g under create_graph, as index_put(z, key, g) would be)
+        return z
+    return index_put(z, key, g, accumulate=True)
 
 
 _GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a view, advanced a copy.",
