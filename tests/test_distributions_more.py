@@ -765,3 +765,20 @@ def test_a_subclass_written_for_torch() -> None:
     assert tuple(d.batch_shape) == (3, 2) and tuple(d.sample((4,)).shape) == (4, 3, 2)
     with pytest.raises(ValueError, match="shift"):
         Shifted(ferro.tensor([float("nan")]))
+
+
+def test_transform_cache_returns_the_partner_of_the_last_pair_as_torch() -> None:
+    """``cache_size=1`` keeps the last (x, y): the same x gives the same y object, and y's inverse is x itself."""
+    import torch
+
+    from ferro.distributions.transforms import ExpTransform
+    for lib, make in ((torch, torch.distributions.transforms.ExpTransform), (ferro, ExpTransform)):
+        t = make(cache_size=1)
+        x = lib.tensor([0.5, -1.0])
+        y = t(x)
+        assert t(x) is y and t.inv(y) is x
+        x2 = t.inv(lib.tensor([2.0]))  # a new y: computed, and kept as the pair
+        assert abs(float(t(x2)[0]) - 2.0) < 1e-6
+        assert t.inv(y) is not x  # the first pair was replaced
+        uncached = make()
+        assert uncached(x) is not uncached(x)

@@ -76,24 +76,21 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, 0, self._call)
 
     def _inv_call(self, y: Tensor) -> Tensor:
+        return self._through_cache(y, 1, self._inverse)
+
+    def _through_cache(self, given: Tensor, side: int, compute: Any) -> Tensor:
+        """``compute(given)``, where ``given`` is the ``side`` (0: x, 1: y) of the cached pair (x, y): with
+        ``cache_size=1`` the last pair is kept, and the same tensor given again returns its partner."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(given)
+        if given is self._cached_x_y[side]:
+            return self._cached_x_y[1 - side]
+        other = compute(given)
+        self._cached_x_y = (given, other) if side == 0 else (other, given)
+        return other
 
     def _call(self, x: Tensor) -> Tensor:
         raise NotImplementedError
