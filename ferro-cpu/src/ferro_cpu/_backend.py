@@ -112,6 +112,11 @@ class NumpyBackend(ArrayAPIBackend):
         from ._fusion_into import into_buffer
         return into_buffer(out)
 
+    def compile_step(self, optimizer: Any, index: int | None = None) -> Any:
+        """A captured ``optimizer.step()`` as one update over flat arrays (``ferro_cpu._fusion_step``): SGD."""
+        from ._fusion_step import compile_step
+        return compile_step(optimizer, self._device(index)._kernels)
+
     def empty_cache(self) -> None:
         """Give cached buffers back to the OS."""
         self.pool.empty_cache()

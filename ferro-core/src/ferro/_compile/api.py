@@ -122,6 +122,7 @@ class CompiledFunction:
             e.breaks.append(tracer.broken)
             return result
         graph, frees = optimize(tracer.graph, self.fuse, tracer.shapes() if self.fuse else None, tracer.arrays())
+        tracer.release()
         e.graphs.append(graph)
         e.replays.append(generate(graph, frees))
         return result

@@ -409,6 +409,14 @@ class Tracer:
         self.sync()
         self.graph.output = self._out(result)
 
+    def release(self) -> None:
+        """Drop the arrays held for the capture (a capture's references would keep a backend from seeing that
+        nothing else holds an array)."""
+        self.keep.clear()
+        self.ids.clear()
+        self._arrays = {}
+        self._live = None
+
     def shapes(self) -> dict[int, Any]:
         """Each value's ``(shape, ferro dtype or None)`` as captured."""
         return self._shapes

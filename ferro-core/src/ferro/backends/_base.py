@@ -142,6 +142,13 @@ class Backend:
         backend whose :meth:`compile_into` takes calls."""
         raise self._missing("into_buffer")
 
+    def compile_step(self, optimizer: Any, index: int | None = None) -> Callable[[], bool] | None:
+        """Optional (``ferro.compile``'s multi-tensor optimizer steps, ``ferro._compile.passes.steps``): for an
+        optimizer whose parameters are all on device ``index``, ``update()`` doing what ``optimizer.step()`` does,
+        bitwise, and returning True, or writing nothing and returning False where the state is not as it expects
+        (then the optimizer's own step runs); or None (the default) for an optimizer the backend does not take."""
+        return None
+
     # -- data movement ----------------------------------------------------
 
     def native_dtype(self, dtype: DType) -> Any:

@@ -1,13 +1,13 @@
 """The passes over a captured graph, each a small module: constant folding, common subexpressions,
-dead code, copy elision, fusion of elementwise chains, planned buffers, and the memory plan. :func:`optimize` runs
-them in that order."""
+dead code, copy elision, fusion of elementwise chains, planned buffers, multi-tensor optimizer steps, and the memory
+plan. :func:`optimize` runs them in that order."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..graph import Graph
-from . import buffers, copies, cse, dce, fold, fusion, memory
+from . import buffers, copies, cse, dce, fold, fusion, memory, steps
 
 __all__ = ["optimize"]
 
@@ -25,4 +25,5 @@ def optimize(graph: Graph, fuse: bool, shapes: dict[int, Any] | None = None,
         fusion.run(graph, shapes)
     if arrays is not None:
         buffers.run(graph, arrays)
+    steps.run(graph)
     return graph, memory.plan(graph)
