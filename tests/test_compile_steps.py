@@ -1,7 +1,7 @@
 """ferro.compile's multi-tensor optimizer steps (``ferro._compile.passes.steps``, the CPU backend's flat update in
-``ferro_cpu._fusion_step``): a compiled training step against the eager one, 20 steps, bitwise equal parameters
-and momentum buffers, with a count that the flat update ran; and the cases where the optimizer's own step must
-run instead."""
+``ferro_cpu._fusion_step``): a compiled training step against the eager one (SGD, Adam, AdamW), 20 steps, bitwise
+equal parameters and optimizer state, with a count that the flat update ran; and the cases where the optimizer's
+own step must run instead."""
 
 from __future__ import annotations
 
@@ -64,6 +64,8 @@ def _same(a: Any, b: Any) -> None:
         for k in sa:
             if isinstance(sa[k], ferro.Tensor):
                 assert np.array_equal(sa[k].numpy(), sb[k].numpy()), k
+            else:
+                assert sa[k] == sb[k], k
 
 
 SGDS = {
@@ -74,16 +76,45 @@ SGDS = {
 }
 
 
+ADAMS = {
+    "Adam": (ferro.optim.Adam, {"lr": 1e-2}),
+    "AdamW": (ferro.optim.AdamW, {"lr": 1e-2}),
+    "Adam, weight decay, amsgrad": (ferro.optim.Adam, {"lr": 1e-2, "weight_decay": 1e-2, "amsgrad": True}),
+    "AdamW, maximize": (ferro.optim.AdamW, {"lr": 1e-2, "betas": (0.8, 0.99), "maximize": True}),
+}
+OPTIMIZERS = {**{f"SGD, {k}": (ferro.optim.SGD, v) for k, v in SGDS.items()}, **ADAMS}
+
+
 @pytest.mark.parametrize("dtype", [ferro.float32, ferro.float64])
-@pytest.mark.parametrize("kind", list(SGDS))
-def test_flat_sgd_matches_eager(kind: str, dtype: Any) -> None:
+@pytest.mark.parametrize("kind", list(OPTIMIZERS))
+def test_flat_step_matches_eager(kind: str, dtype: Any) -> None:
     def make(model: Any) -> Any:
-        return ferro.optim.SGD(model.parameters(), **SGDS[kind])
+        cls, kwargs = OPTIMIZERS[kind]
+        return cls(model.parameters(), **kwargs)
     eager = _train(make, False, dtype)
     compiled = _train(make, True, dtype)
     _same(eager, compiled)
     assert _runs(compiled[2]) == 18  # a warm-up and a capture run eagerly, then every replay is flat
     assert all(p._data.base is not None for p in compiled[0].parameters())  # laid out as views of a flat array
+
+
+def test_flat_adam_after_eager_steps() -> None:
+    """Steps the optimizer's own step made meanwhile (a hook registered for a while) advance the step count the
+    flat update reads."""
+    def make(model: Any) -> Any:
+        return ferro.optim.AdamW(model.parameters(), lr=1e-2)
+    handle: list[Any] = []
+
+    def meddle(i: int, model: Any, opt: Any) -> None:
+        if i == 4:
+            handle.append(opt.register_step_post_hook(lambda *a: None))
+        if i == 9:
+            handle[0].remove()
+    eager = _train(make, False, between=meddle)
+    handle.clear()
+    compiled = _train(make, True, between=meddle)
+    _same(eager, compiled)
+    assert _runs(compiled[2]) == 13  # steps 2-4 and 10-19 (0-based)
 
 
 def test_flat_sgd_param_groups_and_scheduler() -> None:

@@ -2,7 +2,8 @@
 a kernel call of a captured step rewritten to write its result into a buffer planned once per graph.
 
 Taken: the ufunc kernels (each says its ufunc as ``kernel.into``), the kernels with their own
-``into(*args, out=...)`` (relu), and ``matmul`` on float32 / float64: the very kernels of the device's table (a
+``into(*args, out=...)``, relu (the maximum with zeros made once per call site, as eager's kernel computes it),
+and ``matmul`` on float32 / float64: the very kernels of the device's table (a
 plugin's override is left alone). Each writes with ``out=`` what the kernel computes: the same ufunc loop or
 BLAS call on the same operands, so values are eager's bitwise. The buffer is row-major, as the kernel's own
 result is for row-major operands: where an operand is not row-major at replay (a caller passing a transposed
@@ -50,6 +51,19 @@ def _function_into(kernel: Any, into: Any) -> Callable[..., Any]:
     return into_any
 
 
+def _relu_into(kernel: Any, like: Any) -> Callable[..., Any]:
+    """relu as eager's kernel computes it, the maximum with an array of zeros (made once here; NumPy's loop
+    against a scalar is about 4x slower), written into the buffer."""
+    zeros = np.zeros(like.shape, like.dtype)
+    zeros.flags.writeable = False
+
+    def into(out: Any, x: Any) -> Any:
+        if x.shape != zeros.shape or x.dtype != zeros.dtype or not x.flags.c_contiguous:
+            return kernel(x)
+        return np.maximum(x, zeros, out=out)
+    return into
+
+
 def _matmul_into(kernel: Any) -> Callable[..., Any]:
     def into(out: Any, x: Any, y: Any) -> Any:
         # the kernel's own paths (ferro_cpu._backend's matmul): a row-major stack times a matrix as one product
@@ -74,6 +88,9 @@ def compile_into(table: dict[str, Any], name: str, kernel: Any, args: tuple[Any,
         if not all(a.flags.c_contiguous for a in arrays) or (ufunc.nin == 1 and not isinstance(args[0], np.ndarray)):
             return None
         return _ufunc_into(kernel, ufunc)
+    if (name == "relu" and len(args) == 1 and isinstance(args[0], np.ndarray) and args[0].dtype in _FLOATS
+            and args[0].flags.c_contiguous):
+        return _relu_into(kernel, args[0])
     if callable(ufunc) and not isinstance(ufunc, np.ufunc) and all(a.flags.c_contiguous for a in arrays):
         return _function_into(kernel, ufunc)  # a kernel's own into(*args, out=...) (relu)
     if (name == "matmul" and len(args) == 2 and len(arrays) == 2 and out.dtype in _FLOATS

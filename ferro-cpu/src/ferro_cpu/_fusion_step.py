@@ -1,15 +1,17 @@
 """The CPU backend's ``compile_step`` hook (``ferro.compile``'s multi-tensor optimizer steps,
-``ferro._compile.passes.steps``): SGD's update of a parameter group in a handful of NumPy calls over flat arrays.
+``ferro._compile.passes.steps``): the update of SGD, Adam or AdamW over a whole parameter group in a handful of
+NumPy calls over flat arrays, instead of a fused kernel's calls per parameter.
 
-On its first update, each parameter group's parameters and their momentum buffers are laid out as views of one
-flat array each (values copied; the tensors stay the same objects, only their native arrays become views), where
-the group is uniform (one dtype, float32 or float64) and nothing else holds those arrays: no other reference and
-no view of them (a view holds its base: the reference count says so). Each update then runs ``fused_sgd``'s
-sequence of ufuncs (``ferro_cpu._fused``) over the flat arrays, with the same scalars in the parameters' dtype,
-so the values are the per-parameter update's bitwise; only the gradients are read one by one (added into their
-buffer's view, or gathered into one flat array where weight decay, dampening, Nesterov or ``maximize`` read
-them more than once). Guards run before anything is written: a parameter whose data, gradient or momentum buffer
-is not as laid out, or a changed momentum, gives False (the optimizer's own step runs).
+On its first update, each parameter group's parameters and their state tensors (momentum buffer; moments) are
+laid out as views of one flat array each (values copied; the tensors stay the same objects, only their native
+arrays become views), where the group is uniform (one dtype, float32 or float64, every state present) and
+nothing else holds those arrays: no other reference and no view of them (a view holds its base: the reference
+count says so); else the optimizer's own step runs from then on. Each update then runs the fused kernel's
+sequence of ufuncs (``fused_sgd``, ``fused_adam`` in ``ferro_cpu._fused``) over the flat arrays with the same
+scalars in the parameters' dtype, so the values are the per-parameter update's bitwise. The gradients are read
+one by one: added into their momentum buffer's view (plain momentum SGD), else gathered into one flat array.
+Guards run before anything is written: a parameter whose data, gradient or state is not as laid out, or a
+hyperparameter that changes which state exists, gives False (the optimizer's own step runs).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ferro.optim import SGD
+from ferro.optim import SGD, Adam, AdamW
 
 __all__ = ["compile_step"]
 
@@ -36,136 +38,71 @@ def _sole(arr: Any) -> bool:
     return isinstance(arr, np.ndarray) and arr.base is None and arr.flags.c_contiguous and sys.getrefcount(arr) <= 3
 
 
-class _Flat:
-    """One parameter group laid out flat."""
+def _flatten(tensors: list[Any], dtype: Any) -> Any:
+    """One flat array holding the tensors' values, each tensor's data now a view of it."""
+    flat = np.empty(sum(t._data.size for t in tensors), dtype)
+    o = 0
+    for t in tensors:
+        a = t._data
+        k = a.size
+        flat[o:o + k] = a.reshape(-1)
+        t._data = flat[o:o + k].reshape(a.shape)
+        o += k
+    return flat
 
-    def __init__(self, group: dict[str, Any], params: list[Any], bufs: list[Any] | None) -> None:
+
+class _Flat:
+    """One parameter group laid out flat: ``P`` its parameters, ``S[key]`` each state tensor's, ``T`` scratch."""
+
+    def __init__(self, group: dict[str, Any], params: list[Any], keys: tuple[str, ...],
+                 state: list[dict[str, Any]]) -> None:
         dtype = params[0]._data.dtype
-        total = sum(p._data.size for p in params)
-        self.group, self.params, self.bufs = group, params, bufs
-        self.momentum = group["momentum"]
+        self.group, self.params, self.keys = group, params, keys
+        self.step: Any = None  # the step count of the group's parameters (Adam), read at each update
         self.c = dtype.type
-        self.P = self._flatten(params, total, dtype)
-        self.B = self._flatten(bufs, total, dtype) if bufs is not None else None
+        self.tensors = {k: [st[k] for st in state] for k in keys}
+        self.P = _flatten(params, dtype)
+        self.S = {k: _flatten(ts, dtype) for k, ts in self.tensors.items()}
         self.pviews = [p._data for p in params]
-        self.bviews = [b._data for b in bufs] if bufs is not None else None
-        self.T = np.empty(total, dtype)
+        self.views = {k: [t._data for t in ts] for k, ts in self.tensors.items()}
+        self.T = np.empty_like(self.P)
         self.G: Any = None  # the gradients gathered, made on first need
 
-    @staticmethod
-    def _flatten(tensors: list[Any], total: int, dtype: Any) -> Any:
-        flat = np.empty(total, dtype)
-        o = 0
-        for t in tensors:
-            a = t._data
-            k = a.size
-            flat[o:o + k] = a.reshape(-1)
-            t._data = flat[o:o + k].reshape(a.shape)
-            o += k
-        return flat
+    def gather(self, grads: list[Any]) -> Any:
+        if self.G is None:
+            self.G = np.empty_like(self.P)
+        return np.concatenate([g.reshape(-1) for g in grads], out=self.G)
 
 
-def _layout(opt: Any) -> list[_Flat] | None:
-    flats = []
-    for group in opt.param_groups:
-        params = list(group["params"])
-        if not params or any(p._grad is None for p in params):
-            return None
-        dtype = params[0]._data.dtype
-        if dtype not in _FLOATS or any(p._data.dtype != dtype or not _sole(p._data) for p in params):
-            return None
-        bufs = None
-        if group["momentum"]:
-            st = [opt.state.get(p) for p in params]
-            bufs = [s.get("momentum_buffer") if s else None for s in st]
-            if any(b is None or b._data.dtype != dtype or b._data.shape != p._data.shape or not _sole(b._data)
-                   for b, p in zip(bufs, params)):
-                return None
-        flats.append(_Flat(group, params, bufs))
-    return flats
+def _sgd_keys(group: dict[str, Any]) -> tuple[str, ...]:
+    return ("momentum_buffer",) if group["momentum"] else ()
 
 
-class FlatSGD:
-    """``update()`` of :class:`ferro.optim.SGD` over flat arrays (see the module's docstring)."""
-
-    def __init__(self, opt: Any, kernel: Callable[..., Any]) -> None:
-        self.opt, self.kernel = opt, kernel
-        self.flats: list[_Flat] | None = None
-        self.tries = 3  # layouts tried (a capture's own references may still hold the arrays on the first)
-
-    def _ready(self) -> bool:
-        if self.flats is None:
-            if self.tries <= 0:
-                return False
-            self.tries -= 1
-            self.flats = _layout(self.opt)
-            if self.flats is None:
-                return False
-        return True
-
-    def _grads(self, f: _Flat) -> list[Any] | None:
-        """The gradients of ``f``'s parameters, or None where the group is not as laid out."""
-        group = f.group
-        if group["momentum"] != f.momentum or len(group["params"]) != len(f.params):
-            return None
-        state, grads = self.opt.state, []
-        for j, p in enumerate(f.params):
-            g = p._grad
-            if (group["params"][j] is not p or p._data is not f.pviews[j] or g is None
-                    or type(g._data) is not np.ndarray):
-                return None
-            if f.bufs is not None:
-                st = state.get(p)
-                b = f.bufs[j]
-                if st is None or st.get("momentum_buffer") is not b or b._data is not f.bviews[j]:
-                    return None
-            grads.append(g._data)
-        return grads
-
-    def __call__(self) -> bool:
-        opt = self.opt
-        if not self._ready() or len(opt.param_groups) != len(self.flats):  # type: ignore[arg-type]
-            return False
-        work = []
-        for group, f in zip(opt.param_groups, self.flats):  # type: ignore[arg-type]
-            grads = self._grads(f) if group is f.group else None
-            if grads is None or group.get("fused") is False or opt._kernel_for(group, f.params[0]) is not self.kernel:
-                return False
-            work.append((f, grads))
-        with np.errstate(all="ignore"):
-            for f, grads in work:
-                _sgd(f, grads)
-        for f, _ in work:
-            for p in f.params:
-                p._vc[0] += 1
-            for b in f.bufs or ():
-                b._vc[0] += 1
-        return True
+def _adam_keys(group: dict[str, Any]) -> tuple[str, ...]:
+    return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
 
 
 def _sgd(f: _Flat, grads: list[Any]) -> None:
     """``fused_sgd`` (not a first step) over the group's flat arrays."""
-    group, c = f.group, f.c
+    group, c, P, T = f.group, f.c, f.P, f.T
     lr, m, d, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
     nesterov, maximize = group["nesterov"], group["maximize"]
-    P, B, T = f.P, f.B, f.T
     multiply, add = np.multiply, np.add
     if m and not (wd or maximize or d or nesterov):  # b = m * b + g; p += b * -lr
+        B = f.S["momentum_buffer"]
         multiply(B, c(m), out=B)
-        for b, g in zip(f.bviews, grads):  # type: ignore[arg-type]
+        for b, g in zip(f.views["momentum_buffer"], grads):
             add(b, g, out=b)
         add(P, multiply(B, c(-lr), out=T), out=P)
         return
-    if f.G is None:
-        f.G = np.empty_like(P)
-    G = f.G
-    np.concatenate([g.reshape(-1) for g in grads], out=G)
+    G = f.gather(grads)
     if maximize:
         np.negative(G, out=G)
     if wd:
         add(G, multiply(P, c(wd), out=T), out=G)
     g = G
     if m:
+        B = f.S["momentum_buffer"]
         multiply(B, c(m), out=B)
         add(B, multiply(G, c(1 - d), out=T) if d else G, out=B)
         if nesterov:
@@ -175,13 +112,145 @@ def _sgd(f: _Flat, grads: list[Any]) -> None:
     add(P, multiply(g, c(-lr), out=T), out=P)
 
 
+def _adam(f: _Flat, grads: list[Any]) -> None:
+    """``fused_adam`` over the group's flat arrays (``f.step``: the step count, this step's included)."""
+    group, c, P, T = f.group, f.c, f.P, f.T
+    lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    multiply, add = np.multiply, np.add
+    G = f.gather(grads)
+    if group["maximize"]:
+        np.negative(G, out=G)
+    if group["decoupled_weight_decay"]:
+        if wd:
+            multiply(P, c(1 - lr * wd), out=P)
+    elif wd:
+        add(G, multiply(P, c(wd), out=T), out=G)
+    M, V = f.S["exp_avg"], f.S["exp_avg_sq"]
+    np.subtract(G, M, out=T)  # exp_avg.lerp_(g, 1 - beta1)
+    add(M, multiply(T, c(1 - beta1), out=T), out=M)
+    multiply(V, c(beta2), out=V)  # exp_avg_sq = beta2 * exp_avg_sq + g * g * (1 - beta2)
+    multiply(G, G, out=T)
+    add(V, multiply(T, c(1 - beta2), out=T), out=V)
+    if group["amsgrad"]:
+        V = np.maximum(f.S["max_exp_avg_sq"], V, out=f.S["max_exp_avg_sq"])
+    step = f.step
+    step_size = lr / (1 - beta1 ** step)
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    np.sqrt(V, out=T)
+    add(np.divide(T, c(bias_correction2_sqrt), out=T), c(eps), out=T)
+    add(P, multiply(np.divide(M, T, out=T), c(-step_size), out=T), out=P)
+
+
+class _Kind:
+    """What the flat update of one optimizer class needs: its state keys, a step count or not, its update."""
+
+    def __init__(self, kernel: str, keys: Callable[[dict[str, Any]], tuple[str, ...]], counts: bool,
+                 update: Callable[[_Flat, list[Any]], None]) -> None:
+        self.kernel, self.keys, self.counts, self.update = kernel, keys, counts, update
+
+
+_SGD = _Kind("fused_sgd", _sgd_keys, False, _sgd)
+_ADAM = _Kind("fused_adam", _adam_keys, True, _adam)
+#: The optimizers taken (exactly these classes: a subclass may change the update).
+KINDS = {SGD: _SGD, Adam: _ADAM, AdamW: _ADAM}
+
+
+class FlatStep:
+    """``update()`` of one optimizer over flat arrays (see the module's docstring)."""
+
+    def __init__(self, opt: Any, kind: _Kind, kernel: Callable[..., Any]) -> None:
+        self.opt, self.kind, self.kernel = opt, kind, kernel
+        self.flats: list[_Flat] | None = None
+        self.tries = 3  # layouts tried (a capture's own references may still hold the arrays on the first)
+
+    def _layout(self) -> list[_Flat] | None:
+        opt, flats = self.opt, []
+        for group in opt.param_groups:
+            params = list(group["params"])
+            if not params or any(p._grad is None for p in params):
+                return None
+            dtype = params[0]._data.dtype
+            if dtype not in _FLOATS or any(p._data.dtype != dtype or not _sole(p._data) for p in params):
+                return None
+            keys = self.kind.keys(group)
+            state = [opt.state.get(p) or {} for p in params]
+            for p, st in zip(params, state):
+                for k in keys:
+                    t = st.get(k)
+                    if t is None or t._data.dtype != dtype or t._data.shape != p._data.shape or not _sole(t._data):
+                        return None
+            step = state[0].get("step") if self.kind.counts else None
+            if self.kind.counts and (type(step) is not float or any(st.get("step") != step for st in state)):
+                return None
+            flats.append(_Flat(group, params, keys, state))
+        return flats
+
+    def _grads(self, f: _Flat, group: dict[str, Any]) -> list[Any] | None:
+        """The gradients of ``f``'s parameters, or None where the group is not as laid out."""
+        if (group is not f.group or self.kind.keys(group) != f.keys or len(group["params"]) != len(f.params)
+                or group.get("fused") is False or self.opt._kernel_for(group, f.params[0]) is not self.kernel):
+            return None
+        state, grads, counts = self.opt.state, [], self.kind.counts
+        step = (state.get(f.params[0]) or {}).get("step") if counts else None
+        if counts and type(step) is not float:
+            return None
+        for j, p in enumerate(f.params):
+            g = p._grad
+            if (group["params"][j] is not p or p._data is not f.pviews[j] or g is None
+                    or type(g._data) is not np.ndarray):
+                return None
+            if f.keys:
+                st = state.get(p)
+                if st is None or (counts and st.get("step") != step):
+                    return None
+                for k in f.keys:
+                    t = f.tensors[k][j]
+                    if st.get(k) is not t or t._data is not f.views[k][j]:
+                        return None
+            grads.append(g._data)
+        f.step = step
+        return grads
+
+    def __call__(self) -> bool:
+        opt = self.opt
+        if self.flats is None:
+            if self.tries <= 0:
+                return False
+            self.tries -= 1
+            self.flats = self._layout()
+            if self.flats is None:
+                return False
+        if len(opt.param_groups) != len(self.flats):
+            return False
+        work = []
+        for group, f in zip(opt.param_groups, self.flats):
+            grads = self._grads(f, group)
+            if grads is None:
+                return False
+            work.append((f, grads))
+        state = opt.state
+        for f, grads in work:
+            if self.kind.counts:
+                f.step += 1
+                for p in f.params:
+                    state[p]["step"] = f.step
+            with np.errstate(all="ignore"):
+                self.kind.update(f, grads)
+            for p in f.params:
+                p._vc[0] += 1
+            for ts in f.tensors.values():
+                for t in ts:
+                    t._vc[0] += 1
+        return True
+
+
 def compile_step(opt: Any, kernels: dict[str, Any]) -> Callable[[], bool] | None:
-    """The flat update of optimizer ``opt`` (see the module's docstring), or None for one not taken: not an
-    :class:`ferro.optim.SGD` as ferro defines it, or a device whose ``fused_sgd`` is not this backend's
-    (``kernels``: the device's kernel table)."""
-    if type(opt) is not SGD:
+    """The flat update of optimizer ``opt`` (see the module's docstring), or None for one not taken: not one of
+    :data:`KINDS`, or a device whose fused kernel for it is not this backend's (``kernels``: its kernel table)."""
+    kind = KINDS.get(type(opt))
+    if kind is None:
         return None
-    kernel = kernels.get("fused_sgd")
+    kernel = kernels.get(kind.kernel)
     if kernel is None or getattr(kernel, "__module__", None) != "ferro_cpu._fused":
         return None
     try:
@@ -189,7 +258,7 @@ def compile_step(opt: Any, kernels: dict[str, Any]) -> Callable[[], bool] | None
     except TypeError:
         made = None
     if made is None or made.kernel is not kernel:
-        made = FlatSGD(opt, kernel)
+        made = FlatStep(opt, kind, kernel)
         try:
             _made[opt] = made
         except TypeError:
