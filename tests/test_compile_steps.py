@@ -117,6 +117,18 @@ def test_flat_adam_after_eager_steps() -> None:
     assert _runs(compiled[2]) == 13  # steps 2-4 and 10-19 (0-based)
 
 
+def test_flat_step_skips_parameters_without_gradients() -> None:
+    """A frozen parameter (no gradient) is left out of the flat arrays, as eager's step leaves it alone."""
+    def make(model: Any) -> Any:
+        model[0].weight.requires_grad_(False)
+        return ferro.optim.AdamW(model.parameters(), lr=1e-2)
+    eager = _train(make, False)
+    compiled = _train(make, True)
+    _same(eager, compiled)
+    assert _runs(compiled[2]) == 18
+    assert compiled[0][0].weight._data.base is None and compiled[0][0].bias._data.base is not None
+
+
 def test_flat_sgd_param_groups_and_scheduler() -> None:
     def make(model: Any) -> Any:
         layers = [m for m in model if isinstance(m, nn.Linear)]

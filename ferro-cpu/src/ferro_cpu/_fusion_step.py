@@ -10,8 +10,9 @@ count says so); else the optimizer's own step runs from then on. Each update the
 sequence of ufuncs (``fused_sgd``, ``fused_adam`` in ``ferro_cpu._fused``) over the flat arrays with the same
 scalars in the parameters' dtype, so the values are the per-parameter update's bitwise. The gradients are read
 one by one: added into their momentum buffer's view (plain momentum SGD), else gathered into one flat array.
-Guards run before anything is written: a parameter whose data, gradient or state is not as laid out, or a
-hyperparameter that changes which state exists, gives False (the optimizer's own step runs).
+Guards run before anything is written: a parameter whose data, gradient or state is not as laid out, a parameter
+without a gradient when laid out that has one now, or a hyperparameter that changes which state exists, gives
+False (the optimizer's own step runs).
 """
 
 from __future__ import annotations
@@ -54,10 +55,12 @@ def _flatten(tensors: list[Any], dtype: Any) -> Any:
 class _Flat:
     """One parameter group laid out flat: ``P`` its parameters, ``S[key]`` each state tensor's, ``T`` scratch."""
 
-    def __init__(self, group: dict[str, Any], params: list[Any], keys: tuple[str, ...],
+    def __init__(self, group: dict[str, Any], members: list[Any], params: list[Any], keys: tuple[str, ...],
                  state: list[dict[str, Any]]) -> None:
         dtype = params[0]._data.dtype
         self.group, self.params, self.keys = group, params, keys
+        self.members = members  # the group's parameters; ``params``: those laid out (they had gradients)
+        self.idle = [p for p in members if all(p is not q for q in params)]  # to have no gradient at each update
         self.step: Any = None  # the step count of the group's parameters (Adam), read at each update
         self.c = dtype.type
         self.tensors = {k: [st[k] for st in state] for k in keys}
@@ -166,8 +169,9 @@ class FlatStep:
     def _layout(self) -> list[_Flat] | None:
         opt, flats = self.opt, []
         for group in opt.param_groups:
-            params = list(group["params"])
-            if not params or any(p._grad is None for p in params):
+            members = list(group["params"])
+            params = [p for p in members if p._grad is not None]  # eager's step skips the others
+            if not params:
                 return None
             dtype = params[0]._data.dtype
             if dtype not in _FLOATS or any(p._data.dtype != dtype or not _sole(p._data) for p in params):
@@ -182,13 +186,15 @@ class FlatStep:
             step = state[0].get("step") if self.kind.counts else None
             if self.kind.counts and (type(step) is not float or any(st.get("step") != step for st in state)):
                 return None
-            flats.append(_Flat(group, params, keys, state))
+            flats.append(_Flat(group, members, params, keys, state))
         return flats
 
     def _grads(self, f: _Flat, group: dict[str, Any]) -> list[Any] | None:
         """The gradients of ``f``'s parameters, or None where the group is not as laid out."""
-        if (group is not f.group or self.kind.keys(group) != f.keys or len(group["params"]) != len(f.params)
-                or group.get("fused") is False or self.opt._kernel_for(group, f.params[0]) is not self.kernel):
+        members = group["params"]
+        if (group is not f.group or self.kind.keys(group) != f.keys or len(members) != len(f.members)
+                or group.get("fused") is False or self.opt._kernel_for(group, f.params[0]) is not self.kernel
+                or any(p is not q for p, q in zip(members, f.members)) or any(p._grad is not None for p in f.idle)):
             return None
         state, grads, counts = self.opt.state, [], self.kind.counts
         step = (state.get(f.params[0]) or {}).get("step") if counts else None
@@ -196,8 +202,7 @@ class FlatStep:
             return None
         for j, p in enumerate(f.params):
             g = p._grad
-            if (group["params"][j] is not p or p._data is not f.pviews[j] or g is None
-                    or type(g._data) is not np.ndarray):
+            if p._data is not f.pviews[j] or g is None or type(g._data) is not np.ndarray:
                 return None
             if f.keys:
                 st = state.get(p)
