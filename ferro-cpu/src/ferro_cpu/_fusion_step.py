@@ -33,10 +33,33 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _made: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def _sole(arr: Any) -> bool:
-    """Whether ``arr`` owns its memory and its tensor is its only holder (no other reference, no view)."""
-    # references: the tensor's slot, this function's argument, getrefcount's argument
-    return isinstance(arr, np.ndarray) and arr.base is None and arr.flags.c_contiguous and sys.getrefcount(arr) <= 3
+def _refs(arr: Any) -> int:
+    return sys.getrefcount(arr)
+
+
+class _Probe:
+    __slots__ = ("data",)
+
+
+def _alone() -> int:
+    """What :func:`_refs` counts for an array that one object's slot alone holds (the interpreter's own
+    references on the way in vary between Python versions: measured, not assumed)."""
+    probe = _Probe()
+    probe.data = np.empty(1)
+    return _refs(probe.data)
+
+
+_ALONE = _alone()
+
+
+def _sole(t: Any) -> bool:
+    """Whether tensor ``t``'s array owns its memory and ``t`` is its only holder (no other reference, no view:
+    a view holds its base)."""
+    arr = t._data
+    if not isinstance(arr, np.ndarray) or arr.base is not None or not arr.flags.c_contiguous:
+        return False
+    del arr
+    return _refs(t._data) <= _ALONE
 
 
 def _flatten(tensors: list[Any], dtype: Any) -> Any:
@@ -174,14 +197,14 @@ class FlatStep:
             if not params:
                 return None
             dtype = params[0]._data.dtype
-            if dtype not in _FLOATS or any(p._data.dtype != dtype or not _sole(p._data) for p in params):
+            if dtype not in _FLOATS or any(p._data.dtype != dtype or not _sole(p) for p in params):
                 return None
             keys = self.kind.keys(group)
             state = [opt.state.get(p) or {} for p in params]
             for p, st in zip(params, state):
                 for k in keys:
                     t = st.get(k)
-                    if t is None or t._data.dtype != dtype or t._data.shape != p._data.shape or not _sole(t._data):
+                    if t is None or t._data.dtype != dtype or t._data.shape != p._data.shape or not _sole(t):
                         return None
             step = state[0].get("step") if self.kind.counts else None
             if self.kind.counts and (type(step) is not float or any(st.get("step") != step for st in state)):
