@@ -225,8 +225,11 @@ class FlatStep:
             return None
         for j, p in enumerate(f.params):
             g = p._grad
-            if p._data is not f.pviews[j] or g is None or type(g._data) is not np.ndarray:
+            if p._data is not f.pviews[j] or g is None:
                 return None
+            ga = g._data
+            if type(ga) is not np.ndarray or ga.shape != f.pviews[j].shape or ga.dtype != f.P.dtype:
+                return None  # a sparse gradient, or one eager's update would refuse
             if f.keys:
                 st = state.get(p)
                 if st is None or (counts and st.get("step") != step):
@@ -235,7 +238,7 @@ class FlatStep:
                     t = f.tensors[k][j]
                     if st.get(k) is not t or t._data is not f.views[k][j]:
                         return None
-            grads.append(g._data)
+            grads.append(ga)
         f.step = step
         return grads
 
