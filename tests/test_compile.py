@@ -569,3 +569,30 @@ def test_views_and_in_place_writes_of_planned_values_keep_their_results() -> Non
     for outs, refs in zip(got, expected, strict=True):
         for a, b in zip(outs, refs, strict=True):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_sparse_gradients_break_the_graph_and_train_as_eager() -> None:
+    """A sparse gradient (``nn.Embedding(sparse=True)``) is not replayed: the step runs eagerly, its parameters
+    eager's, and the break says why."""
+    def train(compiled: bool) -> tuple[list[np.ndarray], Any]:
+        ferro.manual_seed(0)
+        emb, lin = nn.Embedding(20, 8, sparse=True), nn.Linear(8, 3)
+        opt = ferro.optim.SGD([*emb.parameters(), *lin.parameters()], lr=0.1)
+        x, y = ferro.tensor(np.arange(12).reshape(4, 3)), ferro.tensor(np.array([0, 1, 2, 1]))
+
+        def step(x: ferro.Tensor, y: ferro.Tensor) -> ferro.Tensor:
+            opt.zero_grad()
+            loss = ferro.nn.functional.cross_entropy(lin(emb(x).mean(1)), y)
+            loss.backward()
+            opt.step()
+            return loss
+        run = ferro.compile(step) if compiled else step
+        for _ in range(6):
+            run(x, y)
+        return [p.detach().numpy().copy() for p in [*emb.parameters(), *lin.parameters()]], run
+    expected, _ = train(False)
+    got, run = train(True)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+    (entry,) = run.cache.values()
+    assert entry.eager and "sparse_coo gradient" in entry.breaks[0][0]

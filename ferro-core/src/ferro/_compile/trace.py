@@ -27,6 +27,7 @@ from typing import Any
 
 from .._core import modes
 from .._core.dtypes import by_name
+from .._core.layouts import LayoutTensor
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from ..optim._lr_base import LRScheduler
@@ -285,6 +286,9 @@ class Tracer:
             for attr in ("grad", "data"):
                 if attr == "grad":
                     g = p._grad
+                    if isinstance(g, LayoutTensor):
+                        self.break_(f"a {g.describes} gradient (nn.Embedding(sparse=True)) is not replayed")
+                        return
                     arr, dt, dev = (None, None, None) if g is None else (g._data, g._dtype, g._device)
                 else:
                     arr, dt, dev = p._data, p._dtype, p._device
