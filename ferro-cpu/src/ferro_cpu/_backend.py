@@ -113,7 +113,8 @@ class NumpyBackend(ArrayAPIBackend):
         return into_buffer(out)
 
     def compile_step(self, optimizer: Any, index: int | None = None) -> Any:
-        """A captured ``optimizer.step()`` as one update over flat arrays (``ferro_cpu._fusion_step``): SGD."""
+        """A captured ``optimizer.step()`` as one update over flat arrays (``ferro_cpu._fusion_step``): SGD, Adam,
+        AdamW."""
         from ._fusion_step import compile_step
         return compile_step(optimizer, self._device(index)._kernels)
 
