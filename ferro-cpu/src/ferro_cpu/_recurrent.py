@@ -34,8 +34,8 @@ OpenBLAS runs ``W @ h`` faster than ``h @ W.T`` at these shapes (8% to 20%, on i
 and AVX-512 kernels alike). The backward's step is four NumPy calls and the GEMM: ``[dh;
 dc]`` times the step's ``[a; f_carry]`` coefficients, their sum written three times (``dc``
 under ``dh``: one product with the gates' slopes gives d(pre) of all four gates), and the
-GEMM back to ``dh``. d(pre) is kept as (4H, T, B), so that the weight and bias gradients
-are one product of it, (4H, T * B), against the slabs; the input gradient one product too.
+GEMM back to ``dh``. d(pre) of all steps, copied to (4H, T * B), makes the weight and bias
+gradients one product against the slabs; the input gradient one product too.
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
 """
@@ -159,8 +159,8 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
         xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        k, fa, dpre, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, steps, batch),
-                                        (hidden, h4), (4, hidden, batch), (2, hidden, batch))
+        k, fa, dpre, dm, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (steps, h4, batch),
+                                            (h4, steps, batch), (hidden, h4), (4, hidden, batch), (2, hidden, batch))
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -194,11 +194,14 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 dh += d_out[t].T
             np.multiply(e[:2], fa[t], out=pair)
             np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
-            d = np.multiply(k[t], ee, out=dpre[:, t])
+            d = np.multiply(k[t], ee, out=dpre[t])
             np.matmul(w, d, out=dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        dm = dpre.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
+        # the steps side by side, (4H, T * B): one product each for dx and the weights (a transposing copy costs
+        # less than the loop's writing d(pre) into it directly, 4H rows of B apart)
+        np.copyto(dm, dpre.transpose(1, 0, 2))
+        dm = dm.reshape(h4, steps * batch)
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
