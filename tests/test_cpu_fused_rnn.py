@@ -111,6 +111,24 @@ def test_only_the_output_used_gives_every_gradient(calls: dict[str, int]) -> Non
     assert calls["lstm_sequence_backward"] == 2
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gradient_on_some_steps_only(calls: dict[str, int], dtype: str) -> None:
+    """Steps whose output gradient is all zeros (the backward kernel skips adding them), both directions, from
+    a batch-first output: the same gradients as torch's."""
+    ours, theirs = _pair("LSTM", dtype, bidirectional=True, batch_first=True)
+    x = RNG.standard_normal((4, 6, 3)).astype(dtype)
+    g = RNG.standard_normal((4, 6, 10)).astype(dtype)
+    g[:, [1, 2, 4]] = 0
+    g[:, 5, :5] = -0.0
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (ours(fx)[0] * ferro.tensor(g)).sum().backward()
+    (theirs(tx)[0] * torch.tensor(g)).sum().backward()
+    _close(fx.grad, tx.grad, dtype)
+    for name, p in theirs.named_parameters():
+        _close(dict(ours.named_parameters())[name].grad, p.grad, dtype)
+    assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_packed_sequences_and_projection_run_the_step_math(calls: dict[str, int], kind: str) -> None:
     ours, theirs = _pair(kind, "float64")

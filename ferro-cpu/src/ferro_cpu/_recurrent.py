@@ -20,23 +20,29 @@ one transcendental pass (``1 / (1 + exp(-x))`` is four passes), and the halving 
 folded into the weights' and biases' rows of the sigmoid gates (a power of two:
 ``0.5 * (a + b) == 0.5 * a + 0.5 * b`` exactly), so that a single ``tanh`` over all
 of an LSTM step's gates gives ``g`` and the halved sigmoids' ``tanh``. And the LSTM
-runs its gates in the order ``g, i, f, o``, so that the sigmoid gates and, in the
-backward, the gates fed by ``dc`` are contiguous; the gradients come back in
-PyTorch's order. Only float32 and float64 come here (core checks).
+runs its gates in the order ``o, i, f, g``, so that the sigmoid gates are one block and
+``[i; f] * [g; c_prev]`` one product (``c_prev`` is kept under each step's gates); the
+gradients come back in PyTorch's order. Only float32 and float64 come here (core checks).
 
 The LSTM keeps its states feature-major, (features, batch) per step: a step is one
 GEMM ``[w_hh | w_ih | b] @ [h_prev; x_t; 1]`` straight into that step's gates (the
 input projection and the bias ride in the product; the slabs ``[h_prev; x_t; 1]`` of
-all steps are one saved (T + 1, H + F + 1, B) array whose ``h`` rows the steps fill),
-every elementwise pass then runs on contiguous blocks instead of ``batch`` strided
-rows, and OpenBLAS runs ``W @ h`` faster than ``h @ W.T`` at these shapes (8% to
-20%, on its AVX2 and AVX-512 kernels alike). The backward's weight and bias
-gradients are one product of d(pre), (4H, T * B), against the slabs; the input
-gradient one product too.
+all steps are one saved (H + F + 1, T + 1, B) array whose ``h`` rows the steps fill, so
+that the slabs of all steps side by side are one (H + F + 1, T * B) matrix), every
+elementwise pass then runs on contiguous blocks instead of ``batch`` strided rows, and
+OpenBLAS runs ``W @ h`` faster than ``h @ W.T`` at these shapes (8% to 20%, on its AVX2
+and AVX-512 kernels alike). The backward's step is four NumPy calls and the GEMM: ``[dh;
+dc]`` times the step's ``[a; f_carry]`` coefficients, their sum written three times (``dc``
+under ``dh``: one product with the gates' slopes gives d(pre) of all four gates), and the
+GEMM back to ``dh``. d(pre) of all steps, copied to (4H, T * B), makes the weight and bias
+gradients one product against the slabs; the input gradient one product too.
+A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
+arrays may be below the pool's floor and page-fault on every call.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -83,113 +89,130 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             db_hh = db_ih.copy() if dgh is dgi and db_ih is not None else fh.sum(0)
         return dx, dw_ih, dw_hh, db_ih, db_hh
 
-    # -- LSTM: gates run in the order g, i, f, o -------------------------------------------------------
+    def carve(dtype: Any, *shapes: tuple[int, ...]) -> list[Any]:
+        """Arrays of ``shapes``, views of one pooled buffer, each on a 64-byte boundary: a call's arrays
+        together pass the pool's floor (alone, a sequence's (T, H, B) arrays may not) and come back to it
+        together when the last of them dies."""
+        dtype = np.dtype(dtype)
+        sizes = [math.prod(s) * dtype.itemsize for s in shapes]
+        starts = [0]
+        for n in sizes:
+            starts.append(starts[-1] + -(-n // 64) * 64)
+        buf = pool.empty((starts[-1] + 64,), np.uint8)
+        skip = -buf.ctypes.data % 64
+        return [buf[skip + a:skip + a + n].view(dtype).reshape(s) for a, n, s in zip(starts, sizes, shapes)]
 
-    def to_gifo(w: Any) -> Any:
-        """Rows (or entries) in PyTorch's order i, f, g, o as g, i, f, o (a new array)."""
-        h = w.shape[0] // 4
-        return np.concatenate([w[2 * h:3 * h], w[:2 * h], w[3 * h:]])
+    # -- LSTM: gates run in the order o, i, f, g -------------------------------------------------------
 
-    def from_gifo(w: Any) -> Any:
-        if w is None:
-            return None
+    def to_ogif(dst: Any, w: Any) -> None:
+        """``w``'s rows (or entries) in PyTorch's order i, f, g, o into ``dst`` as o, i, f, g."""
         h = w.shape[0] // 4
-        return np.concatenate([w[h:3 * h], w[:h], w[3 * h:]])
+        dst[:h] = w[3 * h:]
+        dst[h:] = w[:3 * h]
+
+    def from_ogif(w: Any) -> Any:
+        h = w.shape[0] // 4
+        return np.concatenate([w[h:], w[:h]])
 
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                               reverse: bool) -> tuple[Any, ...]:
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
-        feats = x.shape[2]
-        # one GEMM per step, gates (4H, B) = [w_hh | w_ih | b] @ [h_prev; x_t; 1] (see the module docstring)
-        parts = [to_gifo(w_hh), to_gifo(w_ih)]
+        feats, dtype = x.shape[2], w_hh.dtype
+        rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
+        # slab j of ``acts``: the gates o, i, f, g of the step that reads c from the slab's last block, c before
+        # that step: [i; f] * [g; c_prev] is one product. Slab j of ``z``: [h; x; 1] before that step.
+        w, z, acts, tcs, ig = carve(dtype, (h4, rows), (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
+                                    (steps, hidden, batch), (2 * hidden, batch))
+        to_ogif(w[:, :hidden], w_hh)
+        to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
-            parts.append(to_gifo(b_ih + b_hh)[:, None])
-        w = np.concatenate(parts, axis=1)
-        w[hidden:] *= 0.5  # the sigmoid gates' pre-activations halved
-        z = pool.empty((steps + 1, w.shape[1], batch), w.dtype)  # slab of step t: [h_prev_t; x_t; 1]
-        first, xs = (steps, z[1:]) if reverse else (0, z[:-1])
-        z[first, :hidden] = h0.T
-        xs[:, hidden:hidden + feats] = x.transpose(0, 2, 1)
-        if b_ih is not None:
-            z[:, -1] = 1
-        acts = pool.empty((steps, 4 * hidden, batch), w.dtype)  # each step's gates g, i, f, o
-        cs = pool.empty((steps + 1, hidden, batch), w.dtype)  # c before the first step and after each
-        cs[first] = c0.T
-        tcs = pool.empty((steps, hidden, batch), w.dtype)  # tanh of c after each step
-        ig = np.empty((hidden, batch), w.dtype)
-        h3 = 3 * hidden
+            to_ogif(w[:, -1], b_ih + b_hh)
+            z[-1] = 1
+        w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
+        first, xs = (steps, z[:, 1:]) if reverse else (0, z[:, :-1])
+        z[:hidden, first] = h0.T
+        xs[hidden:hidden + feats] = x.transpose(2, 0, 1)
+        acts[first, h4:] = c0.T
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
-            a = np.matmul(w, z[cur], out=acts[t])
-            np.tanh(a, out=a)
-            s = a[hidden:]
+            a = acts[cur]
+            np.matmul(w, z[:, cur], out=a[:h4])
+            np.tanh(a[:h4], out=a[:h4])
+            s = a[:h3]
             s *= 0.5
             s += 0.5
-            c = np.multiply(a[2 * hidden:h3], cs[cur], out=cs[nxt])
-            c += np.multiply(a[hidden:2 * hidden], a[:hidden], out=ig)
-            np.multiply(a[h3:], np.tanh(c, out=tcs[t]), out=z[nxt, :hidden])
-        hs = z[:-1, :hidden] if reverse else z[1:, :hidden]
-        out = pool.empty((steps, batch, hidden), w.dtype)
-        np.copyto(out, hs.transpose(0, 2, 1))
+            np.multiply(a[hidden:h3], a[h3:], out=ig)  # [i * g; f * c_prev]
+            c = np.add(ig[:hidden], ig[hidden:], out=acts[nxt, h4:])
+            np.multiply(a[:hidden], np.tanh(c, out=tcs[t]), out=z[:hidden, nxt])
+        hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
+        out = pool.empty((steps, batch, hidden), dtype)
+        np.copyto(out, hs.transpose(1, 2, 0))
         last = 0 if reverse else steps
-        return (out, np.ascontiguousarray(z[last, :hidden].T), np.ascontiguousarray(cs[last].T),
-                acts, z, cs, tcs)
+        return (out, np.ascontiguousarray(z[:hidden, last].T), np.ascontiguousarray(acts[last, h4:].T),
+                acts, z, tcs)
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
-        acts, z, cs, tcs = saved
-        steps, four, batch = acts.shape
-        hidden, dtype = four // 4, acts.dtype
-        h3 = 3 * hidden
-        xs, cp = (z[1:], cs[1:]) if reverse else (z[:-1], cs[:-1])  # each step's slab and c before it
-        g, i, f, o = (acts[:, k * hidden:(k + 1) * hidden] for k in range(4))
-        # d(pre) = [dc, dc, dc, dh] * k (gates g, i, f, o);  dc += dh * a;  dc_prev = dc * f
-        k = np.multiply(acts, acts, out=pool.empty(acts.shape, dtype))
-        np.subtract(acts, k, out=k)  # s (1 - s), the sigmoids' slope; the g block is overwritten below
-        k[:, hidden:2 * hidden] *= g
-        k[:, 2 * hidden:h3] *= cp
-        k[:, h3:] *= tcs
-        kg = np.multiply(g, g, out=k[:, :hidden])
+        acts, z, tcs = saved
+        steps, hidden, batch = tcs.shape
+        dtype, rows = tcs.dtype, z.shape[0]
+        h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
+        xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
+        o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
+        k, fa, dpre, dm, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (steps, h4, batch),
+                                            (h4, steps, batch), (hidden, h4), (4, hidden, batch), (2, hidden, batch))
+        # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
+        s = gates[:, :h3]
+        np.multiply(s, s, out=k[:, :h3])
+        np.subtract(s, k[:, :h3], out=k[:, :h3])  # s (1 - s), the sigmoids' slope
+        k[:, :hidden] *= tcs
+        k[:, hidden:h3] *= gates[:, h3:]  # i by g, f by c_prev
+        kg = np.multiply(g, g, out=k[:, h3:])
         np.subtract(1, kg, out=kg)
-        kg *= i
-        a = np.multiply(tcs, tcs, out=pool.empty(tcs.shape, dtype))
+        kg *= gates[:, hidden:h2]
+        a = np.multiply(tcs, tcs, out=fa[:, 0])
         np.subtract(1, a, out=a)
         a *= o
-        k3 = k[:, :h3].reshape(steps, 3, hidden, batch)
-        dpre = pool.empty(acts.shape, dtype)
-        d3 = dpre[:, :h3].reshape(steps, 3, hidden, batch)
-        w = np.ascontiguousarray(to_gifo(w_hh).T)
-        # dh and dc live in two buffers of their own, updated in place (the incoming d_hn, d_cn are read only)
-        dh = np.zeros((hidden, batch), dtype) if d_hn is None else np.array(d_hn.T, dtype, order="C")
-        dc = np.zeros((hidden, batch), dtype) if d_cn is None else np.array(d_cn.T, dtype, order="C")
-        if d_out is not None:
-            dout = pool.empty((steps, hidden, batch), dtype)  # d_out feature-major, as the states
-            np.copyto(dout, d_out.transpose(0, 2, 1))
-        tmp = np.empty_like(dc)
+        # fa[t] = [a_t; f of the step the loop ran before t] (1 for the first: dc starts as d_cn)
+        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+        fa[first, 1] = 1
+        fa[rest, 1] = prior
+        to_ogif(w.T, w_hh)
+        dh, dc = e[0], e[1]
+        if d_hn is None:
+            dh.fill(0)
+        else:
+            dh[...] = d_hn.T
+        if d_cn is None:
+            dc.fill(0)
+        else:
+            dc[...] = d_cn.T
+        live = () if d_out is None else d_out.any(axis=(1, 2)).tolist()  # the steps with a nonzero d_out
+        ee = e.reshape(h4, batch)
         for t in order(steps, not reverse):
-            if d_out is not None:
-                dh += dout[t]
-            dc += np.multiply(dh, a[t], out=tmp)
-            np.multiply(k3[t], dc, out=d3[t])
-            np.multiply(k[t, h3:], dh, out=dpre[t, h3:])
-            np.matmul(w, dpre[t], out=dh)
-            dc *= f[t]
+            if live and live[t]:
+                dh += d_out[t].T
+            np.multiply(e[:2], fa[t], out=pair)
+            np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
+            d = np.multiply(k[t], ee, out=dpre[t])
+            np.matmul(w, d, out=dh)
+        dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        if needs[0] or any(needs[3:7]):  # products over all steps on d(pre) as (4H, T * B)
-            dm = pool.empty((four, steps, batch), dtype)
-            np.copyto(dm, dpre.transpose(1, 0, 2))
-            dm = dm.reshape(four, steps * batch)
+        # the steps side by side, (4H, T * B): one product each for dx and the weights (a transposing copy costs
+        # less than the loop's writing d(pre) into it directly, 4H rows of B apart)
+        np.copyto(dm, dpre.transpose(1, 0, 2))
+        dm = dm.reshape(h4, steps * batch)
         if needs[0]:
-            dx = (dm.T @ to_gifo(w_ih)).reshape(x.shape)
+            wi = np.empty(w_ih.shape, dtype)
+            to_ogif(wi, w_ih)
+            dx = (dm.T @ wi).reshape(x.shape)
         if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            zs = pool.empty((xs.shape[1], steps, batch), dtype)
-            np.copyto(zs, xs.transpose(1, 0, 2))
-            dw = dm @ zs.reshape(xs.shape[1], steps * batch).T
+            dw = dm @ xs.reshape(rows, steps * batch).T
             feats = x.shape[2]
-            dw_hh = from_gifo(dw[:, :hidden]) if needs[4] else None
-            dw_ih = from_gifo(dw[:, hidden:hidden + feats]) if needs[3] else None
+            dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
+            dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
             if has_bias:
-                db = from_gifo(dw[:, -1])
+                db = from_ogif(dw[:, -1])
                 db_ih = db if needs[5] else None
                 db_hh = db.copy() if needs[6] else None
         return dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw_ih, dw_hh, db_ih, db_hh

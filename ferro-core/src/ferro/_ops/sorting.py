@@ -283,6 +283,8 @@ def std(x: Tensor, dim: int | Sequence[int] | None = None, *, correction: float 
 def _root(s: Tensor, p: float) -> Tensor:
     """``s ** (1 / p)`` for a sum of powers ``s >= 0``, with gradient 0 where ``s == 0`` (the
     subgradient PyTorch gives the norm of a zero vector) instead of 0 * inf = nan."""
+    if p == 2 and not s._rg:  # no gradient to guard (gradient clipping's norms): the same values, one op
+        return s.sqrt()
     zero = s == 0
     safe = where(zero, 1.0, s)
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
@@ -298,9 +300,9 @@ def norm(x: Tensor, p: Any = "fro", dim: int | Sequence[int] | None = None, keep
         p = "fro"
     if p == "nuc":  # a matrix norm: the registry op (ferro.linalg's), looked up as it is registered later
         return REGISTRY["linalg.matrix_norm"].fn(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
-    a = x.abs()
     if p in ("fro", 2, 2.0):
         return _root(_abs2(x).sum(dim, keepdim=keepdim), 2)
+    a = x.abs()
     if p in (math.inf, "inf"):
         return a.amax(dim if dim is not None else (), keepdim=keepdim)
     if p in (-math.inf, "-inf"):
