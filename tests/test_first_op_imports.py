@@ -1,0 +1,58 @@
+"""What a program's first op imports (``import ferro; ferro.ones(2) + 1``, the time-to-first-op row of
+``benchmarks/ops.py``), and that what it leaves for later is still there when asked for."""
+
+from __future__ import annotations
+
+from conftest import run_json
+
+#: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) and what reading a CUDA
+#: kernel's source needs (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
+NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer",
+                   "importlib.resources", "tempfile", "shutil")
+
+
+def test_the_first_op_leaves_the_layers_and_kernel_sources_unloaded() -> None:
+    got = run_json(f"""
+        import json, sys, warnings
+        warnings.simplefilter('ignore')  # the deliberately broken test plugins
+        import ferro
+        y = ferro.ones(2) + 1
+        print(json.dumps({{'loaded': [m for m in {NOT_AT_FIRST_OP!r} if m in sys.modules],
+                          'bound': 'ferro_cpu' in sys.modules, 'values': y.tolist()}}))
+    """)
+    assert got == {"loaded": [], "bound": True, "values": [2.0, 2.0]}
+
+
+def test_the_layers_are_there_when_asked_for() -> None:
+    got = run_json("""
+        import json, sys
+        import ferro
+        import ferro.nn.functional as F
+        nn = ferro.nn
+        before = 'ferro.nn.modules' in sys.modules
+        linear = nn.Linear(2, 3)
+        space = {}
+        exec('from ferro.nn import *', space)
+        from ferro.nn.modules import __all__ as layers
+        from ferro.nn.modules.attention import multi_head_attention_forward
+        from ferro.nn.modules.module import RemovableHandle
+        try:
+            nn.NoSuchLayer
+            missing = None
+        except AttributeError as e:
+            missing = str(e)
+        print(json.dumps({
+            'before': before, 'after': 'ferro.nn.modules' in sys.modules,
+            'linear': type(linear).__module__ + '.' + type(linear).__name__,
+            'all': sorted(nn.__all__) == sorted({'functional', 'init', 'utils', 'Parameter', 'Buffer', *layers}),
+            'star': sorted(n for n in space if n != '__builtins__') == sorted(nn.__all__),
+            'dir': set(nn.__all__) <= set(dir(nn)),
+            'mha': F.multi_head_attention_forward is multi_head_attention_forward,
+            'mha_dir': 'multi_head_attention_forward' in dir(F),
+            'handle': nn.RemovableHandle is RemovableHandle is ferro.optim.optimizer.RemovableHandle,
+            'handle_module': RemovableHandle.__module__, 'missing': missing}))
+    """)
+    assert got == {"before": False, "after": True, "linear": "ferro.nn.modules.linear.Linear", "all": True,
+                   "star": True, "dir": True, "mha": True, "mha_dir": True, "handle": True,
+                   "handle_module": "ferro.nn.modules.module",
+                   "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'"}
