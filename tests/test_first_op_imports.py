@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from conftest import run_json
 
-#: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) and what reading a CUDA
-#: kernel's source needs (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
+#: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...), ferro-cuda's kernels (its
+#: backend is registered at the first op, on every machine) and what reading their sources needs
+#: (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
 NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer",
-                   "importlib.resources", "tempfile", "shutil")
+                   "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources", "tempfile", "shutil")
 
 
 def test_the_first_op_leaves_the_layers_and_kernel_sources_unloaded() -> None:
