@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from conftest import run_json
 
-#: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...), ferro-cuda's kernels (its
-#: backend is registered at the first op, on every machine) and what reading their sources needs
-#: (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
-NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer",
-                   "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources", "tempfile", "shutil")
+#: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) with ``nn.init`` and ``nn.utils``,
+#: ferro-cuda's kernels (its backend is registered at the first op, on every machine) and what reading their
+#: sources needs (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
+NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer", "ferro.nn.init",
+                   "ferro.nn.utils", "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources", "tempfile",
+                   "shutil")
 
 
 def test_the_first_op_leaves_the_layers_and_kernel_sources_unloaded() -> None:

@@ -3,9 +3,9 @@
 ``ferro.nn.functional`` holds the stateless functions, ``ferro.nn.init`` the
 initializations and ``ferro.nn.utils`` gradient clipping.
 
-The layers (:mod:`ferro.nn.modules`, some thirty modules) are imported when one of their names is first
-asked for: ``import ferro`` needs only ``functional`` and ``Parameter`` here, and a program's first op
-should not pay for ``Transformer``.
+The layers (:mod:`ferro.nn.modules`, some thirty modules), ``init`` and ``utils`` are imported when one of
+their names is first asked for: ``import ferro`` needs only ``functional`` and ``Parameter`` here, and a
+program's first op should not pay for ``Transformer``.
 """
 
 import importlib as _importlib
@@ -13,19 +13,22 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from . import functional as functional
-from . import init as init
-from . import utils as utils
 from .parameter import Buffer as Buffer
 from .parameter import Parameter as Parameter
 
-if _TYPE_CHECKING:  # what type checkers see: every layer, as if imported here
+if _TYPE_CHECKING:  # what type checkers see: everything, as if imported here
+    from . import init as init
+    from . import utils as utils
     from .modules import *  # noqa: F403
 
 _EAGER = ["functional", "init", "utils", "Parameter", "Buffer"]
 
 
 def _load_layers() -> list[str]:
-    """Import :mod:`ferro.nn.modules` and put its names here (once); returns ``__all__``."""
+    """Import ``init``, ``utils`` and :mod:`ferro.nn.modules`, and put the layers' names here (once); returns
+    ``__all__``."""
+    for sub in ("init", "utils"):
+        _importlib.import_module(f".{sub}", __name__)
     layers = _importlib.import_module(".modules", __name__)
     names = [n for n in layers.__all__ if n not in _EAGER]
     globals().update({n: getattr(layers, n) for n in names})
