@@ -6,11 +6,13 @@ from __future__ import annotations
 from conftest import run_json
 
 #: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) with ``nn.init`` and ``nn.utils``,
-#: ferro-cuda's kernels (its backend is registered at the first op, on every machine) and what reading their
-#: sources needs (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
+#: the optimizers whose update is no registered op (LBFGS, Muon, Adafactor, SparseAdam), ferro-cuda's kernels
+#: (its backend is registered at the first op, on every machine) and what reading their sources needs
+#: (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
 NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer", "ferro.nn.init",
-                   "ferro.nn.utils", "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources", "tempfile",
-                   "shutil")
+                   "ferro.nn.utils", "ferro.optim.lbfgs", "ferro.optim.muon", "ferro.optim.adafactor",
+                   "ferro.optim.sparse_adam", "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources",
+                   "tempfile", "shutil")
 
 
 def test_the_first_op_leaves_the_layers_and_kernel_sources_unloaded() -> None:
@@ -52,9 +54,12 @@ def test_the_layers_are_there_when_asked_for() -> None:
             'mha': F.multi_head_attention_forward is multi_head_attention_forward,
             'mha_dir': 'multi_head_attention_forward' in dir(F),
             'handle': nn.RemovableHandle is RemovableHandle is ferro.optim.optimizer.RemovableHandle,
-            'handle_module': RemovableHandle.__module__, 'missing': missing}))
+            'handle_module': RemovableHandle.__module__, 'missing': missing,
+            'optim': [type(getattr(ferro.optim, n)).__name__ for n in ferro.optim.__all__],
+            'optim_dir': set(ferro.optim.__all__) - {'lr_scheduler'} <= set(dir(ferro.optim))}))
     """)
     assert got == {"before": False, "after": True, "linear": "ferro.nn.modules.linear.Linear", "all": True,
                    "star": True, "dir": True, "mha": True, "mha_dir": True, "handle": True,
                    "handle_module": "ferro.nn.modules.module",
-                   "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'"}
+                   "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'",
+                   "optim": ["type"] * 16 + ["module"], "optim_dir": True}
