@@ -6,12 +6,14 @@ from __future__ import annotations
 from conftest import run_json
 
 #: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) with ``nn.init`` and ``nn.utils``,
-#: the optimizers whose update is no registered op (LBFGS, Muon, Adafactor, SparseAdam), ferro-cuda's kernels
+#: the optimizers whose update is no registered op (LBFGS, Muon, Adafactor, SparseAdam), the collectives (a
+#: process-group plugin imports ferro.distributed's contract, ``_backend``), ferro-cuda's kernels
 #: (its backend is registered at the first op, on every machine) and what reading their sources needs
 #: (``importlib.resources`` brings ``tempfile``, ``shutil``, ``pathlib``...).
 NOT_AT_FIRST_OP = ("ferro.nn.modules", "ferro.nn.modules.module", "ferro.nn.modules.transformer", "ferro.nn.init",
                    "ferro.nn.utils", "ferro.optim.lbfgs", "ferro.optim.muon", "ferro.optim.adafactor",
-                   "ferro.optim.sparse_adam", "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources",
+                   "ferro.optim.sparse_adam", "ferro.distributed._collectives", "ferro.distributed._world",
+                   "ferro.distributed._mpi", "ferro_cuda._fused", "ferro_cuda.kernels", "importlib.resources",
                    "tempfile", "shutil")
 
 
@@ -32,6 +34,7 @@ def test_the_layers_are_there_when_asked_for() -> None:
         import json, sys
         import ferro
         import ferro.nn.functional as F
+        import ferro.distributed as dist
         nn = ferro.nn
         before = 'ferro.nn.modules' in sys.modules
         linear = nn.Linear(2, 3)
@@ -56,10 +59,13 @@ def test_the_layers_are_there_when_asked_for() -> None:
             'handle': nn.RemovableHandle is RemovableHandle is ferro.optim.optimizer.RemovableHandle,
             'handle_module': RemovableHandle.__module__, 'missing': missing,
             'optim': [type(getattr(ferro.optim, n)).__name__ for n in ferro.optim.__all__],
-            'optim_dir': set(ferro.optim.__all__) - {'lr_scheduler'} <= set(dir(ferro.optim))}))
+            'optim_dir': set(ferro.optim.__all__) - {'lr_scheduler'} <= set(dir(ferro.optim)),
+            'dist': [n for n in dist.__all__ if not hasattr(dist, n)],
+            'dist_dir': set(dist.__all__) <= set(dir(dist))}))
     """)
     assert got == {"before": False, "after": True, "linear": "ferro.nn.modules.linear.Linear", "all": True,
                    "star": True, "dir": True, "mha": True, "mha_dir": True, "handle": True,
                    "handle_module": "ferro.nn.modules.module",
                    "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'",
-                   "optim": ["type"] * 16 + ["module"], "optim_dir": True}
+                   "optim": ["type"] * 16 + ["module"], "optim_dir": True, "dist": [],
+                   "dist_dir": True}
