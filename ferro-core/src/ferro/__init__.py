@@ -22,6 +22,12 @@ from ._core.lazy import attributes as _attributes
 _gc_was_enabled = _gc.isenabled()
 _gc.disable()
 try:
+    # First, near the top of the stack: CPython 3.11 maps and unmaps a 16 KiB frame-stack chunk on every call
+    # that crosses a chunk's end, and imported deep in the chain below, the NamedTuples of ferro.backends
+    # and ferro._core (typing checks each field with Python calls) did that some 200 times.
+    from . import backends  # noqa: F401
+
+    # isort: split
     from . import amp, nn, optim, random
     from ._api import *  # noqa: F403 - the namespace of tensors and functions
     from ._api import __all__ as _api_all

@@ -32,7 +32,6 @@ from ._indexing import IndexLabels
 from ._memory import MemoryTracker, PinnedStager
 from ._runtime import cuda_availability, cuda_version
 from ._streams import CudaEvent, CudaStream
-from .kernels.elementwise import generation_refusal
 
 __all__ = ["CudaBackend"]
 
@@ -118,6 +117,8 @@ class CudaBackend(ArrayAPIBackend):
         """bfloat16 for every op CuPy has no bfloat16 path for (and every op whose fused kernels it refuses), and
         the compute dtypes a plugin op's generated kernel has no C for (complex: ``kernels/elementwise.py``)."""
         out = {op: frozenset({bfloat16}) for op in self.bfloat16_refusals(index)}
+        if self._generated:
+            from .kernels.elementwise import generation_refusal  # here: the kernel sources wait for a CUDA op
         for name, op in self._generated.items():
             if no := frozenset(d for d, _ in op.table.values() if generation_refusal(op, d.name) is not None):
                 out[name] = out.get(name, frozenset()) | no
@@ -127,8 +128,10 @@ class CudaBackend(ArrayAPIBackend):
         """Why ``kernel`` cannot take ``dtype``: bfloat16 on this CuPy (see :mod:`._bfloat16`), and a generated
         kernel's dtype without C; otherwise None."""
         op = self._generated.get(kernel)
-        if op is not None and (why := generation_refusal(op, dtype.name)) is not None:
-            return why
+        if op is not None:
+            from .kernels.elementwise import generation_refusal
+            if (why := generation_refusal(op, dtype.name)) is not None:
+                return why
         bf16 = self.cupy_bfloat16() if dtype is bfloat16 else None
         if bf16 is None:
             return None

@@ -17,8 +17,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ._fused import check_index_bounds, has_index_arrays
-
 __all__ = ["IndexLabels", "checked_getitem"]
 
 
@@ -44,6 +42,10 @@ def checked_getitem(xp: Any, generic: Callable[[Any, Any], Any], label: Callable
                     ) -> Callable[[Any, Any], Any]:
     """``generic`` (``x[key]``) raising IndexError for an out-of-range integer index instead of wrapping it,
     named after ``label()`` (the op and argument that core named, if any)."""
+    # Here, not at the top: the backend's constructor needs IndexLabels, and this module is imported with it
+    # whenever ferro discovers its backends; the kernels wait for a CUDA device.
+    from ._fused import check_index_bounds, has_index_arrays
+
     def getitem(x: Any, key: Any) -> Any:
         if has_index_arrays(key):
             check_index_bounds(xp, x, key, label())

@@ -110,7 +110,8 @@ def substitute(text: str, ctype: str, dialect: Dialect) -> str:
     return Template(text).substitute(T=ctype, FN=dialect.function, ERR=dialect.flag)
 
 
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+#: A call in C source; compiled on first use (re caches it), not at ``import ferro``.
+_CALL = r"\b([A-Za-z_]\w*)\s*\("
 
 
 def _used(text: str, helpers: Iterable[Helper]) -> list[Helper]:
@@ -119,7 +120,7 @@ def _used(text: str, helpers: Iterable[Helper]) -> list[Helper]:
     out: list[Helper] = []
 
     def visit(src: str, seen: frozenset[str]) -> None:
-        for name in _CALL.findall(src):
+        for name in re.findall(_CALL, src):
             h = by_name.get(name)
             if h is None or h in out or name in seen:
                 continue
@@ -137,7 +138,7 @@ def used_helpers(text: str, helpers: Iterable[Helper]) -> list[Helper]:
 
 def calls(text: str) -> set[str]:
     """The names of the functions C ``text`` calls (builtins and helpers; ``sizeof``-like keywords aside)."""
-    return set(_CALL.findall(text)) - {"if", "while", "for", "return", "sizeof"}
+    return set(re.findall(_CALL, text)) - {"if", "while", "for", "return", "sizeof"}
 
 
 def helper_source(text: str, helpers: Iterable[Helper], ctype: str, dialect: Dialect) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.lazy import attributes as _attributes
 from .._core.tensor import Tensor
 from .._ops.composite import ACTIVATION_NAMES
 from .._ops.composite import FUNCTIONS as _COMPOSITES
@@ -77,3 +78,11 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "pad", *ACTIVATION_NAMES, *_NN, *_CONV, *_NUMERIC,
            *_SURFACE, *_DROPOUTS, *_INPLACE, *_BAGS, *_WINDOWS, *_WITH_INDICES,
            "adaptive_max_pool1d"]
+
+#: The one function written with a layer (:class:`~ferro.nn.MultiheadAttention`'s computation): imported from
+#: there on first use, as the layers are (``ferro.nn``).
+__getattr__ = _attributes(__name__, {"multi_head_attention_forward": "ferro.nn.modules.attention"})
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "multi_head_attention_forward"})

@@ -36,7 +36,7 @@ from .._core.modes import entry
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor
 from ..errors import DTypeError
-from ..nn.modules.module import RemovableHandle, new_args
+from ..nn._handles import RemovableHandle, new_args
 
 __all__ = ["Optimizer", "required", "check", "fused_kernel", "register_step", "decayed_grad",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

@@ -13,7 +13,6 @@ NVRTC alone, which needs no GPU and no driver, so CI checks every source.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from typing import Any
 
 from .activations import ACTIVATIONS, activation_source
@@ -55,6 +54,9 @@ class KernelCompileError(RuntimeError):
 
 
 def _read(file: str) -> str:
+    # Deferred: importlib.resources brings pathlib, tempfile, shutil and urllib, and this package is imported
+    # when ferro discovers its backends (the first op of every program, CUDA or not).
+    from importlib import resources
     return resources.files(__package__).joinpath(file).read_text(encoding="utf-8")
 
 

@@ -8,7 +8,6 @@ in its own dict, filled by ``__setattr__``; everything that walks the tree
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -16,44 +15,11 @@ from typing import Any, NamedTuple
 from ..._core.dtypes import DType
 from ..._core.tensor import Tensor
 from ...autograd import is_grad_enabled, no_grad
+from .._handles import RemovableHandle, new_args
 from ..parameter import Buffer, Parameter
 from ._backward_hooks import wrap_inputs, wrap_outputs
 
 __all__ = ["Module", "RemovableHandle"]
-
-
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``remove()`` (or leaving a ``with`` block) takes the hook back."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, *hook_dicts: dict[int, Any]) -> None:
-        self.id = next(RemovableHandle._next_id)
-        self._dicts = hook_dicts
-
-    def remove(self) -> None:
-        """Take the hook back (a second call does nothing)."""
-        for d in self._dicts:
-            if isinstance(d, set):
-                d.discard(self.id)
-            else:
-                d.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-def new_args(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-             what: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The ``(args, kwargs)`` a pre-hook that takes both returned: ``result``, or the old ones for None."""
-    if result is None:
-        return args, kwargs
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise RuntimeError(f"{what} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
-    return result
 
 
 class _IncompatibleKeys(NamedTuple):
