@@ -103,6 +103,15 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """Rows per block of the (rows, cols) array ``r``."""
         return max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize))
 
+    def narrow_buffers(r: Any) -> None:
+        """Within a kernel (its errstate restores the setting on return): ufunc buffers of 256 elements for a
+        large (rows, cols) array of 512 to 8191 columns. A broadcast operand of one value per row (``x - max``,
+        ``y * (1 / sum)``) makes NumPy's iterator buffer it, and with the default buffer of 8192 elements each
+        inner loop copies several rows' worth first: about three times the arithmetic's cost (measured); a
+        buffer no longer than a row runs the ufunc's loop with a scalar operand row by row instead."""
+        if 512 <= r.shape[1] < 8192 and r.size >= 1 << 16:
+            np.setbufsize(256)
+
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
         return a.reshape(r.shape)
@@ -132,6 +141,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         v = ones_of(cols, xr.dtype)
         s, r = np.empty(n, xr.dtype), np.empty(n, xr.dtype)
         step = step_of(xr)
+        narrow_buffers(xr)
         for i in range(0, n, step):
             yb, sb, rb = yr[i:i + step], s[i:i + step], r[i:i + step]
             exp(xr[i:i + step], out=yb)
@@ -164,6 +174,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         else:
             gr, tr = like_rows(gw, yr), t.reshape(yr.shape)
             step = step_of(yr)
+            narrow_buffers(yr)
             for i in range(0, len(yr), step):
                 gb, tb = gr[i:i + step], tr[i:i + step]
                 subtract(gb, einsum("ij,ij->i", gb, yr[i:i + step])[:, None], out=tb)  # no g * y temporary
@@ -190,6 +201,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         y = new(xw)
         yr = y.reshape(xr.shape)
         step = step_of(xr)
+        narrow_buffers(xr)
         v = ones_of(xr.shape[1], xr.dtype)
         e = np.empty((min(step, len(xr)), xr.shape[1]), xr.dtype)
         for i in range(0, len(xr), step):
@@ -213,6 +225,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return back(e, y.dtype)
         gr, er = like_rows(gw, yr), e.reshape(yr.shape)
         step = step_of(yr)
+        narrow_buffers(yr)
         v = ones_of(yr.shape[1], yr.dtype)
         for i in range(0, len(yr), step):
             gb, eb = gr[i:i + step], er[i:i + step]
@@ -241,6 +254,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         mean, rstd = np.empty((n, 1), dt), np.empty((n, 1), dt)
         v = ones_of(cols, dt)
         step = step_of(xr)
+        narrow_buffers(xr)
         inv = dt.type(1 / cols)
         for i in range(0, n, step):
             xb, yb, mb, rb = xr[i:i + step], y[i:i + step], mean[i:i + step], rstd[i:i + step]
@@ -271,6 +285,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dw = None if w is None else np.zeros(cols, dt)
         v = ones_of(cols, dt)
         step = step_of(xr)
+        narrow_buffers(xr)
         xhat = np.empty((min(step, n), cols), dt)
         gw_buf = None if w is None else np.empty_like(xhat)
         inv = dt.type(1 / cols)
