@@ -26,10 +26,20 @@ from typing import Any
 
 from ._pool import MIN_BYTES
 
-__all__ = ["row_kernels", "last_axis_sums"]
+__all__ = ["row_kernels", "last_axis_sums", "narrow_buffers"]
 
 #: Rows up to this long are summed by BLAS (see last_axis_sums); longer ones by NumPy's pairwise sum.
 BLAS_ROW = 4096
+
+
+def narrow_buffers(np: Any, r: Any) -> None:
+    """Within a kernel (its ``errstate`` restores the setting on return): ufunc buffers of 256 elements for a
+    large (rows, cols) array of 512 to 8191 columns. A broadcast operand of one value per row (``x - max``,
+    ``y * (1 / sum)``) makes NumPy's iterator buffer it, and with the default buffer of 8192 elements each
+    inner loop copies several rows' worth first: about three times the arithmetic's cost (measured); a
+    buffer no longer than a row runs the ufunc's loop with a scalar operand row by row instead."""
+    if 512 <= r.shape[-1] < 8192 and r.size >= 1 << 16:
+        np.setbufsize(256)
 
 
 def last_axis_sums(np: Any) -> Callable[[Any, bool], Any]:
@@ -103,15 +113,6 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """Rows per block of the (rows, cols) array ``r``."""
         return max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize))
 
-    def narrow_buffers(r: Any) -> None:
-        """Within a kernel (its errstate restores the setting on return): ufunc buffers of 256 elements for a
-        large (rows, cols) array of 512 to 8191 columns. A broadcast operand of one value per row (``x - max``,
-        ``y * (1 / sum)``) makes NumPy's iterator buffer it, and with the default buffer of 8192 elements each
-        inner loop copies several rows' worth first: about three times the arithmetic's cost (measured); a
-        buffer no longer than a row runs the ufunc's loop with a scalar operand row by row instead."""
-        if 512 <= r.shape[1] < 8192 and r.size >= 1 << 16:
-            np.setbufsize(256)
-
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
         return a.reshape(r.shape)
@@ -130,27 +131,34 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return back(y, x.dtype)
 
     @quiet
-    def softmax_rows(xr: Any, yr: Any) -> None:
+    def softmax_rows(xr: Any, yr: Any, shift: bool = False) -> None:
         """exp(x) / sum(exp(x)) per row, without the shift by the row's maximum, block by block; then the rows
-        where that is not PyTorch's shifted quotient to rounding again, shifted. The check is one dot product:
-        ``sum(s * (1 / s))`` is the row count exactly when every row's sum ``s`` of exponentials is finite
-        (no exp overflowed, no NaN) and above ``1 / max`` of the dtype (a row of -inf, or of values whose
-        exponentials all underflow, gives NaN or inf there). An exponential that underflows in a row that
-        passes is below ``tiny / s``: its quotient is off by less than the dtype's smallest normal number."""
+        where that is not PyTorch's shifted quotient to rounding again, shifted (``shift``: all rows shifted).
+        The check is one sum of products: ``sum(s * (1 / s))`` is the row count exactly when every row's sum
+        ``s`` of exponentials is finite (no exp overflowed, no NaN) and above ``1 / max`` of the dtype (a row
+        of -inf, or of values whose exponentials all underflow, gives NaN or inf there). An exponential that
+        underflows in a row that passes is below ``tiny / s``: its quotient is off by less than the dtype's
+        smallest normal number. The row sums are BLAS matrix-vector products of one block each: below
+        OpenBLAS's threshold for threads, whose wake-up costs milliseconds on a loaded machine."""
         n, cols = xr.shape
         v = ones_of(cols, xr.dtype)
         s, r = np.empty(n, xr.dtype), np.empty(n, xr.dtype)
         step = step_of(xr)
-        narrow_buffers(xr)
+        narrow_buffers(np, xr)
         for i in range(0, n, step):
-            yb, sb, rb = yr[i:i + step], s[i:i + step], r[i:i + step]
-            exp(xr[i:i + step], out=yb)
+            xb, yb, sb, rb = xr[i:i + step], yr[i:i + step], s[i:i + step], r[i:i + step]
+            if shift:  # a row holding +inf or only -inf gives NaN, as PyTorch's
+                exp(subtract(xb, maximum(xb, axis=1, keepdims=True), out=yb), out=yb)
+            else:
+                exp(xb, out=yb)
             dot(yb, v, out=sb)
             np.reciprocal(sb, out=rb)  # PyTorch's kernels multiply by 1 / sum too
             multiply(yb, rb[:, None], out=yb)
-        if not abs(float(dot(s, r)) - n) < 1e-3 * n:
+        if not shift and not abs(float(einsum("i,i->", s, r)) - n) < 1e-3 * n:
             bad = np.flatnonzero(~(abs(s * r - 1) < 1e-3))
-            yr[bad] = shifted_softmax(xr[bad], 1, xr.dtype)
+            redo = np.empty((len(bad), cols), xr.dtype)
+            softmax_rows(xr[bad], redo, shift=True)
+            yr[bad] = redo
 
     def shifted(x: Any, dim: int) -> Any:
         """``x - max(x)`` along ``dim``, a new array (a row holding +inf or only -inf gives NaN, as PyTorch's)."""
@@ -174,7 +182,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         else:
             gr, tr = like_rows(gw, yr), t.reshape(yr.shape)
             step = step_of(yr)
-            narrow_buffers(yr)
+            narrow_buffers(np, yr)
             for i in range(0, len(yr), step):
                 gb, tb = gr[i:i + step], tr[i:i + step]
                 subtract(gb, einsum("ij,ij->i", gb, yr[i:i + step])[:, None], out=tb)  # no g * y temporary
@@ -201,7 +209,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         y = new(xw)
         yr = y.reshape(xr.shape)
         step = step_of(xr)
-        narrow_buffers(xr)
+        narrow_buffers(np, xr)
         v = ones_of(xr.shape[1], xr.dtype)
         e = np.empty((min(step, len(xr)), xr.shape[1]), xr.dtype)
         for i in range(0, len(xr), step):
@@ -225,7 +233,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return back(e, y.dtype)
         gr, er = like_rows(gw, yr), e.reshape(yr.shape)
         step = step_of(yr)
-        narrow_buffers(yr)
+        narrow_buffers(np, yr)
         v = ones_of(yr.shape[1], yr.dtype)
         for i in range(0, len(yr), step):
             gb, eb = gr[i:i + step], er[i:i + step]
@@ -254,7 +262,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         mean, rstd = np.empty((n, 1), dt), np.empty((n, 1), dt)
         v = ones_of(cols, dt)
         step = step_of(xr)
-        narrow_buffers(xr)
+        narrow_buffers(np, xr)
         inv = dt.type(1 / cols)
         for i in range(0, n, step):
             xb, yb, mb, rb = xr[i:i + step], y[i:i + step], mean[i:i + step], rstd[i:i + step]
@@ -285,7 +293,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dw = None if w is None else np.zeros(cols, dt)
         v = ones_of(cols, dt)
         step = step_of(xr)
-        narrow_buffers(xr)
+        narrow_buffers(np, xr)
         xhat = np.empty((min(step, n), cols), dt)
         gw_buf = None if w is None else np.empty_like(xhat)
         inv = dt.type(1 / cols)
