@@ -217,3 +217,21 @@ def test_blocked_rows_in_16_bits_as_torch(calls: dict[str, int], dtype: str) -> 
     np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol * 4)
     assert calls["softmax"] == calls["log_softmax"] == calls["layer_norm_forward"] == 1
     assert calls["softmax_backward"] == calls["log_softmax_backward"] == calls["layer_norm_backward"] == 1
+
+
+def test_row_kernels_leave_numpy_buffer_size_and_error_state(calls: dict[str, int]) -> None:
+    # the kernels narrow NumPy's ufunc buffer for rows of 512 and more (and silence its warnings) inside their
+    # errstate only: the caller's settings hold after every kernel, the fallback of the unshifted softmax included
+    x = RNG.standard_normal((300, 600)).astype(np.float32) * 3
+    x[7, 1] = 200.0
+    bufsize, err = np.getbufsize(), np.geterr()
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = [F.softmax(fx, -1), F.log_softmax(fx, -1), F.layer_norm(fx, (600,))]
+    ref = [TF.softmax(tx, -1), TF.log_softmax(tx, -1), TF.layer_norm(tx, (600,))]
+    sum(got).sum().backward()
+    sum(ref).sum().backward()
+    assert np.getbufsize() == bufsize and np.geterr() == err
+    for f, t in zip(got, ref, strict=True):
+        np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert calls["softmax"] == calls["softmax_backward"] == calls["layer_norm_backward"] == 1
