@@ -106,7 +106,8 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def rows_of(x: Any, dim: int) -> Any:
         """``x`` as (rows, the last dim), when the row kernels take it: ``dim`` the last, a C-contiguous float32
         or float64 array, not empty; None otherwise (the general kernels below run)."""
-        if dim not in (-1, x.ndim - 1) or x.dtype not in floats or not x.flags.c_contiguous or x.size == 0:
+        if x.ndim == 0 or dim not in (-1, x.ndim - 1) or x.dtype not in floats or not x.flags.c_contiguous \
+                or x.size == 0:
             return None
         return x.reshape(-1, x.shape[-1])
 
