@@ -131,3 +131,107 @@ def test_softmax_last_dim_with_and_without_the_shift_as_torch(calls: dict[str, i
         y.add_(1.0)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+def _rows_with_extremes(rows: int, cols: int, dtype: str) -> np.ndarray:
+    """Normal logits with rows the unshifted quotient cannot take (an overflowing logit, +inf, a row of -inf,
+    a row whose exponentials all underflow, NaN) and other extremes (-0.0, -inf entries, large negatives)
+    spread over several blocks of rows."""
+    x = RNG.standard_normal((rows, cols)).astype(dtype)
+    big = 100.0 if dtype == "float32" else 1000.0
+    x[1, 3] = big
+    x[rows // 2, 0] = np.inf
+    x[rows // 2 + 1] = -np.inf
+    x[rows // 3] -= 10 * big
+    x[rows - 2, 5] = np.nan
+    x[rows - 1, :4] = [-0.0, 0.0, -np.inf, -big]
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_blocked_rows_with_extreme_rows_as_torch(calls: dict[str, int], dtype: str, fn: str) -> None:
+    # more rows than one block holds (the kernels run block by block, the unshifted softmax redoes the rows it
+    # cannot take with the shift); the gradient is a broadcast view (sum().backward()), as in a training loop
+    x = _rows_with_extremes(1500, 130, dtype)
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, ref = getattr(F, fn)(fx, dim=-1), getattr(TF, fn)(tx, dim=-1)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=tol, atol=tol, equal_nan=True)
+    (got * ferro.tensor(np.linspace(-1, 1, 130).astype(dtype))).sum().backward()
+    (ref * torch.tensor(np.linspace(-1, 1, 130).astype(dtype))).sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol * 10, atol=tol * 10, equal_nan=True)
+    assert calls[fn] == 1 and calls[f"{fn}_backward"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_blocked_softmax_backward_of_a_summed_output(calls: dict[str, int], dtype: str) -> None:
+    x = RNG.standard_normal((700, 260)).astype(dtype) * 4
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for f, t in ((F.softmax(fx, -1), TF.softmax(tx, -1)), (F.log_softmax(fx, -1), TF.log_softmax(tx, -1))):
+        f.sum().backward()
+        t.sum().backward()
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    assert calls["softmax_backward"] == calls["log_softmax_backward"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_blocked_layer_norm_as_torch(calls: dict[str, int], dtype: str, affine: bool) -> None:
+    # several blocks of rows, rows of large mean and of one value (variance 0: 1 / sqrt(eps)), -0.0 and large |x|
+    x = (RNG.standard_normal((3, 400, 96)) * 3 + 1).astype(dtype)
+    x[0, 5] += 1e3
+    x[1, 7] = 2.5
+    x[2, 9, :3] = [-0.0, 1e4, -1e4]
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    w, b = (RNG.standard_normal(96).astype(dtype) for _ in range(2))
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fw, fb = (ferro.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    tw, tb = (torch.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    got, ref = F.layer_norm(fx, (96,), fw, fb), TF.layer_norm(tx, (96,), tw, tb)
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=tol, atol=tol)
+    got.backward(ferro.tensor(g))
+    ref.backward(torch.tensor(g))
+    for f, t in [(fx, tx)] + ([(fw, tw), (fb, tb)] if affine else []):
+        np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol * 10)
+    assert calls["layer_norm_forward"] == calls["layer_norm_backward"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_blocked_rows_in_16_bits_as_torch(calls: dict[str, int], dtype: str) -> None:
+    x = RNG.standard_normal((600, 160)).astype(np.float32) * 3
+    x[4, 2] = 60.0  # overflows exp in float16, not in the float32 the kernels compute in
+    fx = ferro.tensor(x).to(getattr(ferro, dtype)).requires_grad_()
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    outs = [(F.softmax(fx, -1), TF.softmax(tx, -1)), (F.log_softmax(fx, -1), TF.log_softmax(tx, -1)),
+            (F.layer_norm(fx, (160,)), TF.layer_norm(tx, (160,)))]
+    g = RNG.standard_normal(x.shape).astype(np.float32)  # (a sum of all 96000 values would overflow float16)
+    sum(f for f, _ in outs).backward(ferro.tensor(g).to(fx.dtype))
+    sum(t for _, t in outs).backward(torch.tensor(g).to(tx.dtype))
+    tol = 2e-2 if dtype == "float16" else 8e-2
+    for f, t in outs:
+        assert f.dtype is getattr(ferro, dtype)
+        np.testing.assert_allclose(f.detach().float().numpy(), t.detach().float().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol * 4)
+    assert calls["softmax"] == calls["log_softmax"] == calls["layer_norm_forward"] == 1
+    assert calls["softmax_backward"] == calls["log_softmax_backward"] == calls["layer_norm_backward"] == 1
+
+
+def test_row_kernels_leave_numpy_buffer_size_and_error_state(calls: dict[str, int]) -> None:
+    # the kernels narrow NumPy's ufunc buffer for rows of 512 and more (and silence its warnings) inside their
+    # errstate only: the caller's settings hold after every kernel, the fallback of the unshifted softmax included
+    x = RNG.standard_normal((300, 600)).astype(np.float32) * 3
+    x[7, 1] = 200.0
+    bufsize, err = np.getbufsize(), np.geterr()
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = [F.softmax(fx, -1), F.log_softmax(fx, -1), F.layer_norm(fx, (600,))]
+    ref = [TF.softmax(tx, -1), TF.log_softmax(tx, -1), TF.layer_norm(tx, (600,))]
+    sum(got).sum().backward()
+    sum(ref).sum().backward()
+    assert np.getbufsize() == bufsize and np.geterr() == err
+    for f, t in zip(got, ref, strict=True):
+        np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert calls["softmax"] == calls["softmax_backward"] == calls["layer_norm_backward"] == 1

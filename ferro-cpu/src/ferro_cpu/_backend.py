@@ -35,6 +35,7 @@ from ._quantized import quantized_kernels
 from ._rectifiers import rectifier_kernels
 from ._recurrent import recurrent_kernels
 from ._rows import last_axis_sums, row_kernels
+from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
@@ -184,18 +185,8 @@ class NumpyBackend(ArrayAPIBackend):
                                           half, op in _EXACT)
         table["pow"] = _squaring(np, table["pow"], quiet)
 
-        @quiet
-        def sigmoid(x: Any) -> Any:
-            if x.dtype.kind == "c":  # no sign to split on: the plain formula, as PyTorch
-                return 1 / (1 + np.exp(-x))
-            if x.dtype in halves:  # in float32, rounded once (as PyTorch): exp(-x) overflows float16 from -11 on
-                return half.round(sigmoid(x.astype(np.float32)), x.dtype)
-            # PyTorch's CPU formula, 1 / (1 + exp(-x)), in place: four passes, one buffer (exp overflows to
-            # inf below about -88 in float32, giving 0, as PyTorch's kernel does)
-            t = np.negative(x, out=pool.empty(x.shape, x.dtype))
-            np.exp(t, out=t)
-            np.add(t, 1, out=t)
-            return np.reciprocal(t, out=t)
+        sigmoids = sigmoid_kernels(np, pool, half)  # sigmoid, and silu (ferro/_ops/fused.py)
+        sigmoid = sigmoids.pop("sigmoid")
 
         half_relu = half.ufunc(np.maximum, exact=True)
         def relu(x: Any) -> Any:
@@ -408,6 +399,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
+        table.update(sigmoids)  # silu (ferro/_ops/fused.py)
         table.update(sparse_kernels(np))  # spmm_csr, spmv_csr (ferro/_ops/sparse.py)
 
         def in_f32(kernel: Callable[..., Any], dtypes: frozenset[Any] | None = None,

@@ -16,14 +16,12 @@ so that the scratch arrays stay in cache and no large temporary is allocated.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["gelu_kernels", "BLOCK"]
+from ._blocked import BLOCK, block_runner
 
-#: Elements per block of the blocked passes (four float32 arrays of this size stay in a 1 MiB L2).
-BLOCK = 1 << 16
+__all__ = ["gelu_kernels", "BLOCK"]
 
 # Eigen's generic_fast_erf_float: erf(t) = t * P(t*t) / Q(t*t) for |t| <= 4, highest power first.
 _ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
@@ -128,31 +126,7 @@ def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Cal
             add(h, s, out=h)
         multiply(out, g, out=out)
 
-    kept = threading.local()  # per thread: the scratch blocks of each dtype
-
-    def scratch(dtype: Any) -> tuple[Any, Any, Any]:
-        """Three scratch arrays of BLOCK elements of dtype, kept for the next call (fresh ones would page-fault)."""
-        table = getattr(kept, "blocks", None)
-        if table is None:
-            table = kept.blocks = {}
-        got = table.get(dtype)
-        if got is None:
-            got = table[dtype] = tuple(np.empty(BLOCK, dtype) for _ in range(3))
-        return got
-
-    def blocked(fn: Callable[..., None], arrays: tuple[Any, ...], approximate: str) -> Any:
-        """fn over flat blocks of the (equally shaped, wide) arrays, into a new array of the last one's dtype."""
-        x = arrays[-1]
-        out = pool.empty(x.shape, x.dtype)
-        flat = out.reshape(-1)
-        src = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
-        n = flat.size
-        s, q, r = scratch(x.dtype)
-        for lo in range(0, n, BLOCK):
-            hi = min(lo + BLOCK, n)
-            m = hi - lo
-            fn(*(a[lo:hi] for a in src), flat[lo:hi], approximate, s[:m], q[:m], r[:m])
-        return out
+    blocked = block_runner(np, pool)
 
     def wide(x: Any) -> Any:  # float16 and bfloat16 (where the op hands it over) compute in float32
         return x if x.dtype in wide_dtypes else x.astype(f32)

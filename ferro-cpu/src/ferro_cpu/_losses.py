@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._rows import narrow_buffers
+
 __all__ = ["loss_kernels"]
 
 
@@ -51,6 +53,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     def cross_entropy_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100) -> tuple[Any, Any, Any]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
+        narrow_buffers(np, xr)
         idx = row_index(len(cls))
         m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
         m = np.where(np.isfinite(m), m, 0)
@@ -66,6 +69,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
                                ignore_index: int = -100) -> Any:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
+        narrow_buffers(np, xr)
         scale = grad_rows.astype(xr.dtype) * valid  # grad_rows: one per row, or one for all
         if weight is not None:
             scale = scale * weight.astype(xr.dtype)[cls]
