@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._conv_shifted import shifted_kernels
 from ._rectifiers import select_into
 
 __all__ = ["conv_kernels"]
@@ -37,11 +38,16 @@ KEEP_LIMIT = 32 << 20
 #: From this many output positions per sample, channels-last columns are multiplied sample by sample into an
 #: NCHW output (N products of (O, K) @ (K, OH*OW)) instead of one product and a transposing copy.
 PER_SAMPLE = 512
+#: The same for the weight's gradient from kept columns: N products (O, OH*OW) @ (OH*OW, K), summed, instead of
+#: a transposing copy of grad and one product (measured: from 64 positions on, the per-sample products win).
+GRAD_PER_SAMPLE = 64
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
     products, outputs) come from ``pool``, reused without page faults."""
+    shifted = shifted_kernels(np, pool)
+
     def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
         out = pool.empty(shape, dtype)
         out.fill(0)
@@ -149,6 +155,9 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if bias is not None:
                 y += bias
             return y.reshape(*y.shape, 1, 1), None
+        if shifted["applies"](x.shape[1], out, stride, groups):
+            y, stacked = shifted["forward"](x, weight, bias, padding, dilation)
+            return y, kept(stacked)
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
             yt = mm(weight.reshape(weight.shape[0], -1), cols)
@@ -256,11 +265,16 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         kernel = weight_shape[2:]
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if shifted["applies"](x.shape[1], grad.shape[2:], stride, groups):
+            gw = shifted["weight_grad"](grad, x, weight_shape, padding, dilation, kept)
+            if gw is not None:
+                return gw
+            kept = None  # (the stacked input, not im2col's columns)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
-        if kept is not None and grad.shape[2] * grad.shape[3] >= PER_SAMPLE and grad.flags.c_contiguous:
+        if kept is not None and grad.shape[2] * grad.shape[3] >= GRAD_PER_SAMPLE and grad.flags.c_contiguous:
             # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
             n = x.shape[0]
             part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
