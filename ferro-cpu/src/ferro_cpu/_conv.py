@@ -27,7 +27,7 @@ from typing import Any
 from ._conv_shifted import shifted_kernels
 from ._rectifiers import select_into
 
-__all__ = ["conv_kernels"]
+__all__ = ["RAN", "conv_kernels"]
 
 Pair = tuple[int, int]
 
@@ -41,6 +41,8 @@ PER_SAMPLE = 512
 #: The same for the weight's gradient from kept columns: N products (O, OH*OW) @ (OH*OW, K), summed, instead of
 #: a transposing copy of grad and one product (measured: from 64 positions on, the per-sample products win).
 GRAD_PER_SAMPLE = 64
+#: How many times the strided input gradient ran as one product of sub-kernels (the tests count them).
+RAN = {"sub_kernels": 0}
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -69,9 +71,13 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         n, c, h, w = x.shape
         ph, pw = padding
         out = pool.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
-        if ph or pw:
-            out.fill(value)
-        out[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
+        if ph:  # the border only: the interior is written next
+            out[:, :ph].fill(value)
+            out[:, ph + h:].fill(value)
+        if pw:
+            out[:, ph:ph + h, :pw].fill(value)
+            out[:, ph:ph + h, pw + w:].fill(value)
+        np.copyto(out[:, ph:ph + h, pw:pw + w], x.transpose(0, 2, 3, 1))
         return out
 
     def unpadded(gp: Any, padding: Pair, shape: tuple[int, ...]) -> Any:
@@ -218,6 +224,8 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i, j, (_, rows, cs) in taps(kernel, stride, dilation, out):
                 gp[:, :, rows, cs] += cols[:, i, j]
             return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
+        if groups == 1 and dilation == (1, 1) and kernel[0] % stride[0] == 0 and kernel[1] % stride[1] == 0:
+            return by_sub_kernels(grad, weight, shape, stride, padding)
         g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
         if groups == 1:
             return spread_by_phase(g2, weight, shape, out, stride, padding, dilation)
@@ -228,6 +236,30 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i, j, key in taps(kernel, stride, dilation, out):
                 gp[(*key, cs)] += cols[:, :, :, i, j]
         return unpadded(gp, padding, shape)
+
+    def by_sub_kernels(grad: Any, weight: Any, shape: tuple[int, ...], stride: Pair, padding: Pair) -> Any:
+        """conv2d's input gradient (one group, undilated, the kernel a multiple of the stride) as one im2col
+        product. Input row ``h`` of phase ``r = (h + ph) % s`` takes the taps ``r + s * t`` (t < kh / s) of the
+        grad rows ``m - t``, ``m = (h + ph) // s``: for every phase a (kh/s, kw/s) window of grad padded by
+        ``k/s - 1`` in front, the same windows for all s*s phases. So one product (N*M*M', kh*kw/(s*s)*O) @
+        (kh*kw/(s*s)*O, s*s*C) gives every phase (the phases' weights side by side), instead of kh*kw narrow
+        products and as many strided adds; the phases interleave into the input's rows and columns."""
+        RAN["sub_kernels"] += 1
+        n, c, h, w = shape
+        o, kernel = weight.shape[0], weight.shape[2:]
+        sub = (kernel[0] // stride[0], kernel[1] // stride[1])
+        m = ((h - 1 + padding[0]) // stride[0] + 1, (w - 1 + padding[1]) // stride[1] + 1)  # rows of each phase
+        used = (min(grad.shape[2], m[0]), min(grad.shape[3], m[1]))
+        gp = zeros((n, m[0] + sub[0] - 1, m[1] + sub[1] - 1, o), grad.dtype)  # grad, channels last, padded
+        np.copyto(gp[:, sub[0] - 1:sub[0] - 1 + used[0], sub[1] - 1:sub[1] - 1 + used[1]],
+                  grad[:, :, :used[0], :used[1]].transpose(0, 2, 3, 1))
+        rows = rows_of(columns(gp, sub, (1, 1), (1, 1)), slice(0, o), True)  # (N*M*M', sub * O), windows t'
+        # window element t' is tap r + s * (sub - 1 - t'): (O, C, sub, s, sub', s') flipped in t, to
+        # ((t', t'', O), (r, r', C))
+        taps_w = weight.reshape(o, c, sub[0], stride[0], sub[1], stride[1])[:, :, ::-1, :, ::-1]
+        taps_w = np.ascontiguousarray(taps_w.transpose(2, 4, 0, 3, 5, 1)).reshape(rows.shape[1], -1)
+        phases = mm(rows, taps_w).reshape(n, m[0], m[1], stride[0], stride[1], c)
+        return interleaved(phases.transpose(3, 4, 0, 1, 2, 5), shape, stride, padding)
 
     def spread_by_phase(g2: Any, weight: Any, shape: tuple[int, ...], out: Pair, stride: Pair, padding: Pair,
                         dilation: Pair) -> Any:
@@ -246,7 +278,13 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for j in range(kernel[1]):
                 r, b = divmod(j * dilation[1], stride[1])
                 phases[a, b, :, q:q + out[0], r:r + out[1]] += cols[i * kernel[1] + j].reshape(n, *out, c)
-        gx = pool.empty(shape, g2.dtype)
+        return interleaved(phases, shape, stride, padding)
+
+    def interleaved(phases: Any, shape: tuple[int, ...], stride: Pair, padding: Pair) -> Any:
+        """The (N, C, H, W) input of ``shape`` from its phases (s, s', N, H'/s, W'/s', C): phase (a, b) holds the
+        padded input's rows a mod s and columns b mod s'."""
+        h, w = shape[2:]
+        gx = pool.empty(shape, phases.dtype)
         for a in range(stride[0]):
             h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
             u0 = (h0 + padding[0]) // stride[0]
@@ -274,9 +312,11 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
-        if kept is not None and grad.shape[2] * grad.shape[3] >= GRAD_PER_SAMPLE and grad.flags.c_contiguous:
+        if groups == 1 and grad.shape[2] * grad.shape[3] >= GRAD_PER_SAMPLE and grad.flags.c_contiguous:
             # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
             n = x.shape[0]
+            if kept is None:
+                kept = rows_of(columns(padded(x, padding, 0), kernel, stride, dilation), slice(0, x.shape[1]), True)
             part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
                              out=pool.empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
             return part.sum(0).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
