@@ -80,6 +80,16 @@ def test_shifted_conv2d_matches_torch(calls: dict[str, int], case: str, dtype: s
     assert tuple(a - b for a, b in zip(_runs(), before)) == (forwards, 1)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_shifted_conv_transpose2d_at_stride_1(calls: dict[str, int], dtype: str) -> None:
+    """A stride-1 transposed convolution of 16 channels on a large image: its forward (conv2d's full
+    convolution), its input gradient (conv2d) and its weight gradient all take the shifted products."""
+    before = _runs()
+    _check((2, 16, 22, 24), (16, 12, 3, 3), True, {"padding": 1}, dtype, op="conv_transpose2d")
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert tuple(a - b for a, b in zip(_runs(), before)) == (2, 1)
+
+
 FALLBACK = {  # geometries the shifted products do not take
     "strided": ((2, 16, 48, 48), (8, 16, 3, 3), True, {"stride": 2, "padding": 1}),
     "groups": ((2, 16, 24, 24), (16, 8, 3, 3), True, {"padding": 1, "groups": 2}),
