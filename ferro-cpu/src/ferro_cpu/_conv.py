@@ -5,9 +5,12 @@ are a strided view of it (the strides ``sliding_window_view`` gives), not a
 gather: the convolution is one matmul of those windows (copied once, in rows
 of ``kh * kw * C``, channels innermost, which NumPy copies fast) with the
 weight per group. The input's gradient is, at stride 1, the full convolution
-of the gradient with the flipped weight (the same kernel); otherwise
-``kh * kw`` strided slice-adds into a padded buffer (the windows' positions
-of kernel element ``(i, j)`` are one strided slice), never ``np.add.at``.
+of the gradient with the flipped weight (the same kernel); at a stride that
+divides the kernel, one im2col product of the stride's sub-kernels (all
+phases of the input at once); otherwise ``kh * kw`` strided slice-adds into
+a padded buffer (the windows' positions of kernel element ``(i, j)`` are one
+strided slice), never ``np.add.at``. Stride-1 convolutions of large images
+and few channels go to ``_conv_shifted.py`` (shifted products, no im2col).
 Channels-last keeps the innermost loop of every strided NumPy op long (C
 elements), where NCHW would make it a few elements of a small image row; where
 an image row is the longer (one-channel images), the columns are built along

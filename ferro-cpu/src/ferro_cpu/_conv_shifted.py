@@ -13,7 +13,7 @@ output row are computed and dropped when the output is copied out to NCHW).
 Against im2col, whose (N * OH * OW, kh * kw * C) copy is nine times the input
 for 3x3 and is gathered C elements at a time, this copies ``kw`` times the
 input in whole rows and adds ``kh - 1`` outputs; measured, it wins on large
-images of few channels (docs/benchmarks.md, "Convolution on the CPU").
+images of few channels (docs/benchmarks.md, "Convolution algorithms by shape").
 
 The weight's gradient is the same correlation the other way, per sample and
 kernel row: the stacked buffer (kept from the forward) times the output
