@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ferro
+from ferro_cpu._pool import BufferPool
 
 torch = pytest.importorskip("torch")
 
@@ -102,3 +103,18 @@ def test_cpu_relu_on_reused_buffers_and_full_negative_zero() -> None:
     got = ferro.relu(ferro.tensor(x)).numpy()
     assert got.tobytes() == np.maximum(x, np.float32(0)).tobytes()
     assert ferro.full((3,), -0.0).numpy().view(np.uint32).tolist() == [1 << 31] * 3
+
+
+def test_cpu_pool_floor_pools_small_scratch() -> None:
+    """A kernel's scratch below the default 1 MiB floor is pooled when it asks with a lower ``floor``: the
+    freed buffer is cached and the next request of that size reuses it; without it, it is NumPy's own."""
+    pool = BufferPool()
+    a = pool.empty((256, 256), np.float32, 64 << 10)  # 256 KiB
+    assert pool.stats()["allocated"] == a.nbytes
+    address = a.ctypes.data
+    del a
+    assert pool.stats() == {"allocated": 0, "cached": 256 << 10, "peak_allocated": 256 << 10}
+    b = pool.empty((128, 512), np.float32, 64 << 10)
+    assert b.ctypes.data == address and b.shape == (128, 512) and pool.stats()["cached"] == 0
+    c = pool.empty((256, 256), np.float32)  # the default floor: not pooled
+    assert pool.stats()["allocated"] == b.nbytes and c.base is None

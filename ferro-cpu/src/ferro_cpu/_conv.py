@@ -5,9 +5,12 @@ are a strided view of it (the strides ``sliding_window_view`` gives), not a
 gather: the convolution is one matmul of those windows (copied once, in rows
 of ``kh * kw * C``, channels innermost, which NumPy copies fast) with the
 weight per group. The input's gradient is, at stride 1, the full convolution
-of the gradient with the flipped weight (the same kernel); otherwise
-``kh * kw`` strided slice-adds into a padded buffer (the windows' positions
-of kernel element ``(i, j)`` are one strided slice), never ``np.add.at``.
+of the gradient with the flipped weight (the same kernel); at a stride that
+divides the kernel, one im2col product of the stride's sub-kernels (all
+phases of the input at once); otherwise ``kh * kw`` strided slice-adds into
+a padded buffer (the windows' positions of kernel element ``(i, j)`` are one
+strided slice), never ``np.add.at``. Stride-1 convolutions of large images
+and few channels go to ``_conv_shifted.py`` (shifted products, no im2col).
 Channels-last keeps the innermost loop of every strided NumPy op long (C
 elements), where NCHW would make it a few elements of a small image row; where
 an image row is the longer (one-channel images), the columns are built along
@@ -24,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._conv_shifted import shifted_kernels
 from ._rectifiers import select_into
 
-__all__ = ["conv_kernels"]
+__all__ = ["RAN", "conv_kernels"]
 
 Pair = tuple[int, int]
 
@@ -37,11 +41,18 @@ KEEP_LIMIT = 32 << 20
 #: From this many output positions per sample, channels-last columns are multiplied sample by sample into an
 #: NCHW output (N products of (O, K) @ (K, OH*OW)) instead of one product and a transposing copy.
 PER_SAMPLE = 512
+#: The same for the weight's gradient from kept columns: N products (O, OH*OW) @ (OH*OW, K), summed, instead of
+#: a transposing copy of grad and one product (measured: from 64 positions on, the per-sample products win).
+GRAD_PER_SAMPLE = 64
+#: How many times the strided input gradient ran as one product of sub-kernels (the tests count them).
+RAN = {"sub_kernels": 0}
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
     products, outputs) come from ``pool``, reused without page faults."""
+    shifted = shifted_kernels(np, pool)
+
     def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
         out = pool.empty(shape, dtype)
         out.fill(0)
@@ -63,9 +74,13 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         n, c, h, w = x.shape
         ph, pw = padding
         out = pool.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
-        if ph or pw:
-            out.fill(value)
-        out[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
+        if ph:  # the border only: the interior is written next
+            out[:, :ph].fill(value)
+            out[:, ph + h:].fill(value)
+        if pw:
+            out[:, ph:ph + h, :pw].fill(value)
+            out[:, ph:ph + h, pw + w:].fill(value)
+        np.copyto(out[:, ph:ph + h, pw:pw + w], x.transpose(0, 2, 3, 1))
         return out
 
     def unpadded(gp: Any, padding: Pair, shape: tuple[int, ...]) -> Any:
@@ -149,6 +164,9 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if bias is not None:
                 y += bias
             return y.reshape(*y.shape, 1, 1), None
+        if shifted["applies"](x.shape[1], out, stride, groups):
+            y, stacked = shifted["forward"](x, weight, bias, padding, dilation)
+            return y, kept(stacked)
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
             yt = mm(weight.reshape(weight.shape[0], -1), cols)
@@ -209,6 +227,8 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i, j, (_, rows, cs) in taps(kernel, stride, dilation, out):
                 gp[:, :, rows, cs] += cols[:, i, j]
             return batch_first(gp[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]])
+        if groups == 1 and dilation == (1, 1) and kernel[0] % stride[0] == 0 and kernel[1] % stride[1] == 0:
+            return by_sub_kernels(grad, weight, shape, stride, padding)
         g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight.shape[0])  # (N*OH*OW, O)
         if groups == 1:
             return spread_by_phase(g2, weight, shape, out, stride, padding, dilation)
@@ -219,6 +239,30 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i, j, key in taps(kernel, stride, dilation, out):
                 gp[(*key, cs)] += cols[:, :, :, i, j]
         return unpadded(gp, padding, shape)
+
+    def by_sub_kernels(grad: Any, weight: Any, shape: tuple[int, ...], stride: Pair, padding: Pair) -> Any:
+        """conv2d's input gradient (one group, undilated, the kernel a multiple of the stride) as one im2col
+        product. Input row ``h`` of phase ``r = (h + ph) % s`` takes the taps ``r + s * t`` (t < kh / s) of the
+        grad rows ``m - t``, ``m = (h + ph) // s``: for every phase a (kh/s, kw/s) window of grad padded by
+        ``k/s - 1`` in front, the same windows for all s*s phases. So one product (N*M*M', kh*kw/(s*s)*O) @
+        (kh*kw/(s*s)*O, s*s*C) gives every phase (the phases' weights side by side), instead of kh*kw narrow
+        products and as many strided adds; the phases interleave into the input's rows and columns."""
+        RAN["sub_kernels"] += 1
+        n, c, h, w = shape
+        o, kernel = weight.shape[0], weight.shape[2:]
+        sub = (kernel[0] // stride[0], kernel[1] // stride[1])
+        m = ((h - 1 + padding[0]) // stride[0] + 1, (w - 1 + padding[1]) // stride[1] + 1)  # rows of each phase
+        used = (min(grad.shape[2], m[0]), min(grad.shape[3], m[1]))
+        gp = zeros((n, m[0] + sub[0] - 1, m[1] + sub[1] - 1, o), grad.dtype)  # grad, channels last, padded
+        np.copyto(gp[:, sub[0] - 1:sub[0] - 1 + used[0], sub[1] - 1:sub[1] - 1 + used[1]],
+                  grad[:, :, :used[0], :used[1]].transpose(0, 2, 3, 1))
+        rows = rows_of(columns(gp, sub, (1, 1), (1, 1)), slice(0, o), True)  # (N*M*M', sub * O), windows t'
+        # window element t' is tap r + s * (sub - 1 - t'): (O, C, sub, s, sub', s') flipped in t, to
+        # ((t', t'', O), (r, r', C))
+        taps_w = weight.reshape(o, c, sub[0], stride[0], sub[1], stride[1])[:, :, ::-1, :, ::-1]
+        taps_w = np.ascontiguousarray(taps_w.transpose(2, 4, 0, 3, 5, 1)).reshape(rows.shape[1], -1)
+        phases = mm(rows, taps_w).reshape(n, m[0], m[1], stride[0], stride[1], c)
+        return interleaved(phases.transpose(3, 4, 0, 1, 2, 5), shape, stride, padding)
 
     def spread_by_phase(g2: Any, weight: Any, shape: tuple[int, ...], out: Pair, stride: Pair, padding: Pair,
                         dilation: Pair) -> Any:
@@ -237,7 +281,13 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for j in range(kernel[1]):
                 r, b = divmod(j * dilation[1], stride[1])
                 phases[a, b, :, q:q + out[0], r:r + out[1]] += cols[i * kernel[1] + j].reshape(n, *out, c)
-        gx = pool.empty(shape, g2.dtype)
+        return interleaved(phases, shape, stride, padding)
+
+    def interleaved(phases: Any, shape: tuple[int, ...], stride: Pair, padding: Pair) -> Any:
+        """The (N, C, H, W) input of ``shape`` from its phases (s, s', N, H'/s, W'/s', C): phase (a, b) holds the
+        padded input's rows a mod s and columns b mod s'."""
+        h, w = shape[2:]
+        gx = pool.empty(shape, phases.dtype)
         for a in range(stride[0]):
             h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
             u0 = (h0 + padding[0]) // stride[0]
@@ -256,13 +306,20 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         kernel = weight_shape[2:]
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if shifted["applies"](x.shape[1], grad.shape[2:], stride, groups):
+            gw = shifted["weight_grad"](grad, x, weight_shape, padding, dilation, kept)
+            if gw is not None:
+                return gw
+            kept = None  # (the stacked input, not im2col's columns)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
-        if kept is not None and grad.shape[2] * grad.shape[3] >= PER_SAMPLE and grad.flags.c_contiguous:
+        if groups == 1 and grad.shape[2] * grad.shape[3] >= GRAD_PER_SAMPLE and grad.flags.c_contiguous:
             # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
             n = x.shape[0]
+            if kept is None:
+                kept = rows_of(columns(padded(x, padding, 0), kernel, stride, dilation), slice(0, x.shape[1]), True)
             part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
                              out=pool.empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
             return part.sum(0).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)

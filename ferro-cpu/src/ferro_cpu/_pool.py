@@ -49,11 +49,12 @@ class BufferPool:
         self._peak = 0
         self._lock = threading.Lock()
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """An uninitialized array of ``shape`` and ``dtype``, pooled when it is large."""
+    def empty(self, shape: tuple[int, ...], dtype: Any, floor: int = MIN_BYTES) -> np.ndarray:
+        """An uninitialized array of ``shape`` and ``dtype``, pooled when it is large (``floor`` bytes or more:
+        a kernel whose scratch buffers of a few hundred KiB would page-fault on every call lowers it)."""
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize  # (np.prod costs microseconds on a tuple)
-        if nbytes < MIN_BYTES:
+        if nbytes < floor:
             return np.empty(shape, dtype)
         with self._lock:
             free = self._free.get(nbytes)

@@ -1,0 +1,134 @@
+"""conv2d at stride 1 as shifted products over a padded grid (used by ``_conv.py`` where it wins).
+
+The input is padded into a channels-first buffer (C, N, H', W') and flattened
+to (C, N * H' * W'). An output position (n, h, w) is given the flat index of
+input position (n, h, w), and kernel element (i, j) reads the input at that
+index plus ``i * dh * W' + j * dw``: one offset for every output position.
+The ``kw`` elements of a kernel row are stacked as rows of a (kw * C, ...)
+buffer (the input shifted by ``j * dw``, ``kw`` contiguous copies), so that
+kernel row ``i`` is one product of its (O, kw * C) weight with that buffer
+shifted by ``i * dh * W'``, and the output the sum of ``kh`` products over
+the padded grid (the positions past an output row's end or an image's last
+output row are computed and dropped when the output is copied out to NCHW).
+Against im2col, whose (N * OH * OW, kh * kw * C) copy is nine times the input
+for 3x3 and is gathered C elements at a time, this copies ``kw`` times the
+input in whole rows and adds ``kh - 1`` outputs; measured, it wins on large
+images of few channels (docs/benchmarks.md, "Convolution algorithms by shape").
+
+The weight's gradient is the same correlation the other way, per sample and
+kernel row: the stacked buffer (kept from the forward) times the output
+gradient laid on the same grid (zero where no output is). Those zeros meet
+input values no true (output, input) pair holds; an infinite or NaN input
+there would make ``0 * inf`` a NaN no exact sum has, so a non-finite result
+is handed back as None for the caller's exact path to compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["RAN", "shifted_kernels"]
+
+Pair = tuple[int, int]
+
+#: Where the shifted products are taken: input channels in [MIN_CHANNELS, MAX_CHANNELS] (each product's
+#: inner dimension is ``kw * C``: too few and BLAS runs slowly, many and im2col's single product wins) and at
+#: least MIN_POSITIONS output positions per image (below, the padded grid's extra positions cost more than
+#: im2col's copy saves).
+MIN_CHANNELS, MAX_CHANNELS, MIN_POSITIONS = 8, 32, 512
+#: Buffers from this size are pooled (below the pool's default floor): scratch of a few hundred KiB freed
+#: and allocated again on every call would otherwise be page-faulted in each time where glibc maps it.
+FLOOR = 64 << 10
+#: How many times the shifted forward and weight gradient ran (the tests count them).
+RAN = {"forward": 0, "weight_grad": 0}
+
+
+def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
+    """``applies``, ``forward`` and ``weight_grad`` of the shifted-product conv2d over NumPy ``np``, buffers
+    from ``pool``."""
+
+    def empty(shape: tuple[int, ...], dtype: Any) -> Any:
+        return pool.empty(shape, dtype, FLOOR)
+
+    def applies(c: int, out: Pair, stride: Pair, groups: int) -> bool:
+        """Whether conv2d of ``c`` input channels, ``out`` output positions, ``stride`` and ``groups`` takes
+        the shifted products."""
+        return (stride == (1, 1) and groups == 1 and MIN_CHANNELS <= c <= MAX_CHANNELS
+                and out[0] * out[1] >= MIN_POSITIONS)
+
+    def stacked(x: Any, kernel: Pair, padding: Pair, dilation: Pair) -> tuple[Any, tuple[int, ...]]:
+        """(kw * C, N * H' * W' + the last kernel row's offset): row ``j * C + c`` the padded channel ``c``
+        flattened and shifted left by ``j * dw`` (zeros after its end); and the grid (N, H', W')."""
+        n, c, h, w = x.shape
+        (ph, pw), (kh, kw), (dh, dw) = padding, kernel, dilation
+        hp, wp = h + 2 * ph, w + 2 * pw
+        total = n * hp * wp
+        xc = empty((c, n, hp, wp), x.dtype)
+        if ph:
+            xc[:, :, :ph].fill(0)
+            xc[:, :, ph + h:].fill(0)
+        if pw:
+            xc[:, :, ph:ph + h, :pw].fill(0)
+            xc[:, :, ph:ph + h, pw + w:].fill(0)
+        np.copyto(xc[:, :, ph:ph + h, pw:pw + w], x.transpose(1, 0, 2, 3))
+        xf = xc.reshape(c, total)
+        width = total + (kh - 1) * dh * wp
+        rows = empty((kw, c, width), x.dtype)
+        for j in range(kw):
+            np.copyto(rows[j, :, :total - j * dw], xf[:, j * dw:])
+            rows[j, :, total - j * dw:].fill(0)
+        return rows.reshape(kw * c, width), (n, hp, wp)
+
+    def forward(x: Any, weight: Any, bias: Any, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
+        """conv2d's (N, O, OH, OW) output, and the stacked input that :func:`weight_grad` takes as ``kept``."""
+        RAN["forward"] += 1
+        o, _, kh, kw = weight.shape
+        rows, (n, hp, wp) = stacked(x, (kh, kw), padding, dilation)
+        oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
+        span = (n - 1) * hp * wp + (oh - 1) * wp + ow  # the flat positions up to the last output
+        step = dilation[0] * wp
+        taps = np.ascontiguousarray(weight.transpose(2, 0, 3, 1)).reshape(kh, o, -1)  # (kh, O, kw * C)
+        y = empty((o, n, hp, wp), x.dtype)
+        yf = y.reshape(o, -1)[:, :span]
+        np.matmul(taps[0], rows[:, :span], out=yf)
+        if kh > 1:
+            part = empty((o, span), x.dtype)
+            for i in range(1, kh):
+                np.matmul(taps[i], rows[:, i * step:i * step + span], out=part)
+                yf += part
+        out = empty((n, o, oh, ow), x.dtype)
+        valid = y[:, :, :oh, :ow].transpose(1, 0, 2, 3)
+        if bias is None:
+            np.copyto(out, valid)
+        else:
+            np.add(valid, bias.reshape(1, -1, 1, 1), out=out)
+        return out, rows
+
+    def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], padding: Pair, dilation: Pair,
+                    kept: Any = None) -> Any:
+        """conv2d's weight gradient for output gradient ``grad`` and input ``x`` (``kept``: the stacked input
+        :func:`forward` returned, or None); None where it is not finite (see the module's docstring)."""
+        RAN["weight_grad"] += 1
+        o, c, kh, kw = weight_shape
+        n, _, h, w = x.shape
+        hp, wp = h + 2 * padding[0], w + 2 * padding[1]
+        rows = kept if kept is not None else stacked(x, (kh, kw), padding, dilation)[0]
+        oh, ow = grad.shape[2:]
+        # grad channels last on the padded grid, zero where no output is
+        gp = empty((n, hp, wp, o), grad.dtype)
+        gp[:, oh:].fill(0)
+        gp[:, :oh, ow:].fill(0)
+        np.copyto(gp[:, :oh, :ow], grad.transpose(0, 2, 3, 1))
+        gp = gp.reshape(n, hp * wp, o)
+        gw = np.empty((o, c, kh, kw), grad.dtype)
+        item, row_stride = rows.itemsize, rows.strides[0]
+        with np.errstate(invalid="ignore"):  # (0 * inf: handed back as None below)
+            for i in range(kh):
+                per_image = np.ndarray((n, kw * c, hp * wp), rows.dtype, buffer=rows,
+                                       offset=i * dilation[0] * wp * item, strides=(hp * wp * item, row_stride, item))
+                part = np.matmul(per_image, gp, out=empty((n, kw * c, o), grad.dtype)).sum(0)  # (kw * C, O)
+                gw[:, :, i] = part.reshape(kw, c, o).transpose(2, 1, 0)
+        return gw if np.isfinite(gw).all() else None
+
+    return {"applies": applies, "forward": forward, "weight_grad": weight_grad}

@@ -1,0 +1,158 @@
+"""ferro-cpu's convolution algorithms chosen by shape, against torch, in float32 and float64:
+
+- the shifted-product conv2d (ferro_cpu/_conv_shifted.py): the shapes that select it, the geometries that
+  must fall back to im2col, and a non-finite input, whose weight gradient the exact path computes;
+- the strided input gradient as one product of sub-kernels (``by_sub_kernels`` in ferro_cpu/_conv.py), which
+  is also conv_transpose2d's forward: kernels a multiple of the stride select it, others fall back.
+
+Each test counts the fused kernels' calls and the algorithm's own runs (``_conv_shifted.RAN``,
+``_conv.RAN``), so a silent fall back fails a selecting case and a run fails a fall-back case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+import ferro.nn.functional as F
+from ferro_cpu import _conv, _conv_shifted
+
+from conftest import count_calls
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+RNG = np.random.default_rng(1)
+TOL = {"float32": {"rtol": 5e-5, "atol": 5e-5}, "float64": {"rtol": 1e-10, "atol": 1e-10}}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    yield count_calls(monkeypatch, ferro.tensor([0.0])._device,
+                      ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward"))
+
+
+def _check(xs: tuple[int, ...], ws: tuple[int, ...], has_bias: bool, kw: dict[str, Any], dtype: str,
+           x: np.ndarray | None = None, op: str = "conv2d") -> None:
+    """``op`` on ferro and torch: the same output and gradients of x, the weight and the bias."""
+    c_out = ws[1] * kw.get("groups", 1) if op == "conv_transpose2d" else ws[0]
+    arrays = [RNG.standard_normal(xs).astype(dtype) if x is None else x, RNG.standard_normal(ws).astype(dtype),
+              RNG.standard_normal(c_out).astype(dtype) if has_bias else None]
+    ours = [None if a is None else ferro.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [None if a is None else torch.tensor(a, requires_grad=True) for a in arrays]
+    y, ty = getattr(F, op)(*ours, **kw), getattr(TF, op)(*theirs, **kw)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), **TOL[dtype])
+    g = RNG.standard_normal(tuple(ty.shape)).astype(dtype)
+    y.backward(ferro.tensor(g))
+    ty.backward(torch.tensor(g))
+    for a, ta in zip(ours, theirs):
+        if a is not None:
+            assert a.grad.numpy().dtype == np.dtype(dtype)
+            np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), **TOL[dtype])
+
+
+def _runs() -> tuple[int, int]:
+    return _conv_shifted.RAN["forward"], _conv_shifted.RAN["weight_grad"]
+
+
+SHIFTED = {  # x shape, weight shape, bias, kwargs, shifted forwards: each selects the shifted products, and
+    # at stride 1 the input's gradient is the full convolution of grad, a second shifted forward where grad's
+    # channels (the weight's outputs) are in range and the full padding (d * (k - 1) - p) is not negative
+    "3x3 same": ((2, 16, 24, 24), (16, 16, 3, 3), True, {"padding": 1}, 2),
+    "unpadded 5x5": ((2, 8, 28, 27), (12, 8, 5, 5), False, {}, 2),
+    "dilated uneven": ((2, 12, 26, 30), (9, 12, 3, 2), True, {"padding": (2, 1), "dilation": (2, 3)}, 2),
+    "padding over the kernel": ((1, 32, 22, 24), (8, 32, 2, 3), True, {"padding": (3, 0)}, 1),
+    "1x1": ((2, 24, 24, 24), (4, 24, 1, 1), True, {}, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", SHIFTED)
+def test_shifted_conv2d_matches_torch(calls: dict[str, int], case: str, dtype: str) -> None:
+    xs, ws, has_bias, kw, forwards = SHIFTED[case]
+    before = _runs()
+    _check(xs, ws, has_bias, kw, dtype)
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    assert tuple(a - b for a, b in zip(_runs(), before)) == (forwards, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_shifted_conv_transpose2d_at_stride_1(calls: dict[str, int], dtype: str) -> None:
+    """A stride-1 transposed convolution of 16 channels on a large image: its forward (conv2d's full
+    convolution), its input gradient (conv2d) and its weight gradient all take the shifted products."""
+    before = _runs()
+    _check((2, 16, 22, 24), (16, 12, 3, 3), True, {"padding": 1}, dtype, op="conv_transpose2d")
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert tuple(a - b for a, b in zip(_runs(), before)) == (2, 1)
+
+
+FALLBACK = {  # geometries the shifted products do not take
+    "strided": ((2, 16, 48, 48), (8, 16, 3, 3), True, {"stride": 2, "padding": 1}),
+    "groups": ((2, 16, 24, 24), (16, 8, 3, 3), True, {"padding": 1, "groups": 2}),
+    "few channels": ((2, 4, 24, 24), (4, 4, 3, 3), True, {"padding": 1}),
+    "many channels": ((1, 40, 24, 24), (4, 40, 3, 3), False, {"padding": 1}),
+    "small image": ((2, 16, 16, 16), (4, 16, 3, 3), True, {"padding": 1}),
+}
+
+
+@pytest.mark.parametrize("case", FALLBACK)
+def test_other_geometries_fall_back(calls: dict[str, int], case: str) -> None:
+    xs, ws, has_bias, kw = FALLBACK[case]
+    before = _runs()
+    _check(xs, ws, has_bias, kw, "float64")
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    assert _runs() == before
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_non_finite_input_weight_gradient_is_exact(calls: dict[str, int], value: float) -> None:
+    """An infinite or NaN input next to the border meets the padded grid's zero gradients in the shifted
+    products; the weight's gradient is then computed by the exact path, as torch's."""
+    x = RNG.standard_normal((2, 8, 24, 24))
+    x[1, 3, 0, 23] = value
+    before = _runs()
+    _check(x.shape, (8, 8, 3, 3), False, {"padding": 1}, "float64", x=x)
+    assert _runs()[1] == before[1] + 1  # the shifted weight gradient ran, gave a non-finite result, fell back
+
+
+SUB_KERNELS = {  # op, x shape, weight shape, bias, kwargs: the strided input gradient by sub-kernels
+    "conv2d DCGAN": ("conv2d", (2, 8, 16, 16), (16, 8, 4, 4), False, {"stride": 2, "padding": 1}),
+    "conv2d unpadded odd size": ("conv2d", (2, 5, 13, 11), (6, 5, 4, 6), True, {"stride": (2, 3)}),
+    "conv2d wide padding": ("conv2d", (2, 4, 9, 10), (3, 4, 2, 4), True, {"stride": 2, "padding": (3, 1)}),
+    "conv2d stride over one axis": ("conv2d", (2, 6, 10, 9), (4, 6, 4, 3), True, {"stride": (2, 1),
+                                                                                "padding": (1, 0)}),
+    "transposed DCGAN": ("conv_transpose2d", (2, 16, 8, 8), (16, 8, 4, 4), False, {"stride": 2, "padding": 1}),
+    "transposed output_padding": ("conv_transpose2d", (2, 6, 5, 4), (6, 4, 4, 6), True,
+                                  {"stride": (2, 3), "padding": (1, 2), "output_padding": (1, 2)}),
+    "transposed unpadded": ("conv_transpose2d", (3, 4, 3, 5), (4, 5, 2, 2), True, {"stride": 2}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", SUB_KERNELS)
+def test_strided_input_gradient_by_sub_kernels(calls: dict[str, int], case: str, dtype: str) -> None:
+    op, xs, ws, has_bias, kw = SUB_KERNELS[case]
+    before = _conv.RAN["sub_kernels"]
+    _check(xs, ws, has_bias, kw, dtype, op=op)
+    assert (calls[f"{op}_forward"], calls[f"{op}_backward"]) == (1, 1)
+    assert _conv.RAN["sub_kernels"] == before + 1  # conv2d's input gradient, conv_transpose2d's forward
+
+
+SPREAD = {  # the kernel not a multiple of the stride, dilated, grouped: the spread of each output instead
+    "odd kernel": ("conv2d", (2, 8, 11, 11), (4, 8, 3, 3), True, {"stride": 2, "padding": 1}),
+    "dilated": ("conv2d", (2, 8, 12, 12), (4, 8, 2, 2), True, {"stride": 2, "dilation": 2}),
+    "groups": ("conv_transpose2d", (2, 8, 5, 5), (8, 2, 4, 4), True, {"stride": 2, "padding": 1, "groups": 2}),
+}
+
+
+@pytest.mark.parametrize("case", SPREAD)
+def test_other_strided_input_gradients_spread(calls: dict[str, int], case: str) -> None:
+    op, xs, ws, has_bias, kw = SPREAD[case]
+    before = _conv.RAN["sub_kernels"]
+    _check(xs, ws, has_bias, kw, "float64", op=op)
+    assert (calls[f"{op}_forward"], calls[f"{op}_backward"]) == (1, 1)
+    assert _conv.RAN["sub_kernels"] == before
