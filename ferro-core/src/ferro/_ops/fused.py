@@ -266,6 +266,55 @@ def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[
                                decomposition)
 
 
+# -- nll_loss: forward(x, target, weight|None, ignore_index, reduction) -> (output, total_weight), the targets
+#    checked there once; backward(grad, x, target, weight|None, ignore_index, reduction, total_weight) -> dx.
+#    One node over x (a weight that requires grad, a float target: the decomposition). -----------------------
+
+
+def _nll_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any, ignore_index: int,
+              reduction: str, total: Any, decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, ignore_index, reduction), g)[0]
+    dx = kernels[1](g._data, x._data, target._data, None if weight is None else weight._data, ignore_index,
+                    reduction, total)
+    return _native_wrap(dx, x._device)
+
+
+_NLL_ARGS = ("target", "weight", "ignore_index", "reduction")
+_NLL_NAMES = frozenset(_NLL_ARGS)
+
+
+def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    if len(args) > len(_NLL_ARGS):
+        return None
+    bound = dict(zip(_NLL_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - _NLL_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    target, weight = bound.get("target"), bound.get("weight")
+    reduction, ignore_index = bound.get("reduction", "mean"), bound.get("ignore_index", -100)
+    xs = x._data.shape
+    if (not isinstance(target, Tensor) or target._dtype.kind not in "iu" or target._device is not x._device
+            or reduction not in ("mean", "sum", "none") or not xs or type(ignore_index) is not int
+            or target._data.shape != ((xs[0], *xs[2:]) if len(xs) > 1 else ())):
+        return None  # the decomposition's result, or its error
+    if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
+                               or weight._device is not x._device
+                               or weight._data.shape != (xs[1] if len(xs) > 1 else xs[0],)):
+        return None
+    out, total = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index,
+                            reduction)
+    y = _native_wrap(out, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "ignore_index": ignore_index, "reduction": reduction, "total": total,
+                   "decomposition": decomposition}, (_nll_grad,))
+
+
 # -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
 #    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Floating tensors of one
 #    dtype and device (16-bit ones, autocast's, computed in float32 and rounded once where the backend does so),
@@ -527,6 +576,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
+    "nll_loss": (("nll_loss_forward", "nll_loss_backward"), _nll_loss, _DTYPES),
     "linear": (("linear_forward", "linear_backward"), _linear, _DTYPES),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
