@@ -215,55 +215,63 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # -- cross_entropy with class indices: forward -> per-row (loss, lse, target weight) -------------------
 
 
-class _CrossEntropy(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, target: Tensor, weight: Tensor | None, kernels: Any, ignore_index: int,
-                reduction: str, decomposition: Callable[..., Tensor]) -> Tensor:
-        dev = x._device
-        loss, lse, roww = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index)
-        rows = _native_wrap(loss, dev)
-        ctx.save_for_backward(x, target, weight)
-        ctx.rule = (kernels, ignore_index, reduction, decomposition, lse, roww)
-        if reduction == "none":
-            return rows.reshape((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ()).to(x._dtype)
-        total = rows.sum()
-        return (total if reduction == "sum" else total / _native_wrap(roww, dev).sum()).to(x._dtype)
+def _cross_entropy_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any,
+                        ignore_index: int, reduction: str, lse: Any, total: Tensor | None,
+                        decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, ignore_index, reduction), g)[0]
+    per_row = g.reshape(-1)
+    if total is not None:  # 'mean': divided in the kernels' compute dtype (float32 for 16-bit x): one rounding
+        per_row = per_row.to(total._dtype) / total
+    dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse, ignore_index)
+    return _native_wrap(dx, x._device)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, target, weight = ctx.saved_tensors
-        kernels, ignore_index, reduction, decomposition, lse, roww = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x,),
-                                  lambda f: f(x, target, weight, ignore_index, reduction), g)
-            return (*grads, None, None, None, None, None, None)
-        per_row = g.reshape(-1)
-        if reduction == "mean":  # divided in the kernels' compute dtype (float32 for 16-bit x): one rounding, theirs
-            total = _native_wrap(roww, x._device).sum()
-            per_row = per_row.to(total._dtype) / total
-        dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse,
-                        ignore_index)
-        return _native_wrap(dx, x._device), None, None, None, None, None, None
+
+_CE_ARGS = ("target", "weight", "ignore_index", "reduction", "label_smoothing")
+_CE_NAMES = frozenset(_CE_ARGS)
 
 
 def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                    args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("target", "weight", "ignore_index", "reduction", "label_smoothing")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names):
+    if len(args) > len(_CE_ARGS):
         return None
+    bound = dict(zip(_CE_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - _CE_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
     target, weight = bound.get("target"), bound.get("weight")
     reduction = bound.get("reduction", "mean")
+    xs = x._data.shape
+    rows_shape = (xs[0], *xs[2:]) if len(xs) > 1 else ()
     if (not isinstance(target, Tensor) or target._dtype.kind not in "iu" or bound.get("label_smoothing", 0.0)
-            or reduction not in ("mean", "sum", "none") or target._device is not x._device or x.ndim == 0
-            or tuple(target.shape) != ((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ())):
+            or reduction not in ("mean", "sum", "none") or target._device is not x._device or not xs
+            or target._data.shape != rows_shape):
         return None
     if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
                                or weight._device is not x._device
-                               or tuple(weight.shape) != (x.shape[1] if x.ndim > 1 else x.shape[0],)):
+                               or weight._data.shape != (xs[1] if len(xs) > 1 else xs[0],)):
         return None  # the decomposition raises for a weight of the wrong shape
-    return _CrossEntropy.apply(x, target, weight, kernels, int(bound.get("ignore_index", -100)), reduction,
-                               decomposition)
+    ignore_index = int(bound.get("ignore_index", -100))
+    dev = x._device
+    loss, lse, roww = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index)
+    rows, total = _native_wrap(loss, dev), None
+    if reduction == "none":
+        y = rows.reshape(rows_shape)
+    else:  # the per-row losses summed in the kernels' compute dtype, then one rounding
+        y = rows.sum()
+        if reduction == "mean":
+            total = _native_wrap(roww, dev).sum()
+            y = y / total
+    if y._dtype is not x._dtype:
+        y = y.to(x._dtype)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node over x, as softmax's (no Function: its bookkeeping cost more than the kernels at 64 x 10)
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "ignore_index": ignore_index, "reduction": reduction, "lse": lse,
+                   "total": total, "decomposition": decomposition}, (_cross_entropy_grad,))
 
 
 # -- nll_loss: forward(x, target, weight|None, ignore_index, reduction) -> (output, total_weight), the targets
