@@ -137,3 +137,17 @@ def test_no_grad_runs_the_forward_kernel_alone(calls: dict[str, int]) -> None:
     ref = TF.nll_loss(torch.tensor(x.detach().numpy()), torch.tensor([0, 1, 2, 5]), reduction="sum")
     np.testing.assert_allclose(got.item(), ref.item(), rtol=1e-12)
     assert calls == {"nll_loss_forward": 1, "nll_loss_backward": 0}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shapes", [((0, 4), (0,)), ((3, 4, 0), (3, 0))], ids=["no samples", "empty maps"])
+def test_empty_batches_match_torch(calls: dict[str, int], shapes: Any, reduction: str) -> None:
+    xs, ts = shapes
+    fx, tx = _pair(np.zeros(xs))
+    got = F.nll_loss(fx, ferro.tensor(np.zeros(ts, np.int64)), reduction=reduction)
+    ref = TF.nll_loss(tx, torch.zeros(ts, dtype=torch.int64), reduction=reduction)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy())  # nan for the mean of nothing
+    got.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_array_equal(fx.grad.numpy(), tx.grad.numpy())
+    assert calls == {"nll_loss_forward": 1, "nll_loss_backward": 1}

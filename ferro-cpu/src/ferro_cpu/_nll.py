@@ -15,6 +15,7 @@ gradient. float16 / bfloat16 are computed in float32 (``_half.py``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +39,7 @@ def nll_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         if x.ndim == 1:
             return target.reshape(1), x.reshape(1, -1, 1), x.shape[0]
         n, c = x.shape[0], x.shape[1]
-        return target.reshape(-1), x.reshape(n, c, -1), c
+        return target.reshape(-1), x.reshape(n, c, math.prod(x.shape[2:])), c
 
     def pick(xr: Any, cls: Any) -> Any:
         """The score of each sample's class: xr (N, C, R) at [n, cls[n, r], r], cls flat over (N, R)."""
