@@ -400,9 +400,9 @@ FUSED_OPS: list[tuple[str, Any, tuple[tuple[int, ...], ...], str]] = [
     ("layer_norm", lambda t, w, b: F.layer_norm(t, (5,), w, b), ((4, 5), (5,), (5,)), "_LayerNorm"),
     ("layer_norm_plain", lambda t: F.layer_norm(t, (4, 5)), ((3, 4, 5),), "_LayerNorm"),
     ("cross_entropy", lambda t: F.cross_entropy(t, ferro.tensor([1, 0, 4, -100], device="cuda")), ((4, 5),),
-     "_CrossEntropy"),
+     "cross_entropy"),
     ("cross_entropy_sum_3d", lambda t: F.cross_entropy(t, ferro.tensor([[1, 2], [0, 4]], device="cuda"),
-                                                       reduction="sum"), ((2, 5, 2),), "_CrossEntropy"),
+                                                       reduction="sum"), ((2, 5, 2),), "cross_entropy"),
 ]
 
 

@@ -21,8 +21,9 @@ __all__ = ["Half"]
 
 #: Fused kernels whose results are not all the op's values: the indices of those that are (rounded to the
 #: 16-bit dtype); the rest is float32 state kept for the backward kernel (layer_norm's mean and 1/std,
-#: cross_entropy's per-row losses, summed in float32 before the one rounding) or indices.
-_VALUES = {"layer_norm_forward": (0,), "cross_entropy_forward": (), "max_pool2d_forward": (0,)}
+#: cross_entropy's per-row losses, summed in float32 before the one rounding, nll_loss's total weight) or indices.
+_VALUES = {"layer_norm_forward": (0,), "cross_entropy_forward": (), "max_pool2d_forward": (0,),
+           "nll_loss_forward": (0,)}
 #: Fused kernels whose 16-bit results are exact (they select among their inputs).
 _EXACT = frozenset({"max_pool2d_forward"})
 

@@ -215,55 +215,112 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # -- cross_entropy with class indices: forward -> per-row (loss, lse, target weight) -------------------
 
 
-class _CrossEntropy(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, target: Tensor, weight: Tensor | None, kernels: Any, ignore_index: int,
-                reduction: str, decomposition: Callable[..., Tensor]) -> Tensor:
-        dev = x._device
-        loss, lse, roww = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index)
-        rows = _native_wrap(loss, dev)
-        ctx.save_for_backward(x, target, weight)
-        ctx.rule = (kernels, ignore_index, reduction, decomposition, lse, roww)
-        if reduction == "none":
-            return rows.reshape((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ()).to(x._dtype)
-        total = rows.sum()
-        return (total if reduction == "sum" else total / _native_wrap(roww, dev).sum()).to(x._dtype)
+def _cross_entropy_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any,
+                        ignore_index: int, reduction: str, lse: Any, total: Tensor | None,
+                        decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, ignore_index, reduction), g)[0]
+    per_row = g.reshape(-1)
+    if total is not None:  # 'mean': divided in the kernels' compute dtype (float32 for 16-bit x): one rounding
+        per_row = per_row.to(total._dtype) / total
+    dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse, ignore_index)
+    return _native_wrap(dx, x._device)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, target, weight = ctx.saved_tensors
-        kernels, ignore_index, reduction, decomposition, lse, roww = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x,),
-                                  lambda f: f(x, target, weight, ignore_index, reduction), g)
-            return (*grads, None, None, None, None, None, None)
-        per_row = g.reshape(-1)
-        if reduction == "mean":  # divided in the kernels' compute dtype (float32 for 16-bit x): one rounding, theirs
-            total = _native_wrap(roww, x._device).sum()
-            per_row = per_row.to(total._dtype) / total
-        dx = kernels[1](per_row._data, x._data, target._data, None if weight is None else weight._data, lse,
-                        ignore_index)
-        return _native_wrap(dx, x._device), None, None, None, None, None, None
+
+_CE_ARGS = ("target", "weight", "ignore_index", "reduction", "label_smoothing")
+_CE_NAMES = frozenset(_CE_ARGS)
 
 
 def _cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                    args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("target", "weight", "ignore_index", "reduction", "label_smoothing")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names):
+    if len(args) > len(_CE_ARGS):
         return None
+    bound = dict(zip(_CE_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - _CE_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
     target, weight = bound.get("target"), bound.get("weight")
     reduction = bound.get("reduction", "mean")
+    xs = x._data.shape
+    rows_shape = (xs[0], *xs[2:]) if len(xs) > 1 else ()
     if (not isinstance(target, Tensor) or target._dtype.kind not in "iu" or bound.get("label_smoothing", 0.0)
-            or reduction not in ("mean", "sum", "none") or target._device is not x._device or x.ndim == 0
-            or tuple(target.shape) != ((x.shape[0], *x.shape[2:]) if x.ndim > 1 else ())):
+            or reduction not in ("mean", "sum", "none") or target._device is not x._device or not xs
+            or target._data.shape != rows_shape):
         return None
     if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
                                or weight._device is not x._device
-                               or tuple(weight.shape) != (x.shape[1] if x.ndim > 1 else x.shape[0],)):
+                               or weight._data.shape != (xs[1] if len(xs) > 1 else xs[0],)):
         return None  # the decomposition raises for a weight of the wrong shape
-    return _CrossEntropy.apply(x, target, weight, kernels, int(bound.get("ignore_index", -100)), reduction,
-                               decomposition)
+    ignore_index = int(bound.get("ignore_index", -100))
+    dev = x._device
+    loss, lse, roww = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index)
+    rows, total = _native_wrap(loss, dev), None
+    if reduction == "none":
+        y = rows.reshape(rows_shape)
+    else:  # the per-row losses summed in the kernels' compute dtype, then one rounding
+        y = rows.sum()
+        if reduction == "mean":
+            total = _native_wrap(roww, dev).sum()
+            y = y / total
+    if y._dtype is not x._dtype:
+        y = y.to(x._dtype)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node over x, as softmax's (no Function: its bookkeeping cost more than the kernels at 64 x 10)
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "ignore_index": ignore_index, "reduction": reduction, "lse": lse,
+                   "total": total, "decomposition": decomposition}, (_cross_entropy_grad,))
+
+
+# -- nll_loss: forward(x, target, weight|None, ignore_index, reduction) -> (output, total_weight), the targets
+#    checked there once; backward(grad, x, target, weight|None, ignore_index, reduction, total_weight) -> dx.
+#    One node over x (a weight that requires grad, a float target: the decomposition). -----------------------
+
+
+def _nll_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any, ignore_index: int,
+              reduction: str, total: Any, decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, ignore_index, reduction), g)[0]
+    dx = kernels[1](g._data, x._data, target._data, None if weight is None else weight._data, ignore_index,
+                    reduction, total)
+    return _native_wrap(dx, x._device)
+
+
+_NLL_ARGS = ("target", "weight", "ignore_index", "reduction")
+_NLL_NAMES = frozenset(_NLL_ARGS)
+
+
+def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    if len(args) > len(_NLL_ARGS):
+        return None
+    bound = dict(zip(_NLL_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - _NLL_NAMES or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    target, weight = bound.get("target"), bound.get("weight")
+    reduction, ignore_index = bound.get("reduction", "mean"), bound.get("ignore_index", -100)
+    xs = x._data.shape
+    if (not isinstance(target, Tensor) or target._dtype.kind not in "iu" or target._device is not x._device
+            or reduction not in ("mean", "sum", "none") or not xs or type(ignore_index) is not int
+            or target._data.shape != ((xs[0], *xs[2:]) if len(xs) > 1 else ())):
+        return None  # the decomposition's result, or its error
+    if weight is not None and (not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype
+                               or weight._device is not x._device
+                               or weight._data.shape != (xs[1] if len(xs) > 1 else xs[0],)):
+        return None
+    out, total = kernels[0](x._data, target._data, None if weight is None else weight._data, ignore_index,
+                            reduction)
+    y = _native_wrap(out, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "ignore_index": ignore_index, "reduction": reduction, "total": total,
+                   "decomposition": decomposition}, (_nll_grad,))
 
 
 # -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
@@ -527,6 +584,7 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "log_softmax": (("log_softmax", "log_softmax_backward"), _softmax, _DTYPES),
     "layer_norm": (("layer_norm_forward", "layer_norm_backward"), _layer_norm, _DTYPES),
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
+    "nll_loss": (("nll_loss_forward", "nll_loss_backward"), _nll_loss, _DTYPES),
     "linear": (("linear_forward", "linear_backward"), _linear, _DTYPES),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
