@@ -8,6 +8,7 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,7 @@ from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._rectifiers import rectifier_kernels
 from ._recurrent import recurrent_kernels
-from ._rows import last_axis_sums, row_kernels
+from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sparse import sparse_kernels
 
 __all__ = ["NumpyBackend"]
@@ -164,6 +165,7 @@ class NumpyBackend(ArrayAPIBackend):
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         np = self.xp
         nd = self.native_dtype
+        native = self._native  # (native_dtype's answers, read directly on the hot paths)
         # The decorator form is reusable and cheap (~0.5 us); a `with` block is not.
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
@@ -212,35 +214,57 @@ class NumpyBackend(ArrayAPIBackend):
 
         def extreme(ufunc: Any) -> Callable[..., Any]:
             reduce_ = ufunc.reduce  # np.max's own step, without its Python wrapper; NaN propagates without warnings
+            slow = half.slow
+            f32 = np.float32
 
             def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
-                return np.asarray(reduce_(x, axis=dims, keepdims=keepdim))
+                if x.dtype in slow:  # bfloat16: in float32, the result exact (see _half)
+                    return half.exact(np.asarray(reduce_(x.astype(f32), axis=dims, keepdims=keepdim)), x.dtype)
+                return asarray(reduce_(x, axis=dims, keepdims=keepdim))
             return kernel
 
-        add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
+        add_reduce, asarray = np.add.reduce, np.asarray  # (np.sum's own step, without its wrapper)
 
         rows = last_axis_sums(np)
+        blas = (np.dtype(np.float32), np.dtype(np.float64))
+        ones: dict[tuple[int, Any], Any] = {}
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
-            out = nd(dtype)
-            if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == out:
-                r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
-                if r is not None:
-                    return r
+            out = native.get(dtype)
+            if out is None:
+                out = nd(dtype)
+            if x.dtype == out:
+                if dims is None:
+                    n = x.size
+                    if 0 < n <= BLAS_ROW and not keepdim and out in blas and x.flags.c_contiguous:
+                        # every element of a small float array: one BLAS dot with ones (as the rows below),
+                        # about twice as fast as np.add.reduce's pairwise loop
+                        v = ones.get((n, out))
+                        if v is None:
+                            v = ones[n, out] = np.ones(n, out)
+                        return x.reshape(1, n).dot(v).reshape(())
+                elif len(dims) == 1 and dims[0] == x.ndim - 1:
+                    r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
+                    if r is not None:
+                        return r
             if out in halves:
-                return half.round(np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
-            return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
+                return half.round(asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
+            return asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
 
-        @quiet
+        true_divide = np.true_divide
+
+        @quiet  # (inf - inf in the sum warns in NumPy; PyTorch never does)
         def mean_(x: Any, dims: Any, keepdim: bool) -> Any:
+            if x.dtype in halves:  # 16-bit floats accumulate in float32, as in PyTorch
+                return half.round(mean_(x.astype(np.float32), dims, keepdim), x.dtype)
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
-                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
+                return asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
             total = rows(x, keepdim) if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 else None
             if total is None:
-                total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
-            return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
-        mean = half.kernel(mean_, operands=1)  # 16-bit floats accumulate in float32, as in PyTorch
+                total = asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            return true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
+        mean = mean_
 
         def arg(f: Any) -> Callable[..., Any]:
             def kernel(x: Any, dim: int, keepdim: bool) -> Any:
@@ -350,15 +374,29 @@ class NumpyBackend(ArrayAPIBackend):
         def getitem(x: Any, key: Any) -> Any:
             return np.asarray(x[key])
 
+        np_zeros, np_empty, prod = np.zeros, np.empty, math.prod
+
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
-            if type(value) is int and value == 0:  # (not -0.0) every byte zero: np.zeros when small
-                return pool.zeros(shape, nd(dtype))
-            out = pool.empty(shape, nd(dtype))
+            d = native.get(dtype)
+            if d is None:
+                d = nd(dtype)
+            zero = type(value) is int and value == 0  # (not -0.0) every byte zero
+            if prod(shape) * d.itemsize < MIN_BYTES:  # small: NumPy's own allocation, as the pool would
+                if zero:
+                    return np_zeros(shape, d)
+                out = np_empty(shape, d)
+            elif zero:
+                return pool.zeros(shape, d)
+            else:
+                out = pool.empty(shape, d)
             out.fill(value)
             return out
 
         def empty(shape: tuple[int, ...], dtype: DType) -> Any:
-            return pool.empty(shape, nd(dtype))
+            d = native.get(dtype)
+            if d is None:
+                d = nd(dtype)
+            return np_empty(shape, d) if prod(shape) * d.itemsize < MIN_BYTES else pool.empty(shape, d)
 
         result_type, broadcast_shapes, copyto = np.result_type, np.broadcast_shapes, np.copyto
 
@@ -409,7 +447,7 @@ class NumpyBackend(ArrayAPIBackend):
             return half.kernel(kernel, operands=1, dtypes=dtypes, exact=exact)  # x, then non-array arguments
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean,
-            "amax": in_f32(extreme(np.maximum), half.slow, True), "amin": in_f32(extreme(np.minimum), half.slow, True),
+            "amax": extreme(np.maximum), "amin": extreme(np.minimum),
             "prod": in_f32(reduce(np.prod)), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": in_f32(arg(np.argmax), half.slow), "argmin": in_f32(arg(np.argmin), half.slow),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
