@@ -418,6 +418,8 @@ class NumpyBackend(ArrayAPIBackend):
             return concatenate(xs, axis=dim)
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
+            if dim == 0:  # a new first axis: each array as one row
+                return concatenate([x[None] for x in xs])
             at = (slice(None),) * dim + (None,)  # a new axis at dim: a view by basic indexing (cheaper than reshape)
             return concatenate([x[at] for x in xs], axis=dim)
 
@@ -570,8 +572,9 @@ def _spherical_j0(x: Any) -> Any:
 
 def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> Callable[..., Any]:
     """The ``pow`` kernel ``power`` with ``x ** 2`` of a small array as one ``square`` (``np.power`` takes no
-    fast path for it: three times the time); the same values, x * x rounded once either way."""
-    square = quiet(functools.partial(np.square, out=...))
+    fast path for it: three times the time); the same values, x * x rounded once either way. Unguarded, as the
+    ``mul`` kernel is (an errstate costs ~0.5 us a call): a float overflow warns as ``x * x`` does."""
+    square = functools.partial(np.square, out=...)
     ndarray = np.ndarray
 
     def pow_(x: Any, y: Any) -> Any:

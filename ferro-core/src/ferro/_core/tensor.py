@@ -522,7 +522,7 @@ def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[
         if fn is None:
             continue
         setattr(Tensor, f"__{dunder}__", fn)
-        setattr(Tensor, f"__r{dunder}__", _reflected(fn))
+        setattr(Tensor, f"__r{dunder}__", getattr(fn, "reflected", None) or _reflected(fn))
         setattr(Tensor, f"__i{dunder}__", inplace(name) if name != "matmul" else _no_inplace_matmul)
     for dunder, name in COMPARISONS.items():
         setattr(Tensor, f"__{dunder}__", _comparison(functions[name]))

@@ -12,7 +12,7 @@ from .._core.dtypes import int64, result_type
 from .._core.modes import ARMED, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
+from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
 from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere, view_result
@@ -410,16 +410,16 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
-    # one pass over the inputs: their type, device, dtype and arrays (the usual case: all alike, none empty)
+    # one pass over the inputs: their type, device, dtype, arrays and grad (the usual case: all alike, none empty)
     first = tensors[0]
     dev = dtype = None
     if isinstance(first, Tensor):
         dev, dtype = first._device, first._dtype
     alike = True
-    empty = False
+    empty = rg = False
     datas = []
     for t in tensors:
-        if not isinstance(t, Tensor):
+        if type(t) is not Tensor and not isinstance(t, Tensor):
             raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
                             f"{[type(t).__name__ for t in tensors]}")
         if t._device is not dev:
@@ -427,6 +427,8 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         a = t._data
         if t._dtype is not dtype:
             alike = False
+        if t._rg:
+            rg = True
         if a.shape == (0,):
             empty = True
         datas.append(a)
@@ -446,6 +448,20 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         if s != ref and (new_dim or len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
+    if alike:
+        try:  # the hot path: the device's kernel takes the inputs' dtype as it is (no dispatch layer on)
+            k, table = dev._fast[op.name]  # type: ignore[union-attr]
+            if table[dtype][0] is not dtype:
+                raise KeyError
+        except (KeyError, TypeError):
+            k = None
+        if k is not None:
+            data = k(datas, d)
+            if not (rg and _mode._state.enabled):
+                r = _new(Tensor)  # _wrap, inlined
+                r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = data, dtype, dev, False, None, None
+                return r
+            return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
     dtype = shaped[0]._dtype
     mixed = not alike and any(t._dtype is not dtype for t in shaped)
     if mixed:
@@ -460,6 +476,12 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         data = k(datas, d)
     if not (_mode._state.enabled and any(t._rg for t in shaped)):
         return _wrap(data, dtype, dev)
+    return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
+
+
+def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
+              new_dim: bool) -> Tensor:
+    """The joined result with its graph node: each input's gradient is its slice (cat) or index (stack)."""
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:
