@@ -351,9 +351,13 @@ class Tensor:
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         data = self._data
-        if data.shape and math.prod(data.shape) != 1:
+        shape = data.shape
+        if shape and math.prod(shape) != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._device.backend.to_numpy(data).item()  # (NumPy's item() takes any one-element array)
+        backend = self._device._backend  # (bound: a tensor's device is; the property binds otherwise)
+        if backend is None:
+            backend = self._device.backend
+        return backend.to_numpy(data).item()  # (NumPy's item() takes any one-element array)
 
     def tolist(self) -> Any:
         """The values as (nested) Python lists of numbers."""

@@ -197,10 +197,18 @@ def _value_native(x: Tensor, value: Any) -> Any:
 
 
 def _put(x_data: Any, x: Tensor, kernel: Callable[..., Any], fkey: tuple[Any, ...], value: Any,
-         accumulate: bool) -> None:
+         accumulate: bool, plain: bool = False) -> None:
+    """``x_data[fkey] = value`` (``+=`` when ``accumulate``) by ``kernel``; ``plain``: ``fkey`` holds only ints,
+    slices, None and Ellipsis (nothing to convert, no PyTorch order to restore)."""
     v = _value_native(x, value)
-    split = _torch_order(fkey)
     dev = x._device
+    if plain:
+        try:
+            kernel(x_data, fkey, v, accumulate)
+            return
+        except (ValueError, IndexError):  # the general steps below report it
+            pass
+    split = _torch_order(fkey)
     try:
         if split is not None:  # integers first (PyTorch's order): write through the basic part's view
             whole, first = x_data, _native(split[0], dev)
@@ -237,7 +245,9 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if _state.enabled:
         check_inplace(x, "setitem")  # views: of a leaf that requires grad (refused), or stale
-    fkey, _ = _ferro_key(x, key)
+    t = type(key)
+    plain = t is slice or t is int or (t is tuple and all([type(k) in _PLAIN for k in key]))
+    fkey = (key if t is tuple else (key,)) if plain else _ferro_key(x, key)[0]
     dev = x._device
     k = kernel_for(_INDEX_PUT, dev, x._dtype)
     if k is None:
@@ -246,7 +256,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     if recording:  # the graph position of x before the write
         prev = _wrap(x._data, x._dtype, dev)
         prev.grad_fn, prev._rg, prev._vc = x.grad_fn, x._rg, x._vc
-    _put(x._data, x, k, fkey, value, False)
+    _put(x._data, x, k, fkey, value, False, plain)
     x._vc[0] += 1
     if recording:
         out = _wrap(x._data, x._dtype, dev)
