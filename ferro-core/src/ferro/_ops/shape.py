@@ -90,9 +90,14 @@ def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     if new is None:
         new = _target(op, in_shape, shape)
     dev = x._device
-    k = kernel_for(op, dev, x._dtype)
-    if k is None:
-        return run_elsewhere(op, dev, x._dtype, (x, *new), {})
+    try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+        k, table = dev._fast[op.name]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        k = kernel_for(op, dev, x._dtype)
+        if k is None:
+            return run_elsewhere(op, dev, x._dtype, (x, *new), {})
     view_of: Tensor | None = x
     data = None
     if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
@@ -176,9 +181,14 @@ def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[int, ...]:
 def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
     """``x.permute(dims)`` for a valid permutation ``dims`` of non-negative dims."""
     dev = x._device
-    k = kernel_for(_PERMUTE, dev, x._dtype)
-    if k is None:
-        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
+    try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+        k, table = dev._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        k = kernel_for(_PERMUTE, dev, x._dtype)
+        if k is None:
+            return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
     return view_result(_PERMUTE, k(x._data, dims), x, {"dims": dims})
 
 
