@@ -122,13 +122,20 @@ _GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a
 #: Key parts that need no conversion: a key of these alone is basic indexing, a view (bool is not among them:
 #: ``x[True]`` takes the general path).
 _PLAIN = frozenset((int, slice, type(None), type(Ellipsis)))
+_INT = {int}
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with PyTorch's (NumPy's) basic and advanced indexing."""
     t = type(key)
-    if t is slice or t is int or (t is tuple and all([type(k) in _PLAIN for k in key])):
-        return _basic(x, key if t is tuple else (key,), key)
+    if t is slice:
+        return _basic(x, (key,), key, False)
+    if t is int:
+        return _basic(x, (key,), key, True)
+    if t is tuple:
+        types = set(map(type, key))  # (one pass answers both questions: basic indexing, one element)
+        if types <= _PLAIN:
+            return _basic(x, key, key, types <= _INT)
     fkey, basic = _ferro_key(x, key)
     if not basic:
         split = _torch_order(fkey)
@@ -149,8 +156,9 @@ def getitem(x: Tensor, key: Any) -> Tensor:
                   view_of=x if basic else None)
 
 
-def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any) -> Tensor:
-    """``x[key]`` for a key of ints, slices, None and Ellipsis (``fkey``: as a tuple): a view."""
+def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any, ints: bool) -> Tensor:
+    """``x[key]`` for a key of ints, slices, None and Ellipsis (``fkey``: as a tuple; ``ints``: ints only): a
+    view."""
     try:
         dev = x._device
         shape = x._data.shape
@@ -165,7 +173,7 @@ def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any) -> Tensor:
         if k is None:
             return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
     native = fkey
-    if len(fkey) == len(shape) and all([type(i) is int for i in fkey]):
+    if ints and len(fkey) == len(shape):
         native = (*fkey, Ellipsis)  # one element: a 0-d view (NumPy would give a scalar, a copy)
     try:
         data = k(x._data, native)

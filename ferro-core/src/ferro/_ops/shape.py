@@ -78,61 +78,62 @@ def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tup
     return new
 
 
-def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
-    try:
-        in_shape = x._data.shape
-    except AttributeError:
-        raise not_a_tensor(op.name, "input", x) from None
-    try:
-        new = _SHAPES.get((in_shape, *shape))
-    except TypeError:  # a list (unhashable): checked by _target
-        new = None
-    if new is None:
-        new = _target(op, in_shape, shape)
-    dev = x._device
-    try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
-        k, table = dev._fast[op.name]
-        if x._dtype not in table:
-            raise KeyError
-    except (KeyError, TypeError):
-        k = kernel_for(op, dev, x._dtype)
-        if k is None:
-            return run_elsewhere(op, dev, x._dtype, (x, *new), {})
-    view_of: Tensor | None = x
-    data = None
-    if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
-        # x is a copy standing for a view: where PyTorch could not view it so, reshape copies and view fails
-        if op is _VIEW:
-            raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                             f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
-        return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-    if op is _RESHAPE and "view" in dev._kernels:
-        # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
-        # must not be taken as writes to x, by the version counter or by autograd).
+def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
+    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it."""
+
+    def fn(x: Tensor, *shape: Any) -> Tensor:
         try:
-            data = dev._kernels["view"](x._data, new)
+            in_shape = x._data.shape
+        except AttributeError:
+            raise not_a_tensor(op.name, "input", x) from None
+        try:
+            new = _SHAPES.get((in_shape, *shape))
+        except TypeError:  # a list (unhashable): checked by _target
+            new = None
+        if new is None:
+            new = _target(op, in_shape, shape)
+        dev = x._device
+        try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+            k, table = dev._fast[op.name]
+            if x._dtype not in table:
+                raise KeyError
+        except (KeyError, TypeError):
+            k = kernel_for(op, dev, x._dtype)
+            if k is None:
+                return run_elsewhere(op, dev, x._dtype, (x, *new), {})
+        view_of: Tensor | None = x
+        data = None
+        if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
+            # x is a copy standing for a view: where PyTorch could not view it so, reshape copies and view fails
+            if op is _VIEW:
+                raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                                 f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
+            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+        if op is _RESHAPE and "view" in dev._kernels:
+            # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
+            # must not be taken as writes to x, by the version counter or by autograd).
+            try:
+                data = dev._kernels["view"](x._data, new)
+            except (ValueError, AttributeError):
+                view_of = None
+        try:
+            if data is None:
+                data = k(x._data, new)
         except (ValueError, AttributeError):
-            view_of = None
-    try:
-        if data is None:
-            data = k(x._data, new)
-    except (ValueError, AttributeError):
-        raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                         f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
-                         "that is not contiguous; use .reshape(...) instead") from None
-    if view_of is None:
-        return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-    return view_result(op, data, x, {"in_shape": in_shape})
+            raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                             f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
+                             "that is not contiguous; use .reshape(...) instead") from None
+        if view_of is None:
+            return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+        return view_result(op, data, x, {"in_shape": in_shape})
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
-    """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
-    return _reshape_like(_RESHAPE, x, shape)
-
-
-def view(x: Tensor, *shape: Any) -> Tensor:
-    """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
-    return _reshape_like(_VIEW, x, shape)
+reshape = _reshaper(_RESHAPE, "``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow.")
+view = _reshaper(_VIEW, "A view of ``x`` with shape ``shape``; sharing storage, so writes go through.")
 
 
 def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
