@@ -196,12 +196,24 @@ class NumpyBackend(ArrayAPIBackend):
             return np.reciprocal(t, out=t)
 
         half_relu = half.ufunc(np.maximum, exact=True)
+        #: read-only zeros by (shape, dtype), for relu of small arrays (bounded: a few shapes recur in a model)
+        zero_arrays: dict[tuple[Any, Any], Any] = {}
+
         def relu(x: Any) -> Any:
             if x.dtype in half.slow:
                 return half_relu(x, np.zeros((), x.dtype))  # a 16-bit zero: relu's result is exact
-            # the maximum with an array of zeros, written over it: NumPy's vectorized loop (against a scalar
-            # its broadcast loop is about 2.5x slower on a 64x64 float32), the same values bit for bit
-            z = np_zeros(x.shape, x.dtype) if x.nbytes < MIN_BYTES else pool.zeros(x.shape, x.dtype)
+            # the maximum with an array of zeros: NumPy's vectorized loop (against a scalar its broadcast loop is
+            # about 2.5x slower on a 64x64 float32), the same values bit for bit; a small array's zeros are kept
+            if x.nbytes < MIN_BYTES:
+                key = (x.shape, x.dtype)
+                z = zero_arrays.get(key)
+                if z is None:
+                    if len(zero_arrays) >= 64:
+                        zero_arrays.clear()
+                    z = zero_arrays[key] = np_zeros(x.shape, x.dtype)
+                    z.flags.writeable = False
+                return np.maximum(x, z, out=...)
+            z = pool.zeros(x.shape, x.dtype)
             return np.maximum(x, z, out=z)
 
         def relu_into(x: Any, out: Any) -> Any:
