@@ -419,18 +419,21 @@ _STACK = register(OpDef("stack", "shape", "Join tensors along a new dimension.",
 def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tensor:
     if type(tensors) is not list and type(tensors) is not tuple:
         tensors = list(tensors)
+    r = _join_alike(op, tensors, dim, new_dim)
+    if r is not None:
+        return r
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
-    # one pass over the inputs: their type, device, dtype, arrays and grad (the usual case: all alike, none empty)
+    # one pass over the inputs: their type, device, dtype and arrays
     first = tensors[0]
     dev = dtype = None
     if isinstance(first, Tensor):
         dev, dtype = first._device, first._dtype
     alike = True
-    empty = rg = False
+    empty = False
     datas = []
     for t in tensors:
-        if type(t) is not Tensor and not isinstance(t, Tensor):
+        if not isinstance(t, Tensor):
             raise TypeError(f"{op.name}(): expected a sequence of Tensors, got "
                             f"{[type(t).__name__ for t in tensors]}")
         if t._device is not dev:
@@ -438,8 +441,6 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         a = t._data
         if t._dtype is not dtype:
             alike = False
-        if t._rg:
-            rg = True
         if a.shape == (0,):
             empty = True
         datas.append(a)
@@ -459,20 +460,6 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         if s != ref and (new_dim or len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]):
             raise ShapeError(f"{op.name}(): sizes of tensors must match" + ("" if new_dim else " except in dimension "
                              f"{d}") + f": tensor 0 has shape {list(ref)}, tensor {i} has shape {list(s)}")
-    if alike:
-        try:  # the hot path: the device's kernel takes the inputs' dtype as it is (no dispatch layer on)
-            k, table = dev._fast[op.name]  # type: ignore[union-attr]
-            if table[dtype][0] is not dtype:
-                raise KeyError
-        except (KeyError, TypeError):
-            k = None
-        if k is not None:
-            data = k(datas, d)
-            if not (rg and _mode._state.enabled):
-                r = _new(Tensor)  # _wrap, inlined
-                r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = data, dtype, dev, False, None, None
-                return r
-            return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
     dtype = shaped[0]._dtype
     mixed = not alike and any(t._dtype is not dtype for t in shaped)
     if mixed:
@@ -488,6 +475,43 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     if not (_mode._state.enabled and any(t._rg for t in shaped)):
         return _wrap(data, dtype, dev)
     return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
+
+
+def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> Tensor | None:
+    """cat / stack of tensors of one dtype and device whose shapes fit, by the device's kernel taking that dtype as
+    it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join` checks it all and
+    says what is wrong)."""
+    try:
+        first = tensors[0]
+        dev, dtype, ref = first._device, first._dtype, first._data.shape
+        k, table = dev._fast[op.name]
+        if table[dtype][0] is not dtype:
+            return None
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+    nd = len(ref) + new_dim
+    if type(dim) is not int or not -nd <= dim < nd:
+        return None
+    d = dim + nd if dim < 0 else dim
+    datas = []
+    rg = False
+    for t in tensors:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
+            return None
+        a = t._data
+        s = a.shape
+        if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+            return None  # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+        if t._rg:
+            rg = True
+        datas.append(a)
+    data = k(datas, d)
+    if rg and _mode._state.enabled:
+        return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
+    r = _new(Tensor)  # _wrap, inlined
+    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = data, dtype, dev, False, None, None
+    return r
 
 
 def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
