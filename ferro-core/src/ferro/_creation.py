@@ -315,8 +315,17 @@ _default_float = _dtypes._default_float
 
 def _shape_of(size: tuple[Any, ...]) -> tuple[int, ...] | None:
     """``size`` as :func:`_size` reads it, or None where that would raise (the checked path says why)."""
+    if len(size) == 1:
+        s = size[0]
+        if type(s) is tuple or isinstance(s, (tuple, list)):
+            size = s
+    for n in size:  # the usual case, sizes as non-negative Python ints: no conversion
+        if type(n) is not int or n < 0:
+            break
+    else:
+        return size if type(size) is tuple else tuple(size)
     try:
-        shape = tuple(map(_index, size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size))
+        shape = tuple(map(_index, size))
     except TypeError:
         return None
     return None if shape and min(shape) < 0 else shape
@@ -368,11 +377,16 @@ def _full(slow: Any) -> Any:
             if dt is float:
                 dt = _default_float[0]
             shape = _shape_of((size,))
-            if dt is not None and shape is not None:
-                dev = current_device() if device is None else device
-                data = _run("full", dev, dt, (shape, fill_value, dt))
-                if data is not None:
-                    return _wrap(data, dt, dev)
+            dev = current_device() if device is None else device
+            if shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes:
+                try:  # (_run and _wrap inlined, as in _filled)
+                    data = dev._kernels["full"](shape, fill_value, dt)  # type: ignore[index]
+                except Exception:  # (the checked path runs it again and reports the error in its own words)
+                    pass
+                else:
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._view = data, dt, dev, False, None, None
+                    return t
         return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     return full
 
