@@ -241,26 +241,27 @@ class NumpyBackend(ArrayAPIBackend):
 
         rows = last_axis_sums(np)
         blas = (np.dtype(np.float32), np.dtype(np.float64))
-        ones: dict[tuple[int, Any], Any] = {}
+        ones: dict[tuple[int, DType], Any] = {}
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
+            if dims is None and not keepdim:
+                # every element of a small float array: one BLAS dot with ones (as the rows below), about twice as
+                # fast as np.add.reduce's pairwise loop; the ones by (size, dtype), made on first need
+                n = x.size
+                v = ones.get((n, dtype))
+                if v is None and 0 < n <= BLAS_ROW and nd(dtype) in blas:
+                    if len(ones) >= 256:  # (a program sums a handful of sizes; a stream of them must not pile up)
+                        ones.clear()
+                    v = ones[n, dtype] = np.ones(n, nd(dtype))
+                if v is not None and x.dtype is v.dtype and x.flags.c_contiguous:
+                    return x.reshape(1, n).dot(v).reshape(())
             out = native.get(dtype)
             if out is None:
                 out = nd(dtype)
-            if x.dtype == out:
-                if dims is None:
-                    n = x.size
-                    if 0 < n <= BLAS_ROW and not keepdim and out in blas and x.flags.c_contiguous:
-                        # every element of a small float array: one BLAS dot with ones (as the rows below),
-                        # about twice as fast as np.add.reduce's pairwise loop
-                        v = ones.get((n, out))
-                        if v is None:
-                            v = ones[n, out] = np.ones(n, out)
-                        return x.reshape(1, n).dot(v).reshape(())
-                elif len(dims) == 1 and dims[0] == x.ndim - 1:
-                    r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
-                    if r is not None:
-                        return r
+            if x.dtype == out and dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1:
+                r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
+                if r is not None:
+                    return r
             if out in halves:
                 return half.round(asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
             return asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))

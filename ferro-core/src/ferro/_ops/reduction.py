@@ -251,12 +251,12 @@ def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[...
 @numpy_keywords
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
+    if dim is None:  # (the usual call first)
+        r = _reduced(_AMAX, x, None, False)
+        return r if r is not None else _reduce(_AMAX, x, None, False)
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS
         return FUNCTIONS["maximum"](x, dim)
-    if dim is None:
-        r = _reduced(_AMAX, x, None, False)
-        return r if r is not None else _reduce(_AMAX, x, None, False)
     d = _wrap_dim(dim, x.ndim, "max")
     idx = argmax(x, d, keepdim)
     return _pick(x, d, keepdim, idx, amax)
@@ -265,12 +265,12 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 @numpy_keywords
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
+    if dim is None:  # (the usual call first)
+        r = _reduced(_AMIN, x, None, False)
+        return r if r is not None else _reduce(_AMIN, x, None, False)
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS
         return FUNCTIONS["minimum"](x, dim)
-    if dim is None:
-        r = _reduced(_AMIN, x, None, False)
-        return r if r is not None else _reduce(_AMIN, x, None, False)
     d = _wrap_dim(dim, x.ndim, "min")
     idx = argmin(x, d, keepdim)
     return _pick(x, d, keepdim, idx, amin)
