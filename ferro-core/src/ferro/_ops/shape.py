@@ -419,9 +419,6 @@ _STACK = register(OpDef("stack", "shape", "Join tensors along a new dimension.",
 def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tensor:
     if type(tensors) is not list and type(tensors) is not tuple:
         tensors = list(tensors)
-    r = _join_alike(op, tensors, dim, new_dim)
-    if r is not None:
-        return r
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
     # one pass over the inputs: their type, device, dtype and arrays
@@ -478,9 +475,11 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
 
 
 def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> Tensor | None:
-    """cat / stack of tensors of one dtype and device whose shapes fit, by the device's kernel taking that dtype as
-    it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join` checks it all and
-    says what is wrong)."""
+    """cat / stack of tensors (a list or tuple) of one dtype and device whose shapes fit, by the device's kernel
+    taking that dtype as it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join`
+    checks it all and says what is wrong)."""
+    if type(tensors) is not list and type(tensors) is not tuple:
+        return None
     try:
         first = tensors[0]
         dev, dtype, ref = first._device, first._dtype, first._data.shape
@@ -531,7 +530,8 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
-    return _join(_CAT, tensors, dim, False)
+    r = _join_alike(_CAT, tensors, dim, False)
+    return r if r is not None else _join(_CAT, tensors, dim, False)
 
 
 concat = concatenate = cat
@@ -539,7 +539,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack same-shaped ``tensors`` along a new dimension ``dim``."""
-    return _join(_STACK, tensors, dim, True)
+    r = _join_alike(_STACK, tensors, dim, True)
+    return r if r is not None else _join(_STACK, tensors, dim, True)
 
 
 def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
