@@ -336,8 +336,11 @@ def _run(kind: str, dev: Any, dtype: Any, args: tuple[Any, ...]) -> Any:
     must run (an unbound device, a dtype it lacks, a missing kernel, a kernel that raised: it says why)."""
     if type(dtype) is not DType or type(dev) is not _device_cls or dtype not in dev._dtypes:
         return None
+    k = dev._kernels.get(kind)  # type: ignore[union-attr]  # (a probe: the checked path handles a missing kernel)
+    if k is None:
+        return None
     try:
-        return dev._kernels[kind](*args)  # type: ignore[index]
+        return k(*args)
     except Exception:  # (the checked path runs it again and reports the error in its own words)
         return None
 
@@ -354,9 +357,10 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
             shape = _shape_of(size)
             dt = _default_float[0] if dtype is None else dtype
             dev = current_device() if device is None else device
-            if shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes:
+            if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
+                    and (k := dev._kernels.get(kind)) is not None):  # type: ignore[union-attr]
                 try:
-                    data = dev._kernels[kind](shape, *fill, dt)  # type: ignore[index]
+                    data = k(shape, *fill, dt)
                 except Exception:  # (the checked path runs it again and reports the error in its own words)
                     pass
                 else:
@@ -378,9 +382,10 @@ def _full(slow: Any) -> Any:
                 dt = _default_float[0]
             shape = _shape_of((size,))
             dev = current_device() if device is None else device
-            if shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes:
+            if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
+                    and (k := dev._kernels.get("full")) is not None):  # type: ignore[union-attr]
                 try:  # (_run and _wrap inlined, as in _filled)
-                    data = dev._kernels["full"](shape, fill_value, dt)  # type: ignore[index]
+                    data = k(shape, fill_value, dt)
                 except Exception:  # (the checked path runs it again and reports the error in its own words)
                     pass
                 else:

@@ -315,13 +315,13 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
             r._rg = False
         return r
 
-    def reflected(y: Any, x: Any) -> Tensor:
-        """``x op y`` for ``y``, a tensor, on the right of ``x`` (``2.0 - t``): a weak number straight to
+    def reflected(self: Any, other: Any) -> Tensor:
+        """``other op self`` for the tensor ``self`` on the right (``2.0 - t``): a weak number straight to
         :func:`_binary_weak`, without the exception that :func:`fn` would take first."""
-        tx = type(x)
-        if (tx is float or tx is int) and (r := _binary_weak(op, x, y, y)) is not None:
+        to = type(other)
+        if (to is float or to is int) and (r := _binary_weak(op, other, self, self)) is not None:
             return r
-        return fn(x, y)
+        return fn(other, self)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op.doc
