@@ -199,8 +199,10 @@ class NumpyBackend(ArrayAPIBackend):
         #: read-only zeros by (shape, dtype), for relu of small arrays (bounded: a few shapes recur in a model)
         zero_arrays: dict[tuple[Any, Any], Any] = {}
 
+        slow = half.slow
+
         def relu(x: Any) -> Any:
-            if x.dtype in half.slow:
+            if slow and x.dtype in slow:
                 return half_relu(x, np.zeros((), x.dtype))  # a 16-bit zero: relu's result is exact
             # the maximum with an array of zeros: NumPy's vectorized loop (against a scalar its broadcast loop is
             # about 2.5x slower on a 64x64 float32), the same values bit for bit; a small array's zeros are kept
@@ -232,9 +234,9 @@ class NumpyBackend(ArrayAPIBackend):
             f32 = np.float32
 
             def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
-                if x.dtype in slow:  # bfloat16: in float32, the result exact (see _half)
-                    return half.exact(np.asarray(reduce_(x.astype(f32), axis=dims, keepdims=keepdim)), x.dtype)
-                return asarray(reduce_(x, axis=dims, keepdims=keepdim))
+                if slow and x.dtype in slow:  # bfloat16: in float32, the result exact (see _half)
+                    return half.exact(reduce_(x.astype(f32), axis=dims, keepdims=keepdim, out=...), x.dtype)
+                return reduce_(x, axis=dims, keepdims=keepdim, out=...)  # (out=...: an array, 0-d too)
             return kernel
 
         add_reduce, asarray = np.add.reduce, np.asarray  # (np.sum's own step, without its wrapper)
@@ -263,8 +265,8 @@ class NumpyBackend(ArrayAPIBackend):
                 if r is not None:
                     return r
             if out in halves:
-                return half.round(asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
-            return asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
+                return half.round(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32, out=...), out)
+            return add_reduce(x, axis=dims, keepdims=keepdim, dtype=out, out=...)
 
         true_divide = np.true_divide
 
@@ -633,7 +635,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:
-            if x.dtype in slow:
+            if slow and x.dtype in slow:  # (empty until ml_dtypes' bfloat16 loads: no hashing of the dtype)
                 return wide(x)
             if x.nbytes < MIN_BYTES:
                 return ufunc(x, out=...)
@@ -646,7 +648,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
                 dt = x.dtype
             except AttributeError:  # a Python scalar on the left
                 return wide(x, y) if getattr(y, "dtype", None) in slow else ufunc(x, y, out=...)
-            if dt in slow:
+            if slow and dt in slow:
                 return wide(x, y)
             if small:
                 return ufunc(x, y, out=...)
