@@ -388,8 +388,11 @@ class NumpyBackend(ArrayAPIBackend):
                 return (x.shape[dim] - 1 - np.flip(idx, dim)).astype(np.int64)
             return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
 
+        ndarray = np.ndarray
+
         def getitem(x: Any, key: Any) -> Any:
-            return np.asarray(x[key])
+            r = x[key]
+            return r if type(r) is ndarray else np.asarray(r)  # (a NumPy scalar for a key of ints only)
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
             d = native.get(dtype)
