@@ -179,7 +179,7 @@ class NumpyBackend(ArrayAPIBackend):
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool,
                                           half, op in _EXACT)
-        table["pow"] = _squaring(np, table["pow"], quiet)
+        table["pow"] = _squaring(np, table["pow"])
         table["div"] = _dividing(np, table["div"])
 
         @quiet
@@ -588,7 +588,7 @@ def _spherical_j0(x: Any) -> Any:
     return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
 
 
-def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> Callable[..., Any]:
+def _squaring(np: Any, power: Callable[..., Any]) -> Callable[..., Any]:
     """The ``pow`` kernel ``power`` with ``x ** 2`` of a small array as one ``square`` (``np.power`` takes no
     fast path for it: three times the time); the same values, x * x rounded once either way. Unguarded, as the
     ``mul`` kernel is (an errstate costs ~0.5 us a call): a float overflow warns as ``x * x`` does."""
