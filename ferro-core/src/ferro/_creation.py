@@ -8,11 +8,13 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from ._core import dtypes as _dtypes
 from ._core import host as _host
 from ._core.device import device as _device_cls
 from ._core.dtypes import DType, as_dtype, bool_, get_default_dtype, int64
 from ._core.naming import names_errors
 from ._core.tensor import Tensor, _wrap
+from ._core.tensor import _new as _new_object
 from .backends._selection import current_device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
@@ -306,6 +308,121 @@ def _new(fn: Any) -> Any:
 
 for _name in __all__:  # every error (allocation failures too) names the creation function called
     globals()[_name] = names_errors(_name, globals()[_name])
+
+_index = operator.index
+_default_float = _dtypes._default_float
+
+
+def _shape_of(size: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """``size`` as :func:`_size` reads it, or None where that would raise (the checked path says why)."""
+    if len(size) == 1:
+        s = size[0]
+        if type(s) is tuple or isinstance(s, (tuple, list)):
+            size = s
+    for n in size:  # the usual case, sizes as non-negative Python ints: no conversion
+        if type(n) is not int or n < 0:
+            break
+    else:
+        return size if type(size) is tuple else tuple(size)
+    try:
+        shape = tuple(map(_index, size))
+    except TypeError:
+        return None
+    return None if shape and min(shape) < 0 else shape
+
+
+def _run(kind: str, dev: Any, dtype: Any, args: tuple[Any, ...]) -> Any:
+    """Creation kernel ``kind`` of a bound ``dev`` taking ``dtype`` run on ``args``, or None where the checked path
+    must run (an unbound device, a dtype it lacks, a missing kernel, a kernel that raised: it says why)."""
+    if type(dtype) is not DType or type(dev) is not _device_cls or dtype not in dev._dtypes:
+        return None
+    k = dev._kernels.get(kind)  # type: ignore[union-attr]  # (a probe: the checked path handles a missing kernel)
+    if k is None:
+        return None
+    try:
+        return k(*args)
+    except Exception:  # (the checked path runs it again and reports the error in its own words)
+        return None
+
+
+def _filled(slow: Any, kind: str, value: Any) -> Any:
+    """The public ``zeros`` / ``ones`` / ``empty``: ``slow`` (the checked path, its errors named) behind a fast path
+    for the usual call (sizes as ints; no ``requires_grad``), which checks each argument once and calls the kernel."""
+    fill = () if kind == "empty" else (value,)
+
+    @functools.wraps(slow)
+    def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+        if not (kwargs or requires_grad):
+            # _run and _wrap inlined: at ~1 us a call, each frame counts
+            shape = _shape_of(size)
+            dt = _default_float[0] if dtype is None else dtype
+            dev = current_device() if device is None else device
+            if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
+                    and (k := dev._kernels.get(kind)) is not None):  # type: ignore[union-attr]
+                try:
+                    data = k(shape, *fill, dt)
+                except Exception:  # (the checked path runs it again and reports the error in its own words)
+                    pass
+                else:
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._view = data, dt, dev, False, None, None
+                    return t
+        return slow(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kwargs)
+    return make
+
+
+def _full(slow: Any) -> Any:
+    """The public ``full``: ``slow`` behind a fast path as :func:`_filled`'s (a number as the fill value)."""
+    @functools.wraps(slow)
+    def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+        if not requires_grad:
+            dt = dtype if dtype is not None else _FILL_DTYPES.get(type(fill_value))
+            if dt is float:
+                dt = _default_float[0]
+            shape = _shape_of((size,))
+            dev = current_device() if device is None else device
+            if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
+                    and (k := dev._kernels.get("full")) is not None):  # type: ignore[union-attr]
+                try:  # (_run and _wrap inlined, as in _filled)
+                    data = k(shape, fill_value, dt)
+                except Exception:  # (the checked path runs it again and reports the error in its own words)
+                    pass
+                else:
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._view = data, dt, dev, False, None, None
+                    return t
+        return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    return full
+
+
+def _arange(slow: Any) -> Any:
+    """The public ``arange``: ``slow`` behind a fast path for Python ints (no dtype, no ``requires_grad``)."""
+    @functools.wraps(slow)
+    def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+        if end is None:
+            first, last = 0, start
+        else:
+            first, last = start, end
+        if (dtype is None and not requires_grad and type(first) is int and type(last) is int and type(step) is int
+                and step and (last - first) * step >= 0):
+            dev = current_device() if device is None else device
+            data = _run("arange", dev, int64, (first, last, step, int64))
+            if data is not None:
+                return _wrap(data, int64, dev)
+        return slow(start, end, step, dtype=dtype, device=device, requires_grad=requires_grad)
+    return arange
+
+
+#: full's dtype for a fill value of each Python type (``float``: the default float dtype, read at the call)
+_FILL_DTYPES: dict[type, Any] = {bool: bool_, int: int64, float: float}
+
+zeros = _filled(zeros, "full", 0)
+ones = _filled(ones, "full", 1)
+empty = _filled(empty, "empty", None)
+full = _full(full)
+arange = _arange(arange)
 
 #: ``Tensor.new_tensor``, ``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``, as PyTorch's.
 NEW_METHODS: dict[str, Any] = {f"new_{n}": names_errors(f"new_{n}", _new(globals()[n]))

@@ -8,6 +8,7 @@ for reshape, and ``np.add.at`` for accumulating index writes.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._rectifiers import rectifier_kernels
 from ._recurrent import recurrent_kernels
-from ._rows import last_axis_sums, row_kernels
+from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
 
@@ -172,6 +173,8 @@ class NumpyBackend(ArrayAPIBackend):
     def extra_kernels(self, index: int) -> dict[str, Callable[..., Any]]:
         np = self.xp
         nd = self.native_dtype
+        native = self._native  # (native_dtype's answers, read directly on the hot paths)
+        np_zeros, np_empty, prod = np.zeros, np.empty, math.prod
         # The decorator form is reusable and cheap (~0.5 us); a `with` block is not.
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
@@ -184,17 +187,32 @@ class NumpyBackend(ArrayAPIBackend):
             if isinstance(ufunc, np.ufunc):
                 table[op] = _ufunc_kernel(ufunc, None if op in _UNGUARDED else quiet, op in _BOOL_RESULT, pool,
                                           half, op in _EXACT)
-        table["pow"] = _squaring(np, table["pow"], quiet)
+        table["pow"] = _squaring(np, table["pow"])
+        table["div"] = _dividing(np, table["div"])
 
         sigmoids = sigmoid_kernels(np, pool, half)  # sigmoid, and silu (ferro/_ops/fused.py)
         sigmoid = sigmoids.pop("sigmoid")
 
         half_relu = half.ufunc(np.maximum, exact=True)
+        #: read-only zeros by (shape, dtype), for relu of small arrays (bounded: a few shapes recur in a model)
+        zero_arrays: dict[tuple[Any, Any], Any] = {}
+
+        slow = half.slow
+
         def relu(x: Any) -> Any:
-            if x.dtype in half.slow:
+            if slow and x.dtype in slow:
                 return half_relu(x, np.zeros((), x.dtype))  # a 16-bit zero: relu's result is exact
-            # the maximum with an array of zeros, written over it: NumPy's vectorized loop (against a scalar
-            # its broadcast loop is about 2.5x slower on a 64x64 float32), the same values bit for bit
+            # the maximum with an array of zeros: NumPy's vectorized loop (against a scalar its broadcast loop is
+            # about 2.5x slower on a 64x64 float32), the same values bit for bit; a small array's zeros are kept
+            if x.nbytes < MIN_BYTES:
+                key = (x.shape, x.dtype)
+                z = zero_arrays.get(key)
+                if z is None:
+                    if len(zero_arrays) >= 64:
+                        zero_arrays.clear()
+                    z = zero_arrays[key] = np_zeros(x.shape, x.dtype)
+                    z.flags.writeable = False
+                return np.maximum(x, z, out=...)
             z = pool.zeros(x.shape, x.dtype)
             return np.maximum(x, z, out=z)
 
@@ -210,35 +228,58 @@ class NumpyBackend(ArrayAPIBackend):
 
         def extreme(ufunc: Any) -> Callable[..., Any]:
             reduce_ = ufunc.reduce  # np.max's own step, without its Python wrapper; NaN propagates without warnings
+            slow = half.slow
+            f32 = np.float32
 
             def kernel(x: Any, dims: Any, keepdim: bool) -> Any:
-                return np.asarray(reduce_(x, axis=dims, keepdims=keepdim))
+                if slow and x.dtype in slow:  # bfloat16: in float32, the result exact (see _half)
+                    return half.exact(reduce_(x.astype(f32), axis=dims, keepdims=keepdim, out=...), x.dtype)
+                return reduce_(x, axis=dims, keepdims=keepdim, out=...)  # (out=...: an array, 0-d too)
             return kernel
 
-        add_reduce = np.add.reduce  # what np.sum calls, without its Python wrapper
+        add_reduce, asarray = np.add.reduce, np.asarray  # (np.sum's own step, without its wrapper)
 
         rows = last_axis_sums(np)
+        blas = (np.dtype(np.float32), np.dtype(np.float64))
+        ones: dict[tuple[int, DType], Any] = {}
 
         def sum_(x: Any, dims: Any, keepdim: bool, dtype: DType) -> Any:
-            out = nd(dtype)
-            if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == out:
+            if dims is None and not keepdim:
+                # every element of a small float array: one BLAS dot with ones (as the rows below), about twice as
+                # fast as np.add.reduce's pairwise loop; the ones by (size, dtype), made on first need
+                n = x.size
+                v = ones.get((n, dtype))
+                if v is None and 0 < n <= BLAS_ROW and nd(dtype) in blas:
+                    if len(ones) >= 256:  # (a program sums a handful of sizes; a stream of them must not pile up)
+                        ones.clear()
+                    v = ones[n, dtype] = np.ones(n, nd(dtype))
+                if v is not None and x.dtype is v.dtype and x.flags.c_contiguous:
+                    return x.reshape(1, n).dot(v).reshape(())
+            out = native.get(dtype)
+            if out is None:
+                out = nd(dtype)
+            if x.dtype == out and dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1:
                 r = rows(x, keepdim)  # the last dim of float rows: one BLAS call
                 if r is not None:
                     return r
             if out in halves:
-                return half.round(np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32)), out)
-            return np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=out))
+                return half.round(add_reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32, out=...), out)
+            return add_reduce(x, axis=dims, keepdims=keepdim, dtype=out, out=...)
 
-        @quiet
+        true_divide = np.true_divide
+
+        @quiet  # (inf - inf in the sum warns in NumPy; PyTorch never does)
         def mean_(x: Any, dims: Any, keepdim: bool) -> Any:
+            if x.dtype in halves:  # 16-bit floats accumulate in float32, as in PyTorch
+                return half.round(mean_(x.astype(np.float32), dims, keepdim), x.dtype)
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
-                return np.asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
+                return asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
             total = rows(x, keepdim) if dims is not None and len(dims) == 1 and dims[0] == x.ndim - 1 else None
             if total is None:
-                total = np.asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
-            return np.true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
-        mean = half.kernel(mean_, operands=1)  # 16-bit floats accumulate in float32, as in PyTorch
+                total = asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
+            return true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
+        mean = mean_
 
         def arg(f: Any) -> Callable[..., Any]:
             def kernel(x: Any, dim: int, keepdim: bool) -> Any:
@@ -345,18 +386,33 @@ class NumpyBackend(ArrayAPIBackend):
                 return (x.shape[dim] - 1 - np.flip(idx, dim)).astype(np.int64)
             return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
 
+        ndarray = np.ndarray
+
         def getitem(x: Any, key: Any) -> Any:
-            return np.asarray(x[key])
+            r = x[key]
+            return r if type(r) is ndarray else np.asarray(r)  # (a NumPy scalar for a key of ints only)
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
-            if type(value) is int and value == 0:  # (not -0.0) every byte zero: np.zeros when small
-                return pool.zeros(shape, nd(dtype))
-            out = pool.empty(shape, nd(dtype))
+            d = native.get(dtype)
+            if d is None:
+                d = nd(dtype)
+            zero = type(value) is int and value == 0  # (not -0.0) every byte zero
+            if prod(shape) * d.itemsize < MIN_BYTES:  # small: NumPy's own allocation, as the pool would
+                if zero:
+                    return np_zeros(shape, d)
+                out = np_empty(shape, d)
+            elif zero:
+                return pool.zeros(shape, d)
+            else:
+                out = pool.empty(shape, d)
             out.fill(value)
             return out
 
         def empty(shape: tuple[int, ...], dtype: DType) -> Any:
-            return pool.empty(shape, nd(dtype))
+            d = native.get(dtype)
+            if d is None:
+                d = nd(dtype)
+            return np_empty(shape, d) if prod(shape) * d.itemsize < MIN_BYTES else pool.empty(shape, d)
 
         result_type, broadcast_shapes, copyto = np.result_type, np.broadcast_shapes, np.copyto
 
@@ -378,6 +434,8 @@ class NumpyBackend(ArrayAPIBackend):
             return concatenate(xs, axis=dim)
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
+            if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
+                return concatenate(xs).reshape((len(xs), *xs[0].shape))
             at = (slice(None),) * dim + (None,)  # a new axis at dim: a view by basic indexing (cheaper than reshape)
             return concatenate([x[at] for x in xs], axis=dim)
 
@@ -409,7 +467,7 @@ class NumpyBackend(ArrayAPIBackend):
             return half.kernel(kernel, operands=1, dtypes=dtypes, exact=exact)  # x, then non-array arguments
         table.update({
             "round": round_, "sigmoid": sigmoid, "relu": relu, "sum": sum_, "mean": mean,
-            "amax": in_f32(extreme(np.maximum), half.slow, True), "amin": in_f32(extreme(np.minimum), half.slow, True),
+            "amax": extreme(np.maximum), "amin": extreme(np.minimum),
             "prod": in_f32(reduce(np.prod)), "any": reduce(np.any), "all": reduce(np.all),
             "argmax": in_f32(arg(np.argmax), half.slow), "argmin": in_f32(arg(np.argmin), half.slow),
             "matmul": matmul, "cast": cast, "view": view, "reshape": np.reshape, "contiguous": contiguous,
@@ -530,10 +588,11 @@ def _spherical_j0(x: Any) -> Any:
     return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
 
 
-def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> Callable[..., Any]:
+def _squaring(np: Any, power: Callable[..., Any]) -> Callable[..., Any]:
     """The ``pow`` kernel ``power`` with ``x ** 2`` of a small array as one ``square`` (``np.power`` takes no
-    fast path for it: three times the time); the same values, x * x rounded once either way."""
-    square = quiet(functools.partial(np.square, out=...))
+    fast path for it: three times the time); the same values, x * x rounded once either way. Unguarded, as the
+    ``mul`` kernel is (an errstate costs ~0.5 us a call): a float overflow warns as ``x * x`` does."""
+    square = functools.partial(np.square, out=...)
     ndarray = np.ndarray
 
     def pow_(x: Any, y: Any) -> Any:
@@ -542,6 +601,23 @@ def _squaring(np: Any, power: Callable[..., Any], quiet: Callable[..., Any]) -> 
         return power(x, y)
     pow_.into = power.into  # type: ignore[attr-defined]
     return pow_
+
+
+def _dividing(np: Any, divide: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``div`` kernel ``divide`` with ``x / c`` of a small float array by a Python number of magnitude at least 1
+    (finite) unguarded: such a quotient can neither overflow, nor divide by zero, nor be invalid (an inf or NaN
+    in ``x`` stays one without a warning), so NumPy has nothing to warn about and the errstate guard (~0.5 us a
+    call) is not needed. The same ufunc, the same values."""
+    true_divide, ndarray, inf = np.true_divide, np.ndarray, math.inf
+
+    def div(x: Any, y: Any) -> Any:
+        ty = type(y)
+        if ((ty is float or ty is int) and (1 <= y < inf or -inf < y <= -1) and type(x) is ndarray
+                and x.dtype.kind == "f" and x.nbytes < MIN_BYTES):
+            return true_divide(x, y, out=...)
+        return divide(x, y)
+    div.into = divide.into  # type: ignore[attr-defined]
+    return div
 
 
 def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: bool,
@@ -562,7 +638,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:
-            if x.dtype in slow:
+            if slow and x.dtype in slow:  # (empty until ml_dtypes' bfloat16 loads: no hashing of the dtype)
                 return wide(x)
             if x.nbytes < MIN_BYTES:
                 return ufunc(x, out=...)
@@ -575,7 +651,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
                 dt = x.dtype
             except AttributeError:  # a Python scalar on the left
                 return wide(x, y) if getattr(y, "dtype", None) in slow else ufunc(x, y, out=...)
-            if dt in slow:
+            if slow and dt in slow:
                 return wide(x, y)
             if small:
                 return ufunc(x, y, out=...)

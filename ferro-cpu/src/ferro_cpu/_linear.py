@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._pool import MIN_BYTES
+
 __all__ = ["linear_kernels"]
 
 
@@ -28,8 +30,11 @@ def linear_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def linear_forward(x: Any, weight: Any, bias: Any) -> Any:
         out_f = weight.shape[0]
-        out = pool.empty((*x.shape[:-1], out_f), x.dtype)
-        np.matmul(rows(x), weight.T, out=out.reshape(-1, out_f))
+        if x.ndim == 2 and x.shape[0] * out_f * x.itemsize < MIN_BYTES:
+            out = x.dot(weight.T)  # a small matrix: ndarray.dot, the same GEMM without matmul's gufunc steps
+        else:
+            out = pool.empty((*x.shape[:-1], out_f), x.dtype)
+            np.matmul(rows(x), weight.T, out=out.reshape(-1, out_f))
         if bias is not None:
             out += bias
         return out

@@ -59,7 +59,9 @@ def last_axis_sums(np: Any) -> Callable[[Any, bool], Any]:
         v = ones.get((n, x.dtype))
         if v is None:
             v = ones[n, x.dtype] = np.ones(n, x.dtype)
-        r = x.reshape(-1, n) @ v
+        if len(shape) == 2 and not keepdim:  # (ndarray.dot: no reshapes, no matmul's gufunc steps)
+            return x.dot(v)
+        r = x.reshape(-1, n).dot(v)
         return r.reshape((*shape[:-1], 1) if keepdim else shape[:-1])
     return sums
 

@@ -351,9 +351,13 @@ class Tensor:
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         data = self._data
-        if data.shape and math.prod(data.shape) != 1:
+        shape = data.shape
+        if shape and math.prod(shape) != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-        return self._device.backend.to_numpy(data).item()  # (NumPy's item() takes any one-element array)
+        backend = self._device._backend  # (bound: a tensor's device is; the property binds otherwise)
+        if backend is None:
+            backend = self._device.backend
+        return backend.to_numpy(data).item()  # (NumPy's item() takes any one-element array)
 
     def tolist(self) -> Any:
         """The values as (nested) Python lists of numbers."""
@@ -522,7 +526,7 @@ def install_methods(functions: dict[str, Callable[..., Any]], inplace: Callable[
         if fn is None:
             continue
         setattr(Tensor, f"__{dunder}__", fn)
-        setattr(Tensor, f"__r{dunder}__", _reflected(fn))
+        setattr(Tensor, f"__r{dunder}__", getattr(fn, "reflected", None) or _reflected(fn))
         setattr(Tensor, f"__i{dunder}__", inplace(name) if name != "matmul" else _no_inplace_matmul)
     for dunder, name in COMPARISONS.items():
         setattr(Tensor, f"__{dunder}__", _comparison(functions[name]))

@@ -287,30 +287,48 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
             dev = x._device
             k, table = dev._fast[name]
             compute, out_dt = table[dt]
-            if y._dtype is not dt or y._device is not dev:
-                raise KeyError
+            ty = type(y)
+            if ty is float or ty is int:  # ``t * 2.0``: a weak number (see _binary_weak), without an exception
+                if compute is not dt or dt.kind != "f" or dt is bfloat16:
+                    raise KeyError
+                yd, y_rg = y, False
+            else:
+                if y._dtype is not dt or y._device is not dev:
+                    raise KeyError
+                yd, y_rg = y._data, y._rg
         except (AttributeError, KeyError, TypeError):
             return _binary_slow(op, x, y)
         if compute is dt:
-            xd, yd = x._data, y._data
+            xd = x._data
         else:
             cast = dev._kernels["cast"]
-            xd, yd = cast(x._data, compute), cast(y._data, compute)
+            xd, yd = cast(x._data, compute), cast(yd, compute)
         r = _new_object(Tensor)  # _wrap, inlined: this is the hot path.
         try:
             r._data = k(xd, yd)
         except ValueError as e:
-            raise shape_error(name, [x.shape, y.shape], e, dev) from None
+            raise shape_error(name, [x.shape, getattr(y, "shape", ())], e, dev) from None
         r._dtype, r._device, r.grad_fn = out_dt, dev, None
-        if (x._rg or y._rg) and _state.enabled:
+        if (x._rg or y_rg) and _state.enabled:
             record(r, op, (x, y), _saved(saves, (x, y)))
         else:
             r._rg = False
         return r
 
+    def reflected(self: Any, other: Any) -> Tensor:
+        """``other op self`` for the tensor ``self`` on the right (``2.0 - t``): a weak number straight to
+        :func:`_binary_weak`, without the exception that :func:`fn` would take first."""
+        to = type(other)
+        if (to is float or to is int) and (r := _binary_weak(op, other, self, self)) is not None:
+            return r
+        return fn(other, self)
+
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = op.doc
     fn.__dispatches__ = True  # type: ignore[attr-defined]
+    reflected.__name__ = reflected.__qualname__ = f"r{name}"
+    reflected.__doc__ = f"``other {name} self``."
+    fn.reflected = reflected  # type: ignore[attr-defined]  # the reflected operator (Tensor.__rsub__...)
     return fn
 
 

@@ -351,11 +351,14 @@ class _Linear(Function):
 
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
             args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("weight", "bias")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names):
-        return None
-    weight, bias = bound.get("weight"), bound.get("bias")
+    if not kwargs and 0 < len(args) <= 2:  # linear(x, w) and linear(x, w, b)
+        weight, bias = args[0], args[1] if len(args) == 2 else None
+    else:
+        names = ("weight", "bias")
+        bound = dict(zip(names, args, strict=False)) | kwargs
+        if len(args) > len(names) or set(bound) - set(names):
+            return None
+        weight, bias = bound.get("weight"), bound.get("bias")
     if (not isinstance(weight, Tensor) or isinstance(weight, LayoutTensor) or isinstance(x, LayoutTensor)
             or weight._dtype is not x._dtype or weight._device is not x._device):
         return None
@@ -366,6 +369,9 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                              or bias._dtype is not x._dtype or bias._device is not x._device
                              or bias._data.shape != (ws[0],)):
         return None
+    if not (_mode._state.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
+        # nothing to record: the forward kernel alone (what _Linear.apply would run, without its context)
+        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
     return _Linear.apply(x, weight, bias, kernels, decomposition)
 
 

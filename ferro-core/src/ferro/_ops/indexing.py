@@ -122,13 +122,20 @@ _GETITEM = register(OpDef("getitem", "indexing", "x[key]: basic indexing gives a
 #: Key parts that need no conversion: a key of these alone is basic indexing, a view (bool is not among them:
 #: ``x[True]`` takes the general path).
 _PLAIN = frozenset((int, slice, type(None), type(Ellipsis)))
+_INT = {int}
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` with PyTorch's (NumPy's) basic and advanced indexing."""
     t = type(key)
-    if t is slice or t is int or (t is tuple and all([type(k) in _PLAIN for k in key])):
-        return _basic(x, key if t is tuple else (key,), key)
+    if t is slice:
+        return _basic(x, (key,), key, False)
+    if t is int:
+        return _basic(x, (key,), key, True)
+    if t is tuple:
+        types = set(map(type, key))  # (one pass answers both questions: basic indexing, one element)
+        if types <= _PLAIN:
+            return _basic(x, key, key, types <= _INT)
     fkey, basic = _ferro_key(x, key)
     if not basic:
         split = _torch_order(fkey)
@@ -149,18 +156,24 @@ def getitem(x: Tensor, key: Any) -> Tensor:
                   view_of=x if basic else None)
 
 
-def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any) -> Tensor:
-    """``x[key]`` for a key of ints, slices, None and Ellipsis (``fkey``: as a tuple): a view."""
+def _basic(x: Tensor, fkey: tuple[Any, ...], key: Any, ints: bool) -> Tensor:
+    """``x[key]`` for a key of ints, slices, None and Ellipsis (``fkey``: as a tuple; ``ints``: ints only): a
+    view."""
     try:
         dev = x._device
         shape = x._data.shape
     except AttributeError:
         raise not_a_tensor("getitem", "input", x) from None
-    k = kernel_for(_GETITEM, dev, x._dtype)
-    if k is None:
-        return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
+    try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+        k, table = dev._fast["getitem"]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        k = kernel_for(_GETITEM, dev, x._dtype)
+        if k is None:
+            return run_elsewhere(_GETITEM, dev, x._dtype, (x, key), {})
     native = fkey
-    if len(fkey) == len(shape) and all([type(i) is int for i in fkey]):
+    if ints and len(fkey) == len(shape):
         native = (*fkey, Ellipsis)  # one element: a 0-d view (NumPy would give a scalar, a copy)
     try:
         data = k(x._data, native)
@@ -197,10 +210,18 @@ def _value_native(x: Tensor, value: Any) -> Any:
 
 
 def _put(x_data: Any, x: Tensor, kernel: Callable[..., Any], fkey: tuple[Any, ...], value: Any,
-         accumulate: bool) -> None:
+         accumulate: bool, plain: bool = False) -> None:
+    """``x_data[fkey] = value`` (``+=`` when ``accumulate``) by ``kernel``; ``plain``: ``fkey`` holds only ints,
+    slices, None and Ellipsis (nothing to convert, no PyTorch order to restore)."""
     v = _value_native(x, value)
-    split = _torch_order(fkey)
     dev = x._device
+    if plain:
+        try:
+            kernel(x_data, fkey, v, accumulate)
+            return
+        except (ValueError, IndexError):  # the general steps below report it
+            pass
+    split = _torch_order(fkey)
     try:
         if split is not None:  # integers first (PyTorch's order): write through the basic part's view
             whole, first = x_data, _native(split[0], dev)
@@ -237,7 +258,9 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if _state.enabled:
         check_inplace(x, "setitem")  # views: of a leaf that requires grad (refused), or stale
-    fkey, _ = _ferro_key(x, key)
+    t = type(key)
+    plain = t is slice or t is int or (t is tuple and all([type(k) in _PLAIN for k in key]))
+    fkey = (key if t is tuple else (key,)) if plain else _ferro_key(x, key)[0]
     dev = x._device
     k = kernel_for(_INDEX_PUT, dev, x._dtype)
     if k is None:
@@ -246,7 +269,7 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     if recording:  # the graph position of x before the write
         prev = _wrap(x._data, x._dtype, dev)
         prev.grad_fn, prev._rg, prev._vc = x.grad_fn, x._rg, x._vc
-    _put(x._data, x, k, fkey, value, False)
+    _put(x._data, x, k, fkey, value, False, plain)
     x._vc[0] += 1
     if recording:
         out = _wrap(x._data, x._dtype, dev)

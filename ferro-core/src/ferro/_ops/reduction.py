@@ -6,12 +6,13 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._core import grad_mode as _mode
 from .._core.dtypes import DType, as_dtype, int64
 from .._core.modes import numpy_keywords
 from .._core.naming import not_a_tensor
 from .._core.node import OUT
 from .._core.records import OpDef, register
-from .._core.tensor import Tensor, _wrap, _wrap_dim
+from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
 from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
 from ..errors import ShapeError
 
@@ -115,15 +116,43 @@ def _reduce(op: OpDef, x: Tensor, dim: Any, keepdim: bool, dtype: DType | None =
     return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (), attrs)
 
 
+def _reduced(op: OpDef, x: Any, dim: Any, keepdim: bool) -> Tensor | None:
+    """``op`` of ``x`` over ``dim`` straight by the device's kernel, where the kernel takes ``x``'s dtype as it is
+    (no cast) and no dispatch layer is on: :func:`_reduce`'s steps, each done once; None where :func:`_reduce`
+    must run (a missing kernel, another dtype, an empty input of max / min, no tensor: it says why)."""
+    try:
+        dev = x._device
+        dt = x._dtype
+        k, table = dev._fast[op.name]
+        compute, out_dt = table[dt]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    data = x._data
+    if compute is not dt or (op.saves and 0 in data.shape):
+        return None
+    dims = None if dim is None else reduce_dims(x, dim, op.name)
+    result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
+    if x._rg and _mode._state.enabled:
+        return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (),
+                      {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
+    r = _new(Tensor)  # _wrap, inlined
+    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = result, out_dt, dev, False, None, None
+    return r
+
+
 def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
         dtype: DType | None = None) -> Tensor:
     """Sum of elements over ``dim`` (all when None)."""
+    if dtype is None and (r := _reduced(_SUM, x, dim, keepdim)) is not None:
+        return r
     return _reduce(_SUM, x, dim, keepdim, as_dtype(dtype, "sum"))
 
 
 def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
          dtype: DType | None = None) -> Tensor:
     """Mean of elements over ``dim`` (all when None)."""
+    if dtype is None and (r := _reduced(_MEAN, x, dim, keepdim)) is not None:  # (integers miss the table)
+        return r
     if dtype is not None:
         x = x.to(as_dtype(dtype, "mean"))
     try:
@@ -139,12 +168,16 @@ def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fals
 
 def amax(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all when empty or None)."""
-    return _reduce(_AMAX, x, dim if dim not in ((), []) else None, keepdim)
+    dim = dim if dim is None or type(dim) is int or dim not in ((), []) else None
+    r = _reduced(_AMAX, x, dim, keepdim)
+    return r if r is not None else _reduce(_AMAX, x, dim, keepdim)
 
 
 def amin(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all when empty or None)."""
-    return _reduce(_AMIN, x, dim if dim not in ((), []) else None, keepdim)
+    dim = dim if dim is None or type(dim) is int or dim not in ((), []) else None
+    r = _reduced(_AMIN, x, dim, keepdim)
+    return r if r is not None else _reduce(_AMIN, x, dim, keepdim)
 
 
 _ANY = register(OpDef("any", "reduction", "Whether any element (over dims) is nonzero.", dtype_rule="to_bool"))
@@ -218,11 +251,12 @@ def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[...
 @numpy_keywords
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
+    if dim is None:  # (the usual call first)
+        r = _reduced(_AMAX, x, None, False)
+        return r if r is not None else _reduce(_AMAX, x, None, False)
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS
         return FUNCTIONS["maximum"](x, dim)
-    if dim is None:
-        return amax(x)
     d = _wrap_dim(dim, x.ndim, "max")
     idx = argmax(x, d, keepdim)
     return _pick(x, d, keepdim, idx, amax)
@@ -231,11 +265,12 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 @numpy_keywords
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
+    if dim is None:  # (the usual call first)
+        r = _reduced(_AMIN, x, None, False)
+        return r if r is not None else _reduce(_AMIN, x, None, False)
     if isinstance(dim, Tensor):
         from .elementwise import FUNCTIONS
         return FUNCTIONS["minimum"](x, dim)
-    if dim is None:
-        return amin(x)
     d = _wrap_dim(dim, x.ndim, "min")
     idx = argmin(x, d, keepdim)
     return _pick(x, d, keepdim, idx, amin)

@@ -12,7 +12,7 @@ from .._core.dtypes import int64, result_type
 from .._core.modes import ARMED, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.records import OpDef, register
-from .._core.tensor import Size, Tensor, _dim_int, _wrap, _wrap_dim
+from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
 from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere, view_result
@@ -78,56 +78,62 @@ def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tup
     return new
 
 
-def _reshape_like(op: OpDef, x: Tensor, shape: tuple[Any, ...]) -> Tensor:
-    try:
-        in_shape = x._data.shape
-    except AttributeError:
-        raise not_a_tensor(op.name, "input", x) from None
-    try:
-        new = _SHAPES.get((in_shape, *shape))
-    except TypeError:  # a list (unhashable): checked by _target
-        new = None
-    if new is None:
-        new = _target(op, in_shape, shape)
-    dev = x._device
-    k = kernel_for(op, dev, x._dtype)
-    if k is None:
-        return run_elsewhere(op, dev, x._dtype, (x, *new), {})
-    view_of: Tensor | None = x
-    data = None
-    if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
-        # x is a copy standing for a view: where PyTorch could not view it so, reshape copies and view fails
-        if op is _VIEW:
-            raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                             f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
-        return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-    if op is _RESHAPE and "view" in dev._kernels:
-        # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
-        # must not be taken as writes to x, by the version counter or by autograd).
+def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
+    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it."""
+
+    def fn(x: Tensor, *shape: Any) -> Tensor:
         try:
-            data = dev._kernels["view"](x._data, new)
+            in_shape = x._data.shape
+        except AttributeError:
+            raise not_a_tensor(op.name, "input", x) from None
+        try:
+            new = _SHAPES.get((in_shape, *shape))
+        except TypeError:  # a list (unhashable): checked by _target
+            new = None
+        if new is None:
+            new = _target(op, in_shape, shape)
+        dev = x._device
+        try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+            k, table = dev._fast[op.name]
+            if x._dtype not in table:
+                raise KeyError
+        except (KeyError, TypeError):
+            k = kernel_for(op, dev, x._dtype)
+            if k is None:
+                return run_elsewhere(op, dev, x._dtype, (x, *new), {})
+        view_of: Tensor | None = x
+        data = None
+        if dev._copies and (strides := layout(x)) is not None and not view_possible(in_shape, strides, new):
+            # x is a copy standing for a view: where PyTorch could not view it so, reshape copies and view fails
+            if op is _VIEW:
+                raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                                 f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
+            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+        if op is _RESHAPE and "view" in dev._kernels:
+            # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
+            # must not be taken as writes to x, by the version counter or by autograd).
+            try:
+                data = dev._kernels["view"](x._data, new)
+            except (ValueError, AttributeError):
+                view_of = None
+        try:
+            if data is None:
+                data = k(x._data, new)
         except (ValueError, AttributeError):
-            view_of = None
-    try:
-        if data is None:
-            data = k(x._data, new)
-    except (ValueError, AttributeError):
-        raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
-                         f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
-                         "that is not contiguous; use .reshape(...) instead") from None
-    if view_of is None:
-        return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-    return view_result(op, data, x, {"in_shape": in_shape})
+            raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
+                             f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
+                             "that is not contiguous; use .reshape(...) instead") from None
+        if view_of is None:
+            return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+        return view_result(op, data, x, {"in_shape": in_shape})
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
-    """``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow."""
-    return _reshape_like(_RESHAPE, x, shape)
-
-
-def view(x: Tensor, *shape: Any) -> Tensor:
-    """A view of ``x`` with shape ``shape``; sharing storage, so writes go through."""
-    return _reshape_like(_VIEW, x, shape)
+reshape = _reshaper(_RESHAPE, "``x`` with shape ``shape`` (one entry may be -1); a view when the strides allow.")
+view = _reshaper(_VIEW, "A view of ``x`` with shape ``shape``; sharing storage, so writes go through.")
 
 
 def _inverse(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -176,9 +182,14 @@ def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[int, ...]:
 def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
     """``x.permute(dims)`` for a valid permutation ``dims`` of non-negative dims."""
     dev = x._device
-    k = kernel_for(_PERMUTE, dev, x._dtype)
-    if k is None:
-        return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
+    try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
+        k, table = dev._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        k = kernel_for(_PERMUTE, dev, x._dtype)
+        if k is None:
+            return run_elsewhere(_PERMUTE, dev, x._dtype, (x, *dims), {})
     return view_result(_PERMUTE, k(x._data, dims), x, {"dims": dims})
 
 
@@ -410,7 +421,7 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op.name}(): expected a non-empty list of Tensors")
-    # one pass over the inputs: their type, device, dtype and arrays (the usual case: all alike, none empty)
+    # one pass over the inputs: their type, device, dtype and arrays
     first = tensors[0]
     dev = dtype = None
     if isinstance(first, Tensor):
@@ -460,6 +471,51 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
         data = k(datas, d)
     if not (_mode._state.enabled and any(t._rg for t in shaped)):
         return _wrap(data, dtype, dev)
+    return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
+
+
+def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> Tensor | None:
+    """cat / stack of tensors (a list or tuple) of one dtype and device whose shapes fit, by the device's kernel
+    taking that dtype as it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join`
+    checks it all and says what is wrong)."""
+    if type(tensors) is not list and type(tensors) is not tuple:
+        return None
+    try:
+        first = tensors[0]
+        dev, dtype, ref = first._device, first._dtype, first._data.shape
+        k, table = dev._fast[op.name]
+        if table[dtype][0] is not dtype:
+            return None
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+    nd = len(ref) + new_dim
+    if type(dim) is not int or not -nd <= dim < nd:
+        return None
+    d = dim + nd if dim < 0 else dim
+    datas = []
+    rg = False
+    for t in tensors:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
+            return None
+        a = t._data
+        s = a.shape
+        if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+            return None  # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+        if t._rg:
+            rg = True
+        datas.append(a)
+    data = k(datas, d)
+    if rg and _mode._state.enabled:
+        return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
+    r = _new(Tensor)  # _wrap, inlined
+    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = data, dtype, dev, False, None, None
+    return r
+
+
+def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
+              new_dim: bool) -> Tensor:
+    """The joined result with its graph node: each input's gradient is its slice (cat) or index (stack)."""
     if new_dim:
         fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
     else:
@@ -474,7 +530,8 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate ``tensors`` along dimension ``dim``."""
-    return _join(_CAT, tensors, dim, False)
+    r = _join_alike(_CAT, tensors, dim, False)
+    return r if r is not None else _join(_CAT, tensors, dim, False)
 
 
 concat = concatenate = cat
@@ -482,7 +539,8 @@ concat = concatenate = cat
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack same-shaped ``tensors`` along a new dimension ``dim``."""
-    return _join(_STACK, tensors, dim, True)
+    r = _join_alike(_STACK, tensors, dim, True)
+    return r if r is not None else _join(_STACK, tensors, dim, True)
 
 
 def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:

@@ -487,6 +487,8 @@ def bound_devices() -> list[device]:
 def reset() -> None:
     """Forget every plugin and binding (for tests of discovery)."""
     from .._core.device import device
+    from ._selection import _fixed
+    _fixed.clear()  # (a backend of the same name may come back with another default device)
     with _state.lock:
         new = _State()
         _state.__dict__.update(new.__dict__)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from .._core.device import device
 from ..errors import BackendUnavailableError
 from . import _registry
+from ._base import Backend
 
 __all__ = ["set_backend", "use_backend", "current_backend", "current_device"]
 
@@ -43,6 +44,9 @@ def current_backend() -> str:
 def current_device() -> device:
     """The device new tensors go to when no ``device=`` is given."""
     name = _override.get() or _global[0]
+    dev = _fixed.get(name)  # (every creation function asks: one dict lookup in the usual case)
+    if dev is not None:
+        return dev
     if name is None:
         current_backend()
         name = _global[0]
@@ -51,13 +55,21 @@ def current_device() -> device:
     if dev is None:
         dev = _named[name] = device(name)
     if ":" not in name:
-        index = _registry.get_backend(dev.type).default_device_index()
+        backend = _registry.get_backend(dev.type)
+        if type(backend).default_device_index is Backend.default_device_index:  # always 0: fixed
+            _fixed[name] = dev
+            return dev
+        index = backend.default_device_index()
         if index != dev.index:
             dev = device(dev.type, index)
+    else:
+        _fixed[name] = dev
     return dev
 
 
 _named: dict[str, device] = {}  # a backend's name -> its device (index 0 when the name has none)
+#: the names whose device cannot change (an explicit index, or a backend whose default index is always 0)
+_fixed: dict[str | None, device] = {}
 
 
 def set_backend(name: str) -> None:
