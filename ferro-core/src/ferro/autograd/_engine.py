@@ -89,17 +89,16 @@ def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
 
 
 def _topo_counts(roots: list[Node]) -> dict[Node, int]:
-    """How many edges lead into each node reachable from ``roots``."""
-    deps: dict[Node, int] = {}
-    stack = list(roots)
-    seen = set(roots)
+    """How many edges lead into each node reachable from ``roots`` (every such node is a key, roots too)."""
+    deps: dict[Node, int] = dict.fromkeys(roots, 0)
+    stack = list(deps)
     while stack:
-        node = stack.pop()
-        for n in node.next:
-            if type(n) is Node or isinstance(n, Node):
-                deps[n] = deps.get(n, 0) + 1
-                if n not in seen:
-                    seen.add(n)
+        for n in stack.pop().next:
+            if isinstance(n, Node):
+                if n in deps:
+                    deps[n] += 1
+                else:
+                    deps[n] = 1
                     stack.append(n)
     return deps
 
@@ -212,17 +211,19 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     leaf that requires grad (``Tensor.backward``); otherwise they are
     returned for ``inputs`` and no ``.grad`` is touched (``autograd.grad``).
     """
-    node_grads: dict[Node, tuple[Any, Tensor]] = {}
-    leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}
+    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at each node's output
+    leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}  # id(leaf) -> (leaf, its gradient summed so far)
     root_nodes: list[Node] = []
     for t in (*roots, *(inputs or ())):
         if t._rg and t.grad_fn is not None and t.grad_fn.name in VIEW_OPS:
             refresh(t)  # a view whose base changed in place since its graph position was set
     for i, (t, g) in enumerate(zip(roots, grads)):
         g = _given(i, t, g)
-        if t.grad_fn is not None:
-            _accumulate(node_grads, t.grad_fn, None, g)
-            root_nodes.append(t.grad_fn)
+        gf = t.grad_fn
+        if gf is not None:
+            prev = node_grads.get(gf)
+            node_grads[gf] = g if prev is None else prev + g
+            root_nodes.append(gf)
         elif t._rg:
             _accumulate(leaf_grads, id(t), t, g)
         else:
@@ -235,9 +236,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             if t.grad_fn is not None:
                 wanted_nodes[t.grad_fn] = i
         useful = _useful(root_nodes, wanted_nodes, {id(t) for t in inputs if t.grad_fn is None})
+    selective = inputs is not None  # autograd.grad: run only what leads to the wanted inputs
 
     deps = _topo_counts(root_nodes)
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    ready = [n for n in dict.fromkeys(root_nodes) if deps[n] == 0]
     captured: dict[int, Tensor] = {}
     # With post-accumulate hooks, a leaf is stored as soon as its last edge has delivered.
     leaf_deps = _leaf_counts(root_nodes) if _post_hooks and inputs is None else None
@@ -247,12 +249,14 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     queues.append([])
     prev_mode = _mode._state.enabled
     _mode._state.enabled = create_graph
+    anomaly = ANOMALY.enabled
     try:
         while ready:
             node = ready.pop()
-            g = node_grads.pop(node)[1]
-            if useful is not None and node not in useful and node not in wanted_nodes:
-                continue  # autograd.grad: nothing wanted lies beyond this node
+            g = node_grads.pop(node)
+            if selective:
+                if node not in useful and node not in wanted_nodes:  # type: ignore[operator]
+                    continue  # autograd.grad: nothing wanted lies beyond this node
             if node.hooks:
                 for hook in node.hooks:
                     g = _hooked(hook, g)
@@ -260,35 +264,55 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 t = node.retain()
                 if t is not None:
                     _store(t, g, create_graph)
-            if node in wanted_nodes:
+            if selective and node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
-                if useful is not None and node not in useful:
+                if node not in useful:  # type: ignore[operator]
                     continue
-            in_grads = node.apply(g)
-            if ANOMALY.enabled:
-                check_anomaly(node, in_grads)
-            if not retain_graph:
-                node.release()
-            for nxt, gi, meta in zip(node.next, in_grads, node.meta):
-                if nxt is None or gi is None:
+            nexts = node.next
+            direct = type(node) is Node and not anomaly  # run the formulas edge by edge (Node.apply, inlined)
+            if direct:
+                saved = node.unpack() if node.saved or node.released else ()
+                attrs = node.attrs
+                items = node.fns
+            else:
+                items = node.apply(g)
+                if anomaly:
+                    check_anomaly(node, items)
+            for nxt, meta, f in zip(nexts, node.meta, items):
+                if nxt is None:
+                    continue
+                if not direct:
+                    gi = f
+                elif f is None:
+                    gi = None
+                else:
+                    gi = f(g, *saved) if attrs is None else f(g, *saved, **attrs)
+                if gi is None:
                     if isinstance(nxt, Node) and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
                     continue
-                gi = _fit(gi, *meta)
-                if type(nxt) is Node or isinstance(nxt, Node):
-                    _accumulate(node_grads, nxt, None, gi)
-                    deps[nxt] -= 1
-                    if deps[nxt] == 0:
+                if gi._dtype is not meta[1] or gi._data.shape != meta[0]:
+                    gi = _fit(gi, *meta)
+                if isinstance(nxt, Node):
+                    prev = node_grads.get(nxt)
+                    node_grads[nxt] = gi if prev is None else prev + gi
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0:
                         ready.append(nxt)
                 else:
                     if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
                         raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
                                            f"{nxt._device} but got {gi._device}")
-                    _accumulate(leaf_grads, id(nxt), nxt, gi)
+                    key = id(nxt)
+                    prev_leaf = leaf_grads.get(key)
+                    leaf_grads[key] = (nxt, gi) if prev_leaf is None else (nxt, prev_leaf[1] + gi)
                     if leaf_deps is not None:
-                        left = leaf_deps[id(nxt)] = leaf_deps[id(nxt)] - 1
+                        left = leaf_deps[key] = leaf_deps[key] - 1
                         if left == 0:
-                            _store_leaf(nxt, leaf_grads.pop(id(nxt))[1], create_graph)
+                            _store_leaf(nxt, leaf_grads.pop(key)[1], create_graph)
+            if not retain_graph and (node.saved or not direct):
+                node.release()
         if inputs is not None:
             result: list[Tensor | None] = []
             for i, t in enumerate(inputs):
