@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from sys import getrefcount as _refcount
 from typing import Any
 
 from .._core import grad_mode as _mode
@@ -79,13 +80,54 @@ def _leaf_counts(roots: list[Node]) -> dict[int, int]:
     return counts
 
 
-def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
-    _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
+def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool, unshared: bool = False) -> None:
+    """Accumulate ``g`` into ``leaf.grad`` after the leaf's hooks, then run its post-accumulate hooks.
+    ``unshared``: nothing but the engine holds ``g`` or its memory, so that a first gradient is stored
+    as it is rather than copied (as PyTorch's AccumulateGrad steals it)."""
+    if unshared and leaf._grad is None and not (hooks := leaf._hooks):
+        if hooks is None:
+            leaf._hooks = None  # the lazy slot, set: the next backward reads it without a miss
+        leaf._grad = g
+    else:
+        _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
     if _post_hooks:
         entry = _post_hooks.get(id(leaf))
         if entry is not None and entry[0]() is leaf:
             for hook in list(entry[1]):
                 hook(leaf)
+
+
+class _Stub:
+    """Stand-in for a native array and the owner of its memory (see :data:`_SOLE`)."""
+
+    __slots__ = ("base",)
+
+
+def _memory_refs(g: Any) -> tuple[int, int, int] | None:
+    """References to gradient ``g`` (a local of the caller), to its native array and to the array's memory
+    owner (0: the array owns its memory; -1: the array is a view of another array); None where they cannot
+    tell whether anything else sees the memory (the array has no ``base``, is read-only, or ``g`` is no plain
+    tensor without a graph)."""
+    if type(g) is not Tensor or g.grad_fn is not None:
+        return None
+    data = g._data
+    base = getattr(data, "base", False)
+    if base is False or not getattr(getattr(data, "flags", None), "writeable", True):
+        return None
+    return (_refcount(g), _refcount(data),
+            0 if base is None else (-1 if type(base) is type(data) else _refcount(base)))
+
+
+def _calibrate() -> tuple[int, int, int]:
+    """:func:`_memory_refs` of a gradient held by one local only, whose array is held by it only and whose
+    memory owner by the array only: the counts of a gradient nothing else sees, on this interpreter."""
+    data = _Stub()
+    data.base = object()  # an owner of another type than the array, as a buffer pool's block
+    g = _wrap(data, None, None)
+    del data
+    refs = _memory_refs(g)
+    assert refs is not None
+    return refs
 
 
 def _topo_counts(roots: list[Node]) -> dict[Node, int]:
@@ -154,10 +196,8 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
 def _store(t: Tensor, g: Tensor, create_graph: bool) -> None:
     """Accumulate ``g`` into ``t.grad``."""
     prev = t._grad
-    if prev is None:
-        t._grad = _owned(g, create_graph)
-    else:
-        t._grad = prev + (g if create_graph else g.detach())
+    # (the engine runs with grad mode set to create_graph: without it, the sum records nothing)
+    t._grad = _owned(g, create_graph) if prev is None else prev + g
 
 
 def _given(i: int, t: Tensor, g: Any) -> Tensor:
@@ -285,8 +325,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                     gi = f
                 elif f is None:
                     gi = None
+                elif attrs is None:
+                    gi = f(g, *saved) if saved else f(g)
                 else:
-                    gi = f(g, *saved) if attrs is None else f(g, *saved, **attrs)
+                    gi = f(g, *saved, **attrs)
                 if gi is None:
                     if isinstance(nxt, Node) and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
@@ -326,8 +368,11 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         "in the graph. Set allow_unused=True if this is the desired behavior.")
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
-        for leaf, g in leaf_grads.values():
-            _store_leaf(leaf, g, create_graph)
+        g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
+        for key in list(leaf_grads):
+            leaf, g = leaf_grads.pop(key)
+            refs = None if create_graph else _memory_refs(g)
+            _store_leaf(leaf, g, create_graph, refs is not None and refs[:2] == _SOLE[:2] and refs[2] in (0, _SOLE[2]))
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
             fn()
@@ -354,4 +399,11 @@ def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
     if hooks:
         for hook in hooks:
             g = _hooked(hook, g)
+    elif hooks is None:
+        t._hooks = None  # the lazy slot, set: the next backward reads it without a miss
     return g
+
+
+#: What :func:`_memory_refs` counts for a gradient that nothing but the engine sees (measured, not assumed: the
+#: interpreter's own references differ between Python versions).
+_SOLE = _calibrate()
