@@ -131,7 +131,7 @@ class Node:
         A node that saved nothing can run again (as in PyTorch): only the use
         of freed saved values is an error.
         """
-        if self.out is not None or any(v >= 0 for v in self.versions):  # tensors, not Python numbers
+        if self.out is not None or self.versions.count(-1) != len(self.versions):  # tensors, not Python numbers
             self.saved = ()
             self.out = None
             self.released = True

@@ -225,6 +225,8 @@ DECOMPOSITIONS: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], 
 def _saved(spec: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     if not spec:  # add, sub, neg...: nothing to keep (and no generator to run)
         return ()
+    if spec == (0, 1) or (spec == (0,) and len(inputs) == 1):  # the inputs as given (mul, div, sin...)
+        return inputs
     return tuple(OUT if s is OUT else inputs[s] for s in spec)
 
 

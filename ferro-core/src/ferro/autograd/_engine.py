@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from sys import getrefcount as _refcount
 from typing import Any
 
 from .._core import grad_mode as _mode
@@ -79,8 +80,16 @@ def _leaf_counts(roots: list[Node]) -> dict[int, int]:
     return counts
 
 
-def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
-    _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
+def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool, unshared: bool = False) -> None:
+    """Accumulate ``g`` into ``leaf.grad`` after the leaf's hooks, then run its post-accumulate hooks.
+    ``unshared``: nothing but the engine holds ``g`` or its memory, so that a first gradient is stored
+    as it is rather than copied (as PyTorch's AccumulateGrad steals it)."""
+    if unshared and leaf._grad is None and not (hooks := leaf._hooks):
+        if hooks is None:
+            leaf._hooks = None  # the lazy slot, set: the next backward reads it without a miss
+        leaf._grad = g
+    else:
+        _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
     if _post_hooks:
         entry = _post_hooks.get(id(leaf))
         if entry is not None and entry[0]() is leaf:
@@ -88,18 +97,50 @@ def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
                 hook(leaf)
 
 
+class _Stub:
+    """Stand-in for a native array and the owner of its memory (see :data:`_SOLE`)."""
+
+    __slots__ = ("base",)
+
+
+def _memory_refs(g: Any) -> tuple[int, int, int] | None:
+    """References to gradient ``g`` (a local of the caller), to its native array and to the array's memory
+    owner (0: the array owns its memory; -1: the array is a view of another array); None where they cannot
+    tell whether anything else sees the memory (the array has no ``base``, is read-only, or ``g`` is no plain
+    tensor without a graph)."""
+    if type(g) is not Tensor or g.grad_fn is not None:
+        return None
+    data = g._data
+    base = getattr(data, "base", False)
+    if base is False or not getattr(getattr(data, "flags", None), "writeable", True):
+        return None
+    return (_refcount(g), _refcount(data),
+            0 if base is None else (-1 if type(base) is type(data) else _refcount(base)))
+
+
+def _calibrate() -> tuple[int, int, int]:
+    """:func:`_memory_refs` of a gradient held by one local only, whose array is held by it only and whose
+    memory owner by the array only: the counts of a gradient nothing else sees, on this interpreter."""
+    data = _Stub()
+    data.base = object()  # an owner of another type than the array, as a buffer pool's block
+    g = _wrap(data, None, None)
+    del data
+    refs = _memory_refs(g)
+    assert refs is not None
+    return refs
+
+
 def _topo_counts(roots: list[Node]) -> dict[Node, int]:
-    """How many edges lead into each node reachable from ``roots``."""
-    deps: dict[Node, int] = {}
-    stack = list(roots)
-    seen = set(roots)
+    """How many edges lead into each node reachable from ``roots`` (every such node is a key, roots too)."""
+    deps: dict[Node, int] = dict.fromkeys(roots, 0)
+    stack = list(deps)
     while stack:
-        node = stack.pop()
-        for n in node.next:
-            if type(n) is Node or isinstance(n, Node):
-                deps[n] = deps.get(n, 0) + 1
-                if n not in seen:
-                    seen.add(n)
+        for n in stack.pop().next:
+            if isinstance(n, Node):
+                if n in deps:
+                    deps[n] += 1
+                else:
+                    deps[n] = 1
                     stack.append(n)
     return deps
 
@@ -155,10 +196,8 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
 def _store(t: Tensor, g: Tensor, create_graph: bool) -> None:
     """Accumulate ``g`` into ``t.grad``."""
     prev = t._grad
-    if prev is None:
-        t._grad = _owned(g, create_graph)
-    else:
-        t._grad = prev + (g if create_graph else g.detach())
+    # (the engine runs with grad mode set to create_graph: without it, the sum records nothing)
+    t._grad = _owned(g, create_graph) if prev is None else prev + g
 
 
 def _given(i: int, t: Tensor, g: Any) -> Tensor:
@@ -212,17 +251,19 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     leaf that requires grad (``Tensor.backward``); otherwise they are
     returned for ``inputs`` and no ``.grad`` is touched (``autograd.grad``).
     """
-    node_grads: dict[Node, tuple[Any, Tensor]] = {}
-    leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}
+    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at each node's output
+    leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}  # id(leaf) -> (leaf, its gradient summed so far)
     root_nodes: list[Node] = []
     for t in (*roots, *(inputs or ())):
         if t._rg and t.grad_fn is not None and t.grad_fn.name in VIEW_OPS:
             refresh(t)  # a view whose base changed in place since its graph position was set
     for i, (t, g) in enumerate(zip(roots, grads)):
         g = _given(i, t, g)
-        if t.grad_fn is not None:
-            _accumulate(node_grads, t.grad_fn, None, g)
-            root_nodes.append(t.grad_fn)
+        gf = t.grad_fn
+        if gf is not None:
+            prev = node_grads.get(gf)
+            node_grads[gf] = g if prev is None else prev + g
+            root_nodes.append(gf)
         elif t._rg:
             _accumulate(leaf_grads, id(t), t, g)
         else:
@@ -235,9 +276,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             if t.grad_fn is not None:
                 wanted_nodes[t.grad_fn] = i
         useful = _useful(root_nodes, wanted_nodes, {id(t) for t in inputs if t.grad_fn is None})
+    selective = inputs is not None  # autograd.grad: run only what leads to the wanted inputs
 
     deps = _topo_counts(root_nodes)
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    ready = [n for n in dict.fromkeys(root_nodes) if deps[n] == 0]
     captured: dict[int, Tensor] = {}
     # With post-accumulate hooks, a leaf is stored as soon as its last edge has delivered.
     leaf_deps = _leaf_counts(root_nodes) if _post_hooks and inputs is None else None
@@ -247,12 +289,14 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     queues.append([])
     prev_mode = _mode._state.enabled
     _mode._state.enabled = create_graph
+    anomaly = ANOMALY.enabled
     try:
         while ready:
             node = ready.pop()
-            g = node_grads.pop(node)[1]
-            if useful is not None and node not in useful and node not in wanted_nodes:
-                continue  # autograd.grad: nothing wanted lies beyond this node
+            g = node_grads.pop(node)
+            if selective:
+                if node not in useful and node not in wanted_nodes:  # type: ignore[operator]
+                    continue  # autograd.grad: nothing wanted lies beyond this node
             if node.hooks:
                 for hook in node.hooks:
                     g = _hooked(hook, g)
@@ -260,35 +304,57 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 t = node.retain()
                 if t is not None:
                     _store(t, g, create_graph)
-            if node in wanted_nodes:
+            if selective and node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
-                if useful is not None and node not in useful:
+                if node not in useful:  # type: ignore[operator]
                     continue
-            in_grads = node.apply(g)
-            if ANOMALY.enabled:
-                check_anomaly(node, in_grads)
-            if not retain_graph:
-                node.release()
-            for nxt, gi, meta in zip(node.next, in_grads, node.meta):
-                if nxt is None or gi is None:
+            nexts = node.next
+            direct = type(node) is Node and not anomaly  # run the formulas edge by edge (Node.apply, inlined)
+            if direct:
+                saved = node.unpack() if node.saved or node.released else ()
+                attrs = node.attrs
+                items = node.fns
+            else:
+                items = node.apply(g)
+                if anomaly:
+                    check_anomaly(node, items)
+            for nxt, meta, f in zip(nexts, node.meta, items):
+                if nxt is None:
+                    continue
+                if not direct:
+                    gi = f
+                elif f is None:
+                    gi = None
+                elif attrs is None:
+                    gi = f(g, *saved) if saved else f(g)
+                else:
+                    gi = f(g, *saved, **attrs)
+                if gi is None:
                     if isinstance(nxt, Node) and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
                     continue
-                gi = _fit(gi, *meta)
-                if type(nxt) is Node or isinstance(nxt, Node):
-                    _accumulate(node_grads, nxt, None, gi)
-                    deps[nxt] -= 1
-                    if deps[nxt] == 0:
+                if gi._dtype is not meta[1] or gi._data.shape != meta[0]:
+                    gi = _fit(gi, *meta)
+                if isinstance(nxt, Node):
+                    prev = node_grads.get(nxt)
+                    node_grads[nxt] = gi if prev is None else prev + gi
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0:
                         ready.append(nxt)
                 else:
                     if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
                         raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
                                            f"{nxt._device} but got {gi._device}")
-                    _accumulate(leaf_grads, id(nxt), nxt, gi)
+                    key = id(nxt)
+                    prev_leaf = leaf_grads.get(key)
+                    leaf_grads[key] = (nxt, gi) if prev_leaf is None else (nxt, prev_leaf[1] + gi)
                     if leaf_deps is not None:
-                        left = leaf_deps[id(nxt)] = leaf_deps[id(nxt)] - 1
+                        left = leaf_deps[key] = leaf_deps[key] - 1
                         if left == 0:
-                            _store_leaf(nxt, leaf_grads.pop(id(nxt))[1], create_graph)
+                            _store_leaf(nxt, leaf_grads.pop(key)[1], create_graph)
+            if not retain_graph and (node.saved or not direct):
+                node.release()
         if inputs is not None:
             result: list[Tensor | None] = []
             for i, t in enumerate(inputs):
@@ -302,8 +368,11 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         "in the graph. Set allow_unused=True if this is the desired behavior.")
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
-        for leaf, g in leaf_grads.values():
-            _store_leaf(leaf, g, create_graph)
+        g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
+        for key in list(leaf_grads):
+            leaf, g = leaf_grads.pop(key)
+            refs = None if create_graph else _memory_refs(g)
+            _store_leaf(leaf, g, create_graph, refs is not None and refs[:2] == _SOLE[:2] and refs[2] in (0, _SOLE[2]))
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
             fn()
@@ -330,4 +399,11 @@ def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
     if hooks:
         for hook in hooks:
             g = _hooked(hook, g)
+    elif hooks is None:
+        t._hooks = None  # the lazy slot, set: the next backward reads it without a miss
     return g
+
+
+#: What :func:`_memory_refs` counts for a gradient that nothing but the engine sees (measured, not assumed: the
+#: interpreter's own references differ between Python versions).
+_SOLE = _calibrate()

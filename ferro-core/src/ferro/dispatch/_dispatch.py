@@ -43,6 +43,7 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
     if out._dtype.category < 2:  # only floating and complex outputs carry gradients
         out._rg = False
         return out
+    # The hot path of every recorded op: one pass over the inputs, the node's slots set here (no __init__ frame).
     nxt = []
     meta = []
     partial = False  # some input gets no gradient
@@ -50,10 +51,13 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
         if isinstance(t, Tensor):
             if t._rg:
                 gf = t.grad_fn
-                if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
-                    refresh(t)
-                    gf = t.grad_fn
-                nxt.append(t if gf is None else gf)
+                if gf is None:
+                    nxt.append(t)
+                else:
+                    if gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                        refresh(t)
+                        gf = t.grad_fn
+                    nxt.append(gf)
             else:
                 nxt.append(None)
                 partial = True
@@ -62,32 +66,46 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
             nxt.append(None)
             meta.append(None)
             partial = True
-    if fns is None:
-        fns = op.grads if op.grads is not None else _no_derivative(op.name, len(nxt))
+    name = op.name
+    node = _new_node(Node)
+    node.name = name
+    node.fns = (op.grads or _no_derivative(name, len(nxt))) if fns is None else fns
+    node.next = tuple(nxt)
+    node.meta = tuple(meta)
+    node.attrs = attrs
+    node.out = node.hooks = node.retain = None
+    node.released = False
     if saved:
-        if partial and (uses := _SAVED_USES.get(op.name)) is not None:
-            # keep only what the needed formulas read (as PyTorch saves)
-            keep = {j for i, n in enumerate(nxt) if n is not None for j in uses[i]}
-            saved = tuple(v if j in keep else None for j, v in enumerate(saved))
-        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
+        if partial and (uses := _SAVED_USES.get(name)) is not None:
+            # keep only what the needed formula reads (as PyTorch saves)
+            keep = uses[0] if nxt[1] is None else uses[1]
+            saved = (saved[0] if keep[0] else None, saved[1] if keep[1] else None)
+        versions = []
         for v in saved:
-            if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
-                vc = out._vc
-                node.out = (out._data, out._dtype, out._device, vc, vc[0])
-                break
+            if isinstance(v, Tensor):
+                versions.append(v._vc[0])
+            else:
+                if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
+                    vc = out._vc
+                    node.out = (out._data, out._dtype, out._device, vc, vc[0])
+                versions.append(-1)
+        node.saved = saved
+        node.versions = tuple(versions)
     else:
-        node = Node(op.name, fns, tuple(nxt), saved, tuple(meta), attrs)
+        node.saved = node.versions = ()
     out.grad_fn = node
     out._rg = True
     return out
 
 
-#: For ops whose input gradients read different saved values: per input, the positions in the saved
-#: tuple its formula reads. A value no needed formula reads is not kept, so that it is neither held in
-#: memory nor checked for in-place changes (``y = x * 2`` keeps nothing of ``x``, as in PyTorch).
-_SAVED_USES: dict[str, tuple[tuple[int, ...], ...]] = {
-    "mul": ((1,), (0,)), "div": ((1,), (0, 1)),
+#: For binary ops whose input gradients read different saved values: per input, which entries of the saved
+#: tuple its formula reads. Where only one input needs a gradient, a value its formula does not read is not
+#: kept, so that it is neither held in memory nor checked for in-place changes (``y = x * 2`` keeps nothing
+#: of ``x``, as in PyTorch).
+_SAVED_USES: dict[str, tuple[tuple[bool, ...], ...]] = {
+    "mul": ((False, True), (True, False)), "div": ((False, True), (True, True)),
 }
+_new_node = object.__new__
 
 
 def _no_derivative(name: str, n: int) -> tuple[Callable[..., Any], ...]:

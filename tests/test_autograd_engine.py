@@ -1,0 +1,256 @@
+"""The backward engine's own paths, against PyTorch: graphs with shared and repeated nodes, several roots,
+the partial saving of ``mul``/``div``, anomaly mode on the engine's general path, and how a first gradient
+reaches ``.grad``: taken as it is where nothing else sees it (as PyTorch's AccumulateGrad steals it), copied
+wherever something else does (a hook, a custom Function, the caller's own ``gradient``, another leaf).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+from ferro.testing import assert_close
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(7)
+DTYPES = ("float32", "float64")
+
+
+def _leaves(lib: Any, dtype: str, *arrays: np.ndarray) -> list[Any]:
+    return [lib.tensor(a, dtype=getattr(lib, dtype), requires_grad=True) for a in arrays]
+
+
+def _check_grads(ours: list[Any], theirs: list[Any]) -> None:
+    for o, t in zip(ours, theirs):
+        assert (o.grad is None) == (t.grad is None)
+        if t.grad is not None:
+            assert o.grad.dtype == getattr(ferro, str(t.grad.dtype).split(".")[1])
+            assert_close(np.asarray(o.grad), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _pointer(t: Any) -> int:
+    return t._data.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shared_nodes_and_several_roots_match_torch(dtype: str) -> None:
+    arrays = rng.standard_normal((3, 4)), rng.standard_normal((4,))
+    res = []
+    for lib in (ferro, torch):
+        a, b = _leaves(lib, dtype, *arrays)
+        y = a * b + a  # a feeds two nodes; b broadcasts
+        z = y.tanh() * y  # y feeds two nodes (a diamond)
+        w = (z * 2.0).sum(dim=1)
+        # two roots, one reachable from the other; the same root twice
+        lib.autograd.backward([w.sum(), y.sum(), w.mean()], [None, None, None])
+        res.append((a, b))
+    _check_grads(list(res[0]), list(res[1]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_root_reached_from_another_root_runs_once(dtype: str) -> None:
+    x0 = rng.standard_normal((5,))
+    res = []
+    for lib in (ferro, torch):
+        (x,) = _leaves(lib, dtype, x0)
+        y = x * 3.0
+        z = y.exp() * y
+        dt = getattr(lib, dtype)
+        lib.autograd.backward([z, y], [lib.ones(5, dtype=dt), lib.full((5,), 0.5, dtype=dt)])
+        res.append(x)
+    _check_grads([res[0]], [res[1]])
+
+
+def _raises_after_change(lib: Any, op: str, x_first: bool, changed: str) -> bool:
+    """Whether backward through ``op(x, c)`` (or ``op(c, x)``) fails after an in-place change to ``changed``."""
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    xc = x * 1  # a non-leaf, so that it can be changed in place
+    c = lib.tensor([1.5, 2.5, 3.5])  # requires no grad
+    f = getattr(lib, op)
+    y = f(xc, c) if x_first else f(c, xc)
+    with lib.no_grad():
+        (xc if changed == "x" else c).add_(1)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("x_first", [True, False])
+@pytest.mark.parametrize("changed", ["x", "c"])
+def test_partial_saving_keeps_only_what_the_needed_formula_reads(op: str, x_first: bool, changed: str) -> None:
+    """With one input not requiring grad, ``mul`` and ``div`` keep (and check for in-place changes) only what
+    the other input's formula reads, as PyTorch does."""
+    assert _raises_after_change(ferro, op, x_first, changed) == _raises_after_change(torch, op, x_first, changed)
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (512, 1024)])  # (512, 1024) float32: a pooled buffer on the CPU
+def test_a_fresh_first_gradient_is_stored_as_it_is(shape: tuple[int, ...]) -> None:
+    """A gradient nothing but the engine holds becomes ``.grad`` without a copy (its memory is the
+    backward formula's result), and ``.grad`` stays writable and equal to PyTorch's."""
+    seen: list[int] = []
+
+    class Twice(ferro.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            r = g * 2
+            seen.append(_pointer(r))  # where its memory lies, not the tensor
+            return r
+
+    x0 = rng.standard_normal(shape).astype(np.float32)
+    x = ferro.tensor(x0, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    assert _pointer(x.grad) == seen[0]
+    xt = torch.tensor(x0, requires_grad=True)
+    (xt * 2).sum().backward()
+    assert_close(np.asarray(x.grad), xt.grad.numpy())
+    x.grad.add_(1)  # writable, in place
+    assert_close(np.asarray(x.grad), xt.grad.numpy() + 1)
+    Twice.apply(x).sum().backward()  # a second backward accumulates into a new tensor, as before
+    assert_close(np.asarray(x.grad), xt.grad.numpy() * 2 + 1)
+
+
+def test_the_built_in_formulas_gradient_is_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the engine's direct path too: no clone for ``(x * 2).sum()``'s gradient; one where a hook saw it."""
+    x = ferro.ones(64, 64, requires_grad=True)
+    kernels = x._device._kernels
+    clone = kernels["clone"]
+    calls: list[int] = []
+
+    def counted(a: Any) -> Any:
+        calls.append(1)
+        return clone(a)
+
+    monkeypatch.setitem(kernels, "clone", counted)
+    (x * 2).sum().backward()
+    assert not calls and x.grad.tolist() == [[2.0] * 64] * 64
+    x.grad = None
+    x.register_hook(lambda g: None)
+    (x * 2).sum().backward()
+    assert len(calls) == 1 and x.grad.tolist() == [[2.0] * 64] * 64
+
+
+def _aliases(a: Any, b: Any) -> bool:
+    """Whether a change to ``a`` in place shows in ``b``."""
+    before = np.asarray(b).copy()
+    with ferro.no_grad():
+        a.add_(1)
+    after = np.asarray(b).copy()
+    with ferro.no_grad():
+        a.sub_(1)
+    return not np.array_equal(before, after)
+
+
+def test_a_gradient_a_leaf_hook_keeps_is_copied() -> None:
+    for lib in (ferro, torch):
+        x = lib.ones(3, requires_grad=True)
+        kept: list[Any] = []
+        x.register_hook(lambda g: kept.append(g))
+        (x * 2).sum().backward()
+        assert not _aliases(x.grad, kept[0]) if lib is ferro else True
+        assert kept[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_gradient_a_node_hook_keeps_is_copied() -> None:
+    """``add`` passes its incoming gradient on as it is: the tensor a hook on its output saw reaches the leaf."""
+    x = ferro.ones(3, requires_grad=True)
+    y = x * 2
+    s = y + 1
+    kept: list[Any] = []
+    s.register_hook(lambda g: kept.append(g))
+    s.backward(ferro.tensor([1.0, 2.0, 3.0]))
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    z = x + 0
+    z.register_hook(lambda g: kept.append(g))
+    x.grad = None
+    z.backward(ferro.tensor([1.0, 2.0, 3.0]))
+    assert not _aliases(x.grad, kept[-1])
+
+
+def test_the_callers_gradient_is_copied() -> None:
+    g = ferro.tensor([1.0, 2.0, 3.0])
+    x = ferro.ones(3, requires_grad=True)
+    x.backward(g)  # a leaf as the root
+    assert not _aliases(x.grad, g)
+    x.grad = None
+    (x + 0).backward(g)  # passed on as it is by add
+    assert not _aliases(x.grad, g)
+    x.grad = None
+    (x * 1).backward(g * 1)  # a temporary nobody else holds: any storage is fine, the values must be right
+    assert x.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_one_gradient_for_two_leaves_is_not_shared() -> None:
+    a, b = ferro.ones(3, requires_grad=True), ferro.ones(3, requires_grad=True)
+    (a + b).backward(ferro.tensor([1.0, 2.0, 3.0]) * 1)
+    assert not _aliases(a.grad, b.grad)
+    assert a.grad.tolist() == b.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_gradient_a_custom_function_keeps_is_copied() -> None:
+    kept: list[Any] = []
+
+    class Keep(ferro.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 1
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            r = g * 3
+            kept.append(r)
+            return r
+
+    x = ferro.ones(3, requires_grad=True)
+    Keep.apply(x).sum().backward()
+    assert not _aliases(x.grad, kept[0])
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_a_broadcast_gradient_is_copied_and_writable() -> None:
+    """``sum``'s backward is an expanded (read-only, stride 0) view: ``.grad`` gets its own memory."""
+    for lib in (ferro, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        x.sum().backward()
+        x.grad[0, 0] = 5.0  # one element, not the whole row
+        assert x.grad.tolist() == [[5.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+
+
+def test_retain_grad_and_leaf_grad_are_not_shared() -> None:
+    res = []
+    for lib in (ferro, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = x + 0
+        y.retain_grad()
+        (y * 1).backward(lib.tensor([1.0, 2.0, 3.0]))
+        with lib.no_grad():
+            x.grad.mul_(10)
+        res.append((x.grad.tolist(), y.grad.tolist()))
+    assert res[0] == res[1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's notes on anomaly mode
+def test_anomaly_mode_runs_the_engines_general_path() -> None:
+    arrays = rng.standard_normal((3,)), rng.standard_normal((3,))
+    res = []
+    for lib in (ferro, torch):
+        a, b = _leaves(lib, "float64", *arrays)
+        with lib.autograd.detect_anomaly():
+            ((a * b).exp() / 3.0 - b).sum().backward()
+        res.append((a, b))
+    _check_grads(list(res[0]), list(res[1]))
+    for lib in (ferro, torch):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        y = x.sqrt() * 0.0  # sqrt's gradient at 0 is inf; times 0.0, nan
+        with lib.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values"):
+            y.sum().backward()
