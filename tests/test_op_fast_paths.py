@@ -213,3 +213,30 @@ def test_basic_indexing_as_torch(key: tuple[Any, ...]) -> None:
     f[k] = 2.5
     t[k] = 2.5
     assert_close(f, t)
+
+
+_MAKERS: dict[str, Any] = {
+    "zeros": lambda a, b: ferro.zeros(2, 3), "full": lambda a, b: ferro.full((2, 3), 1.5),
+    "a + b": lambda a, b: a + b, "a * 2.0": lambda a, b: a * 2.0, "2.0 - a": lambda a, b: 2.0 - a,
+    "exp": lambda a, b: a.exp(), "relu": lambda a, b: ferro.relu(a), "sum": lambda a, b: a.sum(),
+    "sum(dim)": lambda a, b: a.sum(dim=1), "cat": lambda a, b: ferro.cat([a, b]),
+    "stack": lambda a, b: ferro.stack([a, b]), "view": lambda a, b: a.view(3, 2), "a[0]": lambda a, b: a[0],
+    "a[0][1:]": lambda a, b: a[0][1:], "permute": lambda a, b: a.permute(1, 0), "detach": lambda a, b: a.detach(),
+    "Parameter": lambda a, b: ferro.nn.Parameter(a.detach()), "Tensor(3)": lambda a, b: ferro.Tensor(3),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("name", list(_MAKERS))
+def test_every_tensor_made_has_every_slot_set(name: str, grad: bool) -> None:
+    # Tensor has no __getattr__ fallback (it would stop CPython specializing attribute reads): each way a
+    # tensor is made, fast paths included, assigns every slot, and an unknown attribute is an AttributeError.
+    a = ferro.tensor(rng.standard_normal((2, 3)).astype(np.float32), requires_grad=grad)
+    b = ferro.tensor(rng.standard_normal((2, 3)).astype(np.float32))
+    t = _MAKERS[name](a, b)
+    for slot in ferro.Tensor.__slots__:
+        if slot != "__weakref__":
+            getattr(t, slot)
+    assert t.grad is None and t._hooks is None and t.version == 0
+    with pytest.raises(AttributeError, match=f"'{type(t).__name__}' object has no attribute 'nope'"):
+        t.nope

@@ -365,7 +365,8 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
                     pass
                 else:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._view = data, dt, dev, False, None, None
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kwargs)
     return make
@@ -390,7 +391,8 @@ def _full(slow: Any) -> Any:
                     pass
                 else:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._view = data, dt, dev, False, None, None
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     return full

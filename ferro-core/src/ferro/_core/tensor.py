@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Tensor", "Size"]
 
 _new = object.__new__
-_LAZY_NONE = frozenset(("_grad", "_base", "_hooks", "_retains", "_view"))
 
 
 class Size(tuple):
@@ -105,20 +104,14 @@ class Tensor:
     _base: Tensor | None
     _hooks: list[Callable[[Tensor], Tensor | None]] | None
 
-    def __getattr__(self, name: str) -> Any:
-        # Rarely used slots stay unassigned on the hot path: they read as None,
-        # and the version counter is made on first need.
-        if name in _LAZY_NONE:
-            return None
-        if name == "_vc":
-            vc = self._vc = [0]
-            return vc
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    # Every slot is assigned when a tensor is made (``_wrap`` and the inlined copies of it on the fast paths):
+    # with no ``__getattr__`` fallback, CPython specializes the reads of these slots on every op.
 
     def _as_subclass(self, cls: type) -> Any:
         t = _new(cls)
         t._data, t._dtype, t._device = self._data, self._dtype, self._device
         t._rg, t.grad_fn, t._vc = self._rg, self.grad_fn, self._vc
+        t._grad = t._base = t._hooks = t._retains = t._view = None
         return t
 
     # -- properties --------------------------------------------------------
@@ -473,7 +466,8 @@ def _wrap(data: Any, dtype: DType, device: _device_cls) -> Tensor:
     t._device = device
     t._rg = False
     t.grad_fn = None
-    t._view = None  # read by every view op made of it (a lazy slot's miss costs more than this store)
+    t._vc = [0]  # the version counter, shared with views and saved aliases
+    t._grad = t._base = t._hooks = t._retains = t._view = None
     return t
 
 

@@ -245,7 +245,8 @@ def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
         # _wrap, inlined: this is the hot path.
         r = _new_object(Tensor)
         r._data = k(x._data if compute is dt else dev._kernels["cast"](x._data, compute))
-        r._dtype, r._device, r.grad_fn = out_dt, dev, None
+        r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
         if x._rg and _state.enabled:
             record(r, op, (x,), _saved(saves, (x,)))
         else:
@@ -310,7 +311,8 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
             r._data = k(xd, yd)
         except ValueError as e:
             raise shape_error(name, [x.shape, getattr(y, "shape", ())], e, dev) from None
-        r._dtype, r._device, r.grad_fn = out_dt, dev, None
+        r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
         if (x._rg or y_rg) and _state.enabled:
             record(r, op, (x, y), _saved(saves, (x, y)))
         else:
@@ -368,7 +370,8 @@ def _binary_weak(op: OpDef, x: Any, y: Any, t: Any) -> Tensor | None:
         return None
     r = _new_object(Tensor)  # _wrap, inlined, as on the hot path
     r._data = k(x._data if x is t else x, y._data if y is t else y)
-    r._dtype, r._device, r.grad_fn = out_dt, dev, None
+    r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
+    r._grad = r._base = r._hooks = r._retains = r._view = None
     if t._rg and _state.enabled:
         record(r, op, (x, y), _saved(op.saves, (x, y)))
     else:

@@ -136,7 +136,8 @@ def _reduced(op: OpDef, x: Any, dim: Any, keepdim: bool) -> Tensor | None:
         return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (),
                       {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = result, out_dt, dev, False, None, None
+    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = result, out_dt, dev, False, None, [0]
+    r._grad = r._base = r._hooks = r._retains = r._view = None
     return r
 
 

@@ -509,7 +509,8 @@ def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> T
     if rg and _mode._state.enabled:
         return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._view = data, dtype, dev, False, None, None
+    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
+    r._grad = r._base = r._hooks = r._retains = r._view = None
     return r
 
 

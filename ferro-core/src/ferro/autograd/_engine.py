@@ -84,9 +84,7 @@ def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool, unshared: bool = Fa
     """Accumulate ``g`` into ``leaf.grad`` after the leaf's hooks, then run its post-accumulate hooks.
     ``unshared``: nothing but the engine holds ``g`` or its memory, so that a first gradient is stored
     as it is rather than copied (as PyTorch's AccumulateGrad steals it)."""
-    if unshared and leaf._grad is None and not (hooks := leaf._hooks):
-        if hooks is None:
-            leaf._hooks = None  # the lazy slot, set: the next backward reads it without a miss
+    if unshared and leaf._grad is None and not leaf._hooks:
         leaf._grad = g
     else:
         _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
@@ -399,8 +397,6 @@ def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
     if hooks:
         for hook in hooks:
             g = _hooked(hook, g)
-    elif hooks is None:
-        t._hooks = None  # the lazy slot, set: the next backward reads it without a miss
     return g
 
 

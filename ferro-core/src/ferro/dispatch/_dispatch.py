@@ -313,7 +313,7 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
     r = _wrap(data, dtype, dev)
     if view_of is not None:
         r._vc = vc = view_of._vc
-        # read the lazy slots of view_of only where set (a tensor that is no view has neither)
+        # a tensor that is no view has neither a view record nor a base
         parent = view_of._view
         base = view_of if parent is None else view_of._base
         r._base = view_of if base is None else base
@@ -339,6 +339,7 @@ def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tenso
     r._rg = False
     r.grad_fn = None
     r._vc = vc = x._vc
+    r._grad = r._hooks = r._retains = None
     name = op.name
     copied = name in dev._copies
     parent = x._view
