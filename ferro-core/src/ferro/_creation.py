@@ -378,9 +378,11 @@ def _full(slow: Any) -> Any:
     def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
         if not requires_grad:
-            dt = dtype if dtype is not None else _FILL_DTYPES.get(type(fill_value))
-            if dt is float:
-                dt = _default_float[0]
+            dt = dtype
+            if dt is None:
+                dt = _FILL_DTYPES.get(type(fill_value))
+                if dt is float:  # (the default float dtype; a dtype=float given by the caller is refused below)
+                    dt = _default_float[0]
             shape = _shape_of((size,))
             dev = current_device() if device is None else device
             if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes

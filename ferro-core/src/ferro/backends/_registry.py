@@ -484,11 +484,15 @@ def bound_devices() -> list[device]:
     return [d for d in device._interned.values() if d._backend is not None]
 
 
+#: the device names whose device cannot change (an explicit index, or a backend whose default index is always
+#: 0), filled by ``current_device``; kept here so that :func:`reset` forgets them with the backends
+fixed_devices: dict[str | None, Any] = {}
+
+
 def reset() -> None:
     """Forget every plugin and binding (for tests of discovery)."""
     from .._core.device import device
-    from ._selection import _fixed
-    _fixed.clear()  # (a backend of the same name may come back with another default device)
+    fixed_devices.clear()  # (a backend of the same name may come back with another default device)
     with _state.lock:
         new = _State()
         _state.__dict__.update(new.__dict__)

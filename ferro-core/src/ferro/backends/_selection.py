@@ -68,8 +68,7 @@ def current_device() -> device:
 
 
 _named: dict[str, device] = {}  # a backend's name -> its device (index 0 when the name has none)
-#: the names whose device cannot change (an explicit index, or a backend whose default index is always 0)
-_fixed: dict[str | None, device] = {}
+_fixed = _registry.fixed_devices  # (the registry's dict: its reset() empties it)
 
 
 def set_backend(name: str) -> None:
