@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._aranges import row_indices
 from ._rows import narrow_buffers
 
 __all__ = ["loss_kernels"]
@@ -29,15 +30,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         r = x.reshape(1, -1) if x.ndim == 1 else x if x.ndim == 2 else np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
         return r.astype(np.float32) if r.dtype == np.float16 else r
 
-    aranges: dict[int, Any] = {}
-
-    def row_index(n: int) -> Any:
-        """``arange(n)`` (made once per row count: the rows' index of every call)."""
-        idx = aranges.get(n)
-        if idx is None:
-            idx = aranges[n] = np.arange(n)
-            idx.flags.writeable = False
-        return idx
+    row_index = row_indices(np)
 
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
         """(the target class of each row, 0 where ignored; whether the row counts)."""

@@ -19,20 +19,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ._aranges import row_indices
+
 __all__ = ["nll_kernels"]
 
 
 def nll_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     """``nll_loss_forward`` and ``nll_loss_backward`` over NumPy ``np``."""
-    aranges: dict[int, Any] = {}
-
-    def row_index(n: int) -> Any:
-        """``arange(n)`` (made once per sample count)."""
-        idx = aranges.get(n)
-        if idx is None:
-            idx = aranges[n] = np.arange(n)
-            idx.flags.writeable = False
-        return idx
+    row_index = row_indices(np)
 
     def flat(x: Any, target: Any) -> tuple[Any, Any, int]:
         """(target as one class per sample, x as (C, ...) per sample: (N, C, rest), the class count)."""
