@@ -47,7 +47,7 @@ def _run(lib: Any, arrays: dict[str, np.ndarray], training: bool, affine: bool, 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
-@pytest.mark.parametrize("shape", [(16, 8, 6, 5), (10, 7), (4, 3, 9), (2, 3, 2, 3, 4)])
+@pytest.mark.parametrize("shape", [(16, 8, 6, 5), (10, 7), (4, 3, 9), (2, 3, 2, 3, 4), (1, 3, 6), (2, 3, 40, 30)])
 def test_values_gradients_and_running_stats_match_torch(calls: dict[str, int], shape: tuple[int, ...], affine: bool,
                                                         training: bool, dtype: str) -> None:
     c = shape[1]

@@ -30,6 +30,15 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("slope", [0.01, 0.2, 1.0, 1.5, -0.5, 0.0])
 def test_values_and_gradients_match_torch(calls: dict[str, int], slope: float, dtype: str) -> None:
+    _compare(calls, slope, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_slope_whose_complement_rounds_takes_the_bitwise_select(calls: dict[str, int], dtype: str) -> None:
+    _compare(calls, 1e20, dtype)  # 1e20 + (1 - 1e20) is 0, not 1: the gradient's factor would not be exact
+
+
+def _compare(calls: dict[str, int], slope: float, dtype: str) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 5, 7)).astype(dtype)
     x.flat[:4] = [0.0, -0.0, np.nan, -np.inf]

@@ -375,16 +375,30 @@ def test_embedding_max_norm_and_from_pretrained() -> None:
     assert emb.padding_idx == 4 and not emb.weight[4].detach().numpy().any()
 
 
-def test_inplace_activation_writes_its_input_and_differentiates() -> None:
-    x = r(3, 4)
+# Those with an in-place function (F.relu_...) write through it; ReLU6, SiLU and Hardswish copy the result in.
+INPLACE_ACTIVATIONS = [("ReLU", ()), ("LeakyReLU", (0.2,)), ("ELU", (0.7,)), ("CELU", (0.5,)), ("SELU", ()),
+                       ("Hardtanh", (-0.5, 0.5)), ("Threshold", (0.1, -1.0)), ("ReLU6", ()), ("SiLU", ()),
+                       ("Hardswish", ())]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,args", INPLACE_ACTIVATIONS)
+def test_inplace_activation_writes_its_input_and_differentiates(name: str, args: tuple, dtype: str) -> None:
+    x = (r(2, 3, 4) * 2).astype(dtype)
     fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     fh, th = fx * 2, tx * 2
-    fo, to = nn.ReLU(inplace=True)(fh), tnn.ReLU(inplace=True)(th)
-    assert fo is fh
-    np.testing.assert_allclose(fh.detach().numpy(), th.detach().numpy())
-    fo.sum().backward()
-    to.sum().backward()
-    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy())
+    fo, to = getattr(nn, name)(*args, inplace=True)(fh), getattr(tnn, name)(*args, inplace=True)(th)
+    assert fo is fh and fh._vc[0] == 1
+    np.testing.assert_allclose(fh.detach().numpy(), th.detach().numpy(), rtol=1e-6)
+    g = r(2, 3, 4).astype(dtype)
+    fo.backward(ferro.tensor(g))
+    to.backward(torch.tensor(g))
+    # float32: PyTorch's ELU family differentiates through the output, ferro's through the input
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-10}
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), **tol)
+    with pytest.raises(RuntimeError, match="leaf Variable"):  # refused before anything is written
+        getattr(nn, name)(*args, inplace=True)(fx)
+    np.testing.assert_array_equal(fx.detach().numpy(), x)
 
 
 def test_softmax_without_dim_warns_and_picks_torchs_dim() -> None:

@@ -4,9 +4,11 @@ The decomposition is a comparison, a multiplication and a ``where`` forward, and
 ``where``'s gradient (two more) backward; these are two passes each way:
 ``leaky_relu`` is ``max(x, slope * x)`` for a slope up to 1 (``min`` above 1),
 which NumPy runs as one vectorized loop (a NaN propagates, as the decomposition's),
-and its gradient is ``slope * g`` overwritten by ``g`` where ``x > 0`` (bitwise,
-:func:`select_into`). ``x`` may be the output: for a slope >= 0 it is positive
-where the input is, and ``ferro/_ops/fused.py`` passes the output then. float16
+and its gradient is ``g`` times ``(x > 0) * (1 - slope) + slope``, which is exactly 1 or
+``slope`` for every slope whose ``slope + (1 - slope)`` rounds to 1 (all of [0, 1]); otherwise
+``slope * g`` overwritten by ``g`` where ``x > 0`` (bitwise, :func:`select_into`). ``x`` may be
+the output: for a slope >= 0 it is positive where the input is, and ``ferro/_ops/fused.py``
+passes the output then. float16
 multiplies in float32 and rounds once, as PyTorch.
 """
 
@@ -51,7 +53,13 @@ def rectifier_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def leaky_relu_backward(g: Any, x: Any, negative_slope: float = 0.01) -> Any:
         if g.dtype == f16:
             return leaky_relu_backward(g.astype(f32), x, negative_slope).astype(f16)
-        dx = np.multiply(g, g.dtype.type(negative_slope), out=pool.empty(g.shape, g.dtype))
+        slope = g.dtype.type(negative_slope)
+        rest = g.dtype.type(1) - slope
+        if slope + rest == 1:  # (x > 0) * rest + slope is then exactly 1 or slope: g * it, three passes
+            factor = np.multiply(np.greater(x, 0), rest, out=pool.empty(g.shape, g.dtype))
+            factor += slope
+            return np.multiply(g, factor, out=factor)
+        dx = np.multiply(g, slope, out=pool.empty(g.shape, g.dtype))
         return select_into(np, pool, np.greater(x, 0), g, dx)
 
     return {"leaky_relu": leaky_relu, "leaky_relu_backward": leaky_relu_backward}

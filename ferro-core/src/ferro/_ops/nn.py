@@ -12,11 +12,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.dtypes import bool_
+from .._core.dtypes import bool_, float32, float64
+from .._core.grad_mode import _state as _grad_state
 from .._core.grad_mode import no_grad
 from .._core.records import REGISTRY, ops
 from .._core.tensor import Tensor
 from .._creation import arange, ones, rand, zeros
+from ..autograd._function import Function
 from ..errors import DTypeError, ShapeError
 from ._rules import register_ruled
 from .fused import fusable
@@ -345,12 +347,49 @@ def huber_loss(x: Tensor, target: Tensor, reduction: str = "mean", delta: float 
     return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
 
 
+def _bce(x: Tensor, target: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
+    loss = -(target * x.log().clamp_min(-100) + (1 - target) * (1 - x).log().clamp_min(-100))
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def _weighs_in_place(weight: Tensor, x: Tensor) -> bool:
+    """Whether ``weight`` is a constant of ``x``'s dtype that broadcasts to ``x``'s shape without growing it."""
+    if not isinstance(weight, Tensor) or weight._rg or weight._dtype is not x._dtype or weight.ndim > x.ndim:
+        return False
+    return all(w in (1, n) for w, n in zip(reversed(weight.shape), reversed(x.shape)))
+
+
+_BCE_EPS = 9.999999960041972e-13  # PyTorch's divisor floor: 1e-12 rounded to float32, at every dtype
+
+
+class _BinaryCrossEntropy(Function):
+    """BCE as one graph node (the decomposition records a dozen) with PyTorch's gradient of ``x``:
+    ``g * (x - t) / max((1 - x) * x, eps) * weight``, divided by the count for the mean."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, target: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
+        ctx.save_for_backward(x, target, weight)
+        ctx.reduction = reduction
+        return _bce(x, target, weight, reduction)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, target, weight = ctx.saved_tensors
+        gx = g * (x - target) / ((1 - x) * x).clamp_min(_BCE_EPS)
+        if weight is not None:
+            gx = gx * weight
+        return (gx / x.numel() if ctx.reduction == "mean" else gx), None, None, None
+
+
 def binary_cross_entropy(x: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """BCE of probabilities ``x``; logs are clamped at -100 as in PyTorch."""
     _check_same_shape("binary_cross_entropy", x, target)
-    loss = -(target * x.log().clamp_min(-100) + (1 - target) * (1 - x).log().clamp_min(-100))
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    if (_grad_state.enabled and x._rg and not target._rg and x._dtype in (float32, float64)
+            and target._dtype is x._dtype and reduction in ("mean", "sum", "none")
+            and (weight is None or _weighs_in_place(weight, x))):
+        return _BinaryCrossEntropy.apply(x, target, weight, reduction)  # a gradient of x only: one node
+    return _bce(x, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(x: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -27,6 +27,7 @@ class _Activation(Module):
     _fn: Callable[..., Tensor]
     _params: tuple[tuple[str, Any], ...] = ()
     _inplace = False  # whether the class takes inplace=
+    _fn_: Callable[..., Tensor] | None = None  # the function's in-place form (``F.relu_``), where it has one
     _repr_inplace = True  # whether repr shows inplace=True (PyTorch omits it for a few)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -48,10 +49,13 @@ class _Activation(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """The activation of ``input`` (written into ``input`` with ``inplace=True``)."""
-        out = self._call(input)
         if self._inplace and self.inplace:
-            return input.copy_(out)
-        return out
+            fn_ = type(self)._fn_
+            if fn_ is not None:  # one write into input, which takes the op's place in the graph
+                return fn_(input, *(getattr(self, n) for n, _ in self._params))
+            # the function may save its input for backward: it reads a copy of what the write replaces
+            return input.copy_(self._call(input.clone() if input.requires_grad else input))
+        return self._call(input)
 
     def extra_repr(self) -> str:
         parts = [f"{n}={getattr(self, n)!r}" for n, _ in self._params]
@@ -108,8 +112,10 @@ _TABLE: list[tuple[str, Callable[..., Tensor], tuple[tuple[str, Any], ...], bool
 ]
 
 for _name, _fn, _params, _inplace, _repr_inplace, _doc in _TABLE:
+    _fn_ = getattr(F, f"{_fn.__name__}_", None) if _inplace else None
     globals()[_name] = type(_name, (_Activation,), {
-        "_fn": staticmethod(_fn), "_params": _params, "_inplace": _inplace, "_repr_inplace": _repr_inplace,
+        "_fn": staticmethod(_fn), "_params": _params,
+        "_fn_": None if _fn_ is None else staticmethod(_fn_), "_inplace": _inplace, "_repr_inplace": _repr_inplace,
         "__doc__": f"{_doc} Arguments (PyTorch's defaults): "
                    + (", ".join(f"{n}={d!r}" for n, d in _params) or "none")
                    + (", inplace=False." if _inplace else "."),
