@@ -83,6 +83,7 @@ class _Activation(_Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def _call(self, input: Tensor) -> Tensor: ...
     _fn: collections.abc.Callable[..., Tensor]
+    _fn_: collections.abc.Callable[..., Tensor] | None
     _inplace: builtins.bool
     _params: builtins.tuple[builtins.tuple[builtins.str, Any], ...]
     _repr_inplace: builtins.bool
