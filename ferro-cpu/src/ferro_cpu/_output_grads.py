@@ -1,0 +1,59 @@
+"""The gradients of relu, tanh and sigmoid from their output, one kernel each on NumPy (the contract is in
+``ferro/_ops/output_grads.py``): ``relu_backward(grad, y)``, ``tanh_backward(grad, y)``,
+``sigmoid_backward(grad, y)``.
+
+The formulas of the op records take two or three ops each (``g * (y > 0)`` goes through a bool operand's slow
+path); these are PyTorch's CPU kernels: ``threshold_backward`` (0 where ``y <= 0``, else ``g``: a NaN output
+passes ``g`` through, a zero gradient is +0.0, and an infinite ``g`` where ``y`` is 0 gives 0, not ``inf * 0``),
+``tanh_backward`` ``g * (1 - y * y)`` (as ``(1 - y) * (1 + y)``, see below) and ``sigmoid_backward``
+``g * (1 - y) * y``. relu's selection is bitwise (``np.where`` branches per element, several times slower).
+float16 and bfloat16 compute in float32 and round once (the backend wraps these kernels with its 16-bit tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["output_grad_kernels"]
+
+_INT = {2: "int16", 4: "int32", 8: "int64"}  # float itemsize -> the integer type of its bits
+
+
+def output_grad_kernels(np: Any) -> dict[str, Callable[..., Any]]:
+    """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``."""
+    quiet = np.errstate(all="ignore")  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
+    add, less_equal, bitwise_and, multiply, subtract = np.add, np.less_equal, np.bitwise_and, np.multiply, np.subtract
+    int8, one8 = np.int8, np.int8(1)
+
+    def operands(grad: Any, y: Any) -> Any:
+        """``grad`` in ``y``'s shape and dtype (the engine gives it so; a direct caller may not)."""
+        if grad.shape != y.shape:
+            grad = np.broadcast_to(grad, y.shape)
+        return grad if grad.dtype == y.dtype else grad.astype(y.dtype)
+
+    def relu_backward(grad: Any, y: Any) -> Any:
+        g = operands(grad, y)
+        bits = np.dtype(_INT[g.dtype.itemsize])
+        zeroed = less_equal(y, 0, out=...)  # (out=...: an array, 0-d too)
+        # 1 - 1 = 0 where y <= 0, 0 - 1 = -1 (all ones) where y > 0 or NaN: a mask in g's bits
+        m = subtract(zeroed.view(int8), one8, out=np.empty(g.shape, bits))
+        return bitwise_and(g.view(bits), m, out=m).view(g.dtype)
+
+    @quiet
+    def tanh_backward(grad: Any, y: Any) -> Any:
+        g = operands(grad, y)
+        one = y.dtype.type(1)
+        t = subtract(one, y, out=...)  # (out=...: an array, 0-d too)
+        # (1 - y) * (1 + y): 1 - y * y rounded once where |y| >= 1/2, as PyTorch's fused multiply-add gives it
+        multiply(t, add(one, y), out=t)
+        return multiply(g, t, out=t)
+
+    @quiet
+    def sigmoid_backward(grad: Any, y: Any) -> Any:
+        g = operands(grad, y)
+        t = subtract(y.dtype.type(1), y, out=...)
+        multiply(g, t, out=t)
+        return multiply(t, y, out=t)
+
+    return {"relu_backward": relu_backward, "tanh_backward": tanh_backward, "sigmoid_backward": sigmoid_backward}
