@@ -458,7 +458,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
         table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
-        table.update(half.kernels(output_grad_kernels(np)))  # relu_backward... (ferro/_ops/output_grads.py)
+        table.update(output_grad_kernels(np, half))  # relu_backward... (ferro/_ops/output_grads.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(sigmoids)  # silu (ferro/_ops/fused.py)

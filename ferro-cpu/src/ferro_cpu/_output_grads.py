@@ -7,7 +7,7 @@ path); these are PyTorch's CPU kernels: ``threshold_backward`` (0 where ``y <= 0
 passes ``g`` through, a zero gradient is +0.0, and an infinite ``g`` where ``y`` is 0 gives 0, not ``inf * 0``),
 ``tanh_backward`` ``g * (1 - y * y)`` (as ``(1 - y) * (1 + y)``, see below) and ``sigmoid_backward``
 ``g * (1 - y) * y``. relu's selection is bitwise (``np.where`` branches per element, several times slower).
-float16 and bfloat16 compute in float32 and round once (the backend wraps these kernels with its 16-bit tools).
+float16 and bfloat16 compute in float32 and round once.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ __all__ = ["output_grad_kernels"]
 _INT = {2: "int16", 4: "int32", 8: "int64"}  # float itemsize -> the integer type of its bits
 
 
-def output_grad_kernels(np: Any) -> dict[str, Callable[..., Any]]:
-    """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``."""
+def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
+    """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``; ``half`` is the backend's
+    16-bit tools."""
     quiet = np.errstate(all="ignore")  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
     add, less_equal, bitwise_and, multiply, subtract = np.add, np.less_equal, np.bitwise_and, np.multiply, np.subtract
     int8, one8 = np.int8, np.int8(1)
@@ -56,4 +57,18 @@ def output_grad_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         multiply(g, t, out=t)
         return multiply(t, y, out=t)
 
-    return {"relu_backward": relu_backward, "tanh_backward": tanh_backward, "sigmoid_backward": sigmoid_backward}
+    halves, f32, round_ = half.dtypes, half.f32, half.round
+
+    def widened(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` on float32 and float64; 16-bit floats computed in float32 and rounded once (one set lookup
+        on the way: these kernels run once per backward step)."""
+        def kernel(grad: Any, y: Any) -> Any:
+            dt = y.dtype
+            if dt in halves:
+                return round_(fn(grad.astype(f32), y.astype(f32)), dt)
+            return fn(grad, y)
+        kernel.__name__ = kernel.__qualname__ = fn.__name__
+        return kernel
+
+    return {"relu_backward": widened(relu_backward), "tanh_backward": widened(tanh_backward),
+            "sigmoid_backward": widened(sigmoid_backward)}
