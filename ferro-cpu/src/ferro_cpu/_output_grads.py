@@ -5,9 +5,10 @@
 The formulas of the op records take two or three ops each (``g * (y > 0)`` goes through a bool operand's slow
 path); these are PyTorch's CPU kernels: ``threshold_backward`` (0 where ``y <= 0``, else ``g``: a NaN output
 passes ``g`` through, a zero gradient is +0.0, and an infinite ``g`` where ``y`` is 0 gives 0, not ``inf * 0``),
-``tanh_backward`` ``g * (1 - y * y)`` (as ``(1 - y) * (1 + y)``, see below) and ``sigmoid_backward``
-``g * (1 - y) * y``. relu's selection is bitwise (``np.where`` branches per element, several times slower).
-float16 and bfloat16 compute in float32 and round once.
+``tanh_backward`` ``g * (1 - y * y)`` and ``sigmoid_backward`` ``g * (1 - y) * y``, step by step as the op
+records' formulas (float32 and float64 give the same values whichever runs: eager, compiled or double
+backward). relu's selection is bitwise (``np.where`` branches per element, several times slower). float16 and
+bfloat16 compute in float32 and round once.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
     """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``; ``half`` is the backend's
     16-bit tools."""
     quiet = np.errstate(all="ignore")  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
-    add, less_equal, bitwise_and, multiply, subtract = np.add, np.less_equal, np.bitwise_and, np.multiply, np.subtract
+    less_equal, bitwise_and, multiply, subtract = np.less_equal, np.bitwise_and, np.multiply, np.subtract
     int8, one8 = np.int8, np.int8(1)
 
     def operands(grad: Any, y: Any) -> Any:
@@ -44,10 +45,8 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
     @quiet
     def tanh_backward(grad: Any, y: Any) -> Any:
         g = operands(grad, y)
-        one = y.dtype.type(1)
-        t = subtract(one, y, out=...)  # (out=...: an array, 0-d too)
-        # (1 - y) * (1 + y): 1 - y * y rounded once where |y| >= 1/2, as PyTorch's fused multiply-add gives it
-        multiply(t, add(one, y), out=t)
+        t = multiply(y, y, out=...)  # (out=...: an array, 0-d too)
+        subtract(y.dtype.type(1), t, out=t)
         return multiply(g, t, out=t)
 
     @quiet

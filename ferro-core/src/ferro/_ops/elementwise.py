@@ -130,7 +130,7 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
     ("tan", "float", (OUT,), (lambda g, out: g * _c(out * out + 1),), "Tangent.", floating("tan(a)")),
     ("tanh", "float", (OUT,), (by_output("tanh_backward", lambda g, out: g * _c(1 - out * out)),),
      "Hyperbolic tangent.", floating("tanh(a)")),
-    ("sigmoid", "float", (OUT,), (by_output("sigmoid_backward", lambda g, out: g * _c(out * (1 - out))),),
+    ("sigmoid", "float", (OUT,), (by_output("sigmoid_backward", lambda g, out: g * _c(1 - out) * _c(out)),),
      "Logistic sigmoid 1 / (1 + exp(-x)).", floating("ferro_sigmoid(a)", SIGMOID)),
     # PyTorch's threshold_backward: 0 where out <= 0, else g (a NaN passes g; no inf * 0, no -0.0)
     ("relu", "real_numeric", (OUT,), (by_output("relu_backward", lambda g, out: where(out <= 0, 0.0, g)),),
