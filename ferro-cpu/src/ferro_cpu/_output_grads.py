@@ -18,15 +18,14 @@ from typing import Any
 
 __all__ = ["output_grad_kernels"]
 
-_INT = {2: "int16", 4: "int32", 8: "int64"}  # float itemsize -> the integer type of its bits
 
 
 def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
     """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``; ``half`` is the backend's
     16-bit tools."""
     quiet = np.errstate(all="ignore")  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
-    less_equal, bitwise_and, multiply, subtract = np.less_equal, np.bitwise_and, np.multiply, np.subtract
-    int8, one8 = np.int8, np.int8(1)
+    less_equal, logical_not, multiply, subtract = np.less_equal, np.logical_not, np.multiply, np.subtract
+    int_of = {np.dtype(f): np.dtype(i) for f, i in ((np.float32, np.int32), (np.float64, np.int64))}  # same bits
 
     def operands(grad: Any, y: Any) -> Any:
         """``grad`` in ``y``'s shape and dtype (the engine gives it so; a direct caller may not)."""
@@ -36,11 +35,11 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
 
     def relu_backward(grad: Any, y: Any) -> Any:
         g = operands(grad, y)
-        bits = np.dtype(_INT[g.dtype.itemsize])
-        zeroed = less_equal(y, 0, out=...)  # (out=...: an array, 0-d too)
-        # 1 - 1 = 0 where y <= 0, 0 - 1 = -1 (all ones) where y > 0 or NaN: a mask in g's bits
-        m = subtract(zeroed.view(int8), one8, out=np.empty(g.shape, bits))
-        return bitwise_and(g.view(bits), m, out=m).view(g.dtype)
+        bits = int_of[y.dtype]
+        kept = less_equal(y, 0, out=...)  # (out=...: an array, 0-d too)
+        logical_not(kept, out=kept)  # y > 0 or NaN
+        # g's bits times 1 or 0: g itself, or +0.0 (an integer product: no inf * 0)
+        return multiply(g.view(bits), kept, out=np.empty(y.shape, bits)).view(g.dtype)
 
     @quiet
     def tanh_backward(grad: Any, y: Any) -> Any:
