@@ -32,6 +32,7 @@ from ._half import Half
 from ._linear import linear_kernels
 from ._losses import loss_kernels
 from ._nll import nll_kernels
+from ._output_grads import output_grad_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._rectifiers import rectifier_kernels
@@ -457,6 +458,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
         table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
+        table.update(output_grad_kernels(np, half))  # relu_backward... (ferro/_ops/output_grads.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(sigmoids)  # silu (ferro/_ops/fused.py)

@@ -27,6 +27,7 @@ from .._core.tensor import Tensor, _wrap
 from .._core.tensor import _new as _new_object
 from ..dispatch._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
 from ..errors import DTypeError
+from .output_grads import by_output
 
 __all__ = ["UNARY", "BINARY", "build_unary", "build_binary", "where"]
 
@@ -127,10 +128,13 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
     ("sin", "float", (X,), (lambda g, x: g * _c(x.cos()),), "Sine.", floating("sin(a)")),
     ("cos", "float", (X,), (lambda g, x: -g * _c(x.sin()),), "Cosine.", floating("cos(a)")),
     ("tan", "float", (OUT,), (lambda g, out: g * _c(out * out + 1),), "Tangent.", floating("tan(a)")),
-    ("tanh", "float", (OUT,), (lambda g, out: g * _c(1 - out * out),), "Hyperbolic tangent.", floating("tanh(a)")),
-    ("sigmoid", "float", (OUT,), (lambda g, out: g * _c(out * (1 - out)),), "Logistic sigmoid 1 / (1 + exp(-x)).",
-     floating("ferro_sigmoid(a)", SIGMOID)),
-    ("relu", "real_numeric", (OUT,), (lambda g, out: g * (out > 0),), "max(x, 0).",
+    ("tanh", "float", (OUT,), (by_output("tanh_backward", lambda g, out: g * _c(1 - out * out)),),
+     "Hyperbolic tangent.", floating("tanh(a)")),
+    ("sigmoid", "float", (OUT,), (by_output("sigmoid_backward", lambda g, out: g * _c(1 - out) * _c(out)),),
+     "Logistic sigmoid 1 / (1 + exp(-x)).", floating("ferro_sigmoid(a)", SIGMOID)),
+    # PyTorch's threshold_backward: 0 where out <= 0, else g (a NaN passes g; no inf * 0, no -0.0)
+    ("relu", "real_numeric", (OUT,), (by_output("relu_backward", lambda g, out: where(out <= 0, 0.0, g)),),
+     "max(x, 0).",
      Expr("(a > ($T)0 || isnan(a)) ? a : ($T)0", "a > 0 ? a : ($T)0")),
     ("square", "numeric", (X,), (lambda g, x: g * _c(x) * 2,), "x * x.", same("a * a")),
     ("log1p", "float", (X,), (lambda g, x: g / _c(x + 1),), "log(1 + x), accurate near 0.", floating("log1p(a)")),

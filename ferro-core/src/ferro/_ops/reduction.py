@@ -8,12 +8,12 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import DType, as_dtype, int64
-from .._core.modes import numpy_keywords
+from .._core.modes import ARMED, numpy_keywords
 from .._core.naming import not_a_tensor
 from .._core.node import OUT
-from .._core.records import OpDef, register
+from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
-from ..dispatch._dispatch import finish, kernel_for, run_elsewhere
+from ..dispatch._dispatch import finish, kernel_for, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["reduce_dims", "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
@@ -60,9 +60,23 @@ def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tupl
 
 
 def _grad_back(g: Tensor, in_shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> Tensor:
-    """A reduced gradient reshaped to keep its dims, then broadcast to the input's shape."""
-    if not keepdim:
+    """A reduced gradient reshaped to keep its dims, then broadcast to the input's shape.
+
+    The sizes are right by construction, so the broadcast is ``expand``'s kernel and view record without
+    ``expand``'s checks (where no dispatch layer is on); a full reduction's 0-d gradient broadcasts as it is.
+    """
+    if not keepdim and dims is not None:
         g = g.reshape(_keep_shape(in_shape, dims))
+    shape = g._data.shape
+    if shape == in_shape:
+        return g
+    if not ARMED[0]:
+        try:
+            k, table = g._device._fast["expand"]
+        except (KeyError, TypeError):
+            k = table = None
+        if k is not None and g._dtype in table:
+            return view_result(REGISTRY["expand"], k(g._data, in_shape), g, {"in_shape": shape})
     return g.expand(*in_shape)
 
 
@@ -89,7 +103,7 @@ _SUM = register(OpDef("sum", "reduction", "Sum over dims (all by default); integ
 _MEAN = register(OpDef("mean", "reduction", "Mean over dims (all by default); floating dtypes only.",
                        dtype_rule="floating",
                        grads=(lambda g, *, in_shape, dims, keepdim:
-                              _grad_back(g, in_shape, dims, keepdim) / _count(in_shape, dims),)))
+                              _grad_back(g / _count(in_shape, dims), in_shape, dims, keepdim),)))
 _AMAX = register(OpDef("amax", "reduction", "Maximum over dims; ties share the gradient.", dtype_rule="real",
                        saves=(0, OUT), grads=(_extreme_grad,)))
 _AMIN = register(OpDef("amin", "reduction", "Minimum over dims; ties share the gradient.", dtype_rule="real",

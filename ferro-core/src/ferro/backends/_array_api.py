@@ -499,6 +499,20 @@ def numpy_broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
     (``x.expand(3, 4)[:, 0].add_(1)``) reaches ``x``, as in PyTorch. Writes into overlapping elements are
     refused by core before any kernel runs."""
     import numpy as np
+    flags = x.flags
+    if flags.c_contiguous and flags.writeable and x.size:
+        # the strides by hand (broadcast_to alone costs several times this), then the cheap constructor
+        lead = len(shape) - x.ndim
+        if lead >= 0:
+            strides = [0] * lead
+            for n, s, st in zip(x.shape, shape[lead:], x.strides):
+                if n != s:
+                    if n != 1:
+                        break  # not broadcastable: broadcast_to's error below
+                    st = 0
+                strides.append(st)
+            else:
+                return np.ndarray(shape, x.dtype, buffer=x, strides=tuple(strides))
     out = np.broadcast_to(x, shape)
     if not x.flags.writeable or not x.size:
         return out

@@ -243,6 +243,11 @@ PRIMITIVES: tuple[Primitive, ...] = (
               _p("grad: Array; x: Array; *params: float"), A,
               "dx of the activation (leaky_relu with a slope >= 0 gets its output in place of x: positive "
               "where x is).", group="fused"),
+    Primitive("output_backward", ("relu_backward", "tanh_backward", "sigmoid_backward"),
+              _p("grad: Array; y: Array"), A,
+              "dx of relu / tanh / sigmoid from the op's output y, as PyTorch's threshold_backward (0 where "
+              "y <= 0, else grad), tanh_backward and sigmoid_backward; float16, bfloat16, float32, float64 "
+              "(ferro/_ops/output_grads.py).", group="fused"),
     Primitive("softmax", ("softmax", "log_softmax"), _p("x: Array; dim: int"), A,
               "softmax / log_softmax along dim.", group="fused"),
     Primitive("softmax_backward", ("softmax_backward", "log_softmax_backward"),
