@@ -596,3 +596,26 @@ def test_sparse_gradients_break_the_graph_and_train_as_eager() -> None:
         np.testing.assert_array_equal(g, e)
     (entry,) = run.cache.values()
     assert entry.eager and "sparse_coo gradient" in entry.breaks[0][0]
+
+
+def test_a_live_sparse_tensor_does_not_break_a_capture_through_an_autograd_function() -> None:
+    """The trace finds the tensors behind kernels reached inside an ``autograd.Function`` (the fused LSTM) by
+    scanning live tensors; a sparse tensor alive at the time leaves the dense slots unset and must be passed over."""
+    keep = ferro.sparse_coo_tensor(ferro.tensor([[0, 1], [1, 0]]), ferro.tensor([1.0, 2.0]), (2, 2))
+    losses = []
+    for compiled in (False, True):
+        ferro.manual_seed(0)
+        model = ferro.nn.LSTM(3, 4, dtype=ferro.float64)
+        opt = ferro.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x: ferro.Tensor) -> ferro.Tensor:
+            opt.zero_grad()
+            loss = model(x)[0].square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+        run = ferro.compile(step) if compiled else step
+        xs = np.random.default_rng(1).standard_normal((3, 6, 2, 3))
+        losses.append([float(run(ferro.tensor(x))) for x in xs])
+    assert losses[0] == losses[1]
+    assert keep.to_dense().numpy()[0, 1] == 1.0

@@ -240,7 +240,7 @@ class Tracer:
                     best = self._live.get(id(obj._data))
                     if best is None or (obj._rg and obj.grad_fn is None):  # a parameter over its aliases
                         self._live[id(obj._data)] = obj
-                    g = obj._grad
+                    g = getattr(obj, "_grad", None)  # (a sparse tensor leaves the slot unset)
                     if g is not None and obj.grad_fn is None:
                         self._live[id(g._data)] = obj
         t = self._live.get(id(arr))
