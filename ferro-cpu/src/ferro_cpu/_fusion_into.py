@@ -3,11 +3,11 @@ a kernel call of a captured step rewritten to write its result into a buffer pla
 
 Taken: the ufunc kernels (each says its ufunc as ``kernel.into``), the kernels with their own
 ``into(*args, out=...)``, relu (the maximum with zeros made once per call site, as eager's kernel computes it),
-and ``matmul`` on float32 / float64: the very kernels of the device's table (a
-plugin's override is left alone). Each writes with ``out=`` what the kernel computes: the same ufunc loop or
-BLAS call on the same operands, so values are eager's bitwise. The buffer is row-major, as the kernel's own
-result is for row-major operands: where an operand is not row-major at replay (a caller passing a transposed
-input), the call runs the kernel itself, whose result may be laid out otherwise.
+``where`` with a float32 / float64 result (a selection) and ``matmul`` on float32 / float64: the very kernels of
+the device's table (a plugin's override is left alone). Each writes with ``out=`` what the kernel computes: the
+same ufunc loop or BLAS call on the same operands, so values are eager's bitwise. The buffer is row-major, as the
+kernel's own result is for row-major operands: where an operand is not row-major at replay (a caller passing a
+transposed input), the call runs the kernel itself, whose result may be laid out otherwise.
 """
 
 from __future__ import annotations
@@ -64,6 +64,25 @@ def _relu_into(kernel: Any, like: Any) -> Callable[..., Any]:
     return into
 
 
+def _where_into(kernel: Any) -> Callable[..., Any]:
+    """where as eager's kernel selects (``y``, then ``x`` where ``c``: a selection, so bitwise whichever way it is
+    written), into the buffer; in place over ``x`` (the planner's choice where ``x`` dies here) ``y`` is
+    written where not ``c`` instead."""
+    copyto, asarray, logical_not = np.copyto, np.asarray, np.logical_not
+
+    def into(out: Any, c: Any, x: Any, y: Any) -> Any:
+        if not (c.flags.c_contiguous and _row_major(x) and _row_major(y)):
+            return kernel(c, x, y)
+        if x is out:
+            copyto(out, asarray(y), casting="unsafe", where=logical_not(c))
+        else:
+            # (a Python scalar as an array first: copyto refuses an out-of-range int that np.where wraps)
+            copyto(out, asarray(y), casting="unsafe")
+            copyto(out, asarray(x), casting="unsafe", where=c)
+        return out
+    return into
+
+
 def _matmul_into(kernel: Any) -> Callable[..., Any]:
     def into(out: Any, x: Any, y: Any) -> Any:
         # the kernel's own paths (ferro_cpu._backend's matmul): a row-major stack times a matrix as one product
@@ -93,6 +112,9 @@ def compile_into(table: dict[str, Any], name: str, kernel: Any, args: tuple[Any,
         return _relu_into(kernel, args[0])
     if callable(ufunc) and not isinstance(ufunc, np.ufunc) and all(a.flags.c_contiguous for a in arrays):
         return _function_into(kernel, ufunc)  # a kernel's own into(*args, out=...) (relu)
+    if (name == "where" and len(args) == 3 and isinstance(args[0], np.ndarray) and args[0].dtype == np.bool_
+            and out.dtype in _FLOATS and all(a.flags.c_contiguous for a in arrays)):
+        return _where_into(kernel)
     if (name == "matmul" and len(args) == 2 and len(arrays) == 2 and out.dtype in _FLOATS
             and args[0].dtype == args[1].dtype == out.dtype and args[0].ndim >= 2 and args[1].ndim >= 2):
         return _matmul_into(kernel)

@@ -33,25 +33,27 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
             grad = np.broadcast_to(grad, y.shape)
         return grad if grad.dtype == y.dtype else grad.astype(y.dtype)
 
-    def relu_backward(grad: Any, y: Any) -> Any:
+    # Each takes ``out``: an array of y's shape and dtype to write into (``...``: a new one, 0-d too).
+    def relu_backward(grad: Any, y: Any, out: Any = ...) -> Any:
         g = operands(grad, y)
         bits = int_of[y.dtype]
-        kept = less_equal(y, 0, out=...)  # (out=...: an array, 0-d too)
+        kept = less_equal(y, 0, out=...)
         logical_not(kept, out=kept)  # y > 0 or NaN
         # g's bits times 1 or 0: g itself, or +0.0 (an integer product: no inf * 0)
-        return multiply(g.view(bits), kept, out=np.empty(y.shape, bits)).view(g.dtype)
+        r = multiply(g.view(bits), kept, out=np.empty(y.shape, bits) if out is ... else out.view(bits))
+        return r.view(g.dtype) if out is ... else out
 
     @quiet
-    def tanh_backward(grad: Any, y: Any) -> Any:
+    def tanh_backward(grad: Any, y: Any, out: Any = ...) -> Any:
         g = operands(grad, y)
-        t = multiply(y, y, out=...)  # (out=...: an array, 0-d too)
+        t = multiply(y, y, out=out)
         subtract(y.dtype.type(1), t, out=t)
         return multiply(g, t, out=t)
 
     @quiet
-    def sigmoid_backward(grad: Any, y: Any) -> Any:
+    def sigmoid_backward(grad: Any, y: Any, out: Any = ...) -> Any:
         g = operands(grad, y)
-        t = subtract(y.dtype.type(1), y, out=...)
+        t = subtract(y.dtype.type(1), y, out=out)
         multiply(g, t, out=t)
         return multiply(t, y, out=t)
 
@@ -65,7 +67,15 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
             if dt in halves:
                 return round_(fn(grad.astype(f32), y.astype(f32)), dt)
             return fn(grad, y)
+        def into(grad: Any, y: Any, out: Any) -> Any:
+            """The kernel's result written into ``out`` (``ferro.compile``'s planned buffers,
+            ``ferro_cpu/_fusion_into.py``): the same steps, bitwise; a call it does not fit runs the kernel."""
+            dt = y.dtype
+            if dt in halves or grad.dtype != dt or out.dtype != dt or not grad.shape == y.shape == out.shape:
+                return kernel(grad, y)
+            return fn(grad, y, out)
         kernel.__name__ = kernel.__qualname__ = fn.__name__
+        kernel.into = into  # type: ignore[attr-defined]
         return kernel
 
     return {"relu_backward": widened(relu_backward), "tanh_backward": widened(tanh_backward),

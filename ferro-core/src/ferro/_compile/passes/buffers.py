@@ -4,7 +4,8 @@ graph and reused by every replay, instead of arrays allocated (and, when large, 
 A backend opts in with ``Backend.compile_into(name, kernel, args, kwargs, out, index)``: for a call as captured
 (``args``: its arrays as captured) it returns ``f(buffer, *args, **kwargs)``, which writes the kernel's result into
 ``buffer`` (an array as :meth:`Backend.into_buffer` made it from the captured result) and returns it, with eager's
-values bitwise, or None for a call it does not take. The CPU backend takes its ufunc kernels, relu and ``matmul``.
+values bitwise, or None for a call it does not take. The CPU backend takes its ufunc kernels, relu, the gradients
+from an output (``relu_backward``, ``tanh_backward``, ``sigmoid_backward``) and ``matmul``.
 
 A value is planned only where nothing outside the replay can see it: not an input or external, not returned, not
 written back to a tensor, not given to a host call, nor any value that may share its memory with one of those
@@ -31,7 +32,7 @@ __all__ = ["run"]
 _FRESH_EXTRA = frozenset({"matmul", "sum", "mean", "prod", "amax", "amin", "clone", "cat", "stack", "full", "softmax",
                           "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "linear",
                           "conv2d", "max_pool2d", "layer_norm", "cross_entropy", "lstm_sequence_forward",
-                          "lstm_sequence_backward"})
+                          "lstm_sequence_backward", "relu_backward", "tanh_backward", "sigmoid_backward"})
 
 
 def _fresh(name: str) -> bool:
