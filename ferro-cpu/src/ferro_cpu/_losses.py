@@ -31,13 +31,16 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return r.astype(np.float32) if r.dtype == np.float16 else r
 
     row_index = row_indices(np)
+    add, count_nonzero, exp, log, subtract = np.add.reduce, np.count_nonzero, np.exp, np.log, np.subtract
+    i64, u64 = np.dtype(np.int64), np.dtype(np.uint64)
 
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
         """(the target class of each row, 0 where ignored; whether the row counts)."""
         t = target.reshape(-1)
         valid = t != ignore_index
         cls = np.where(valid, t, 0)
-        if np.count_nonzero(cls.astype(np.uint64) >= classes):  # one test: negative classes wrap around
+        wrapped = cls.view(u64) if cls.dtype == i64 else cls.astype(u64)  # (int64, the usual: no copy)
+        if count_nonzero(wrapped >= classes):  # one test: negative classes wrap around
             bad = (cls < 0) | (cls >= classes)
             raise IndexError(f"cross_entropy: target {int(cls[bad][0])} is out of bounds for {classes} classes")
         return cls, valid
@@ -50,9 +53,12 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         idx = row_index(len(cls))
         m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
         m = np.where(np.isfinite(m), m, 0)
-        log_sum = np.log(np.exp(xr - m[:, None]).sum(1))
+        e = subtract(xr, m[:, None])
+        log_sum = log(add(exp(e, out=e), axis=1))
         w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
-        loss = ((m - xr[idx, cls]) + log_sum) * w
+        loss = subtract(m, xr[idx, cls])  # ((m - x[target]) + log_sum) * w, in one buffer
+        loss += log_sum
+        loss *= w
         lse = np.empty((len(cls), 2), m.dtype)
         lse[:, 0], lse[:, 1] = m, log_sum
         return loss, lse, w
