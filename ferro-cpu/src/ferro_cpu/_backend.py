@@ -248,13 +248,9 @@ class NumpyBackend(ArrayAPIBackend):
             """The sums over ``dims`` when they are the last dims of a C-contiguous float array (the last one, or
             several: a ResNet head's ``mean((2, 3))``): those dims read as one row, summed by ``rows`` (one BLAS
             call, several times faster than ``np.add.reduce`` over two axes); None otherwise."""
-            if dims is None:
-                return None
             k, n = len(dims), x.ndim
             if dims[0] != n - k or dims[-1] != n - 1:  # (dims are sorted and distinct: a run ending at the last)
                 return None
-            if k == 1:
-                return rows(x, keepdim)
             if not x.flags.c_contiguous or x.size == 0:
                 return None
             lead = x.shape[:n - k]
@@ -278,8 +274,8 @@ class NumpyBackend(ArrayAPIBackend):
             out = native.get(dtype)
             if out is None:
                 out = nd(dtype)
-            if x.dtype == out:
-                r = trailing(x, dims, keepdim)  # the last dim(s) of float rows: one BLAS call
+            if x.dtype == out and dims is not None:  # the last dim(s) of float rows: one BLAS call
+                r = rows(x, keepdim) if len(dims) == 1 and dims[0] == x.ndim - 1 else trailing(x, dims, keepdim)
                 if r is not None:
                     return r
             if out in halves:
@@ -295,7 +291,9 @@ class NumpyBackend(ArrayAPIBackend):
             if x.size == 0:  # nan (0 / 0) without NumPy's "Mean of empty slice" warning; PyTorch does not warn
                 return asarray(np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype) / x.dtype.type(0))
             # np.mean's own steps (its sum, then one division by the count), without its Python wrappers
-            total = trailing(x, dims, keepdim)
+            total = None
+            if dims is not None:
+                total = rows(x, keepdim) if len(dims) == 1 and dims[0] == x.ndim - 1 else trailing(x, dims, keepdim)
             if total is None:
                 total = asarray(add_reduce(x, axis=dims, keepdims=keepdim, dtype=x.dtype))
             return true_divide(total, x.size // max(total.size, 1), out=total, casting="unsafe")
