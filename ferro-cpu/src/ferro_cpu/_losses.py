@@ -35,8 +35,12 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     i64, u64 = np.dtype(np.int64), np.dtype(np.uint64)
 
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
-        """(the target class of each row, 0 where ignored; whether the row counts)."""
+        """(the target class of each row, 0 where ignored; whether the row counts, None where all do)."""
         t = target.reshape(-1)
+        if not 0 <= ignore_index < classes:  # then every row in range counts: one test, the usual case
+            wrapped = t.view(u64) if t.dtype == i64 else t.astype(u64)
+            if not count_nonzero(wrapped >= classes):
+                return t, None
         valid = t != ignore_index
         cls = np.where(valid, t, 0)
         wrapped = cls.view(u64) if cls.dtype == i64 else cls.astype(u64)  # (int64, the usual: no copy)
@@ -55,10 +59,15 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         m = np.where(np.isfinite(m), m, 0)
         e = subtract(xr, m[:, None])
         log_sum = log(add(exp(e, out=e), axis=1))
-        w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
         loss = subtract(m, xr[idx, cls])  # ((m - x[target]) + log_sum) * w, in one buffer
         loss += log_sum
-        loss *= w
+        if valid is None:  # every row counts: w the weights of the targets, or ones (no product by 1)
+            w = weight.astype(xr.dtype)[cls] if weight is not None else np.ones(len(cls), xr.dtype)
+            if weight is not None:
+                loss *= w
+        else:
+            w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
+            loss *= w
         lse = np.empty((len(cls), 2), m.dtype)
         lse[:, 0], lse[:, 1] = m, log_sum
         return loss, lse, w
@@ -69,7 +78,9 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
         narrow_buffers(np, xr)
-        scale = grad_rows.astype(xr.dtype) * valid  # grad_rows: one per row, or one for all
+        scale = grad_rows.astype(xr.dtype).reshape(-1)  # grad_rows: one per row, or one for all
+        if valid is not None:
+            scale = scale * valid
         if weight is not None:
             scale = scale * weight.astype(xr.dtype)[cls]
         dx = np.exp((xr - lse[:, :1]) - lse[:, 1:])  # softmax, from (max, log-sum) exact at large logits
