@@ -103,3 +103,23 @@ def test_a_reduced_loss_runs_no_core_op_after_the_kernel(monkeypatch: pytest.Mon
     ref.backward()
     np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
     assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 2, 7])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("tdtype", ["int64", "int32", "uint8"])
+def test_every_row_counting_or_an_ignore_index_among_the_classes(calls: dict[str, int], ignore_index: int,
+                                                                 weighted: bool, tdtype: str) -> None:
+    # no row ignored (ignore_index outside the classes, all targets in range) takes the kernels' short path;
+    # an ignore_index among the classes ignores the rows of that class
+    x, target, w = RNG.standard_normal((12, 5)), RNG.integers(0, 5, 12).astype(tdtype), RNG.random(5)
+    target[:3] = 2
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.cross_entropy(fx, ferro.tensor(target), ferro.tensor(w) if weighted else None, ignore_index=ignore_index)
+    ref = TF.cross_entropy(tx, torch.tensor(target.astype(np.int64)), torch.tensor(w) if weighted else None,
+                           ignore_index=ignore_index)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    got.backward()
+    ref.backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
