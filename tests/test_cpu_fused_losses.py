@@ -75,3 +75,51 @@ def test_a_target_out_of_range_raises_and_second_derivatives_use_the_decompositi
     np.testing.assert_allclose(gx.detach().numpy(), tg.detach().numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(ggx.numpy(), tgg.numpy(), rtol=1e-10, atol=1e-12)
     assert calls == {"cross_entropy_forward": 2, "cross_entropy_backward": 0}  # the refused call counts too
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_a_reduced_loss_runs_no_core_op_after_the_kernel(monkeypatch: pytest.MonkeyPatch, calls: dict[str, int],
+                                                         dtype: str, reduction: str) -> None:
+    # 'mean' and 'sum' reduce the kernel's per-row losses with the device's sum / div / cast kernels straight:
+    # no tensor method runs (each a core op of a few microseconds at a classifier's batch), same values
+    x, target = RNG.standard_normal((16, 10)).astype(np.float32), RNG.integers(0, 10, 16)
+    target[3] = -100
+    fx = ferro.tensor(x).to(getattr(ferro, dtype)).requires_grad_()
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    ft = ferro.tensor(target)
+
+    def refuse(*a: Any, **k: Any) -> None:
+        raise AssertionError("a core op ran after the fused kernel")
+    with monkeypatch.context() as m:
+        for name in ("sum", "__truediv__", "to", "reshape", "div"):
+            m.setattr(ferro.Tensor, name, refuse)
+        got = F.cross_entropy(fx, ft, reduction=reduction)
+    ref = TF.cross_entropy(tx, torch.tensor(target), reduction=reduction)
+    assert got.dtype is fx.dtype and got.shape == () and got.grad_fn is not None
+    tol = {"float32": 1e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    np.testing.assert_allclose(got.detach().float().numpy(), ref.detach().float().numpy(), rtol=tol, atol=tol)
+    got.backward()
+    ref.backward()
+    np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
+    assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 2, 7])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("tdtype", ["int64", "int32", "uint8"])
+def test_every_row_counting_or_an_ignore_index_among_the_classes(calls: dict[str, int], ignore_index: int,
+                                                                 weighted: bool, tdtype: str) -> None:
+    # no row ignored (ignore_index outside the classes, all targets in range) takes the kernels' short path;
+    # an ignore_index among the classes ignores the rows of that class
+    x, target, w = RNG.standard_normal((12, 5)), RNG.integers(0, 5, 12).astype(tdtype), RNG.random(5)
+    target[:3] = 2
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.cross_entropy(fx, ferro.tensor(target), ferro.tensor(w) if weighted else None, ignore_index=ignore_index)
+    ref = TF.cross_entropy(tx, torch.tensor(target.astype(np.int64)), torch.tensor(w) if weighted else None,
+                           ignore_index=ignore_index)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    got.backward()
+    ref.backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}

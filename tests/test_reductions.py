@@ -278,3 +278,28 @@ def test_sums_along_the_last_dim_as_torch(dtype: str, shape: tuple[int, ...], na
             assert got.shape == tuple(ref.shape) and got.dtype == getattr(ferro, dtype)
             tol = 1e-5 if dtype == "float32" else 1e-12
             np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("dims", [(2, 3), (-2, -1), (-1, 2), (1, 2, 3), (1, 3), (0, 1)])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sums_over_trailing_dims_as_torch(dtype: str, dims: tuple[int, ...], name: str, keepdim: bool) -> None:
+    # a ResNet head's mean((2, 3)): the last dims of a C-contiguous float array are summed on cpu as rows of one
+    # (one matrix-vector product); other dims, strided inputs and 16-bit floats by NumPy's reduce. Values and
+    # gradients as torch's (the gradient a broadcast of the reduced one), non-finite values too.
+    x = rng.standard_normal((4, 6, 5, 7)).astype(np.float32)
+    x[0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    for arr in (x, np.swapaxes(x, 0, 3)):
+        fx = ferro.tensor(arr).to(getattr(ferro, dtype)).requires_grad_()
+        tx = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_()
+        got, ref = getattr(fx, name)(dims, keepdim=keepdim), getattr(tx, name)(dims, keepdim=keepdim)
+        assert got.shape == tuple(ref.shape) and got.dtype is fx.dtype
+        np.testing.assert_allclose(got.detach().float().numpy(), ref.detach().float().numpy(), rtol=tol, atol=tol,
+                                   equal_nan=True)
+        g = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+        got.backward(ferro.tensor(g).to(fx.dtype))
+        ref.backward(torch.tensor(g).to(tx.dtype))
+        np.testing.assert_allclose(fx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
+

@@ -31,13 +31,20 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return r.astype(np.float32) if r.dtype == np.float16 else r
 
     row_index = row_indices(np)
+    add, count_nonzero, exp, log, subtract = np.add.reduce, np.count_nonzero, np.exp, np.log, np.subtract
+    i64, u64 = np.dtype(np.int64), np.dtype(np.uint64)
 
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
-        """(the target class of each row, 0 where ignored; whether the row counts)."""
+        """(the target class of each row, 0 where ignored; whether the row counts, None where all do)."""
         t = target.reshape(-1)
+        if not 0 <= ignore_index < classes:  # then every row in range counts: one test, the usual case
+            wrapped = t.view(u64) if t.dtype == i64 else t.astype(u64)
+            if not count_nonzero(wrapped >= classes):
+                return t, None
         valid = t != ignore_index
         cls = np.where(valid, t, 0)
-        if np.count_nonzero(cls.astype(np.uint64) >= classes):  # one test: negative classes wrap around
+        wrapped = cls.view(u64) if cls.dtype == i64 else cls.astype(u64)  # (int64, the usual: no copy)
+        if count_nonzero(wrapped >= classes):  # one test: negative classes wrap around
             bad = (cls < 0) | (cls >= classes)
             raise IndexError(f"cross_entropy: target {int(cls[bad][0])} is out of bounds for {classes} classes")
         return cls, valid
@@ -50,9 +57,17 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         idx = row_index(len(cls))
         m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
         m = np.where(np.isfinite(m), m, 0)
-        log_sum = np.log(np.exp(xr - m[:, None]).sum(1))
-        w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
-        loss = ((m - xr[idx, cls]) + log_sum) * w
+        e = subtract(xr, m[:, None])
+        log_sum = log(add(exp(e, out=e), axis=1))
+        loss = subtract(m, xr[idx, cls])  # ((m - x[target]) + log_sum) * w, in one buffer
+        loss += log_sum
+        if valid is None:  # every row counts: w the weights of the targets, or ones (no product by 1)
+            w = weight.astype(xr.dtype)[cls] if weight is not None else np.ones(len(cls), xr.dtype)
+            if weight is not None:
+                loss *= w
+        else:
+            w = weight.astype(xr.dtype)[cls] * valid if weight is not None else valid.astype(xr.dtype)
+            loss *= w
         lse = np.empty((len(cls), 2), m.dtype)
         lse[:, 0], lse[:, 1] = m, log_sum
         return loss, lse, w
@@ -63,7 +78,9 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
         narrow_buffers(np, xr)
-        scale = grad_rows.astype(xr.dtype) * valid  # grad_rows: one per row, or one for all
+        scale = grad_rows.astype(xr.dtype).reshape(-1)  # grad_rows: one per row, or one for all
+        if valid is not None:
+            scale = scale * valid
         if weight is not None:
             scale = scale * weight.astype(xr.dtype)[cls]
         dx = np.exp((xr - lse[:, :1]) - lse[:, 1:])  # softmax, from (max, log-sum) exact at large logits
