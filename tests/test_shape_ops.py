@@ -113,6 +113,29 @@ def test_reshape_and_view_errors() -> None:
     assert ferro.ones(1).reshape(()).shape == () and ferro.zeros(0, 3).reshape(3, 0).shape == (3, 0)
 
 
+@pytest.mark.parametrize("bad", [4.0, np.float64(4.0)], ids=["float", "numpy-float"])
+@pytest.mark.parametrize("op", ["reshape", "view"])
+@pytest.mark.parametrize("as_tuple", [False, True], ids=["ints", "tuple"])
+def test_a_float_size_is_refused_also_after_its_int_spelling(op: str, as_tuple: bool, bad: Any) -> None:
+    # 4.0 hashes and compares equal to 4: a checked spelling (4, 6) must not let (4.0, 6) through (torch refuses it)
+    t = ferro.arange(24.0)
+    fn = getattr(t, op)
+    good = fn((4, 6)) if as_tuple else fn(4, 6)
+    assert good.shape == (4, 6)
+    with pytest.raises(TypeError, match=rf"{op}\(\): argument 'shape' must be a tuple of ints, got \[(np.float64\()?4"):
+        fn((bad, 6)) if as_tuple else fn(bad, 6)
+    assert (fn((4, 6)) if as_tuple else fn(4, 6)).shape == (4, 6)
+
+
+@pytest.mark.parametrize("bad", [1.0, np.float64(1.0)], ids=["float", "numpy-float"])
+@pytest.mark.parametrize("as_tuple", [False, True], ids=["ints", "tuple"])
+def test_a_float_dim_of_permute_is_refused_also_after_its_int_spelling(as_tuple: bool, bad: Any) -> None:
+    t = ferro.arange(6.0).reshape(2, 3)
+    assert (t.permute((1, 0)) if as_tuple else t.permute(1, 0)).shape == (3, 2)
+    with pytest.raises(TypeError, match=r"permute\(\): argument 'dims' must be a tuple of ints, got \[(np.*\()?1"):
+        t.permute((bad, 0)) if as_tuple else t.permute(bad, 0)
+
+
 @pytest.mark.parametrize("make", [lambda t: t.view(6, 4).T, lambda t: t.view(4, 6)[:, :3],
                                   lambda t: t.view(2, 3, 4).transpose(0, 1), lambda t: t.view(2, 3, 4)[:, 1:]],
                          ids=["T", "columns", "transpose", "rows"])

@@ -65,13 +65,16 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
     return value
 
 
-#: Checked target shapes by (input shape, shape as given).
-_SHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}
+#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by
+#: (input shape, shape as given in ints). A lookup's hit is used only where the ints are ints: 16.0 and True
+#: hash and compare equal to 16 and 1, and are refused (or taken) by the checks of :func:`_target` alone.
+_SHAPES: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
 
 
-def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
-    """The shape ``shape`` (ints, one may be -1) asks for, for an input of shape ``in_shape``; or its error."""
-    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
+def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """The shape ``shape`` (ints, one may be -1) asks for, for an input of shape ``in_shape``, and the attrs of
+    the result's node; or its error."""
+    new = (_infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name)), {"in_shape": in_shape})
     flat = shape[0] if len(shape) == 1 and type(shape[0]) is tuple else shape
     if all(type(s) is int for s in flat):  # plain ints: the same spelling gives the same answer
         _remember(_SHAPES, (in_shape, *shape), new)
@@ -87,11 +90,15 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
         except AttributeError:
             raise not_a_tensor(op.name, "input", x) from None
         try:
-            new = _SHAPES.get((in_shape, *shape))
+            hit = _SHAPES.get((in_shape, *shape))
         except TypeError:  # a list (unhashable): checked by _target
-            new = None
-        if new is None:
-            new = _target(op, in_shape, shape)
+            hit = None
+        if hit is not None:
+            for s in (shape[0] if shape and type(shape[0]) is tuple else shape):
+                if type(s) is not int:  # 16.0 finds the entry of 16
+                    hit = None
+                    break
+        new, attrs = _target(op, in_shape, shape) if hit is None else hit
         dev = x._device
         try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
             k, table = dev._fast[op.name]
@@ -108,7 +115,7 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
             if op is _VIEW:
                 raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
                                  f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
-            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
+            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs=attrs)
         if op is _RESHAPE and "view" in dev._kernels:
             # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
             # must not be taken as writes to x, by the version counter or by autograd).
@@ -124,8 +131,8 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
                              f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
                              "that is not contiguous; use .reshape(...) instead") from None
         if view_of is None:
-            return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-        return view_result(op, data, x, {"in_shape": in_shape})
+            return finish(op, data, x._dtype, dev, (x,), attrs=attrs)
+        return view_result(op, data, x, attrs)
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = doc
@@ -161,6 +168,11 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
         norm = _PERMS.get((n, *dims))
     except TypeError:  # a list among dims (unhashable): checked below
         norm = None
+    if norm is not None:
+        for d in (dims[0] if dims and type(dims[0]) is tuple else dims):
+            if type(d) is not int:  # 1.0 finds the entry of 1
+                norm = None
+                break
     if norm is None:
         norm = _permutation(x, dims, n)
     return _permuted(x, norm)
