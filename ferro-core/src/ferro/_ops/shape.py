@@ -412,16 +412,28 @@ def clone(x: Tensor) -> Tensor:
     return finish(_CLONE, k(x._data), x._dtype, dev, (x,))
 
 
-def _slice_grad(dim: int, start: int, stop: int) -> Callable[[Tensor], Tensor]:
+def _part_grad(key: tuple[Any, ...]) -> Callable[[Tensor], Tensor]:
+    """The gradient of one input of cat / stack: the part ``g[key]`` of the output's gradient."""
     def grad(g: Tensor) -> Tensor:
-        return g[(slice(None),) * dim + (slice(start, stop),)]
+        return g[key]
     return grad
 
 
-def _select_grad(dim: int, i: int) -> Callable[[Tensor], Tensor]:
-    def grad(g: Tensor) -> Tensor:
-        return g[(slice(None),) * dim + (i,)]
-    return grad
+#: The gradient functions of the inputs of a recorded cat (by dim and the inputs' sizes along it) or stack
+#: (by dim and the number of inputs): pure functions of the key, shared by the nodes (bounded: see _remember).
+_JOIN_GRADS: dict[tuple[Any, ...], tuple[Callable[[Tensor], Tensor], ...]] = {}
+
+
+def _join_grads(key: tuple[Any, ...]) -> tuple[Callable[[Tensor], Tensor], ...]:
+    new_dim, d, *sizes = key
+    lead = (slice(None),) * d
+    if new_dim:
+        return _remember(_JOIN_GRADS, key, tuple(_part_grad((*lead, i)) for i in range(sizes[0])))
+    offs, fns = 0, []
+    for n in sizes:
+        fns.append(_part_grad((*lead, slice(offs, offs + n))))
+        offs += n
+    return _remember(_JOIN_GRADS, key, tuple(fns))
 
 
 _CAT = register(OpDef("cat", "shape", "Join tensors along an existing dimension.", grads=()))
@@ -529,15 +541,10 @@ def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> T
 def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
               new_dim: bool) -> Tensor:
     """The joined result with its graph node: each input's gradient is its slice (cat) or index (stack)."""
-    if new_dim:
-        fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
-    else:
-        offs, fn_list = 0, []
-        for a in datas:
-            n = a.shape[d]
-            fn_list.append(_slice_grad(d, offs, offs + n))
-            offs += n
-        fns = tuple(fn_list)
+    key = (True, d, len(shaped)) if new_dim else (False, d, *[a.shape[d] for a in datas])
+    fns = _JOIN_GRADS.get(key)
+    if fns is None:
+        fns = _join_grads(key)
     return finish(op, data, dtype, dev, tuple(shaped), fns=fns)
 
 

@@ -337,9 +337,8 @@ def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tenso
     r._dtype = x._dtype
     r._device = dev = x._device
     r._rg = False
-    r.grad_fn = None
+    r.grad_fn = r._grad = r._hooks = r._retains = None
     r._vc = vc = x._vc
-    r._grad = r._hooks = r._retains = None
     name = op.name
     copied = name in dev._copies
     parent = x._view
