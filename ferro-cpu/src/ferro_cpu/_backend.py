@@ -436,6 +436,8 @@ class NumpyBackend(ArrayAPIBackend):
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
             if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
+                if xs[0].size * len(xs) <= 2048:  # np.array stacks a list of small arrays in fewer steps (for
+                    return np.array(xs)  # big ones it is slower, much so for transposed ones)
                 return concatenate(xs).reshape((len(xs), *xs[0].shape))
             at = (slice(None),) * dim + (None,)  # a new axis at dim: a view by basic indexing (cheaper than reshape)
             return concatenate([x[at] for x in xs], axis=dim)

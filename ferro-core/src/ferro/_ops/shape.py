@@ -116,11 +116,11 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
                 raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
                                  f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
             return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs=attrs)
-        if op is _RESHAPE and "view" in dev._kernels:
+        if op is _RESHAPE and (as_view := dev._kernels.get("view")) is not None:
             # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
             # must not be taken as writes to x, by the version counter or by autograd).
             try:
-                data = dev._kernels["view"](x._data, new)
+                data = as_view(x._data, new)
             except (ValueError, AttributeError):
                 view_of = None
         try:
@@ -154,8 +154,9 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
                           grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
 
 
-#: Validated permutations by (ndim, dims as given): the checks run once per spelling (bounded: see _remember).
-_PERMS: dict[tuple[Any, ...], tuple[int, ...]] = {}
+#: Validated permutations and the node's attrs (one dict, never changed) by (ndim, dims as given): the checks
+#: run once per spelling (bounded: see _remember); a hit counts only for int dims (1.0 finds the entry of 1).
+_PERMS: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
@@ -165,30 +166,37 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
     try:
-        norm = _PERMS.get((n, *dims))
+        hit = _PERMS.get((n, *dims))
     except TypeError:  # a list among dims (unhashable): checked below
-        norm = None
-    if norm is not None:
+        hit = None
+    if hit is not None:
         for d in (dims[0] if dims and type(dims[0]) is tuple else dims):
-            if type(d) is not int:  # 1.0 finds the entry of 1
-                norm = None
+            if type(d) is not int:
+                hit = None
                 break
-    if norm is None:
-        norm = _permutation(x, dims, n)
-    return _permuted(x, norm)
+    norm, attrs = _permutation(x, dims, n) if hit is None else hit
+    dev = x._device
+    try:  # _permuted, inlined (a frame is a tenth of this op)
+        k, table = dev._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        return _permuted(x, norm)
+    return view_result(_PERMUTE, k(x._data, norm), x, attrs)
 
 
-def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[int, ...]:
-    """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative), or the error for it."""
+def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative) and the node's attrs, or the error."""
     dims = _shape_arg(given, "permute", "dims")
     norm = tuple([d if type(d) is int and 0 <= d < n else _wrap_dim(d, n, "permute") for d in dims])
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
                          f"{list(x.shape)}")
     flat = given[0] if len(given) == 1 and type(given[0]) is tuple else given
+    checked = (norm, {"dims": norm})
     if all(type(d) is int for d in flat):  # x.permute(1, 0) and x.permute((1, 0))
-        _remember(_PERMS, (n, *given), norm)
-    return norm
+        _remember(_PERMS, (n, *given), checked)
+    return checked
 
 
 def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
