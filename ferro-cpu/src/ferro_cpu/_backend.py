@@ -429,10 +429,7 @@ class NumpyBackend(ArrayAPIBackend):
             copyto(out, np.asarray(x), casting="unsafe", where=c)
             return out
 
-        concatenate = np.concatenate
-
-        def cat(xs: list[Any], dim: int) -> Any:
-            return concatenate(xs, axis=dim)
+        concatenate = cat = np.concatenate  # cat(xs, dim): np.concatenate(xs, axis) itself (no frame between)
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
             if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
