@@ -94,9 +94,15 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
         except TypeError:  # a list (unhashable): checked by _target
             hit = None
         if hit is not None:
-            for s in (shape[0] if shape and type(shape[0]) is tuple else shape):
-                if type(s) is not int:  # 16.0 finds the entry of 16
-                    hit = None
+            for s in shape:
+                if type(s) is not int:  # 16.0 finds the entry of 16; a tuple is the shape as one argument
+                    if type(s) is tuple:
+                        for i in s:
+                            if type(i) is not int:
+                                hit = None
+                                break
+                    else:
+                        hit = None
                     break
         new, attrs = _target(op, in_shape, shape) if hit is None else hit
         dev = x._device
@@ -170,9 +176,15 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     except TypeError:  # a list among dims (unhashable): checked below
         hit = None
     if hit is not None:
-        for d in (dims[0] if dims and type(dims[0]) is tuple else dims):
-            if type(d) is not int:
-                hit = None
+        for d in dims:
+            if type(d) is not int:  # 1.0 finds the entry of 1; a tuple is the dims as one argument
+                if type(d) is tuple:
+                    for i in d:
+                        if type(i) is not int:
+                            hit = None
+                            break
+                else:
+                    hit = None
                 break
     norm, attrs = _permutation(x, dims, n) if hit is None else hit
     dev = x._device
