@@ -518,44 +518,53 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
 
 
-def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> Tensor | None:
-    """cat / stack of tensors (a list or tuple) of one dtype and device whose shapes fit, by the device's kernel
-    taking that dtype as it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join`
-    checks it all and says what is wrong)."""
-    if type(tensors) is not list and type(tensors) is not tuple:
-        return None
-    try:
-        first = tensors[0]
-        dev, dtype, ref = first._device, first._dtype, first._data.shape
-        k, table = dev._fast[op.name]
-        if table[dtype][0] is not dtype:
-            return None
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return None
-    nd = len(ref) + new_dim
-    if type(dim) is not int or not -nd <= dim < nd:
-        return None
-    d = dim + nd if dim < 0 else dim
-    datas = []
-    rg = False
-    for t in tensors:
-        if type(t) is not Tensor and not isinstance(t, Tensor):
-            return None
-        a = t._data
-        s = a.shape
-        if t._dtype is not dtype or t._device is not dev or (s != ref and (
-                new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
-            return None  # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-        if t._rg:
-            rg = True
-        datas.append(a)
-    data = k(datas, d)
-    if rg and _mode._state.enabled:
-        return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
-    r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
-    return r
+def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
+    """The public function of cat or stack (``op``): tensors (a list or tuple) of one dtype and device whose
+    shapes fit go to the device's kernel taking that dtype as it is (no dispatch layer on), in one pass over
+    them; anything else to :func:`_join`, which checks it all and says what is wrong. One function each, no
+    shared frame below it."""
+
+    def fn(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        if type(tensors) is not list and type(tensors) is not tuple:
+            return _join(op, tensors, dim, new_dim)
+        try:
+            first = tensors[0]
+            dev, dtype, ref = first._device, first._dtype, first._data.shape
+            k, table = dev._fast[op.name]
+            alike = table[dtype][0] is dtype
+        except (AttributeError, IndexError, KeyError, TypeError):
+            alike = False
+        if not alike:
+            return _join(op, tensors, dim, new_dim)
+        nd = len(ref) + new_dim
+        if type(dim) is not int or not -nd <= dim < nd:
+            return _join(op, tensors, dim, new_dim)
+        d = dim + nd if dim < 0 else dim
+        datas = []
+        rg = False
+        for t in tensors:
+            if type(t) is not Tensor and not isinstance(t, Tensor):
+                return _join(op, tensors, dim, new_dim)
+            a = t._data
+            s = a.shape
+            if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                    new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+                # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+                return _join(op, tensors, dim, new_dim)
+            if t._rg:
+                rg = True
+            datas.append(a)
+        data = k(datas, d)
+        if rg and _mode._state.enabled:
+            return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
+        r = _new(Tensor)  # _wrap, inlined
+        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
+        return r
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
 
 
 def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
@@ -568,19 +577,9 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
     return finish(op, data, dtype, dev, tuple(shaped), fns=fns)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Concatenate ``tensors`` along dimension ``dim``."""
-    r = _join_alike(_CAT, tensors, dim, False)
-    return r if r is not None else _join(_CAT, tensors, dim, False)
-
-
+cat = _joiner(_CAT, False, "Concatenate ``tensors`` along dimension ``dim``.")
 concat = concatenate = cat
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Stack same-shaped ``tensors`` along a new dimension ``dim``."""
-    r = _join_alike(_STACK, tensors, dim, True)
-    return r if r is not None else _join(_STACK, tensors, dim, True)
+stack = _joiner(_STACK, True, "Stack same-shaped ``tensors`` along a new dimension ``dim``.")
 
 
 def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
