@@ -247,6 +247,37 @@ def test_stack_matches_numpy(dim: int) -> None:
     assert ferro.stack([ferro.ones(2), ferro.ones(2, dtype=ferro.float64)]).dtype is ferro.float64
 
 
+@pytest.mark.parametrize("shape", [(8, 8), (4, 5, 6), (64, 64)], ids=str)  # (64, 64): past the small-stack path
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "bool", "int64"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+def test_stack_along_a_new_first_dim_matches_torch(shape: tuple[int, ...], dtype: str, transposed: bool) -> None:
+    arrays = [(rng.standard_normal(shape) * 3).astype(dtype) for _ in range(3)]
+    fx, tx = [ferro.tensor(a) for a in arrays], [torch.tensor(a) for a in arrays]
+    if transposed:
+        fx, tx = [t.mT for t in fx], [t.mT for t in tx]
+    got = ferro.stack(fx)
+    assert got.dtype is getattr(ferro, dtype) and got.is_contiguous()
+    np.testing.assert_array_equal(got.numpy(), torch.stack(tx).numpy())
+    if dtype.startswith("float"):  # and its gradient: each input's index of the output's
+        fg = [t.detach().requires_grad_() for t in fx]
+        tg = [t.detach().requires_grad_() for t in tx]
+        w = rng.standard_normal((3, *tuple(tx[0].shape))).astype(dtype)
+        (ferro.stack(fg) * ferro.tensor(w)).sum().backward()
+        (torch.stack(tg) * torch.tensor(w)).sum().backward()
+        for f, t in zip(fg, tg, strict=True):
+            assert_close(f.grad, t.grad.numpy())
+
+
+@pytest.mark.parametrize("join", [lambda m, xs: m.cat(xs), lambda m, xs: m.cat(xs, 1), lambda m, xs: m.stack(xs, 1),
+                                  lambda m, xs: m.stack(xs, 2)], ids=["cat0", "cat1", "stack1", "stack2"])
+@pytest.mark.parametrize("n", [4, 64])
+def test_cat_and_stack_of_transposed_tensors_are_row_major_as_torch(join: Callable[..., Any], n: int) -> None:
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    got, want = join(ferro, [ferro.tensor(a).mT] * 2), join(torch, [torch.tensor(a).mT] * 2)
+    assert got.is_contiguous() and got.stride() == want.stride()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_stack_errors() -> None:
     with pytest.raises(ferro.errors.ShapeError, match=r"tensor 0 has shape \[2, 3\], tensor 1 has shape \[3, 2\]"):
         ferro.stack([ferro.ones(2, 3), ferro.ones(3, 2)])
