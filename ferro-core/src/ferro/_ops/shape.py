@@ -15,7 +15,7 @@ from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
-from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere, view_result
+from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, record, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute", "transpose", "expand",
@@ -569,12 +569,13 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
 
 def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
               new_dim: bool) -> Tensor:
-    """The joined result with its graph node: each input's gradient is its slice (cat) or index (stack)."""
+    """The joined result with its graph node (grad mode on, an input requiring grad): each input's gradient is
+    its slice (cat) or index (stack)."""
     key = (True, d, len(shaped)) if new_dim else (False, d, *[a.shape[d] for a in datas])
     fns = _JOIN_GRADS.get(key)
     if fns is None:
         fns = _join_grads(key)
-    return finish(op, data, dtype, dev, tuple(shaped), fns=fns)
+    return record(_wrap(data, dtype, dev), op, tuple(shaped), (), None, fns)
 
 
 cat = _joiner(_CAT, False, "Concatenate ``tensors`` along dimension ``dim``.")
