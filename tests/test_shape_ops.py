@@ -113,6 +113,29 @@ def test_reshape_and_view_errors() -> None:
     assert ferro.ones(1).reshape(()).shape == () and ferro.zeros(0, 3).reshape(3, 0).shape == (3, 0)
 
 
+@pytest.mark.parametrize("bad", [4.0, np.float64(4.0)], ids=["float", "numpy-float"])
+@pytest.mark.parametrize("op", ["reshape", "view"])
+@pytest.mark.parametrize("as_tuple", [False, True], ids=["ints", "tuple"])
+def test_a_float_size_is_refused_also_after_its_int_spelling(op: str, as_tuple: bool, bad: Any) -> None:
+    # 4.0 hashes and compares equal to 4: a checked spelling (4, 6) must not let (4.0, 6) through (torch refuses it)
+    t = ferro.arange(24.0)
+    fn = getattr(t, op)
+    good = fn((4, 6)) if as_tuple else fn(4, 6)
+    assert good.shape == (4, 6)
+    with pytest.raises(TypeError, match=rf"{op}\(\): argument 'shape' must be a tuple of ints, got \[(np.float64\()?4"):
+        fn((bad, 6)) if as_tuple else fn(bad, 6)
+    assert (fn((4, 6)) if as_tuple else fn(4, 6)).shape == (4, 6)
+
+
+@pytest.mark.parametrize("bad", [1.0, np.float64(1.0)], ids=["float", "numpy-float"])
+@pytest.mark.parametrize("as_tuple", [False, True], ids=["ints", "tuple"])
+def test_a_float_dim_of_permute_is_refused_also_after_its_int_spelling(as_tuple: bool, bad: Any) -> None:
+    t = ferro.arange(6.0).reshape(2, 3)
+    assert (t.permute((1, 0)) if as_tuple else t.permute(1, 0)).shape == (3, 2)
+    with pytest.raises(TypeError, match=r"permute\(\): argument 'dims' must be a tuple of ints, got \[(np.*\()?1"):
+        t.permute((bad, 0)) if as_tuple else t.permute(bad, 0)
+
+
 @pytest.mark.parametrize("make", [lambda t: t.view(6, 4).T, lambda t: t.view(4, 6)[:, :3],
                                   lambda t: t.view(2, 3, 4).transpose(0, 1), lambda t: t.view(2, 3, 4)[:, 1:]],
                          ids=["T", "columns", "transpose", "rows"])
@@ -222,6 +245,37 @@ def test_stack_matches_numpy(dim: int) -> None:
     assert_close(got, np.stack(arrays, dim))
     assert ferro.stack([ferro.tensor(1.0), ferro.tensor(2.0)]).tolist() == [1.0, 2.0]
     assert ferro.stack([ferro.ones(2), ferro.ones(2, dtype=ferro.float64)]).dtype is ferro.float64
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (4, 5, 6), (64, 64)], ids=str)  # (64, 64): past the small-stack path
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "bool", "int64"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+def test_stack_along_a_new_first_dim_matches_torch(shape: tuple[int, ...], dtype: str, transposed: bool) -> None:
+    arrays = [(rng.standard_normal(shape) * 3).astype(dtype) for _ in range(3)]
+    fx, tx = [ferro.tensor(a) for a in arrays], [torch.tensor(a) for a in arrays]
+    if transposed:
+        fx, tx = [t.mT for t in fx], [t.mT for t in tx]
+    got = ferro.stack(fx)
+    assert got.dtype is getattr(ferro, dtype) and got.is_contiguous()
+    np.testing.assert_array_equal(got.numpy(), torch.stack(tx).numpy())
+    if dtype.startswith("float"):  # and its gradient: each input's index of the output's
+        fg = [t.detach().requires_grad_() for t in fx]
+        tg = [t.detach().requires_grad_() for t in tx]
+        w = rng.standard_normal((3, *tuple(tx[0].shape))).astype(dtype)
+        (ferro.stack(fg) * ferro.tensor(w)).sum().backward()
+        (torch.stack(tg) * torch.tensor(w)).sum().backward()
+        for f, t in zip(fg, tg, strict=True):
+            assert_close(f.grad, t.grad.numpy())
+
+
+@pytest.mark.parametrize("join", [lambda m, xs: m.cat(xs), lambda m, xs: m.cat(xs, 1), lambda m, xs: m.stack(xs, 1),
+                                  lambda m, xs: m.stack(xs, 2)], ids=["cat0", "cat1", "stack1", "stack2"])
+@pytest.mark.parametrize("n", [4, 64])
+def test_cat_and_stack_of_transposed_tensors_are_row_major_as_torch(join: Callable[..., Any], n: int) -> None:
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    got, want = join(ferro, [ferro.tensor(a).mT] * 2), join(torch, [torch.tensor(a).mT] * 2)
+    assert got.is_contiguous() and got.stride() == want.stride()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 def test_stack_errors() -> None:

@@ -446,16 +446,24 @@ class NumpyBackend(ArrayAPIBackend):
             copyto(out, np.asarray(x), casting="unsafe", where=c)
             return out
 
-        concatenate = np.concatenate
+        concatenate, ascontiguous = np.concatenate, np.ascontiguousarray
 
         def cat(xs: list[Any], dim: int) -> Any:
-            return concatenate(xs, axis=dim)
+            # row-major, as PyTorch's: concatenate follows its inputs' order (a copy only for column-major ones)
+            return ascontiguous(concatenate(xs, dim))
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
             if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
-                return concatenate(xs).reshape((len(xs), *xs[0].shape))
+                first, n = xs[0], len(xs)
+                if first.size * n <= 2048:  # np.array stacks a list of small arrays in fewer steps (for
+                    return np.array(xs)  # big ones it is slower, much so for transposed ones)
+                # into a row-major result: concatenate alone follows its inputs' order (column-major ones
+                # would give a result whose split is no row-major tensor)
+                out = np.empty((n, *first.shape), first.dtype)
+                concatenate(xs, out=out.reshape((n * first.shape[0], *first.shape[1:])))
+                return out
             at = (slice(None),) * dim + (None,)  # a new axis at dim: a view by basic indexing (cheaper than reshape)
-            return concatenate([x[at] for x in xs], axis=dim)
+            return ascontiguous(concatenate([x[at] for x in xs], dim))
 
         rint = table["round"]
 

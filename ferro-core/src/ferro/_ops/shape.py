@@ -15,7 +15,7 @@ from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
-from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, run_elsewhere, view_result
+from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, record, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute", "transpose", "expand",
@@ -65,13 +65,16 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
     return value
 
 
-#: Checked target shapes by (input shape, shape as given).
-_SHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}
+#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by
+#: (input shape, shape as given in ints). A lookup's hit is used only where the ints are ints: 16.0 and True
+#: hash and compare equal to 16 and 1, and are refused (or taken) by the checks of :func:`_target` alone.
+_SHAPES: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
 
 
-def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
-    """The shape ``shape`` (ints, one may be -1) asks for, for an input of shape ``in_shape``; or its error."""
-    new = _infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name))
+def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """The shape ``shape`` (ints, one may be -1) asks for, for an input of shape ``in_shape``, and the attrs of
+    the result's node; or its error."""
+    new = (_infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name)), {"in_shape": in_shape})
     flat = shape[0] if len(shape) == 1 and type(shape[0]) is tuple else shape
     if all(type(s) is int for s in flat):  # plain ints: the same spelling gives the same answer
         _remember(_SHAPES, (in_shape, *shape), new)
@@ -87,11 +90,21 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
         except AttributeError:
             raise not_a_tensor(op.name, "input", x) from None
         try:
-            new = _SHAPES.get((in_shape, *shape))
+            hit = _SHAPES.get((in_shape, *shape))
         except TypeError:  # a list (unhashable): checked by _target
-            new = None
-        if new is None:
-            new = _target(op, in_shape, shape)
+            hit = None
+        if hit is not None:
+            for s in shape:
+                if type(s) is not int:  # 16.0 finds the entry of 16; a tuple is the shape as one argument
+                    if type(s) is tuple:
+                        for i in s:
+                            if type(i) is not int:
+                                hit = None
+                                break
+                    else:
+                        hit = None
+                    break
+        new, attrs = _target(op, in_shape, shape) if hit is None else hit
         dev = x._device
         try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
             k, table = dev._fast[op.name]
@@ -108,12 +121,12 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
             if op is _VIEW:
                 raise ShapeError(f"view: shape {list(new)} is not compatible with the input's size and strides "
                                  f"(shape {list(in_shape)}, strides {list(strides)}); use .reshape(...) instead")
-            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-        if op is _RESHAPE and "view" in dev._kernels:
+            return finish(op, dev._kernels["clone"](k(x._data, new)), x._dtype, dev, (x,), attrs=attrs)
+        if op is _RESHAPE and (as_view := dev._kernels.get("view")) is not None:
             # reshape is a view when the strides allow one, else a copy that is not a view (writes to it
             # must not be taken as writes to x, by the version counter or by autograd).
             try:
-                data = dev._kernels["view"](x._data, new)
+                data = as_view(x._data, new)
             except (ValueError, AttributeError):
                 view_of = None
         try:
@@ -124,8 +137,8 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
                              f"(shape {list(in_shape)}, strides {list(x.stride())}): a dimension would span memory "
                              "that is not contiguous; use .reshape(...) instead") from None
         if view_of is None:
-            return finish(op, data, x._dtype, dev, (x,), attrs={"in_shape": in_shape})
-        return view_result(op, data, x, {"in_shape": in_shape})
+            return finish(op, data, x._dtype, dev, (x,), attrs=attrs)
+        return view_result(op, data, x, attrs)
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = doc
@@ -147,8 +160,9 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
                           grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
 
 
-#: Validated permutations by (ndim, dims as given): the checks run once per spelling (bounded: see _remember).
-_PERMS: dict[tuple[Any, ...], tuple[int, ...]] = {}
+#: Validated permutations and the node's attrs (one dict, never changed) by (ndim, dims as given): the checks
+#: run once per spelling (bounded: see _remember); a hit counts only for int dims (1.0 finds the entry of 1).
+_PERMS: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
@@ -158,25 +172,43 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
     try:
-        norm = _PERMS.get((n, *dims))
+        hit = _PERMS.get((n, *dims))
     except TypeError:  # a list among dims (unhashable): checked below
-        norm = None
-    if norm is None:
-        norm = _permutation(x, dims, n)
-    return _permuted(x, norm)
+        hit = None
+    if hit is not None:
+        for d in dims:
+            if type(d) is not int:  # 1.0 finds the entry of 1; a tuple is the dims as one argument
+                if type(d) is tuple:
+                    for i in d:
+                        if type(i) is not int:
+                            hit = None
+                            break
+                else:
+                    hit = None
+                break
+    norm, attrs = _permutation(x, dims, n) if hit is None else hit
+    dev = x._device
+    try:  # _permuted, inlined (a frame is a tenth of this op)
+        k, table = dev._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+    except (KeyError, TypeError):
+        return _permuted(x, norm)
+    return view_result(_PERMUTE, k(x._data, norm), x, attrs)
 
 
-def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[int, ...]:
-    """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative), or the error for it."""
+def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative) and the node's attrs, or the error."""
     dims = _shape_arg(given, "permute", "dims")
     norm = tuple([d if type(d) is int and 0 <= d < n else _wrap_dim(d, n, "permute") for d in dims])
     if len(norm) != n or sorted(norm) != list(range(n)):
         raise ShapeError(f"permute: dims {list(dims)} are not a permutation of the {n} dimensions of shape "
                          f"{list(x.shape)}")
     flat = given[0] if len(given) == 1 and type(given[0]) is tuple else given
+    checked = (norm, {"dims": norm})
     if all(type(d) is int for d in flat):  # x.permute(1, 0) and x.permute((1, 0))
-        _remember(_PERMS, (n, *given), norm)
-    return norm
+        _remember(_PERMS, (n, *given), checked)
+    return checked
 
 
 def _permuted(x: Tensor, dims: tuple[int, ...]) -> Tensor:
@@ -400,16 +432,28 @@ def clone(x: Tensor) -> Tensor:
     return finish(_CLONE, k(x._data), x._dtype, dev, (x,))
 
 
-def _slice_grad(dim: int, start: int, stop: int) -> Callable[[Tensor], Tensor]:
+def _part_grad(key: tuple[Any, ...]) -> Callable[[Tensor], Tensor]:
+    """The gradient of one input of cat / stack: the part ``g[key]`` of the output's gradient."""
     def grad(g: Tensor) -> Tensor:
-        return g[(slice(None),) * dim + (slice(start, stop),)]
+        return g[key]
     return grad
 
 
-def _select_grad(dim: int, i: int) -> Callable[[Tensor], Tensor]:
-    def grad(g: Tensor) -> Tensor:
-        return g[(slice(None),) * dim + (i,)]
-    return grad
+#: The gradient functions of the inputs of a recorded cat (by dim and the inputs' sizes along it) or stack
+#: (by dim and the number of inputs): pure functions of the key, shared by the nodes (bounded: see _remember).
+_JOIN_GRADS: dict[tuple[Any, ...], tuple[Callable[[Tensor], Tensor], ...]] = {}
+
+
+def _join_grads(key: tuple[Any, ...]) -> tuple[Callable[[Tensor], Tensor], ...]:
+    new_dim, d, *sizes = key
+    lead = (slice(None),) * d
+    if new_dim:
+        return _remember(_JOIN_GRADS, key, tuple(_part_grad((*lead, i)) for i in range(sizes[0])))
+    offs, fns = 0, []
+    for n in sizes:
+        fns.append(_part_grad((*lead, slice(offs, offs + n))))
+        offs += n
+    return _remember(_JOIN_GRADS, key, tuple(fns))
 
 
 _CAT = register(OpDef("cat", "shape", "Join tensors along an existing dimension.", grads=()))
@@ -474,74 +518,69 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
     return _recorded(op, data, dtype, dev, shaped, datas, d, new_dim)
 
 
-def _join_alike(op: OpDef, tensors: Sequence[Any], dim: Any, new_dim: bool) -> Tensor | None:
-    """cat / stack of tensors (a list or tuple) of one dtype and device whose shapes fit, by the device's kernel
-    taking that dtype as it is (no dispatch layer on), in one pass over them; None for anything else (:func:`_join`
-    checks it all and says what is wrong)."""
-    if type(tensors) is not list and type(tensors) is not tuple:
-        return None
-    try:
-        first = tensors[0]
-        dev, dtype, ref = first._device, first._dtype, first._data.shape
-        k, table = dev._fast[op.name]
-        if table[dtype][0] is not dtype:
-            return None
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return None
-    nd = len(ref) + new_dim
-    if type(dim) is not int or not -nd <= dim < nd:
-        return None
-    d = dim + nd if dim < 0 else dim
-    datas = []
-    rg = False
-    for t in tensors:
-        if type(t) is not Tensor and not isinstance(t, Tensor):
-            return None
-        a = t._data
-        s = a.shape
-        if t._dtype is not dtype or t._device is not dev or (s != ref and (
-                new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
-            return None  # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-        if t._rg:
-            rg = True
-        datas.append(a)
-    data = k(datas, d)
-    if rg and _mode._state.enabled:
-        return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
-    r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
-    return r
+def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
+    """The public function of cat or stack (``op``): tensors (a list or tuple) of one dtype and device whose
+    shapes fit go to the device's kernel taking that dtype as it is (no dispatch layer on), in one pass over
+    them; anything else to :func:`_join`, which checks it all and says what is wrong. One function each, no
+    shared frame below it."""
+
+    def fn(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        if type(tensors) is not list and type(tensors) is not tuple:
+            return _join(op, tensors, dim, new_dim)
+        try:
+            first = tensors[0]
+            dev, dtype, ref = first._device, first._dtype, first._data.shape
+            k, table = dev._fast[op.name]
+            alike = table[dtype][0] is dtype
+        except (AttributeError, IndexError, KeyError, TypeError):
+            alike = False
+        if not alike:
+            return _join(op, tensors, dim, new_dim)
+        nd = len(ref) + new_dim
+        if type(dim) is not int or not -nd <= dim < nd:
+            return _join(op, tensors, dim, new_dim)
+        d = dim + nd if dim < 0 else dim
+        datas = []
+        rg = False
+        for t in tensors:
+            if type(t) is not Tensor and not isinstance(t, Tensor):
+                return _join(op, tensors, dim, new_dim)
+            a = t._data
+            s = a.shape
+            if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                    new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+                # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+                return _join(op, tensors, dim, new_dim)
+            if t._rg:
+                rg = True
+            datas.append(a)
+        data = k(datas, d)
+        if rg and _mode._state.enabled:
+            return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
+        r = _new(Tensor)  # _wrap, inlined
+        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
+        return r
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = doc
+    return fn
 
 
 def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tensor], datas: list[Any], d: int,
               new_dim: bool) -> Tensor:
-    """The joined result with its graph node: each input's gradient is its slice (cat) or index (stack)."""
-    if new_dim:
-        fns = tuple(_select_grad(d, i) for i in range(len(shaped)))
-    else:
-        offs, fn_list = 0, []
-        for a in datas:
-            n = a.shape[d]
-            fn_list.append(_slice_grad(d, offs, offs + n))
-            offs += n
-        fns = tuple(fn_list)
-    return finish(op, data, dtype, dev, tuple(shaped), fns=fns)
+    """The joined result with its graph node (grad mode on, an input requiring grad): each input's gradient is
+    its slice (cat) or index (stack)."""
+    key = (True, d, len(shaped)) if new_dim else (False, d, *[a.shape[d] for a in datas])
+    fns = _JOIN_GRADS.get(key)
+    if fns is None:
+        fns = _join_grads(key)
+    return record(_wrap(data, dtype, dev), op, tuple(shaped), (), None, fns)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Concatenate ``tensors`` along dimension ``dim``."""
-    r = _join_alike(_CAT, tensors, dim, False)
-    return r if r is not None else _join(_CAT, tensors, dim, False)
-
-
+cat = _joiner(_CAT, False, "Concatenate ``tensors`` along dimension ``dim``.")
 concat = concatenate = cat
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Stack same-shaped ``tensors`` along a new dimension ``dim``."""
-    r = _join_alike(_STACK, tensors, dim, True)
-    return r if r is not None else _join(_STACK, tensors, dim, True)
+stack = _joiner(_STACK, True, "Stack same-shaped ``tensors`` along a new dimension ``dim``.")
 
 
 def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:

@@ -337,9 +337,8 @@ def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tenso
     r._dtype = x._dtype
     r._device = dev = x._device
     r._rg = False
-    r.grad_fn = None
+    r.grad_fn = r._grad = r._hooks = r._retains = None
     r._vc = vc = x._vc
-    r._grad = r._hooks = r._retains = None
     name = op.name
     copied = name in dev._copies
     parent = x._view
@@ -353,7 +352,25 @@ def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tenso
     if copied:  # the backend's kernel returned a copy: core keeps it in step with its base
         track(r)
     if x._rg and _mode._state.enabled:
-        record(r, op, (x,), (), attrs)
+        fns = op.grads
+        if not fns or r._dtype.category < 2:
+            return record(r, op, (x,), (), attrs)
+        # record's steps for one input that requires grad and nothing saved (a view op's node), inlined
+        gf = x.grad_fn
+        if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+            refresh(x)
+            gf = x.grad_fn
+        node = _new_node(Node)
+        node.name = name
+        node.fns = fns
+        node.next = (x if gf is None else gf,)
+        node.meta = ((x._data.shape, x._dtype),)
+        node.attrs = attrs
+        node.out = node.hooks = node.retain = None
+        node.released = False
+        node.saved = node.versions = ()
+        r.grad_fn = node
+        r._rg = True
     return r
 
 
