@@ -81,6 +81,17 @@ def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tup
     return new
 
 
+
+def _int_args(args: tuple[Any, ...]) -> bool:
+    """Whether ``args`` (sizes or dims, or one tuple of them) are Python ints only: a cache keyed on them also
+    finds an equal float's entry (``16.0 == 16``), which PyTorch refuses."""
+    if len(args) == 1 and type(args[0]) is tuple:
+        args = args[0]
+    for a in args:
+        if type(a) is not int:
+            return False
+    return True
+
 def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
     """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it."""
 
@@ -93,17 +104,8 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
             hit = _SHAPES.get((in_shape, *shape))
         except TypeError:  # a list (unhashable): checked by _target
             hit = None
-        if hit is not None:
-            for s in shape:
-                if type(s) is not int:  # 16.0 finds the entry of 16; a tuple is the shape as one argument
-                    if type(s) is tuple:
-                        for i in s:
-                            if type(i) is not int:
-                                hit = None
-                                break
-                    else:
-                        hit = None
-                    break
+        if hit is not None and not _int_args(shape):  # 16.0 finds the entry of 16
+            hit = None
         new, attrs = _target(op, in_shape, shape) if hit is None else hit
         dev = x._device
         try:  # kernel_for's lookup, inlined (a frame is a tenth of this op)
@@ -175,17 +177,8 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
         hit = _PERMS.get((n, *dims))
     except TypeError:  # a list among dims (unhashable): checked below
         hit = None
-    if hit is not None:
-        for d in dims:
-            if type(d) is not int:  # 1.0 finds the entry of 1; a tuple is the dims as one argument
-                if type(d) is tuple:
-                    for i in d:
-                        if type(i) is not int:
-                            hit = None
-                            break
-                else:
-                    hit = None
-                break
+    if hit is not None and not _int_args(dims):  # 1.0 finds the entry of 1
+        hit = None
     norm, attrs = _permutation(x, dims, n) if hit is None else hit
     dev = x._device
     try:  # _permuted, inlined (a frame is a tenth of this op)
