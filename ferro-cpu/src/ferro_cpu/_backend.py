@@ -13,6 +13,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ferro._core.dtypes import DType, all_dtypes, bfloat16
 from ferro.backends import (
     BINARY_FUNCS,
@@ -511,7 +513,6 @@ class NumpyBackend(ArrayAPIBackend):
 
 def _as_strided(base: Any, size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> Any:
     """A view of the C-contiguous ``base``'s memory; the caller (ferro's as_strided) checked that it stays inside."""
-    import numpy as np
     item = base.itemsize
     return np.ndarray(size, base.dtype, buffer=base, offset=offset * item, strides=tuple(s * item for s in stride))
 
@@ -548,7 +549,6 @@ def _special_kernels(pool: BufferPool, quiet: Callable[..., Any], half: Half) ->
     built: dict[str, Callable[..., Any]] = {}
 
     def build(op: str) -> Callable[..., Any]:
-        import numpy as np
         from scipy import special
         fn = getattr(special, _SPECIAL[op])
         # With SCIPY_ARRAY_API=1 (scikit-learn's array API mode) scipy.special wraps its ufuncs in functions.
@@ -579,7 +579,6 @@ def _lapack(kind: str, dtype: Any, hermitian: bool) -> Any:
 
 def _ldl_factor(x: Any, hermitian: bool) -> tuple[Any, Any, Any]:
     """The LDL factorization of each matrix of the batch ``x`` (its lower triangle), as LAPACK's sytrf / hetrf."""
-    import numpy as np
     trf = _lapack("trf", x.dtype, hermitian)
     flat = x.reshape(-1, *x.shape[-2:])
     ld, piv, info = np.empty_like(flat), np.empty(flat.shape[:-1], np.int32), np.empty(flat.shape[0], np.int32)
@@ -591,7 +590,6 @@ def _ldl_factor(x: Any, hermitian: bool) -> tuple[Any, Any, Any]:
 
 def _ldl_solve(ld: Any, piv: Any, b: Any, hermitian: bool) -> Any:
     """The solutions from :func:`_ldl_factor`'s results, as LAPACK's sytrs / hetrs (``b`` has ld's batch)."""
-    import numpy as np
     trs = _lapack("trs", ld.dtype, hermitian)
     flat_ld, flat_piv = ld.reshape(-1, *ld.shape[-2:]), piv.reshape(-1, piv.shape[-1])
     flat_b = b.reshape(-1, *b.shape[-2:])
@@ -603,14 +601,12 @@ def _ldl_solve(ld: Any, piv: Any, b: Any, hermitian: bool) -> Any:
 
 def _airy_ai(x: Any) -> Any:
     """Airy's Ai (the first of scipy.special.airy's four results), in x's dtype."""
-    import numpy as np
     from scipy import special
     return np.asarray(special.airy(x if x.itemsize >= 4 else x.astype(np.float32))[0], dtype=x.dtype)
 
 
 def _spherical_j0(x: Any) -> Any:
     """sin(x) / x (1 at 0, 0 at +-inf), in x's dtype."""
-    import numpy as np
     out = np.sinc(np.where(np.isinf(x), 0, x) / np.pi)
     return np.asarray(np.where(np.isinf(x), 0, out), dtype=x.dtype)
 
@@ -651,7 +647,6 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
                   pool: BufferPool, half: Half, exact: bool = False) -> Callable[..., Any]:
     """A kernel calling ``ufunc`` so that it always returns an array (``out=...``);
     outputs of a megabyte or more are written into pooled buffers; 16-bit floats computed in float32."""
-    import numpy as np
     broadcast = np.broadcast_shapes
     bool_ = np.dtype(bool)
     slow = half.slow  # bfloat16: computed in float32 (ml_dtypes' own loops are ~50x slower)
