@@ -156,3 +156,48 @@ def test_other_strided_input_gradients_spread(calls: dict[str, int], case: str) 
     _check(xs, ws, has_bias, kw, "float64", op=op)
     assert (calls[f"{op}_forward"], calls[f"{op}_backward"]) == (1, 1)
     assert _conv.RAN["sub_kernels"] == before
+
+
+BLOCKED = {  # x shape, weight shape, bias, kwargs, blocked forwards: one group and fewer than _conv.PER_SAMPLE
+    # output positions take the blocked columns (the forward keeps the padded input, the weight's gradient builds
+    # its own); at stride 1 the input's gradient, the full convolution of grad, is a second one where grad's
+    # channels make window rows longer than output rows
+    "ResNet 3x3": ((3, 16, 16, 16), (16, 16, 3, 3), False, {"padding": 1}, 2),
+    "strided 4x4, 64 positions": ((2, 16, 16, 16), (32, 16, 4, 4), True, {"stride": 2, "padding": 1}, 1),
+    "strided 4x4, 16 positions": ((3, 32, 8, 8), (8, 32, 4, 4), True, {"stride": 2, "padding": 1}, 1),
+    "dilated uneven": ((2, 16, 13, 11), (5, 16, 3, 2), True, {"padding": (2, 1), "dilation": (2, 3)}, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", BLOCKED)
+@pytest.mark.parametrize("block", [_conv.BLOCK, 1])  # (1 byte: one image a block)
+def test_blocked_columns_match_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str, dtype: str,
+                                     block: int) -> None:
+    monkeypatch.setattr(_conv, "BLOCK", block)
+    xs, ws, has_bias, kw, forwards = BLOCKED[case]
+    before = dict(_conv.RAN)
+    _check(xs, ws, has_bias, kw, dtype)
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    assert _conv.RAN["blocked"] - before["blocked"] == forwards
+    assert _conv.RAN["blocked_weight_grad"] - before["blocked_weight_grad"] == 1
+
+
+def test_blocked_columns_partial_last_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of two images over five: the last block holds one."""
+    xs, ws = (5, 8, 10, 10), (4, 8, 3, 3)
+    monkeypatch.setattr(_conv, "BLOCK", 2 * 10 * 10 * 9 * 8 * 8)  # two images' float64 columns
+    before = dict(_conv.RAN)
+    _check(xs, ws, True, {"padding": 1}, "float64")
+    assert _conv.RAN["blocked_weight_grad"] == before["blocked_weight_grad"] + 1
+
+
+@pytest.mark.parametrize("case", ["groups", "large image"])
+def test_blocked_columns_other_geometries(case: str) -> None:
+    """Grouped convolutions and images of PER_SAMPLE positions and more keep their own paths."""
+    xs, ws, kw = {"groups": ((2, 8, 12, 12), (8, 4, 3, 3), {"padding": 1, "groups": 2}),
+                  "large image": ((1, 4, 24, 24), (4, 4, 3, 3), {"padding": 1})}[case]
+    before = dict(_conv.RAN)
+    _check(xs, ws, True, kw, "float64")
+    assert (_conv.RAN["blocked"], _conv.RAN["blocked_weight_grad"]) == (before["blocked"],
+                                                                        before["blocked_weight_grad"])

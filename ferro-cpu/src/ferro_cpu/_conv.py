@@ -19,15 +19,22 @@ pooling works on NCHW strided views (one per kernel element, no copy) and
 keeps, for each window, the position of its first maximum in window order
 (PyTorch's rule: tied maxima give the whole gradient to the first one; a NaN
 wins and spreads, its first one taking the gradient).
+Small images (fewer than PER_SAMPLE output positions, one group) build their
+columns a few images at a time into one cache-sized buffer, each block
+multiplied right after it is copied, and keep their padded input, not the 9x
+larger columns, for the weight's gradient, which builds its columns again the
+same way: in a training step the whole columns went out to memory and came
+back for the backward.
 Only float32 and float64 come here (``ferro/_ops/fused.py`` checks).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._conv_shifted import shifted_kernels
+from ._conv_shifted import FLOOR, shifted_kernels
 from ._rectifiers import select_into
 
 __all__ = ["RAN", "conv_kernels"]
@@ -44,8 +51,13 @@ PER_SAMPLE = 512
 #: The same for the weight's gradient from kept columns: N products (O, OH*OW) @ (OH*OW, K), summed, instead of
 #: a transposing copy of grad and one product (measured: from 64 positions on, the per-sample products win).
 GRAD_PER_SAMPLE = 64
-#: How many times the strided input gradient ran as one product of sub-kernels (the tests count them).
-RAN = {"sub_kernels": 0}
+#: Below PER_SAMPLE positions (one group), the columns are built a few images at a time into one buffer of about
+#: this many bytes, in cache for the product that reads it, and the forward keeps the padded input (not its 9x
+#: larger columns) for the weight's gradient, which builds them again the same way. 0: all at once, kept.
+BLOCK = 512 << 10
+#: How many times the strided input gradient ran as one product of sub-kernels, the forward built its columns in
+#: blocks and the weight's gradient its own from the kept padded input (the tests count them).
+RAN = {"sub_kernels": 0, "blocked": 0, "blocked_weight_grad": 0}
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -53,27 +65,30 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     products, outputs) come from ``pool``, reused without page faults."""
     shifted = shifted_kernels(np, pool)
 
+    def empty(shape: tuple[int, ...], dtype: Any) -> Any:
+        return pool.empty(shape, dtype, FLOOR)
+
     def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
-        out = pool.empty(shape, dtype)
+        out = empty(shape, dtype)
         out.fill(0)
         return out
 
     def copy(a: Any) -> Any:
         """A C-contiguous copy of ``a``."""
-        out = pool.empty(a.shape, a.dtype)
+        out = empty(a.shape, a.dtype)
         np.copyto(out, a)
         return out
 
     def mm(a: Any, b: Any) -> Any:
         """``a @ b`` into a pooled buffer."""
         shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
-        return np.matmul(a, b, out=pool.empty(shape, np.result_type(a, b)))
+        return np.matmul(a, b, out=empty(shape, np.result_type(a, b)))
 
     def padded(x: Any, padding: Pair, value: float) -> Any:
         """``x`` (N, C, H, W) padded with ``value``, as a new channels-last (N, H', W', C) array."""
         n, c, h, w = x.shape
         ph, pw = padding
-        out = pool.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
+        out = empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
         if ph:  # the border only: the interior is written next
             out[:, :ph].fill(value)
             out[:, ph + h:].fill(value)
@@ -116,6 +131,19 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             w = weight[g * og:(g + 1) * og]
             yield slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og), w.transpose(0, 2, 3, 1).reshape(og, -1)
 
+    def blocks_of(col: Any) -> Iterator[tuple[int, int, Any]]:
+        """The columns ``col`` (N, OH, OW, kh, kw, C) a few images at a time: each block's first image, count
+        and rows (m * OH * OW, kh * kw * C), copied into one buffer of about BLOCK bytes (reused: it stays in
+        the core's cache for the product that reads it)."""
+        n = col.shape[0]
+        b = max(1, min(n, BLOCK // (math.prod(col.shape[1:]) * col.itemsize)))
+        buf = empty((b, *col.shape[1:]), col.dtype)
+        k = math.prod(col.shape[3:])
+        for n0 in range(0, n, b):
+            m = min(b, n - n0)
+            np.copyto(buf[:m], col[n0:n0 + m])
+            yield n0, m, buf[:m].reshape(-1, k)
+
     def rows_of(col: Any, cs: slice, whole: bool) -> Any:
         return copy(col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
 
@@ -157,7 +185,8 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def conv2d_keeping(x: Any, weight: Any, bias: Any, stride: Pair, padding: Pair, dilation: Pair,
                        groups: int) -> tuple[Any, Any]:
-        """conv2d's output and, for the weight's gradient, the columns it multiplied (one group; else None)."""
+        """conv2d's output and, for the weight's gradient, the columns it multiplied, or where it built them in
+        blocks its padded input (one group; else None)."""
         out = out_size(x.shape[2:], weight.shape[2:], stride, dilation, padding)
         if whole(x.shape[2:], weight.shape[2:], padding, dilation, groups):
             y = mm(x.reshape(x.shape[0], -1), weight.reshape(weight.shape[0], -1).T)
@@ -173,17 +202,30 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if bias is not None:
                 yt += bias[:, None]
             return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), kept(cols)
-        col = columns(padded(x, padding, 0), weight.shape[2:], stride, dilation)
+        xp = padded(x, padding, 0)
+        col = columns(xp, weight.shape[2:], stride, dilation)
+        if groups == 1 and out[0] * out[1] < PER_SAMPLE and BLOCK:
+            # the columns a few images at a time, in cache for their product; the padded input is kept
+            RAN["blocked"] += 1
+            y = empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
+            y2 = y.reshape(-1, weight.shape[0])
+            w = weight.transpose(2, 3, 1, 0).reshape(-1, weight.shape[0])  # (K, O)
+            positions = out[0] * out[1]
+            for n0, m, rows in blocks_of(col):
+                np.matmul(rows, w, out=y2[n0 * positions:(n0 + m) * positions])
+            if bias is not None:
+                y += bias
+            return copy(y.transpose(0, 3, 1, 2)), kept(xp)
         if groups == 1 and out[0] * out[1] >= PER_SAMPLE:
             # one product per sample, (O, K) @ (K, OH*OW), written as NCHW: no transposing copy of the output
             rows = rows_of(col, slice(0, x.shape[1]), True)
             y = np.matmul(weight.transpose(0, 2, 3, 1).reshape(weight.shape[0], -1),
                           rows.reshape(x.shape[0], out[0] * out[1], -1).transpose(0, 2, 1),
-                          out=pool.empty((x.shape[0], weight.shape[0], out[0] * out[1]), x.dtype))
+                          out=empty((x.shape[0], weight.shape[0], out[0] * out[1]), x.dtype))
             if bias is not None:
                 y += bias[:, None]
             return y.reshape(*y.shape[:2], *out), kept(rows)
-        y = pool.empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
+        y = empty((*col.shape[:3], weight.shape[0]), x.dtype)  # (N, OH, OW, O)
         y2 = y.reshape(-1, weight.shape[0])
         rows = None
         for cs, os, w in groups_of(weight, groups, x.shape[1]):
@@ -287,7 +329,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """The (N, C, H, W) input of ``shape`` from its phases (s, s', N, H'/s, W'/s', C): phase (a, b) holds the
         padded input's rows a mod s and columns b mod s'."""
         h, w = shape[2:]
-        gx = pool.empty(shape, phases.dtype)
+        gx = empty(shape, phases.dtype)
         for a in range(stride[0]):
             h0 = (a - padding[0]) % stride[0]  # the first row of x in phase a
             u0 = (h0 + padding[0]) // stride[0]
@@ -315,13 +357,30 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
             return (gt @ cols.T).reshape(weight_shape)
+        if kept is not None and kept.ndim == 4:
+            # the padded input the forward kept (one group): its columns a few images at a time, times grad per
+            # image, (K, OH*OW) @ (OH*OW, O) (OpenBLAS's faster orientation), summed; below GRAD_PER_SAMPLE
+            # positions one product a block, (K, m*OH*OW) @ (m*OH*OW, O), of grad channels last
+            RAN["blocked_weight_grad"] += 1
+            o, n, positions = weight_shape[0], x.shape[0], grad.shape[2] * grad.shape[3]
+            total = np.zeros((math.prod(kernel) * x.shape[1], o), grad.dtype)
+            per_image = positions >= GRAD_PER_SAMPLE
+            g = grad.reshape(n, o, -1) if per_image else copy(grad.transpose(0, 2, 3, 1)).reshape(-1, o)
+            for n0, m, rows in blocks_of(columns(kept, kernel, stride, dilation)):
+                if per_image:
+                    part = np.matmul(rows.reshape(m, -1, total.shape[0]).transpose(0, 2, 1),
+                                     g[n0:n0 + m].transpose(0, 2, 1))
+                    total += part.sum(0) if m > 1 else part[0]
+                else:
+                    total += rows.T @ g[n0 * positions:(n0 + m) * positions]
+            return total.reshape(*kernel, -1, o).transpose(3, 2, 0, 1)
         if groups == 1 and grad.shape[2] * grad.shape[3] >= GRAD_PER_SAMPLE and grad.flags.c_contiguous:
             # per sample, (O, OH*OW) @ (OH*OW, K), summed: grad read as it is, NCHW
             n = x.shape[0]
             if kept is None:
                 kept = rows_of(columns(padded(x, padding, 0), kernel, stride, dilation), slice(0, x.shape[1]), True)
             part = np.matmul(grad.reshape(n, weight_shape[0], -1), kept.reshape(n, -1, kept.shape[1]),
-                             out=pool.empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
+                             out=empty((n, weight_shape[0], kept.shape[1]), grad.dtype))
             return part.sum(0).reshape(weight_shape[0], *kernel, -1).transpose(0, 3, 1, 2)
         g2 = copy(grad.transpose(0, 2, 3, 1)).reshape(-1, weight_shape[0])  # (N*OH*OW, O)
         if kept is not None:
