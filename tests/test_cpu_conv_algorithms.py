@@ -72,12 +72,24 @@ SHIFTED = {  # x shape, weight shape, bias, kwargs, shifted forwards: each selec
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", SHIFTED)
-def test_shifted_conv2d_matches_torch(calls: dict[str, int], case: str, dtype: str) -> None:
+@pytest.mark.parametrize("block", [_conv_shifted.BLOCK, 1, 0])  # a block of one image; 0: the whole batch, kept
+def test_shifted_conv2d_matches_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str, dtype: str,
+                                      block: int) -> None:
+    monkeypatch.setattr(_conv_shifted, "BLOCK", block)
     xs, ws, has_bias, kw, forwards = SHIFTED[case]
     before = _runs()
     _check(xs, ws, has_bias, kw, dtype)
     assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
     assert tuple(a - b for a, b in zip(_runs(), before)) == (forwards, 1)
+
+
+def test_shifted_blocks_partial_last_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of two images over five: the last block holds one (its grid's second image is stale)."""
+    xs, ws = (5, 8, 24, 24), (6, 8, 3, 3)
+    monkeypatch.setattr(_conv_shifted, "BLOCK", 2 * 9 * 8 * 26 * 26 * 8)  # two images' float64 stacks
+    before = _runs()
+    _check(xs, ws, True, {"padding": 1}, "float64")
+    assert tuple(a - b for a, b in zip(_runs(), before)) == (1, 1)  # (grad's 6 channels: not shifted)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -195,7 +195,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return y.reshape(*y.shape, 1, 1), None
         if shifted["applies"](x.shape[1], out, stride, groups):
             y, stacked = shifted["forward"](x, weight, bias, padding, dilation)
-            return y, kept(stacked)
+            return y, None if stacked is None else kept(stacked)
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
             yt = mm(weight.reshape(weight.shape[0], -1), cols)

@@ -15,6 +15,14 @@ for 3x3 and is gathered C elements at a time, this copies ``kw`` times the
 input in whole rows and adds ``kh - 1`` outputs; measured, it wins on large
 images of few channels (docs/benchmarks.md, "Convolution algorithms by shape").
 
+The forward runs a block of images at a time (BLOCK bytes of stack, at least
+one image): the block padded into a grid whose border is zeroed once a call,
+all ``kh * kw`` shifts stacked by one copy, one product with ``kh * kw * C``
+inner elements while the stack is still in cache (a whole batch's stack, MiBs,
+made its products wait on memory), the block's output copied out to NCHW. It
+keeps nothing: the weight's gradient stacks the kernel rows of the whole batch
+itself, as below (docs/benchmarks.md, "conv2d, second pass").
+
 The weight's gradient is the same correlation the other way, per sample and
 kernel row: the stacked buffer (kept from the forward) times the output
 gradient laid on the same grid (zero where no output is). Those zeros meet
@@ -37,6 +45,9 @@ Pair = tuple[int, int]
 #: least MIN_POSITIONS output positions per image (below, the padded grid's extra positions cost more than
 #: im2col's copy saves).
 MIN_CHANNELS, MAX_CHANNELS, MIN_POSITIONS = 8, 32, 512
+#: The forward stacks a block of images of about this many bytes at a time (0: the whole batch's kernel rows,
+#: kept for the weight's gradient)
+BLOCK = 512 << 10
 #: Buffers from this size are pooled (below the pool's default floor): scratch of a few hundred KiB freed
 #: and allocated again on every call would otherwise be page-faulted in each time where glibc maps it.
 FLOOR = 64 << 10
@@ -81,8 +92,11 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return rows.reshape(kw * c, width), (n, hp, wp)
 
     def forward(x: Any, weight: Any, bias: Any, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
-        """conv2d's (N, O, OH, OW) output, and the stacked input that :func:`weight_grad` takes as ``kept``."""
+        """conv2d's (N, O, OH, OW) output, and the stacked input that :func:`weight_grad` takes as ``kept`` (None
+        from the blocked forward)."""
         RAN["forward"] += 1
+        if BLOCK:
+            return blocked_forward(x, weight, bias, padding, dilation), None
         o, _, kh, kw = weight.shape
         rows, (n, hp, wp) = stacked(x, (kh, kw), padding, dilation)
         oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
@@ -104,6 +118,41 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         else:
             np.add(valid, bias.reshape(1, -1, 1, 1), out=out)
         return out, rows
+
+    def blocked_forward(x: Any, weight: Any, bias: Any, padding: Pair, dilation: Pair) -> Any:
+        """conv2d's output a block of images at a time: each block padded channels-first into one buffer whose
+        border stays zero, its ``kh * kw`` shifted copies stacked into (kh * kw * C, positions) by one copy, one
+        product ``(O, kh * kw * C) @ (kh * kw * C, positions)`` while the stack is in cache."""
+        n, c, h, w = x.shape
+        o, _, kh, kw = weight.shape
+        (ph, pw), (dh, dw) = padding, dilation
+        hp, wp = h + 2 * ph, w + 2 * pw
+        oh, ow = hp - dh * (kh - 1), wp - dw * (kw - 1)
+        item = x.itemsize
+        b = max(1, min(n, BLOCK // (kh * kw * c * hp * wp * item)))
+        grid = empty((c, b, hp, wp), x.dtype)
+        grid.fill(0)  # (each block writes the interior only)
+        stack = empty((kh * kw * c * b * hp * wp,), x.dtype)
+        taps = np.ascontiguousarray(weight.transpose(0, 2, 3, 1)).reshape(o, -1)  # (O, (i, j, c))
+        y = empty((o, b, hp, wp), x.dtype)
+        out = empty((n, o, oh, ow), x.dtype)
+        bias4 = None if bias is None else bias.reshape(1, -1, 1, 1)
+        for n0 in range(0, n, b):
+            m = min(b, n - n0)
+            span = (m - 1) * hp * wp + (oh - 1) * wp + ow  # (its last read is the block's last padded position)
+            np.copyto(grid[:, :m, ph:ph + h, pw:pw + w], x[n0:n0 + m].transpose(1, 0, 2, 3))
+            shifted = np.ndarray((kh, kw, c, span), x.dtype, buffer=grid,
+                                 strides=(dh * wp * item, dw * item, b * hp * wp * item, item))
+            rows = stack[:kh * kw * c * span].reshape(kh, kw, c, span)
+            np.copyto(rows, shifted)
+            np.matmul(taps, rows.reshape(-1, span), out=np.ndarray((o, span), x.dtype, buffer=y,
+                                                                   strides=(y.strides[0], item)))
+            valid = y[:, :m, :oh, :ow].transpose(1, 0, 2, 3)
+            if bias4 is None:
+                np.copyto(out[n0:n0 + m], valid)
+            else:
+                np.add(valid, bias4, out=out[n0:n0 + m])
+        return out
 
     def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], padding: Pair, dilation: Pair,
                     kept: Any = None) -> Any:
