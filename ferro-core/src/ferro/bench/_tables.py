@@ -4,8 +4,13 @@ Each thread count runs in a fresh interpreter (``python -m ferro.bench._tables -
 pools are sized by the environment (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) and
 ``torch.set_num_threads``. Within it, ``measure`` interleaves the contenders round by round in shuffled order
 and ``paired_ratio`` takes the median of the per-round ratios, so the machine's drift cancels: read the
-ratios, not the times. The op table ends with the time to first op against NumPy's (fresh interpreters,
-paired). The rows are in ``_models.py`` and ``_optable.py``; ``benchmarks/ops.py`` is a script over this.
+ratios, not the times. The children also fix glibc's heap thresholds (:data:`HEAP_ENV`): by default glibc
+gives the top of the heap back after each step and faults it in again on the next, and whether it does
+depends on what the process freed before (PyTorch's conv2d backward measured 10.4 ms with 4065 page faults a
+step, 3.2 ms with none), so a row's ratio depended on the rows run before it. Fixed thresholds measure the
+kernels, the same for every contender in the process. The op table ends with the time to first op against
+NumPy's (fresh interpreters, paired). The rows are in ``_models.py`` and ``_optable.py``; ``benchmarks/ops.py``
+is a script over this.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from ._models import MODELS
 from ._optable import OPS
 
 TABLES: dict[str, list[Case]] = {"models": MODELS, "ops": OPS}
+
+#: glibc's heap settings for the children: blocks below 64 MiB from the heap, whose top stays mapped.
+HEAP_ENV = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
 
 def run_child(table: str, threads: int, cases: list[str] | None, rounds: int, budget: float,
@@ -72,7 +80,7 @@ def run_table(table: str, threads: list[int], cases: list[str] | None = None, ro
     out = {}
     for t in threads:
         env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t), MKL_NUM_THREADS=str(t),
-                   FERRO_BACKEND="cpu")
+                   FERRO_BACKEND="cpu", **HEAP_ENV)
         cmd = [sys.executable, "-m", "ferro.bench._tables", "--child", "--table", table, "--threads", str(t),
                "--rounds", str(rounds), "--budget", str(budget), "--pause", str(pause)]
         for c in cases or []:
