@@ -42,7 +42,8 @@ from ._recurrent import recurrent_kernels
 from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
-from ._threads import THREADED_KERNELS, products
+from ._threads import THREADED_KERNELS
+from ._threads import matmul as split_matmul
 from ._threads import setup as setup_threads
 
 __all__ = ["NumpyBackend"]
@@ -70,13 +71,6 @@ _UNGUARDED = {"add", "sub", "mul", "neg", "positive", "abs", "eq", "ne", "lt", "
 #: results are taken from float32 without a rounding step (see _half).
 _EXACT = {"maximum", "minimum", "fmax", "fmin", "neg", "positive", "abs", "floor", "ceil", "trunc", "round", "sign",
           "copysign"}
-
-
-def _matmul_work(x: Any, y: Any) -> int:
-    """Multiply-adds of ``x @ y`` (either side broadcast over the other's stack)."""
-    m = x.shape[-2] if x.ndim > 1 else 1
-    n = y.shape[-1] if y.ndim > 1 else 1
-    return max(x.size * n, y.size * m)
 
 
 class NumpyBackend(ArrayAPIBackend):
@@ -192,7 +186,7 @@ class NumpyBackend(ArrayAPIBackend):
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
         pool = self.pool
-        setup_threads()  # BLAS on one thread but for large products; ferro.set_num_threads reaches both pools
+        setup_threads()  # BLAS on one thread; large products and blocked kernels on ferro.set_num_threads' threads
         half = self._half()  # float16 and bfloat16: computed in float32, rounded once (see _half)
         halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}
@@ -321,10 +315,9 @@ class NumpyBackend(ArrayAPIBackend):
             if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
                 # a stack of matrices times one matrix: one BLAS call on the rows stacked (NumPy makes one per
                 # matrix of the stack, ~1.5x slower for a Transformer's (32, 64, 128) @ (128, 128))
-                r = products(x.size * y.shape[-1], np.matmul, x.reshape(-1, x.shape[-1]), y)
-                r = r.reshape(*x.shape[:-1], y.shape[-1])
+                r = split_matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
                 return r if r.dtype == x.dtype else r.astype(x.dtype)
-            r = products(_matmul_work(x, y), np.matmul, x, y, out=...)
+            r = split_matmul(x, y) if x.ndim == y.ndim and x.ndim in (2, 3) else np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
         # 16-bit operands: float32 BLAS, rounded once (NumPy's own float16 loop is unblocked and ~100x slower)
         matmul = half.kernel(matmul_, operands=2)

@@ -2,19 +2,29 @@
 
 ``ferro.set_num_threads(n)`` (``ferro/_core/threads.py``) reaches both:
 
-* BLAS: OpenBLAS threads every product above about 64x64x64, and the wake-up of its threads costs
-  milliseconds whenever the machine has no idle core (a 1024x128x128 product, 0.14 ms on one thread, measured
-  at 7 ms on two, 2 shared cores). ferro-cpu keeps NumPy's OpenBLAS pool at one thread and raises it to ``n``
-  only around products of at least :data:`PRODUCT_WORK` multiply-adds (:func:`products`), where the second
-  thread's gain outweighs a late wake-up. NumPy's own products in the same process run on one thread too once
-  ferro-cpu has loaded (``threadpoolctl`` resizes the pool for them). Where NumPy's BLAS is not OpenBLAS, the
-  pool keeps the size ``threadpoolctl`` gives it.
+* BLAS: OpenBLAS threads every product above about 64x64x64, and its threads' wake-up costs milliseconds
+  whenever the machine has no idle core (a 1024x128x128 product, 0.14 ms on one thread, measured at 7 ms on
+  two, 2 shared cores): the caller waits for a thread that does not run. ferro-cpu keeps NumPy's OpenBLAS
+  pool at one thread and splits the products of matmul and linear of at least :data:`SPLIT_WORK`
+  multiply-adds itself (:func:`matmul`): into pieces along the rows, the columns or the stack, run by the
+  block pool below, where a worker that wakes late finds the pieces taken by the caller instead of stalling
+  it. NumPy's own products in the same process run on one thread too once ferro-cpu has loaded
+  (``threadpoolctl`` resizes the pool for them). Where NumPy's BLAS is not OpenBLAS, its pool keeps the size
+  ``threadpoolctl`` gives it.
 * :func:`run`: the row kernels (softmax, log_softmax, layer_norm and their backward kernels, ``_rows.py``) and
   the flat blocked kernels (gelu, silu, sigmoid, ``_blocked.py``) run their blocks on up to ``n`` threads
   (the caller and ``n - 1`` workers) when the array holds at least :data:`MIN_BLOCKS` blocks. NumPy releases
   the GIL inside its loops, so blocks of a few hundred kilobytes run side by side. Blocks are claimed one at a
   time: a worker that wakes late finds them taken, and the caller waits only for blocks a worker has begun.
   Every block computes what it computes on one thread, so results are the same bit for bit.
+
+A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
+caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
+than on one thread, 2 cores at a load of 3). So both run on as many threads as the machine had cores idle
+(or running these workers) over the last :data:`LOOK` seconds (``/proc/stat``, where there is one), at
+most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`` as it is. (A split product
+  is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
+  do not depend on the number of threads, so every count above one gives the same bits.)
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,23 +43,65 @@ import numpy as np
 
 from ferro._core import threads as _core_threads
 
-__all__ = ["PRODUCT_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "products", "slots", "run", "counts", "setup"]
+__all__ = ["SPLIT_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
 
-#: Multiply-adds (m * n * k) from which a product runs on ``get_num_threads()`` BLAS threads (about 1 ms on one
-#: thread): below it one thread, whose time no late wake-up of a second can stretch.
-PRODUCT_WORK = 1 << 27
-#: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads.
-MIN_BLOCKS = 4
+#: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.1 ms on one thread).
+SPLIT_WORK = 1 << 22
+#: Multiply-adds of a piece at least, and the most pieces of a product.
+PIECE_WORK, MAX_PIECES = 1 << 21, 16
+#: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
+#: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
+#: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
+MIN_BLOCKS = 16
+#: Seconds between two looks at the machine's idle time.
+LOOK = 0.1
+#: Whether the threads follow the machine's idle cores (see the module's docstring).
+follow_load = True
+
 #: The kernels that run their blocks on several threads (``ferro info`` lists them).
 THREADED_KERNELS = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
                     "layer_norm_backward", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid",
-                    "matmul and linear (BLAS, from PRODUCT_WORK multiply-adds)")
+                    "matmul", "linear_forward", "linear_backward")
 
 #: How often the threaded paths ran (tests read it): "blocks" (a kernel's blocks on several threads),
-#: "products" (a product on several BLAS threads).
+#: "products" (a product split over several threads).
 counts: dict[str, int] = {"blocks": 0, "products": 0}
 
 get_num_threads = _core_threads.get_num_threads
+
+
+# -- the machine's idle cores -----------------------------------------------------------------------------------
+
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_worker_cpu = [0.0]  # CPU seconds the workers spent on jobs
+_look: dict[str, float] = {"at": -1.0, "idle": 0.0, "cpu": 0.0, "free": 0.0}  # (one thread until a look)
+
+
+def _idle_seconds() -> float | None:
+    """Idle CPU seconds of all the machine's CPUs since boot (``/proc/stat``), None where unknown."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()
+        return (int(fields[4]) + int(fields[5])) / _HZ  # idle + iowait
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _usable(n: int) -> int:
+    """Of ``n`` threads asked for, as many as the cores idle or running the workers since the last look."""
+    if n == 1 or not follow_load:
+        return n
+    look = _look
+    now = time.monotonic()
+    if now - look["at"] >= LOOK:
+        idle = _idle_seconds()
+        if idle is None:
+            look.update(at=float("inf"), free=float(n))  # no idle count here: every thread asked for
+        else:
+            if look["at"] >= 0:
+                look["free"] = (idle - look["idle"] + _worker_cpu[0] - look["cpu"]) / (now - look["at"])
+            look.update(at=now, idle=idle, cpu=_worker_cpu[0])
+    return max(1, min(n, 1 + int(look["free"] + 0.25)))
 
 
 # -- BLAS ------------------------------------------------------------------------------------------------------
@@ -84,17 +137,40 @@ def _blas_threads(n: int) -> None:
         _blas["now"] = n
 
 
-def products(work: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, a product of ``work`` multiply-adds: on ``get_num_threads()`` BLAS threads from
-    :data:`PRODUCT_WORK` on, else on one."""
-    if work < PRODUCT_WORK or (n := get_num_threads()) == 1 or _blas.get("set") is None:
-        return fn(*args, **kwargs)
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of 3-D stacks
+    of one length, of :data:`SPLIT_WORK` multiply-adds or more split over ``get_num_threads()`` threads."""
+    threads = _usable(get_num_threads())
+    if threads == 1 or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]):
+        return np.matmul(a, b, out=out)
+    m, n = a.shape[-2], b.shape[-1]
+    stack = a.shape[0] if a.ndim == 3 else 1
+    work = stack * m * a.shape[-1] * n
+    if work < SPLIT_WORK:
+        return np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty((*a.shape[:-1], n), np.result_type(a, b))
+    if a.ndim == 3:
+        along = 0
+        length = stack
+    else:
+        along, length = (0, m) if m >= n else (1, n)
+    pieces = min(length, work // PIECE_WORK, MAX_PIECES)
+    if pieces < 2:
+        return np.matmul(a, b, out=out)
+    cut = [length * i // pieces for i in range(pieces + 1)]
+
+    def nth(j: int, slot: int) -> None:
+        lo, hi = cut[j], cut[j + 1]
+        if a.ndim == 3:
+            np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
+        elif along == 0:
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
+        else:
+            np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
     counts["products"] += 1
-    _blas_threads(n)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        _blas_threads(1)
+    run(nth, pieces, min(threads, pieces))
+    return out
 
 
 def _limited(n: int) -> None:
@@ -148,10 +224,12 @@ def _worker(jobs: queue.SimpleQueue[tuple[_Job, int]]) -> None:
         with np.errstate(**job.err):
             old = np.getbufsize()
             np.setbufsize(job.bufsize)
+            cpu = time.thread_time()
             try:
                 job.work(slot)
             finally:
                 np.setbufsize(old)
+                _worker_cpu[0] += time.thread_time() - cpu
 
 
 _workers: list[queue.SimpleQueue[tuple[_Job, int]]] = []
@@ -172,10 +250,11 @@ def _queues(k: int) -> list[queue.SimpleQueue[tuple[_Job, int]]]:
 
 def slots(blocks: int) -> int:
     """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from :data:`MIN_BLOCKS` blocks on
-    (at most one per block), else 1. Kernels allocate one scratch per slot."""
+    (at most one per block, and as many as the machine has cores free), else 1. Kernels allocate one scratch
+    per slot."""
     if blocks < MIN_BLOCKS:
         return 1
-    return min(get_num_threads(), blocks)
+    return _usable(min(get_num_threads(), blocks))
 
 
 def run(fn: Callable[[int, int], None], tasks: int, threads: int) -> None:
