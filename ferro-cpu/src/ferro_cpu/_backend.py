@@ -42,7 +42,7 @@ from ._recurrent import recurrent_kernels
 from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
-from ._threads import THREADED_KERNELS
+from ._threads import SPLIT_WORK, THREADED_KERNELS
 from ._threads import matmul as split_matmul
 from ._threads import setup as setup_threads
 
@@ -317,7 +317,10 @@ class NumpyBackend(ArrayAPIBackend):
                 # matrix of the stack, ~1.5x slower for a Transformer's (32, 64, 128) @ (128, 128))
                 r = split_matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
                 return r if r.dtype == x.dtype else r.astype(x.dtype)
-            r = split_matmul(x, y) if x.ndim == y.ndim and x.ndim in (2, 3) else np.matmul(x, y, out=...)
+            if x.ndim == y.ndim > 1 and x.size * y.shape[-1] >= SPLIT_WORK:  # (split_matmul checks the rest)
+                r = split_matmul(x, y)
+            else:
+                r = np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
         # 16-bit operands: float32 BLAS, rounded once (NumPy's own float16 loop is unblocked and ~100x slower)
         matmul = half.kernel(matmul_, operands=2)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pool import MIN_BYTES
-from ._threads import run, slots
+from ._threads import MIN_BLOCKS, run, slots
 
 __all__ = ["row_kernels", "last_axis_sums", "narrow_buffers"]
 
@@ -115,15 +115,13 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return None
         return x.reshape(-1, x.shape[-1])
 
-    def step_of(r: Any) -> int:
-        """Rows per block of the (rows, cols) array ``r``."""
-        return max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize))
-
     def plan(r: Any) -> tuple[int, int, int]:
         """(rows per block, blocks, threads) of the (rows, cols) array ``r``."""
-        step = step_of(r)
-        blocks = -(-len(r) // step)
-        return step, blocks, slots(blocks)
+        step, n = max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize)), len(r)
+        if n <= step:
+            return step, 1, 1
+        blocks = -(-n // step)
+        return step, blocks, 1 if blocks < MIN_BLOCKS else slots(blocks)
 
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
@@ -243,7 +241,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
         v = ones_of(xr.shape[1], xr.dtype)
-        e = [np.empty((min(step, len(xr)), xr.shape[1]), xr.dtype) for _ in range(threads)]  # scratch per thread
+        e = np.empty((threads, min(step, len(xr)), xr.shape[1]), xr.dtype)  # scratch per thread
 
         def nth(j: int, slot: int) -> None:
             i = j * step
@@ -322,7 +320,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         if blocks == 1:
             m, r = normalized(xr, y, v, inv, eps, w, b, np.empty_like(xr))
             return back(y.reshape(x.shape), x.dtype), m[:, None], r[:, None]
-        t = [np.empty((step, cols), dt) for _ in range(threads)]  # scratch per thread
+        t = np.empty((threads, step, cols), dt)  # scratch per thread
         parts: list[Any] = [None] * blocks
 
         def nth(j: int, slot: int) -> None:
@@ -344,8 +342,8 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         v = ones_of(cols, dt)
         step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
-        xhat = [np.empty((min(step, n), cols), dt) for _ in range(threads)]  # scratch per thread
-        gw_buf = None if w is None else [np.empty_like(xh) for xh in xhat]
+        xhat = np.empty((threads, min(step, n), cols), dt)  # scratch per thread
+        gw_buf = None if w is None else np.empty_like(xhat)
         inv = dt.type(1 / cols)
         # column sums as products with ones (BLAS: several times faster than add.reduce / einsum over rows of
         # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce.

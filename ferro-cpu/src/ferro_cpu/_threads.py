@@ -140,14 +140,13 @@ def _blas_threads(n: int) -> None:
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of 3-D stacks
     of one length, of :data:`SPLIT_WORK` multiply-adds or more split over ``get_num_threads()`` threads."""
-    threads = _usable(get_num_threads())
-    if threads == 1 or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]):
+    n = b.shape[-1]
+    work = a.size * n  # (stack x m x k) x n where the checks below pass
+    if work < SPLIT_WORK or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]) \
+            or (threads := _usable(get_num_threads())) == 1:
         return np.matmul(a, b, out=out)
-    m, n = a.shape[-2], b.shape[-1]
+    m = a.shape[-2]
     stack = a.shape[0] if a.ndim == 3 else 1
-    work = stack * m * a.shape[-1] * n
-    if work < SPLIT_WORK:
-        return np.matmul(a, b, out=out)
     if out is None:
         out = np.empty((*a.shape[:-1], n), np.result_type(a, b))
     if a.ndim == 3:
