@@ -30,10 +30,8 @@ most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`
 from __future__ import annotations
 
 import ctypes
-import glob
 import itertools
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -110,8 +108,8 @@ def _openblas_setter() -> tuple[Callable[[int], Any] | None, str | None]:
     """OpenBLAS's ``openblas_set_num_threads`` in the library NumPy loaded (a C call, ~0.2 us) and the library's
     path, or Nones."""
     base = os.path.dirname(np.__file__)
-    names = [p for d in (os.path.join(base, os.pardir, "numpy.libs"), os.path.join(base, ".dylibs"))
-             for p in glob.glob(os.path.join(d, "*openblas*"))]
+    names = [os.path.join(d, f) for d in (os.path.join(base, os.pardir, "numpy.libs"), os.path.join(base, ".dylibs"))
+             if os.path.isdir(d) for f in sorted(os.listdir(d)) if "openblas" in f]
     for path in names:
         try:
             lib = ctypes.CDLL(path)
@@ -217,7 +215,7 @@ class _Job:
                     self.done.set()
 
 
-def _worker(jobs: queue.SimpleQueue[tuple[_Job, int]]) -> None:
+def _worker(jobs: Any) -> None:  # (a queue.SimpleQueue of (job, slot))
     while True:
         job, slot = jobs.get()
         with np.errstate(**job.err):
@@ -231,16 +229,17 @@ def _worker(jobs: queue.SimpleQueue[tuple[_Job, int]]) -> None:
                 _worker_cpu[0] += time.thread_time() - cpu
 
 
-_workers: list[queue.SimpleQueue[tuple[_Job, int]]] = []
+_workers: list[Any] = []  # the workers' queues
 _start = threading.Lock()
 
 
-def _queues(k: int) -> list[queue.SimpleQueue[tuple[_Job, int]]]:
+def _queues(k: int) -> list[Any]:
     """``k`` workers' queues, starting the workers missing (daemon threads, kept for the process)."""
     if len(_workers) < k:
+        import queue  # (here: the time to a program's first op does not pay for it)
         with _start:
             while len(_workers) < k:
-                q: queue.SimpleQueue[tuple[_Job, int]] = queue.SimpleQueue()
+                q: Any = queue.SimpleQueue()
                 threading.Thread(target=_worker, args=(q,), name=f"ferro-cpu-{len(_workers) + 1}",
                                  daemon=True).start()
                 _workers.append(q)
