@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -144,6 +145,25 @@ def test_an_error_in_a_worker_is_raised_in_the_caller() -> None:
     with pytest.raises(ArithmeticError, match="block 5"):
         threads.run(block, 8, 2)
     assert sorted(seen) == list(range(8))  # the other blocks still ran
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_starts_its_own_workers() -> None:
+    ferro.set_num_threads(2)
+    x = RNG.standard_normal((1100, 1024)).astype(np.float32)
+    want = F.softmax(ferro.tensor(x), dim=-1).numpy()  # the parent's workers started
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the same bits on its own workers, then out without pytest's teardown
+        before = threads.counts["blocks"]
+        ok = np.array_equal(F.softmax(ferro.tensor(x), dim=-1).numpy(), want) and threads.counts["blocks"] > before
+        alive = any(t.name == "ferro-cpu-1" and t.is_alive() for t in threading.enumerate())
+        os.write(w, b"1" if ok and alive else b"0")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.waitpid(pid, 0)
+    assert got == b"1"
 
 
 @pytest.mark.parametrize(("sa", "sb"), [((1024, 256), (256, 64)), ((32, 256), (256, 2048)),

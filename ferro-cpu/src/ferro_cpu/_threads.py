@@ -231,6 +231,8 @@ def _worker(jobs: Any) -> None:  # (a queue.SimpleQueue of (job, slot))
 
 _workers: list[Any] = []  # the workers' queues
 _start = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the workers: it starts its own
+    os.register_at_fork(after_in_child=_workers.clear)
 
 
 def _queues(k: int) -> list[Any]:
