@@ -43,10 +43,11 @@ from ferro._core import threads as _core_threads
 
 __all__ = ["SPLIT_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
 
-#: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.1 ms on one thread).
-SPLIT_WORK = 1 << 22
-#: Multiply-adds of a piece at least, and the most pieces of a product.
-PIECE_WORK, MAX_PIECES = 1 << 21, 16
+#: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.15 ms on one thread).
+SPLIT_WORK = 1 << 24
+#: Multiply-adds of a piece at least, and the most pieces of a product: on one thread, 8 pieces of 700x128x1000
+#: take 1.15x the whole product's time, 16 pieces 1.24x (each piece packs the other operand again).
+PIECE_WORK, MAX_PIECES = 1 << 23, 8
 #: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
 #: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
 #: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
