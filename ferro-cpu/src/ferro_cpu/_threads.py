@@ -1,4 +1,4 @@
-"""The CPU backend's threads: NumPy's BLAS pool, sized per product, and a small pool for the blocked kernels.
+"""The CPU backend's threads: NumPy's BLAS pool kept at one, and a small pool for blocked kernels and products.
 
 ``ferro.set_num_threads(n)`` (``ferro/_core/threads.py``) reaches both:
 
@@ -16,15 +16,15 @@
   (the caller and ``n - 1`` workers) when the array holds at least :data:`MIN_BLOCKS` blocks. NumPy releases
   the GIL inside its loops, so blocks of a few hundred kilobytes run side by side. Blocks are claimed one at a
   time: a worker that wakes late finds them taken, and the caller waits only for blocks a worker has begun.
-  Every block computes what it computes on one thread, so results are the same bit for bit.
+  Every block computes what it computes on one thread, so results are the same bit for bit. (A split product
+  is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
+  do not depend on the number of threads, so every count above one gives the same bits.)
 
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
 caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
 than on one thread, 2 cores at a load of 3). So both run on as many threads as the machine had cores idle
 (or running these workers) over the last :data:`LOOK` seconds (``/proc/stat``, where there is one), at
-most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`` as it is. (A split product
-  is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
-  do not depend on the number of threads, so every count above one gives the same bits.)
+most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`` as it is.
 """
 
 from __future__ import annotations
