@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ferro._core.dtypes import DType, all_dtypes, bfloat16
+from ferro._core.threads import get_num_threads
 from ferro.backends import (
     BINARY_FUNCS,
     UNARY_FUNCS,
@@ -42,6 +42,9 @@ from ._recurrent import recurrent_kernels
 from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
+from ._threads import SPLIT_WORK, THREADED_KERNELS
+from ._threads import matmul as split_matmul
+from ._threads import setup as setup_threads
 
 __all__ = ["NumpyBackend"]
 
@@ -134,7 +137,8 @@ class NumpyBackend(ArrayAPIBackend):
 
     def device_info(self, index: int) -> dict[str, str]:
         xp = self.xp
-        return {"numpy": xp.__version__, "threads": str(os.cpu_count() or 1)}
+        return {"numpy": xp.__version__, "threads": str(get_num_threads()),
+                "threaded kernels": ", ".join(THREADED_KERNELS)}
 
     def dtypes(self, index: int) -> frozenset[DType]:
         return frozenset(all_dtypes)
@@ -182,6 +186,7 @@ class NumpyBackend(ArrayAPIBackend):
         def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
             return np.errstate(all="ignore")(fn)
         pool = self.pool
+        setup_threads()  # BLAS on one thread; large products and blocked kernels on ferro.set_num_threads' threads
         half = self._half()  # float16 and bfloat16: computed in float32, rounded once (see _half)
         halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}
@@ -310,9 +315,12 @@ class NumpyBackend(ArrayAPIBackend):
             if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
                 # a stack of matrices times one matrix: one BLAS call on the rows stacked (NumPy makes one per
                 # matrix of the stack, ~1.5x slower for a Transformer's (32, 64, 128) @ (128, 128))
-                r = np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
+                r = split_matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
                 return r if r.dtype == x.dtype else r.astype(x.dtype)
-            r = np.matmul(x, y, out=...)
+            if x.ndim == y.ndim > 1 and x.size * y.shape[-1] >= SPLIT_WORK:  # (split_matmul checks the rest)
+                r = split_matmul(x, y)
+            else:
+                r = np.matmul(x, y, out=...)
             return r if r.dtype == x.dtype else r.astype(x.dtype)
         # 16-bit operands: float32 BLAS, rounded once (NumPy's own float16 loop is unblocked and ~100x slower)
         matmul = half.kernel(matmul_, operands=2)

@@ -3,6 +3,7 @@
 A kernel of several NumPy passes (gelu's erf, silu's backward) over a large array reads and writes it from
 memory once per pass; run block by block, every pass but the first finds its block in the L2 cache, and the
 scratch arrays of one block stay allocated for the next call (a fresh large temporary would page-fault).
+Arrays of several blocks run their blocks on the backend's threads (:mod:`._threads`), each with its own scratch.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from ._threads import run, slots
 
 __all__ = ["BLOCK", "block_runner"]
 
@@ -38,10 +41,14 @@ def block_runner(np: Any, pool: Any, scratches: int = 3) -> Callable[..., Any]:
         flat = out.reshape(-1)
         src = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
         n = flat.size
-        tmp = scratch(x.dtype)
-        for lo in range(0, n, BLOCK):
+        dt = x.dtype
+
+        def nth(j: int, slot: int) -> None:
+            lo = j * BLOCK
             hi = min(lo + BLOCK, n)
             m = hi - lo
-            fn(*(a[lo:hi] for a in src), flat[lo:hi], *params, *(t[:m] for t in tmp))
+            fn(*(a[lo:hi] for a in src), flat[lo:hi], *params, *(t[:m] for t in scratch(dt)))
+        blocks = -(-n // BLOCK)
+        run(nth, blocks, slots(blocks))
         return out
     return blocked

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pool import MIN_BYTES
+from ._threads import matmul
 
 __all__ = ["linear_kernels"]
 
@@ -34,7 +35,7 @@ def linear_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             out = x.dot(weight.T)  # a small matrix: ndarray.dot, the same GEMM without matmul's gufunc steps
         else:
             out = pool.empty((*x.shape[:-1], out_f), x.dtype)
-            np.matmul(rows(x), weight.T, out=out.reshape(-1, out_f))
+            matmul(rows(x), weight.T, out.reshape(-1, out_f))
         if bias is not None:
             out += bias
         return out
@@ -44,8 +45,8 @@ def linear_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dx = None
         if needs[0]:
             dx = pool.empty(x.shape, x.dtype)
-            np.matmul(g, weight, out=dx.reshape(g.shape[0], weight.shape[1]))
-        dw = np.matmul(g.T, rows(x)) if needs[1] else None
+            matmul(g, weight, dx.reshape(g.shape[0], weight.shape[1]))
+        dw = matmul(g.T, rows(x)) if needs[1] else None
         db = add_reduce(g, axis=0) if needs[2] else None
         return dx, dw, db
 

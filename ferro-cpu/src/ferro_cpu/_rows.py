@@ -14,7 +14,8 @@ the decomposition, which does not shift by an infinite maximum, gives NaN
 only at the +inf). Row sums are matrix-vector products with ones (BLAS), and
 the sums of products (``sum(g * y)``, the variance) a product into a block
 of scratch and the same matrix-vector product (faster than ``einsum``).
-float16 computes in float32 and rounds once at the end.
+float16 computes in float32 and rounds once at the end. Arrays of several blocks run their blocks on the
+backend's threads (:mod:`._threads`, ``ferro.set_num_threads``), each block as on one thread: the same bits.
 ``layer_norm`` reads its input as (rows, the normalized trailing elements)
 and keeps each row's mean and 1/std for the backward.
 """
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pool import MIN_BYTES
+from ._threads import MIN_BLOCKS, run, slots
 
 __all__ = ["row_kernels", "last_axis_sums", "narrow_buffers"]
 
@@ -113,9 +115,13 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return None
         return x.reshape(-1, x.shape[-1])
 
-    def step_of(r: Any) -> int:
-        """Rows per block of the (rows, cols) array ``r``."""
-        return max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize))
+    def plan(r: Any) -> tuple[int, int, int]:
+        """(rows per block, blocks, threads) of the (rows, cols) array ``r``."""
+        step, n = max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize)), len(r)
+        if n <= step:
+            return step, 1, 1
+        blocks = -(-n // step)
+        return step, blocks, 1 if blocks < MIN_BLOCKS else slots(blocks)
 
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
@@ -146,15 +152,10 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         OpenBLAS's threshold for threads, whose wake-up costs milliseconds on a loaded machine."""
         n, cols = xr.shape
         v = ones_of(cols, xr.dtype)
-        step = step_of(xr)
-        if n <= step:  # one block: no slices
-            s = r = None
-            blocks: Any = ((xr, yr, None, None),)
-        else:
-            s, r = np.empty(n, xr.dtype), np.empty(n, xr.dtype)
-            blocks = ((xr[i:i + step], yr[i:i + step], s[i:i + step], r[i:i + step]) for i in range(0, n, step))
+        step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
-        for xb, yb, sb, rb in blocks:
+
+        def block(xb: Any, yb: Any, sb: Any, rb: Any) -> tuple[Any, Any]:
             if shift:  # a row holding +inf or only -inf gives NaN, as PyTorch's
                 exp(subtract(xb, maximum(xb, axis=1, keepdims=True), out=yb), out=yb)
             else:
@@ -162,8 +163,17 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             sb = dot(yb, v, out=sb)
             rb = np.reciprocal(sb, out=rb)  # PyTorch's kernels multiply by 1 / sum too
             multiply(yb, rb[:, None], out=yb)
-            if s is None:
-                s, r = sb, rb
+            return sb, rb
+
+        if blocks == 1:  # no slices
+            s, r = block(xr, yr, None, None)
+        else:
+            s, r = np.empty(n, xr.dtype), np.empty(n, xr.dtype)
+
+            def nth(j: int, slot: int) -> None:
+                i = j * step
+                block(xr[i:i + step], yr[i:i + step], s[i:i + step], r[i:i + step])
+            run(nth, blocks, threads)
         if shift:
             return
         # (dot threads from 10000 elements on in OpenBLAS; einsum's own loop instead)
@@ -195,15 +205,18 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             subtract(gw, row_sum(t, dim), out=t)
         else:
             gr, tr = like_rows(gw, yr), t.reshape(yr.shape)
-            step = step_of(yr)
+            step, blocks, threads = plan(yr)
             v = ones_of(yr.shape[1], yr.dtype)
             narrow_buffers(np, yr)
-            for i in range(0, len(yr), step):
+
+            def nth(j: int, slot: int) -> None:
+                i = j * step
                 gb, tb = gr[i:i + step], tr[i:i + step]
                 yb = yr[i:i + step]
                 d = dot(multiply(gb, yb, out=tb), v)  # (faster than einsum's sum of products, measured)
                 subtract(gb, d[:, None], out=tb)
                 multiply(tb, yb, out=tb)
+            run(nth, blocks, threads)
             return back(t, y.dtype)
         multiply(t, yw, out=t)
         return back(t, y.dtype)
@@ -225,17 +238,20 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return back(sh, x.dtype)
         y = new(xw)
         yr = y.reshape(xr.shape)
-        step = step_of(xr)
+        step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
         v = ones_of(xr.shape[1], xr.dtype)
-        e = np.empty((min(step, len(xr)), xr.shape[1]), xr.dtype)
-        for i in range(0, len(xr), step):
+        e = np.empty((threads, min(step, len(xr)), xr.shape[1]), xr.dtype)  # scratch per thread
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
             xb, yb = xr[i:i + step], yr[i:i + step]
-            eb = e[:len(xb)]
+            eb = e[slot][:len(xb)]
             subtract(xb, maximum(xb, axis=1, keepdims=True), out=yb)
             exp(yb, out=eb)
             s = dot(eb, v)
             subtract(yb, np.log(s, out=s)[:, None], out=yb)
+        run(nth, blocks, threads)
         return back(y, x.dtype)
 
     @quiet
@@ -249,14 +265,17 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             subtract(gw, e, out=e)
             return back(e, y.dtype)
         gr, er = like_rows(gw, yr), e.reshape(yr.shape)
-        step = step_of(yr)
+        step, blocks, threads = plan(yr)
         narrow_buffers(np, yr)
         v = ones_of(yr.shape[1], yr.dtype)
-        for i in range(0, len(yr), step):
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
             gb, eb = gr[i:i + step], er[i:i + step]
             exp(yr[i:i + step], out=eb)
             multiply(eb, dot(gb, v)[:, None], out=eb)
             subtract(gb, eb, out=eb)
+        run(nth, blocks, threads)
         return back(e, y.dtype)
 
     # -- layer_norm: (rows, the normalized trailing elements); each row's mean and 1/std kept for the backward --
@@ -295,15 +314,19 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         b = None if bias is None else wide(bias).reshape(-1)
         y = new(xr)
         v = ones_of(cols, dt)
-        step = step_of(xr)
+        step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
         inv = dt.type(1 / cols)
-        if n <= step:
+        if blocks == 1:
             m, r = normalized(xr, y, v, inv, eps, w, b, np.empty_like(xr))
             return back(y.reshape(x.shape), x.dtype), m[:, None], r[:, None]
-        t = np.empty((step, cols), dt)
-        parts = [normalized(xr[i:i + step], y[i:i + step], v, inv, eps, w, b, t[:min(step, n - i)])
-                 for i in range(0, n, step)]
+        t = np.empty((threads, step, cols), dt)  # scratch per thread
+        parts: list[Any] = [None] * blocks
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
+            parts[j] = normalized(xr[i:i + step], y[i:i + step], v, inv, eps, w, b, t[slot][:min(step, n - i)])
+        run(nth, blocks, threads)
         mean, rstd = (np.concatenate(p)[:, None] for p in zip(*parts))
         return back(y.reshape(x.shape), x.dtype), mean, rstd
 
@@ -316,29 +339,35 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         n, dt = len(xr), xr.dtype
         w = None if weight is None else wide(weight).reshape(-1)
         dx = new(xr)
-        db = np.zeros(cols, dt)
-        dw = None if w is None else np.zeros(cols, dt)
         v = ones_of(cols, dt)
-        step = step_of(xr)
+        step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
-        xhat = np.empty((min(step, n), cols), dt)
+        xhat = np.empty((threads, min(step, n), cols), dt)  # scratch per thread
         gw_buf = None if w is None else np.empty_like(xhat)
         inv = dt.type(1 / cols)
         # column sums as products with ones (BLAS: several times faster than add.reduce / einsum over rows of
-        # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce
+        # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce.
+        # Each block's column sums are kept and added up in order afterwards: the same sums on any threads.
         ones_rows = np.ones(min(step, n), dt)
         blas_g = gr.flags.c_contiguous
-        for i in range(0, n, step):
+        db_parts = np.empty((blocks, cols), dt)
+        dw_parts = None if w is None else np.empty((blocks, cols), dt)
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
             gb, dxb, rb = gr[i:i + step], dx[i:i + step], rstd[i:i + step]
-            xh, o = xhat[:len(gb)], ones_rows[:len(gb)]
+            xh, o = xhat[slot][:len(gb)], ones_rows[:len(gb)]
             subtract(xr[i:i + step], mean[i:i + step], out=xh)
             xh *= rb
-            db += dot(o, gb) if blas_g else add(gb, axis=0)
+            if blas_g:
+                dot(o, gb, out=db_parts[j])
+            else:
+                add(gb, axis=0, out=db_parts[j])
             if w is None:
                 gw = gb
             else:
-                dw += dot(o, multiply(gb, xh, out=dxb))  # (dxb as scratch: written below)
-                gw = multiply(gb, w, out=gw_buf[:len(gb)])
+                dot(o, multiply(gb, xh, out=dxb), out=dw_parts[j])  # (dxb as scratch: written below)
+                gw = multiply(gb, w, out=gw_buf[slot][:len(gb)])
             a = dot(gw, v)
             c = dot(multiply(gw, xh, out=dxb), v)
             a *= inv
@@ -347,6 +376,15 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             subtract(gw, xh, out=dxb)
             dxb -= a[:, None]
             dxb *= rb
+        run(nth, blocks, threads)
+        db = np.zeros(cols, dt)
+        for p in db_parts:
+            db += p
+        dw = None
+        if dw_parts is not None:
+            dw = np.zeros(cols, dt)
+            for p in dw_parts:
+                dw += p
         return (back(dx.reshape(x.shape), x.dtype), None if dw is None else back(dw.reshape(shape), x.dtype),
                 back(db.reshape(shape), x.dtype))
 
