@@ -547,35 +547,31 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
 
 
-class _BatchNorm(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any,
-                stats: tuple[Tensor | None, Tensor | None], training: bool, momentum: float, eps: float,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        rm, rv = stats
-        y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
-                                   training, momentum, eps)
-        if training:
-            for t in stats:
-                if t is not None:
-                    t._vc[0] += 1  # written in place by the kernel
-        ctx.save_for_backward(x, weight, bias)
-        # the decomposition for double backward: batch statistics (no running update) or the running ones
-        ctx.rule = (kernels, (None, None) if training else stats, training, eps, decomposition, mean, rstd)
-        return _wrap(y, x._dtype, x._device)
+def _batch_norm_grad(at: int) -> Callable[..., Any]:
+    """The backward formula of input ``at`` (0 x, 1 weight, 2 bias): the first one the engine calls runs the
+    backward kernel once for every input that needs a gradient and leaves the others theirs in ``memo``."""
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, stats, training, eps, decomposition, mean, rstd = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias),
-                                  lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
-            return (*grads, None, None, None, None, None, None)
-        needs = ctx.needs_input_grad[:3]
-        got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
-        dev = x._device
-        return (*(None if a is None else _wrap(a, x._dtype, dev) for a in got), None, None, None, None, None, None)
+    def formula(g: Tensor, x: Tensor, weight: Tensor | None, *, kernels: Any, bias: Tensor | None, stats: Any,
+                training: bool, eps: float, decomposition: Callable[..., Tensor], mean: Any, rstd: Any,
+                needs: tuple[bool, bool, bool], memo: list[Any]) -> Any:
+        if not memo or memo[0] is not g:  # the first of this node's formulas in this backward pass
+            if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+                got = _grad_through(decomposition, (x, weight, bias),
+                                    lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
+            else:
+                dev, dt = x._device, x._dtype
+                got = tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
+                    g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
+            memo[:] = [g, got, sum(needs)]
+        got = memo[1][at]
+        memo[2] -= 1
+        if memo[2] <= 0:
+            memo.clear()  # nothing held past the pass
+        return got
+    return formula
+
+
+_BATCH_NORM_GRADS = (_batch_norm_grad(0), _batch_norm_grad(1), _batch_norm_grad(2))
 
 
 def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -596,8 +592,23 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
             return None
     if any(t is not None and t._rg for t in (rm, rv)):
         return None
-    return _BatchNorm.apply(x, weight, bias, kernels, (rm, rv), training, float(momentum), float(eps),
-                            decomposition)
+    momentum, eps = float(momentum), float(eps)
+    y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
+                               training, momentum, eps)
+    if training:
+        for t in (rm, rv):
+            if t is not None:
+                t._vc[0] += 1  # written in place by the kernel
+    out = _wrap(y, x._dtype, x._device)
+    needs = (x._rg, weight is not None and weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
+        return out
+    # one node over (x, weight, bias) without a Function: its bookkeeping cost about as much as the kernels at
+    # DCGAN's sizes. The decomposition for double backward: batch statistics (no running update) or the running ones.
+    return record(out, REGISTRY[name], (x, weight, bias), (x, weight),
+                  {"kernels": kernels, "bias": bias, "stats": (None, None) if training else (rm, rv),
+                   "training": training, "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd,
+                   "needs": needs, "memo": []}, _BATCH_NORM_GRADS)
 
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
