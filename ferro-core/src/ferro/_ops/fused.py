@@ -344,6 +344,54 @@ def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., 
                    "decomposition": decomposition}, (_nll_grad,))
 
 
+# -- binary_cross_entropy: forward(x, target, weight|None, reduction) -> the loss (0-d for 'mean' / 'sum');
+#    backward(grad, x, target, weight|None, reduction) -> dx. One node over x, float32 / float64, target and
+#    weight constants of x's dtype, shape and device (a weight broadcast to x's shape without growing it);
+#    anything else (a target that requires grad, a bad shape) runs the decomposition. -----------------------
+
+
+def _bce_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any, reduction: str,
+              decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, reduction), g)[0]
+    return _wrap(kernels[1](g._data, x._data, target._data, None if weight is None else weight._data, reduction),
+                 x._dtype, x._device)
+
+
+_BCE_ARGS = ("target", "weight", "reduction")
+
+
+def _binary_cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                          args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    if len(args) > len(_BCE_ARGS):
+        return None
+    bound = dict(zip(_BCE_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - set(_BCE_ARGS) or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    target, weight, reduction = bound.get("target"), bound.get("weight"), bound.get("reduction", "mean")
+    xs = x._data.shape
+    if (not isinstance(target, Tensor) or target._rg or target._dtype is not x._dtype
+            or target._device is not x._device or target._data.shape != xs or isinstance(x, LayoutTensor)
+            or isinstance(target, LayoutTensor) or reduction not in ("mean", "sum", "none")):
+        return None
+    if weight is not None:
+        if (not isinstance(weight, Tensor) or isinstance(weight, LayoutTensor) or weight._rg
+                or weight._dtype is not x._dtype or weight._device is not x._device):
+            return None
+        ws = weight._data.shape
+        if len(ws) > len(xs) or any(w not in (1, n) for w, n in zip(reversed(ws), reversed(xs))):
+            return None  # a weight that grows the loss's shape: the decomposition's broadcast
+    loss = kernels[0](x._data, target._data, None if weight is None else weight._data, reduction)
+    y = _wrap(loss, x._dtype, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "reduction": reduction, "decomposition": decomposition}, (_bce_grad,))
+
+
 # -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
 #    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Floating tensors of one
 #    dtype and device (16-bit ones, autocast's, computed in float32 and rounded once where the backend does so),
@@ -624,6 +672,8 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
     "nll_loss": (("nll_loss_forward", "nll_loss_backward"), _nll_loss, _DTYPES),
     "linear": (("linear_forward", "linear_backward"), _linear, _DTYPES),
+    "binary_cross_entropy": (("binary_cross_entropy_forward", "binary_cross_entropy_backward"),
+                             _binary_cross_entropy, frozenset({float32, float64})),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),
