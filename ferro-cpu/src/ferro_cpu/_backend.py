@@ -33,6 +33,7 @@ from ._fused import fused_kernels
 from ._half import Half
 from ._linear import linear_kernels
 from ._losses import bce_kernels, loss_kernels
+from ._maxpool import maxpool_kernels
 from ._nll import nll_kernels
 from ._output_grads import output_grad_kernels
 from ._pool import MIN_BYTES, BufferPool
@@ -478,6 +479,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
         table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py), over _conv's
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
