@@ -98,28 +98,14 @@ def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..
     return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
 
 
-class _ByOutput(Function):
-    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
-    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
-    (the module writes the result into its input) leaves nothing stale for the backward."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                slope: float) -> Tensor:
-        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
-        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
-        alias._vc = y._vc
-        ctx.save_for_backward(alias)
-        ctx.rule = (kernels, params, kwargs, slope)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (y,) = ctx.saved_tensors
-        kernels, params, kwargs, slope = ctx.rule
-        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
-            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
-        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
+def _by_output_grad(g: Tensor, y: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                    slope: float) -> Tensor:
+    """The gradient of an activation that its output decides as well as its input (leaky_relu with a slope >= 0:
+    ``y > 0`` where ``x > 0``): the backward kernel gets the output, as PyTorch's, so that ``inplace=True`` (the
+    module writes the result into its input) leaves nothing stale for the backward."""
+    if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+        return g * (y > 0).to(g._dtype) * (1 - slope) + g * slope
+    return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device)
 
 
 def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -130,7 +116,12 @@ def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if slope < 0:
         return _elementwise(name, kernels, decomposition, x, args, kwargs)
-    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
+    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node that keeps the output (no Function: its bookkeeping cost more than the kernel at DCGAN's sizes)
+    return record(y, REGISTRY[name], (x,), (OUT,),
+                  {"kernels": kernels, "params": args, "kwargs": kwargs, "slope": float(slope)}, (_by_output_grad,))
 
 
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
