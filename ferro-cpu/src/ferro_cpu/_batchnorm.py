@@ -3,15 +3,16 @@
 The decomposition takes about a dozen ferro ops forward (mean, sub, pow, mean,
 the running-statistics updates, sub, add, sqrt, div, mul, add) and as many
 backward, each a NumPy pass and a graph node. These kernels read the input as
-(N, C, L) and take the per-channel sums over N and L as two BLAS products with
-ones (``ones(N) @ x.reshape(N, C * L)``, then ``(C, L) @ ones(L)``): NumPy's
-``einsum`` and ``sum((0, 2))`` loop over the short L axes one row at a time
-(2-8x slower at L = 16 to 256). Forward is the mean, the centered values squared
-in one buffer for the variance (two passes, as PyTorch's), then PyTorch's
-``x * alpha + beta`` with ``alpha = rstd * weight``, ``beta = bias - mean * alpha``
-(two passes, the buffer reused); eval mode is only the last two passes. Backward
-is ``sum(g)`` and ``sum(g * x)`` (from which the weight's gradient follows without
-forming ``x_hat``) and ``dx = g * a + x * b + c`` per channel. The running statistics
+(N, C, L). Where L is short (up to 32: DCGAN's 4x4 maps) the per-channel sums over
+N and L are two BLAS products with ones (``ones(N) @ x.reshape(N, C * L)``, then
+``(C, L) @ ones(L)``): NumPy's ``einsum`` loops over L one row at a time (2x slower
+at L = 16); forward is then the mean, the centered values squared in one buffer for
+the variance, and PyTorch's ``x * alpha + beta`` (``alpha = rstd * weight``,
+``beta = bias - mean * alpha``; eval mode is only that). Longer rows take ``einsum``,
+which reads the centered values twice for the variance without writing, then scales
+and shifts them in place. Backward is ``sum(g)`` and ``sum(g * x)`` (from which the
+weight's gradient follows without forming ``x_hat``) and ``dx = g * a + x * b + c``
+per channel. The running statistics
 are updated in place (the caller bumps their versions).
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 __all__ = ["batchnorm_kernels"]
 
 _REPEAT_UP_TO = 1024  # spatial sizes whose per-channel operands are repeated
+_SHORT = 32  # spatial sizes up to which the sums are products with ones (einsum loops over L, row by row)
 
 
 def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -55,12 +57,16 @@ def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def batch_norm_forward(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: bool,
                            momentum: float, eps: float) -> tuple[Any, Any, Any]:
         xs = as_ncl(x)
+        short = xs.shape[2] <= _SHORT
         y = pool.empty(xs.shape, x.dtype)
         if training:
             n = xs.shape[0] * xs.shape[2]
-            mean = channel_sums(xs) / n
+            mean = (channel_sums(xs) if short else np.einsum("ncl->c", xs)) / n
             np.subtract(xs, per_channel(mean, xs), out=y)
-            var = channel_sums(np.multiply(y, y, out=y)) / n
+            if short:  # squared in place, then x * alpha + beta from x
+                var = channel_sums(np.multiply(y, y, out=y)) / n
+            else:  # einsum reads y twice and writes nothing; y is then scaled and shifted in place
+                var = np.einsum("ncl,ncl->c", y, y) / n
             if running_mean is not None:
                 running_mean *= 1 - momentum
                 running_mean += momentum * mean
@@ -69,21 +75,31 @@ def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 running_var += (momentum * n / max(n - 1, 1)) * var
         else:
             mean, var = running_mean, running_var
+            short = True
         rstd = 1 / np.sqrt(var + eps)
         alpha = rstd if weight is None else rstd * weight
-        beta = -mean * alpha if bias is None else bias - mean * alpha
-        np.multiply(xs, per_channel(alpha.astype(x.dtype, copy=False), xs), out=y)
-        y += per_channel(beta.astype(x.dtype, copy=False), xs)
+        if short:
+            beta = -mean * alpha if bias is None else bias - mean * alpha
+            np.multiply(xs, per_channel(alpha.astype(x.dtype, copy=False), xs), out=y)
+            y += per_channel(beta.astype(x.dtype, copy=False), xs)
+        else:
+            y *= per_channel(alpha.astype(x.dtype, copy=False), xs)
+            if bias is not None:
+                y += per_channel(bias, xs)
         return y.reshape(x.shape), mean.astype(x.dtype, copy=False), rstd.astype(x.dtype, copy=False)
 
     def batch_norm_backward(g: Any, x: Any, weight: Any, mean: Any, rstd: Any, training: bool,
                             needs: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
         gs, xs = as_ncl(g), as_ncl(x)
         n = xs.shape[0] * xs.shape[2]
-        db = channel_sums(gs)
-        # sum(g * x_hat) = rstd * (sum(g * x) - mean * sum(g))
         tmp = pool.empty(xs.shape, g.dtype)
-        dw = (channel_sums(np.multiply(gs, xs, out=tmp)) - mean * db) * rstd
+        # sum(g * x_hat) = rstd * (sum(g * x) - mean * sum(g))
+        if xs.shape[2] <= _SHORT:
+            db = channel_sums(gs)
+            gx = channel_sums(np.multiply(gs, xs, out=tmp))
+        else:
+            db, gx = np.einsum("ncl->c", gs), np.einsum("ncl,ncl->c", gs, xs)
+        dw = (gx - mean * db) * rstd
         a = rstd if weight is None else rstd * weight  # dx = g * a  (+ x * b + c in training)
         dx = None
         if needs[0]:
