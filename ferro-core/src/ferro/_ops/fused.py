@@ -613,23 +613,35 @@ def _batch_norm_grad(at: int) -> Callable[..., Any]:
 _BATCH_NORM_GRADS = (_batch_norm_grad(0), _batch_norm_grad(1), _batch_norm_grad(2))
 
 
+_BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+_BN_NAMES = frozenset(_BN_ARGS)
+
+
 def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim < 2 or 0 in x.shape:
-        return None
-    rm, rv, weight, bias = (bound.get(k) for k in names[:4])
-    training, momentum, eps = bound.get("training", False), bound.get("momentum", 0.1), bound.get("eps", 1e-5)
-    if (not isinstance(training, bool) or not isinstance(momentum, (int, float)) or not isinstance(eps, (int, float))
-            or (training and x.numel() // x.shape[1] <= 1) or (not training and (rm is None or rv is None))):
-        return None
-    c = x.shape[1]
-    for t in (rm, rv, weight, bias):
-        if t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
-                              or tuple(t.shape) != (c,)):
+    if len(args) == 7 and not kwargs:  # every argument positional, as the modules call it
+        rm, rv, weight, bias, training, momentum, eps = args
+    else:
+        bound = dict(zip(_BN_ARGS, args, strict=False)) | kwargs
+        if len(args) > len(_BN_ARGS) or bound.keys() - _BN_NAMES:
             return None
-    if any(t is not None and t._rg for t in (rm, rv)):
+        rm, rv, weight, bias = (bound.get(k) for k in _BN_ARGS[:4])
+        training, momentum, eps = bound.get("training", False), bound.get("momentum", 0.1), bound.get("eps", 1e-5)
+    if isinstance(x, LayoutTensor):
+        return None
+    xs = x._data.shape
+    if len(xs) < 2 or 0 in xs:
+        return None
+    if (not isinstance(training, bool) or not isinstance(momentum, (int, float)) or not isinstance(eps, (int, float))
+            or (training and x._data.size // xs[1] <= 1) or (not training and (rm is None or rv is None))):
+        return None
+    c = (xs[1],)
+    dt, dev = x._dtype, x._device
+    for t in (rm, rv, weight, bias):
+        if t is not None and (not isinstance(t, Tensor) or t._dtype is not dt or t._device is not dev
+                              or t._data.shape != c):
+            return None
+    if (rm is not None and rm._rg) or (rv is not None and rv._rg):
         return None
     momentum, eps = float(momentum), float(eps)
     y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
