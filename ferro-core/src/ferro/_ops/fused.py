@@ -543,22 +543,12 @@ def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callab
     return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
 
 
-class _MaxPool2d(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        y, argmax = kernels[0](x._data, *geometry)
-        ctx.save_for_backward(x)
-        ctx.rule = (kernels, geometry, decomposition, argmax)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (x,) = ctx.saved_tensors
-        kernels, geometry, decomposition, argmax = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
-        return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device), None, None, None
+def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...], argmax: Any,
+                     decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, *geometry), g)[0]
+    return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
 
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -576,7 +566,14 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
         return None  # the decomposition raises
-    return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
+    geometry = (kernel, stride, padding, dilation)
+    y, argmax = kernels[0](x._data, *geometry)
+    out = _wrap(y, x._dtype, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return out
+    # one node (no Function: its bookkeeping cost about a tenth of the digits CNN's pools)
+    return record(out, REGISTRY[name], (x,), (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
+                                                   "decomposition": decomposition}, (_max_pool2d_grad,))
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
