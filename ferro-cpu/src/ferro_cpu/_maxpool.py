@@ -1,15 +1,19 @@
 """Fused max_pool2d on NumPy (the contract is in ``ferro/_ops/fused.py``).
 
-The input's windows are read as ``kh * kw`` strided planes of the NCHW array, one per
-kernel element (views: no copy), and the maximum is their running ``np.maximum`` (a
-NaN wins). The kernel keeps, for each window, the position of its first maximum in
-window order (PyTorch's rule: tied maxima give the whole gradient to the first one; a
-NaN maximum, the first NaN): that position is the number of leading planes that are
-not the maximum, a running AND of ``plane != max`` summed over the planes
-(``2 * (kh * kw - 1)`` passes over bytes; a bitwise select per plane took five).
-The backward writes each plane of disjoint windows once (the gradient where the plane
-holds the argmax, else +0.0, by a bitwise select: ``np.where`` and ``putmask`` branch
-per element, ten times slower on random masks), or adds overlapping windows' into a
+The input's windows are read as ``kh * kw`` planes, one per kernel element: strided
+views of the NCHW array, or, where the windows tile the input and rows are short (the
+digits CNN's 8x8 and 4x4 maps: NumPy then loops over rows of 4 or 2 elements), one
+gather into window-major order by a cached flat index, after which every pass is one
+contiguous loop. The maximum is their running ``np.maximum`` (a NaN wins). The kernel
+keeps, for each window, the position of its first maximum in window order (PyTorch's
+rule: tied maxima give the whole gradient to the first one; a NaN maximum, the first
+NaN): the number of leading planes that are not the maximum, a running AND of
+``plane != max`` summed over the planes (two passes over bytes a plane; a bitwise
+select per plane took five). The backward of gathered windows scatters the gradient
+into zeros at each window's maximum (its flat position from the argmax and the cached
+index: one pass); other disjoint windows write each plane once (the gradient where the
+plane holds the argmax, else +0.0, by a bitwise select: ``np.where`` and ``putmask``
+branch per element, ten times slower on random masks), and overlapping ones add into a
 padded buffer.
 """
 
@@ -24,7 +28,7 @@ __all__ = ["maxpool_kernels"]
 
 Pair = tuple[int, int]
 
-_GATHER_UP_TO = 1 << 22  # inputs (elements) whose windows are gathered (an int64 index of each, cached per shape)
+_GATHER_UP_TO = 1 << 21  # inputs (elements) whose windows are gathered (two int64 indexes of each, cached per shape)
 
 
 def maxpool_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -62,12 +66,12 @@ def maxpool_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 where += leading
         return where
 
-    gathers: dict[tuple[int, ...], tuple[Any, Any]] = {}  # (x's shape, kernel) -> (window-major index, inverse)
+    gathers: dict[tuple[int, ...], tuple[Any, Any, Any]] = {}  # (x's shape, kernel) -> gather's three arrays
 
-    def gather(shape: tuple[int, ...], kernel: Pair, out: Pair) -> tuple[Any, Any]:
+    def gather(shape: tuple[int, ...], kernel: Pair, out: Pair) -> tuple[Any, Any, Any]:
         """For windows that tile the input: the flat index of each window element, (kh * kw, N * C * OH * OW)
-        in window order then NCHW order, and where a tiling input has it back (None where windows leave
-        rows or columns out)."""
+        in window order then NCHW order; the same index window by window, and each window's offset in that
+        (an argmax plus its window's offset is the position of the window's maximum in it)."""
         key = (*shape, *kernel)
         got = gathers.get(key)
         if got is None:
@@ -76,10 +80,11 @@ def maxpool_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             flat = np.arange(n * c * h * w).reshape(shape)[:, :, :oh * kh, :ow * kw]
             index = np.ascontiguousarray(flat.reshape(n * c * oh, kh, ow, kw).transpose(1, 3, 0, 2)).reshape(
                 kh * kw, -1)
-            back = np.argsort(index.reshape(-1)) if (oh * kh, ow * kw) == (h, w) else None
+            by_window = np.ascontiguousarray(index.T)  # a window's elements side by side
+            starts = np.arange(index.shape[1]) * index.shape[0]
             if len(gathers) >= 16:
                 gathers.clear()
-            got = gathers[key] = (index, back)
+            got = gathers[key] = (index, by_window, starts)
         return got
 
     def by_gather(x: Any, kernel: Pair, out: Pair) -> bool:
@@ -122,18 +127,12 @@ def maxpool_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                             dilation: Pair) -> Any:
         out = argmax.shape[2:]
         if stride == kernel and dilation == (1, 1) and padding == (0, 0) and by_gather(x, kernel, out):
-            index, back = gather(x.shape, kernel, out)
-            bits = np.dtype(f"i{grad.dtype.itemsize}")
-            gbits, marks = grad.reshape(-1).view(bits), argmax.reshape(-1)
-            spread = np.empty(index.shape, grad.dtype)  # each window element's gradient, window-major
-            for t, row in enumerate(spread.view(bits)):
-                m = np.equal(marks, t).view(np.int8).astype(bits)
-                np.negative(m, out=m)
-                np.bitwise_and(m, gbits, out=row)
-            if back is not None:
-                return spread.reshape(-1).take(back).reshape(x.shape)
+            _, by_window, starts = gather(x.shape, kernel, out)
+            # each window's gradient written once at its maximum's flat position (zeros elsewhere: +0.0)
+            at = argmax.reshape(-1).astype(np.intp)
+            at += starts
             gx = np.zeros(x.shape, grad.dtype)
-            gx.reshape(-1)[index] = spread
+            gx.reshape(-1)[by_window.reshape(-1).take(at)] = grad.reshape(-1)
             return gx
         if stride == kernel and dilation == (1, 1) and padding == (0, 0):
             # disjoint windows: each plane written once, with the gradient where it holds the argmax, else +0.0
