@@ -58,6 +58,8 @@ def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                            momentum: float, eps: float) -> tuple[Any, Any, Any]:
         xs = as_ncl(x)
         short = xs.shape[2] <= _SHORT
+        if short and not xs.flags.c_contiguous:
+            xs = np.ascontiguousarray(xs)  # (copied once here, not by each product's reshape)
         y = pool.empty(xs.shape, x.dtype)
         if training:
             n = xs.shape[0] * xs.shape[2]
@@ -95,6 +97,7 @@ def batchnorm_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         tmp = pool.empty(xs.shape, g.dtype)
         # sum(g * x_hat) = rstd * (sum(g * x) - mean * sum(g))
         if xs.shape[2] <= _SHORT:
+            gs, xs = np.ascontiguousarray(gs), np.ascontiguousarray(xs)
             db = channel_sums(gs)
             gx = channel_sums(np.multiply(gs, xs, out=tmp))
         else:
