@@ -152,3 +152,21 @@ def test_retained_graph_runs_twice_and_partial_grads(calls: dict[str, int]) -> N
     (gw,) = ferro.autograd.grad([m(x)], [m.weight], [g])
     np.testing.assert_allclose(gw.numpy(), first[1], rtol=1e-5, atol=1e-5)
     assert calls == {"batch_norm_forward": 2, "batch_norm_backward": 3}
+
+
+@pytest.mark.parametrize("shape", [(8, 6, 4, 4), (8, 6, 16, 16)])
+def test_channels_last_input(calls: dict[str, int], shape: tuple[int, ...]) -> None:
+    """An input whose memory is channels-last (a strided NCHW view): the short rows' products copy it once."""
+    n, c, h, w = shape
+    data = RNG.standard_normal((n, h, w, c)).astype("float32")
+    g = RNG.standard_normal(shape).astype("float32")
+    got = []
+    for lib in (ferro, torch):
+        x = lib.tensor(data).permute(0, 3, 1, 2).requires_grad_()
+        m = lib.nn.BatchNorm2d(c)
+        y = m(x)
+        y.backward(lib.tensor(g))
+        got.append([t.detach().numpy() for t in (y, x.grad, m.weight.grad, m.bias.grad, m.running_var)])
+    for a, e in zip(*got, strict=True):
+        np.testing.assert_allclose(a, e, **TOL["float32"])
+    assert calls == {"batch_norm_forward": 1, "batch_norm_backward": 1}
