@@ -70,6 +70,26 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
     return tuple(next(got) if (isinstance(a, Tensor) and a._rg) else None for a in inputs)
 
 
+def _joint_grads(compute: Callable[..., tuple[Any, ...]], count: int) -> tuple[Callable[..., Any], ...]:
+    """Backward formulas for the ``count`` inputs of one graph node whose backward kernel gives all their
+    gradients at once (linear, conv2d, batch_norm): the first formula the engine calls in a pass runs
+    ``compute(g, *saved, needs=..., **attrs)`` once and leaves the other inputs theirs in the node's ``memo``
+    (a list in its attrs). One node without a ``Function``, whose bookkeeping cost about as much as the kernels
+    at the sizes of the small models (5-10 µs a call)."""
+
+    def make(at: int) -> Callable[..., Any]:
+        def formula(g: Tensor, *saved: Any, memo: list[Any], needs: tuple[bool, ...], **attrs: Any) -> Any:
+            if not memo or memo[0] is not g:  # the first of this node's formulas in this backward pass
+                memo[:] = [g, compute(g, *saved, needs=needs, **attrs), sum(needs)]
+            got = memo[1][at]
+            memo[2] -= 1
+            if memo[2] <= 0:
+                memo.clear()  # nothing held past the pass
+            return got
+        return formula
+    return tuple(make(i) for i in range(count))
+
+
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
@@ -390,23 +410,16 @@ def _binary_cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Ca
 #    decomposition rejects) runs the decomposition. ---------------------------------------------------------
 
 
-class _Linear(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, decomposition)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+def _linear_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *, needs: tuple[bool, ...],
+                     kernels: Any, decomposition: Callable[..., Tensor]) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g)
+    grads = kernels[1](g._data, x._data, weight._data, needs)
+    dt, dev = x._dtype, x._device
+    return tuple(None if d is None else _wrap(d, dt, dev) for d in grads)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, decomposition = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g), None, None)
-        grads = kernels[1](g._data, x._data, weight._data, ctx.needs_input_grad[:3])
-        dt, dev = x._dtype, x._device
-        return (*(None if d is None else _wrap(d, dt, dev) for d in grads), None, None)
+
+_LINEAR_GRADS = _joint_grads(_linear_backward, 3)
 
 
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -429,10 +442,12 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                              or bias._dtype is not x._dtype or bias._device is not x._device
                              or bias._data.shape != (ws[0],)):
         return None
-    if not (_mode._state.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
-        # nothing to record: the forward kernel alone (what _Linear.apply would run, without its context)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
-    return _Linear.apply(x, weight, bias, kernels, decomposition)
+    y = _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
+        return y
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight, bias),
+                  {"kernels": kernels, "decomposition": decomposition, "needs": needs, "memo": []}, _LINEAR_GRADS)
 
 
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
@@ -460,33 +475,37 @@ def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], pad
                     for i in range(2)))
 
 
-class _Conv(Function):
+def _conv_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *, needs: tuple[bool, ...],
+                   kernels: Any, geometry: tuple[Any, ...], decomposition: Callable[..., Tensor],
+                   kept: Any) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
+    extra = {} if kept is None else {"kept": kept}
+    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
+    return tuple(None if a is None else _wrap(a, x._dtype, x._device) for a in got)
+
+
+_CONV_GRADS = _joint_grads(_conv_backward, 3)
+
+
+def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
+          decomposition: Callable[..., Tensor]) -> Tensor:
     """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
-    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
-        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
-        # gradient (the CPU conv2d keeps its columns, not built again).
-        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
-        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
-        ctx.rule = (kernels, geometry, decomposition, kept)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, geometry, decomposition, kept = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-            return (*grads, None, None, None)
-        extra = {} if kept is None else {"kept": kept}
-        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
-                         **extra)
-        return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
+    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order;
+    one graph node over (x, weight, bias)."""
+    args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    grad = _mode._state.enabled and (needs[0] or needs[1] or needs[2])
+    # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+    # gradient (the CPU conv2d keeps its columns, not built again).
+    keeping = getattr(kernels[0], "keeping", None) if grad and needs[1] else None
+    y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+    out = _wrap(y, x._dtype, x._device)
+    if not grad:
+        return out
+    return record(out, REGISTRY[name], (x, weight, bias), (x, weight, bias),
+                  {"kernels": kernels, "geometry": geometry, "decomposition": decomposition, "kept": kept,
+                   "needs": needs, "memo": []}, _CONV_GRADS)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -516,7 +535,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return _conv(name, x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
 
 
 def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -540,7 +559,7 @@ def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callab
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
+    return _conv(name, x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
 
 
 def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...], argmax: Any,
@@ -583,31 +602,18 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
 
 
-def _batch_norm_grad(at: int) -> Callable[..., Any]:
-    """The backward formula of input ``at`` (0 x, 1 weight, 2 bias): the first one the engine calls runs the
-    backward kernel once for every input that needs a gradient and leaves the others theirs in ``memo``."""
-
-    def formula(g: Tensor, x: Tensor, weight: Tensor | None, *, kernels: Any, bias: Tensor | None, stats: Any,
-                training: bool, eps: float, decomposition: Callable[..., Tensor], mean: Any, rstd: Any,
-                needs: tuple[bool, bool, bool], memo: list[Any]) -> Any:
-        if not memo or memo[0] is not g:  # the first of this node's formulas in this backward pass
-            if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
-                got = _grad_through(decomposition, (x, weight, bias),
-                                    lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
-            else:
-                dev, dt = x._device, x._dtype
-                got = tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
-                    g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
-            memo[:] = [g, got, sum(needs)]
-        got = memo[1][at]
-        memo[2] -= 1
-        if memo[2] <= 0:
-            memo.clear()  # nothing held past the pass
-        return got
-    return formula
+def _batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, *, needs: tuple[bool, ...], kernels: Any,
+                         bias: Tensor | None, stats: Any, training: bool, eps: float,
+                         decomposition: Callable[..., Tensor], mean: Any, rstd: Any) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
+                             g)
+    dev, dt = x._device, x._dtype
+    return tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
+        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
 
 
-_BATCH_NORM_GRADS = (_batch_norm_grad(0), _batch_norm_grad(1), _batch_norm_grad(2))
+_BATCH_NORM_GRADS = _joint_grads(_batch_norm_backward, 3)
 
 
 _BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
@@ -651,8 +657,8 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     needs = (x._rg, weight is not None and weight._rg, bias is not None and bias._rg)
     if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
         return out
-    # one node over (x, weight, bias) without a Function: its bookkeeping cost about as much as the kernels at
-    # DCGAN's sizes. The decomposition for double backward: batch statistics (no running update) or the running ones.
+    # one node over (x, weight, bias). The decomposition for double backward: batch statistics (no running
+    # update) or the running ones.
     return record(out, REGISTRY[name], (x, weight, bias), (x, weight),
                   {"kernels": kernels, "bias": bias, "stats": (None, None) if training else (rm, rv),
                    "training": training, "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd,
