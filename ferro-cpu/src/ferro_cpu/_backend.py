@@ -478,8 +478,8 @@ class NumpyBackend(ArrayAPIBackend):
         table["airy_ai"] = _airy_ai
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
-        table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
-        table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py), over _conv's
+        table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, conv_transpose2d (ferro/_ops/fused.py)
+        table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
