@@ -117,3 +117,56 @@ def test_odd_cases_fall_back(calls: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         F.batch_norm(x[:1, :, :1], None, None, training=True)
     assert calls == {"batch_norm_forward": 0, "batch_norm_backward": 0}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(32, 64, 4, 4), (32, 32, 8, 8), (16, 16, 16, 16), (64, 16)])
+def test_model_shapes_and_only_the_parameters_needing_grad(calls: dict[str, int], shape: tuple[int, ...],
+                                                         dtype: str) -> None:
+    """DCGAN's and the ResNet block's shapes (the sums over N and L as products with ones), and an input that
+    needs no gradient (the first layer's): one backward kernel call gives the weight's and the bias's."""
+    c = shape[1]
+    arrays = {"x": RNG.standard_normal(shape) * 2 - 3, "g": RNG.standard_normal(shape), "w": RNG.standard_normal(c),
+              "b": RNG.standard_normal(c), "rm": RNG.standard_normal(c), "rv": RNG.random(c) + 0.5}
+    arrays = {k: v.astype(dtype) for k, v in arrays.items()}
+    for training in (True, False):
+        for needs_x in (True, False):
+            got, want = (_run(lib, arrays, training, True, needs_x) for lib in (ferro, torch))
+            for a, e in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, e, **TOL[dtype])
+    assert calls == {"batch_norm_forward": 4, "batch_norm_backward": 4}
+
+
+def test_retained_graph_runs_twice_and_partial_grads(calls: dict[str, int]) -> None:
+    """backward twice through a retained graph gives the same gradients twice (accumulated), and
+    ``autograd.grad`` of the weight alone runs the kernel once and leaves x's untouched."""
+    x = ferro.tensor(RNG.standard_normal((6, 3, 4)).astype("float32"), requires_grad=True)
+    m = ferro.nn.BatchNorm1d(3)
+    y = m(x)
+    g = ferro.tensor(RNG.standard_normal((6, 3, 4)).astype("float32"))
+    y.backward(g, retain_graph=True)
+    first = [t.grad.numpy().copy() for t in (x, m.weight, m.bias)]
+    y.backward(g)
+    for t, f in zip((x, m.weight, m.bias), first, strict=True):
+        np.testing.assert_allclose(t.grad.numpy(), 2 * f, rtol=1e-6, atol=1e-6)
+    (gw,) = ferro.autograd.grad([m(x)], [m.weight], [g])
+    np.testing.assert_allclose(gw.numpy(), first[1], rtol=1e-5, atol=1e-5)
+    assert calls == {"batch_norm_forward": 2, "batch_norm_backward": 3}
+
+
+@pytest.mark.parametrize("shape", [(8, 6, 4, 4), (8, 6, 16, 16)])
+def test_channels_last_input(calls: dict[str, int], shape: tuple[int, ...]) -> None:
+    """An input whose memory is channels-last (a strided NCHW view): the short rows' products copy it once."""
+    n, c, h, w = shape
+    data = RNG.standard_normal((n, h, w, c)).astype("float32")
+    g = RNG.standard_normal(shape).astype("float32")
+    got = []
+    for lib in (ferro, torch):
+        x = lib.tensor(data).permute(0, 3, 1, 2).requires_grad_()
+        m = lib.nn.BatchNorm2d(c)
+        y = m(x)
+        y.backward(lib.tensor(g))
+        got.append([t.detach().numpy() for t in (y, x.grad, m.weight.grad, m.bias.grad, m.running_var)])
+    for a, e in zip(*got, strict=True):
+        np.testing.assert_allclose(a, e, **TOL["float32"])
+    assert calls == {"batch_norm_forward": 1, "batch_norm_backward": 1}

@@ -391,7 +391,7 @@ FUSED_OPS: list[tuple[str, Any, tuple[tuple[int, ...], ...], str]] = [
     ("gelu", F.gelu, ((4, 5),), "_Elementwise"),
     ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"), ((4, 5),), "_Elementwise"),
     ("softplus_kw", lambda t: F.softplus(t, beta=2.0, threshold=3.0), ((4, 5),), "_Elementwise"),
-    ("leaky_relu_kw", lambda t: F.leaky_relu(t, negative_slope=0.3), ((4, 5),), "_ByOutput"),  # reads the output
+    ("leaky_relu_kw", lambda t: F.leaky_relu(t, negative_slope=0.3), ((4, 5),), "leaky_relu"),  # keeps the output
     ("silu", F.silu, ((4, 5),), "_Elementwise"), ("mish", F.mish, ((4, 5),), "_Elementwise"),
     ("elu_0d", F.elu, ((),), "_Elementwise"), ("hardswish_strided", lambda t: F.hardswish(t.mT), ((4, 5),),
                                                "_Elementwise"),

@@ -32,7 +32,8 @@ from ._erf import gelu_kernels
 from ._fused import fused_kernels
 from ._half import Half
 from ._linear import linear_kernels
-from ._losses import loss_kernels
+from ._losses import bce_kernels, loss_kernels
+from ._maxpool import maxpool_kernels
 from ._nll import nll_kernels
 from ._output_grads import output_grad_kernels
 from ._pool import MIN_BYTES, BufferPool
@@ -485,10 +486,12 @@ class NumpyBackend(ArrayAPIBackend):
         table["airy_ai"] = _airy_ai
         table.update(linalg_ldl_factor=_ldl_factor, linalg_ldl_solve=_ldl_solve)
         table.update(fused_kernels(np))  # optimizer updates (ferro.optim)
-        table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, max_pool2d (ferro/_ops/fused.py)
+        table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, conv_transpose2d (ferro/_ops/fused.py)
+        table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
         table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
+        table.update(bce_kernels(np))  # binary_cross_entropy, float32 / float64 (ferro/_ops/fused.py)
         table.update(half.kernels(nll_kernels(np)))  # nll_loss (ferro/_ops/fused.py)
         table.update(half.kernels(row_kernels(np, pool)))  # softmax, log_softmax, layer_norm (ferro/_ops/fused.py)
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)

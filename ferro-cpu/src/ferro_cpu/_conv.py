@@ -1,4 +1,4 @@
-"""Fused conv2d, conv_transpose2d and max_pool2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
+"""Fused conv2d and conv_transpose2d kernels on NumPy (the contract is in ``ferro/_ops/fused.py``).
 
 The input is padded into a channels-last buffer (N, H, W, C) and its windows
 are a strided view of it (the strides ``sliding_window_view`` gives), not a
@@ -14,11 +14,8 @@ and few channels go to ``_conv_shifted.py`` (shifted products, no im2col).
 Channels-last keeps the innermost loop of every strided NumPy op long (C
 elements), where NCHW would make it a few elements of a small image row; where
 an image row is the longer (one-channel images), the columns are built along
-rows instead, and a kernel covering its whole input is a linear layer. Max
-pooling works on NCHW strided views (one per kernel element, no copy) and
-keeps, for each window, the position of its first maximum in window order
-(PyTorch's rule: tied maxima give the whole gradient to the first one; a NaN
-wins and spreads, its first one taking the gradient).
+rows instead, and a kernel covering its whole input is a linear layer (max
+pooling: ``_maxpool.py``).
 Small images (fewer than PER_SAMPLE output positions, one group) build their
 columns a few images at a time into one cache-sized buffer, each block
 multiplied right after it is copied, and keep their padded input, not the 9x
@@ -35,7 +32,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._conv_shifted import FLOOR, shifted_kernels
-from ._rectifiers import select_into
 
 __all__ = ["RAN", "conv_kernels"]
 
@@ -61,7 +57,7 @@ RAN = {"sub_kernels": 0, "blocked": 0, "blocked_weight_grad": 0}
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
-    """The fused conv2d / max_pool2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
+    """The fused conv2d / conv_transpose2d kernels over NumPy ``np``; their large buffers (padded inputs, columns,
     products, outputs) come from ``pool``, reused without page faults."""
     shifted = shifted_kernels(np, pool)
 
@@ -431,58 +427,6 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         gb = grad.sum((0, 2, 3)) if has_bias and needs[2] else None
         return gx, gw, gb
 
-    def window_planes(xp: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> list[Any]:
-        """Per kernel element in window order, the (N, C, OH, OW) strided view of NCHW ``xp`` its windows read."""
-        return [xp[(slice(None), *key)] for _, _, key in taps(kernel, stride, dilation, out)]
-
-    def max_pool2d_forward(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
-        n, c, h, w = x.shape
-        ph, pw = padding
-        if ph or pw:
-            xp = pool.empty((n, c, h + 2 * ph, w + 2 * pw), x.dtype)
-            xp.fill(-np.inf)
-            xp[:, :, ph:ph + h, pw:pw + w] = x
-        else:
-            xp = x  # (any strides: the planes are views)
-        planes = window_planes(xp, kernel, stride, dilation, out_size(xp.shape[2:], kernel, stride, dilation))
-        best = planes[0].copy()
-        for plane in planes[1:]:
-            np.maximum(best, plane, out=best)  # a NaN wins
-        # the first element equal to the maximum (a NaN maximum: the first NaN), found from the last one down
-        # by a bitwise select (np.putmask and np.where branch per element)
-        careful = bool(np.isnan(best).any())
-        where = np.zeros(best.shape, dtype=np.int8 if len(planes) < 128 else np.int32)
-        for t in range(len(planes) - 1, -1, -1):
-            hit = np.equal(planes[t], best)
-            if careful:
-                hit |= np.isnan(planes[t])
-            m = hit.view(np.int8).astype(where.dtype)
-            np.negative(m, out=m)
-            m &= where ^ t
-            where ^= m
-        # (of a 0.0 and a -0.0 maximum max may return either: equal values; a gather of the first costs more)
-        return best, where
-
-    def max_pool2d_backward(grad: Any, x: Any, argmax: Any, kernel: Pair, stride: Pair, padding: Pair,
-                            dilation: Pair) -> Any:
-        out = argmax.shape[2:]
-        if stride == kernel and dilation == (1, 1) and padding == (0, 0):
-            # disjoint windows: each plane written once, with the gradient where it holds the argmax, else +0.0
-            whole = x.shape[2:] == (out[0] * kernel[0], out[1] * kernel[1])
-            gx = pool.empty(x.shape, grad.dtype) if whole else zeros(x.shape, grad.dtype)
-            bits = np.dtype(f"i{grad.dtype.itemsize}")
-            for t, plane in enumerate(window_planes(gx, kernel, stride, dilation, out)):
-                m = (argmax == t).view(np.int8).astype(bits)
-                np.negative(m, out=m)
-                np.bitwise_and(m, grad.view(bits), out=plane.view(bits))
-            return gx
-        gp = zeros((x.shape[0], x.shape[1], x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]), grad.dtype)
-        for t, plane in enumerate(window_planes(gp, kernel, stride, dilation, out)):
-            plane += select_into(np, pool, argmax == t, grad, zeros(grad.shape, grad.dtype))
-        ph, pw = padding
-        return copy(gp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]) if ph or pw else gp
-
     return {"conv2d_forward": conv2d_forward, "conv2d_backward": conv2d_backward,
             "conv_transpose2d_forward": conv_transpose2d_forward,
-            "conv_transpose2d_backward": conv_transpose2d_backward,
-            "max_pool2d_forward": max_pool2d_forward, "max_pool2d_backward": max_pool2d_backward}
+            "conv_transpose2d_backward": conv_transpose2d_backward}

@@ -19,7 +19,10 @@ from typing import Any
 from ._aranges import row_indices
 from ._rows import narrow_buffers
 
-__all__ = ["loss_kernels"]
+__all__ = ["loss_kernels", "bce_kernels"]
+
+#: PyTorch's floor of binary_cross_entropy's gradient divisor ``(1 - x) * x``: 1e-12 rounded to float32.
+BCE_EPS = 9.999999960041972e-13
 
 
 def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
@@ -93,3 +96,45 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return np.ascontiguousarray(dx, dtype=x.dtype)
 
     return {"cross_entropy_forward": cross_entropy_forward, "cross_entropy_backward": cross_entropy_backward}
+
+
+def bce_kernels(np: Any) -> dict[str, Callable[..., Any]]:
+    """``binary_cross_entropy_forward`` / ``_backward`` over NumPy ``np`` (float32 and float64).
+
+    The decomposition records a dozen ops (two logs, two clamps, products, sums); these are PyTorch's
+    formulas in a few passes: the loss ``(t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)``, times the
+    weight, reduced in the kernel; the gradient ``g * (x - t) / max((1 - x) * x, eps)``, times the weight,
+    divided by the count for ``'mean'``. No range check (the decomposition's NaN outside [0, 1]).
+    """
+
+    @np.errstate(all="ignore")
+    def binary_cross_entropy_forward(x: Any, target: Any, weight: Any, reduction: str) -> Any:
+        log_x = np.maximum(np.log(x), -100, dtype=x.dtype)
+        loss = np.log1p(np.negative(x))
+        np.maximum(loss, -100, out=loss)
+        loss *= target - 1
+        log_x *= target
+        loss -= log_x
+        if weight is not None:
+            loss *= weight
+        if reduction == "none":
+            return loss
+        total = np.add.reduce(loss, axis=None)
+        return np.asarray(total / loss.size if reduction == "mean" else total, dtype=x.dtype)
+
+    @np.errstate(all="ignore")
+    def binary_cross_entropy_backward(grad: Any, x: Any, target: Any, weight: Any, reduction: str) -> Any:
+        floor = np.subtract(1, x)
+        floor *= x
+        np.maximum(floor, x.dtype.type(BCE_EPS), out=floor)
+        gx = np.subtract(x, target)
+        gx *= grad
+        gx /= floor
+        if weight is not None:
+            gx *= weight
+        if reduction == "mean":
+            gx /= x.dtype.type(x.size)
+        return gx
+
+    return {"binary_cross_entropy_forward": binary_cross_entropy_forward,
+            "binary_cross_entropy_backward": binary_cross_entropy_backward}

@@ -42,11 +42,14 @@ def rectifier_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     f16, f32 = np.dtype(np.float16), np.float32
     quiet = np.errstate(all="ignore")  # -inf * 0 is NaN, as PyTorch's, without NumPy's warning
 
-    @quiet
     def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
         if x.dtype == f16:
             return leaky_relu(x.astype(f32), negative_slope).astype(f16)
-        y = np.multiply(x, x.dtype.type(negative_slope), out=pool.empty(x.shape, x.dtype))
+        if negative_slope == 0 or negative_slope > 1:  # (only then can the product warn: -inf * 0, overflow)
+            with np.errstate(all="ignore"):
+                y = np.multiply(x, x.dtype.type(negative_slope), out=pool.empty(x.shape, x.dtype))
+        else:
+            y = np.multiply(x, x.dtype.type(negative_slope), out=pool.empty(x.shape, x.dtype))
         return (np.maximum if negative_slope <= 1 else np.minimum)(x, y, out=y)
 
     @quiet

@@ -70,6 +70,26 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
     return tuple(next(got) if (isinstance(a, Tensor) and a._rg) else None for a in inputs)
 
 
+def _joint_grads(compute: Callable[..., tuple[Any, ...]], count: int) -> tuple[Callable[..., Any], ...]:
+    """Backward formulas for the ``count`` inputs of one graph node whose backward kernel gives all their
+    gradients at once (linear, conv2d, batch_norm): the first formula the engine calls in a pass runs
+    ``compute(g, *saved, needs=..., **attrs)`` once and leaves the other inputs theirs in the node's ``memo``
+    (a list in its attrs). One node without a ``Function``, whose bookkeeping cost about as much as the kernels
+    at the sizes of the small models (5-10 µs a call)."""
+
+    def make(at: int) -> Callable[..., Any]:
+        def formula(g: Tensor, *saved: Any, memo: list[Any], needs: tuple[bool, ...], **attrs: Any) -> Any:
+            if not memo or memo[0] is not g:  # the first of this node's formulas in this backward pass
+                memo[:] = [g, compute(g, *saved, needs=needs, **attrs), sum(needs)]
+            got = memo[1][at]
+            memo[2] -= 1
+            if memo[2] <= 0:
+                memo.clear()  # nothing held past the pass
+            return got
+        return formula
+    return tuple(make(i) for i in range(count))
+
+
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
@@ -98,28 +118,14 @@ def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..
     return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
 
 
-class _ByOutput(Function):
-    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
-    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
-    (the module writes the result into its input) leaves nothing stale for the backward."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                slope: float) -> Tensor:
-        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
-        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
-        alias._vc = y._vc
-        ctx.save_for_backward(alias)
-        ctx.rule = (kernels, params, kwargs, slope)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (y,) = ctx.saved_tensors
-        kernels, params, kwargs, slope = ctx.rule
-        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
-            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
-        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
+def _by_output_grad(g: Tensor, y: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                    slope: float) -> Tensor:
+    """The gradient of an activation that its output decides as well as its input (leaky_relu with a slope >= 0:
+    ``y > 0`` where ``x > 0``): the backward kernel gets the output, as PyTorch's, so that ``inplace=True`` (the
+    module writes the result into its input) leaves nothing stale for the backward."""
+    if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+        return g * (y > 0).to(g._dtype) * (1 - slope) + g * slope
+    return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device)
 
 
 def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -130,7 +136,12 @@ def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if slope < 0:
         return _elementwise(name, kernels, decomposition, x, args, kwargs)
-    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
+    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node that keeps the output (no Function: its bookkeeping cost more than the kernel at DCGAN's sizes)
+    return record(y, REGISTRY[name], (x,), (OUT,),
+                  {"kernels": kernels, "params": args, "kwargs": kwargs, "slope": float(slope)}, (_by_output_grad,))
 
 
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
@@ -344,6 +355,54 @@ def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., 
                    "decomposition": decomposition}, (_nll_grad,))
 
 
+# -- binary_cross_entropy: forward(x, target, weight|None, reduction) -> the loss (0-d for 'mean' / 'sum');
+#    backward(grad, x, target, weight|None, reduction) -> dx. One node over x, float32 / float64, target and
+#    weight constants of x's dtype, shape and device (a weight broadcast to x's shape without growing it);
+#    anything else (a target that requires grad, a bad shape) runs the decomposition. -----------------------
+
+
+def _bce_grad(g: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, *, kernels: Any, reduction: str,
+              decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, target, weight, reduction), g)[0]
+    return _wrap(kernels[1](g._data, x._data, target._data, None if weight is None else weight._data, reduction),
+                 x._dtype, x._device)
+
+
+_BCE_ARGS = ("target", "weight", "reduction")
+
+
+def _binary_cross_entropy(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                          args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    if len(args) > len(_BCE_ARGS):
+        return None
+    bound = dict(zip(_BCE_ARGS, args))
+    if kwargs:
+        if kwargs.keys() - set(_BCE_ARGS) or kwargs.keys() & bound.keys():
+            return None
+        bound.update(kwargs)
+    target, weight, reduction = bound.get("target"), bound.get("weight"), bound.get("reduction", "mean")
+    xs = x._data.shape
+    if (not isinstance(target, Tensor) or target._rg or target._dtype is not x._dtype
+            or target._device is not x._device or target._data.shape != xs or isinstance(x, LayoutTensor)
+            or isinstance(target, LayoutTensor) or reduction not in ("mean", "sum", "none")):
+        return None
+    if weight is not None:
+        if (not isinstance(weight, Tensor) or isinstance(weight, LayoutTensor) or weight._rg
+                or weight._dtype is not x._dtype or weight._device is not x._device):
+            return None
+        ws = weight._data.shape
+        if len(ws) > len(xs) or any(w not in (1, n) for w, n in zip(reversed(ws), reversed(xs))):
+            return None  # a weight that grows the loss's shape: the decomposition's broadcast
+    loss = kernels[0](x._data, target._data, None if weight is None else weight._data, reduction)
+    y = _wrap(loss, x._dtype, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    return record(y, REGISTRY[name], (x,), (x, target, weight),
+                  {"kernels": kernels, "reduction": reduction, "decomposition": decomposition}, (_bce_grad,))
+
+
 # -- linear: forward(x, weight, bias|None) -> y; backward(grad, x, weight, needs) -> (dx, dweight, dbias), each
 #    None where needs says so. One node instead of three (weight.mT, matmul, + bias). Floating tensors of one
 #    dtype and device (16-bit ones, autocast's, computed in float32 and rounded once where the backend does so),
@@ -351,23 +410,16 @@ def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., 
 #    decomposition rejects) runs the decomposition. ---------------------------------------------------------
 
 
-class _Linear(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, decomposition)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+def _linear_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *, needs: tuple[bool, ...],
+                     kernels: Any, decomposition: Callable[..., Tensor]) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g)
+    grads = kernels[1](g._data, x._data, weight._data, needs)
+    dt, dev = x._dtype, x._device
+    return tuple(None if d is None else _wrap(d, dt, dev) for d in grads)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, decomposition = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g), None, None)
-        grads = kernels[1](g._data, x._data, weight._data, ctx.needs_input_grad[:3])
-        dt, dev = x._dtype, x._device
-        return (*(None if d is None else _wrap(d, dt, dev) for d in grads), None, None)
+
+_LINEAR_GRADS = _joint_grads(_linear_backward, 3)
 
 
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -390,10 +442,12 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                              or bias._dtype is not x._dtype or bias._device is not x._device
                              or bias._data.shape != (ws[0],)):
         return None
-    if not (_mode._state.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
-        # nothing to record: the forward kernel alone (what _Linear.apply would run, without its context)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
-    return _Linear.apply(x, weight, bias, kernels, decomposition)
+    y = _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
+        return y
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight, bias),
+                  {"kernels": kernels, "decomposition": decomposition, "needs": needs, "memo": []}, _LINEAR_GRADS)
 
 
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
@@ -421,33 +475,37 @@ def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], pad
                     for i in range(2)))
 
 
-class _Conv(Function):
+def _conv_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *, needs: tuple[bool, ...],
+                   kernels: Any, geometry: tuple[Any, ...], decomposition: Callable[..., Tensor],
+                   kept: Any) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
+    extra = {} if kept is None else {"kept": kept}
+    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
+    return tuple(None if a is None else _wrap(a, x._dtype, x._device) for a in got)
+
+
+_CONV_GRADS = _joint_grads(_conv_backward, 3)
+
+
+def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
+          decomposition: Callable[..., Tensor]) -> Tensor:
     """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
-    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
-        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
-        # gradient (the CPU conv2d keeps its columns, not built again).
-        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
-        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
-        ctx.rule = (kernels, geometry, decomposition, kept)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, geometry, decomposition, kept = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-            return (*grads, None, None, None)
-        extra = {} if kept is None else {"kept": kept}
-        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
-                         **extra)
-        return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
+    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order;
+    one graph node over (x, weight, bias)."""
+    args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    grad = _mode._state.enabled and (needs[0] or needs[1] or needs[2])
+    # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+    # gradient (the CPU conv2d keeps its columns, not built again).
+    keeping = getattr(kernels[0], "keeping", None) if grad and needs[1] else None
+    y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+    out = _wrap(y, x._dtype, x._device)
+    if not grad:
+        return out
+    return record(out, REGISTRY[name], (x, weight, bias), (x, weight, bias),
+                  {"kernels": kernels, "geometry": geometry, "decomposition": decomposition, "kept": kept,
+                   "needs": needs, "memo": []}, _CONV_GRADS)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -477,7 +535,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return _conv(name, x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
 
 
 def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -501,25 +559,15 @@ def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callab
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
+    return _conv(name, x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
 
 
-class _MaxPool2d(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        y, argmax = kernels[0](x._data, *geometry)
-        ctx.save_for_backward(x)
-        ctx.rule = (kernels, geometry, decomposition, argmax)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (x,) = ctx.saved_tensors
-        kernels, geometry, decomposition, argmax = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
-        return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device), None, None, None
+def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...], argmax: Any,
+                     decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, *geometry), g)[0]
+    return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
 
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -537,7 +585,14 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
         return None  # the decomposition raises
-    return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
+    geometry = (kernel, stride, padding, dilation)
+    y, argmax = kernels[0](x._data, *geometry)
+    out = _wrap(y, x._dtype, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return out
+    # one node (no Function: its bookkeeping cost about a tenth of the digits CNN's pools)
+    return record(out, REGISTRY[name], (x,), (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
+                                                   "decomposition": decomposition}, (_max_pool2d_grad,))
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
@@ -547,57 +602,67 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
 
 
-class _BatchNorm(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any,
-                stats: tuple[Tensor | None, Tensor | None], training: bool, momentum: float, eps: float,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        rm, rv = stats
-        y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
-                                   training, momentum, eps)
-        if training:
-            for t in stats:
-                if t is not None:
-                    t._vc[0] += 1  # written in place by the kernel
-        ctx.save_for_backward(x, weight, bias)
-        # the decomposition for double backward: batch statistics (no running update) or the running ones
-        ctx.rule = (kernels, (None, None) if training else stats, training, eps, decomposition, mean, rstd)
-        return _wrap(y, x._dtype, x._device)
+def _batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, *, needs: tuple[bool, ...], kernels: Any,
+                         bias: Tensor | None, stats: Any, training: bool, eps: float,
+                         decomposition: Callable[..., Tensor], mean: Any, rstd: Any) -> tuple[Any, ...]:
+    if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
+                             g)
+    dev, dt = x._device, x._dtype
+    return tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
+        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, stats, training, eps, decomposition, mean, rstd = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias),
-                                  lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
-            return (*grads, None, None, None, None, None, None)
-        needs = ctx.needs_input_grad[:3]
-        got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
-        dev = x._device
-        return (*(None if a is None else _wrap(a, x._dtype, dev) for a in got), None, None, None, None, None, None)
+
+_BATCH_NORM_GRADS = _joint_grads(_batch_norm_backward, 3)
+
+
+_BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+_BN_NAMES = frozenset(_BN_ARGS)
 
 
 def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim < 2 or 0 in x.shape:
-        return None
-    rm, rv, weight, bias = (bound.get(k) for k in names[:4])
-    training, momentum, eps = bound.get("training", False), bound.get("momentum", 0.1), bound.get("eps", 1e-5)
-    if (not isinstance(training, bool) or not isinstance(momentum, (int, float)) or not isinstance(eps, (int, float))
-            or (training and x.numel() // x.shape[1] <= 1) or (not training and (rm is None or rv is None))):
-        return None
-    c = x.shape[1]
-    for t in (rm, rv, weight, bias):
-        if t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device
-                              or tuple(t.shape) != (c,)):
+    if len(args) == 7 and not kwargs:  # every argument positional, as the modules call it
+        rm, rv, weight, bias, training, momentum, eps = args
+    else:
+        bound = dict(zip(_BN_ARGS, args, strict=False)) | kwargs
+        if len(args) > len(_BN_ARGS) or bound.keys() - _BN_NAMES:
             return None
-    if any(t is not None and t._rg for t in (rm, rv)):
+        rm, rv, weight, bias = (bound.get(k) for k in _BN_ARGS[:4])
+        training, momentum, eps = bound.get("training", False), bound.get("momentum", 0.1), bound.get("eps", 1e-5)
+    if isinstance(x, LayoutTensor):
         return None
-    return _BatchNorm.apply(x, weight, bias, kernels, (rm, rv), training, float(momentum), float(eps),
-                            decomposition)
+    xs = x._data.shape
+    if len(xs) < 2 or 0 in xs:
+        return None
+    if (not isinstance(training, bool) or not isinstance(momentum, (int, float)) or not isinstance(eps, (int, float))
+            or (training and x._data.size // xs[1] <= 1) or (not training and (rm is None or rv is None))):
+        return None
+    c = (xs[1],)
+    dt, dev = x._dtype, x._device
+    for t in (rm, rv, weight, bias):
+        if t is not None and (not isinstance(t, Tensor) or t._dtype is not dt or t._device is not dev
+                              or t._data.shape != c):
+            return None
+    if (rm is not None and rm._rg) or (rv is not None and rv._rg):
+        return None
+    momentum, eps = float(momentum), float(eps)
+    y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
+                               training, momentum, eps)
+    if training:
+        for t in (rm, rv):
+            if t is not None:
+                t._vc[0] += 1  # written in place by the kernel
+    out = _wrap(y, x._dtype, x._device)
+    needs = (x._rg, weight is not None and weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
+        return out
+    # one node over (x, weight, bias). The decomposition for double backward: batch statistics (no running
+    # update) or the running ones.
+    return record(out, REGISTRY[name], (x, weight, bias), (x, weight),
+                  {"kernels": kernels, "bias": bias, "stats": (None, None) if training else (rm, rv),
+                   "training": training, "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd,
+                   "needs": needs, "memo": []}, _BATCH_NORM_GRADS)
 
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
@@ -613,6 +678,8 @@ KERNELS: dict[str, tuple[tuple[str, str], Callable[..., Tensor | None], frozense
     "cross_entropy": (("cross_entropy_forward", "cross_entropy_backward"), _cross_entropy, _DTYPES),
     "nll_loss": (("nll_loss_forward", "nll_loss_backward"), _nll_loss, _DTYPES),
     "linear": (("linear_forward", "linear_backward"), _linear, _DTYPES),
+    "binary_cross_entropy": (("binary_cross_entropy_forward", "binary_cross_entropy_backward"),
+                             _binary_cross_entropy, frozenset({float32, float64})),
     "conv2d": (("conv2d_forward", "conv2d_backward"), _conv2d, _WINDOW),
     "conv_transpose2d": (("conv_transpose2d_forward", "conv_transpose2d_backward"), _conv_transpose2d, _WINDOW),
     "max_pool2d": (("max_pool2d_forward", "max_pool2d_backward"), _max_pool2d, _WINDOW),

@@ -475,5 +475,5 @@ _RULES = {**dict.fromkeys(("dropout2d", "nll_loss", "binary_cross_entropy", "kl_
           **dict.fromkeys(("smooth_l1_loss", "huber_loss"), "real")}
 FUNCTIONS = register_ruled("nn", _ROWS, _RULES, first_only=("nll_loss",))
 # a backend's fused kernels run first where the device has them
-for _name in ("linear", "layer_norm", "cross_entropy", "nll_loss", "batch_norm"):
+for _name in ("linear", "layer_norm", "cross_entropy", "nll_loss", "batch_norm", "binary_cross_entropy"):
     REGISTRY[_name].fn = FUNCTIONS[_name] = fusable(_name, FUNCTIONS[_name])

@@ -15,7 +15,7 @@ _PURE = frozenset({
     "permute", "expand", "getitem", "contiguous", "clone", "cat", "stack", "full", "arange", "linspace", "eye",
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "cumsum", "cumprod", "diagonal",
     "conv2d_forward", "conv2d_backward", "cross_entropy_forward", "cross_entropy_backward", "layer_norm_forward",
-    "nll_loss_forward", "nll_loss_backward",
+    "nll_loss_forward", "nll_loss_backward", "binary_cross_entropy_forward", "binary_cross_entropy_backward",
     "layer_norm_backward", "max_pool2d_forward", "max_pool2d_backward", "real", "imag", "view_as_real",
     "linear_forward", "linear_backward", "linear",  # a fused op's kernels are recorded under the op's name too
 })

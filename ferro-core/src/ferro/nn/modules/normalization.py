@@ -83,18 +83,22 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         """Normalize each channel by the batch's statistics (training) or the running ones (eval)."""
-        self._check_input_dim(input)
-        if input.shape[1] != self.num_features:
+        if input.ndim not in self._dims:
+            self._check_input_dim(input)
+        shape = input.shape
+        if shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels (dim 1), got input "
-                             f"{list(input.shape)}")
-        use_batch = self.training or (self.running_mean is None and self.running_var is None)
-        if use_batch and input.numel() // input.shape[1] <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{list(input.shape)}")
+                             f"{list(shape)}")
+        buffers, params = self._buffers, self._parameters  # (one dict read each, not Module.__getattr__'s search)
+        rm, rv = buffers.get("running_mean"), buffers.get("running_var")
+        training = self.training
+        use_batch = training or (rm is None and rv is None)
+        if use_batch and input.numel() // shape[1] <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(shape)}")
         factor = self._average_factor()
-        track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        if training and not self.track_running_stats:
+            rm = rv = None
+        return F.batch_norm(input, rm, rv, params.get("weight"), params.get("bias"), use_batch, factor, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
