@@ -34,8 +34,9 @@ OpenBLAS runs ``W @ h`` faster than ``h @ W.T`` at these shapes (8% to 20%, on i
 and AVX-512 kernels alike). The backward's step is four NumPy calls and the GEMM: ``[dh;
 dc]`` times the step's ``[a; f_carry]`` coefficients, their sum written three times (``dc``
 under ``dh``: one product with the gates' slopes gives d(pre) of all four gates), and the
-GEMM back to ``dh``. d(pre) of all steps, copied to (4H, T * B), makes the weight and bias
-gradients one product against the slabs; the input gradient one product too.
+GEMM back to ``dh``. d(pre) of all steps as one (4H, T * B) array (each step writes its B columns
+straight there when they are whole cache lines, else the steps are copied over after the loop) makes
+the weight and bias gradients one product against the slabs; the input gradient one product too.
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
 """
@@ -46,7 +47,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["recurrent_kernels"]
+__all__ = ["OUT_FLOOR", "recurrent_kernels"]
+
+#: The LSTM's output (T, B, H) comes from the pool from this size on (below the pool's own floor): a fresh
+#: NumPy buffer of a few hundred KiB is mapped and page-faulted on every call in a process whose allocator
+#: has not raised its mmap threshold (one that runs only ferro).
+OUT_FLOOR = 1 << 16
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -145,7 +151,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             c = np.add(ig[:hidden], ig[hidden:], out=acts[nxt, h4:])
             np.multiply(a[:hidden], np.tanh(c, out=tcs[t]), out=z[:hidden, nxt])
         hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
-        out = pool.empty((steps, batch, hidden), dtype)
+        out = pool.empty((steps, batch, hidden), dtype, floor=OUT_FLOOR)
         np.copyto(out, hs.transpose(1, 2, 0))
         last = 0 if reverse else steps
         return (out, np.ascontiguousarray(z[:hidden, last].T), np.ascontiguousarray(acts[last, h4:].T),
@@ -159,8 +165,13 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
         xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        k, fa, dpre, dm, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (steps, h4, batch),
-                                            (h4, steps, batch), (hidden, h4), (4, hidden, batch), (2, hidden, batch))
+        # each step's d(pre) goes straight into its columns of dm (4H, T * B) when those rows are whole cache lines,
+        # else into a per-step buffer copied over after the loop (faster at batch 20 than rows 80 bytes apart)
+        direct = batch * dtype.itemsize % 64 == 0
+        k, fa, dm, dpre, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, steps, batch),
+                                            (0 if direct else steps, h4, batch), (hidden, h4), (4, hidden, batch),
+                                            (2, hidden, batch))
+        dst = dm.transpose(1, 0, 2) if direct else dpre  # dst[t]: where step t's d(pre) goes
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -194,14 +205,13 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 dh += d_out[t].T
             np.multiply(e[:2], fa[t], out=pair)
             np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
-            d = np.multiply(k[t], ee, out=dpre[t])
+            d = np.multiply(k[t], ee, out=dst[t])
             np.matmul(w, d, out=dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        # the steps side by side, (4H, T * B): one product each for dx and the weights (a transposing copy costs
-        # less than the loop's writing d(pre) into it directly, 4H rows of B apart)
-        np.copyto(dm, dpre.transpose(1, 0, 2))
-        dm = dm.reshape(h4, steps * batch)
+        if not direct:
+            np.copyto(dm, dpre.transpose(1, 0, 2))
+        dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
