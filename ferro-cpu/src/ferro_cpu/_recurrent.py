@@ -186,13 +186,19 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
         xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        # each step's d(pre) goes straight into its columns of dm (4H, T * B) when those rows are whole cache lines,
-        # else into a per-step buffer copied over after the loop (faster at batch 20 than rows 80 bytes apart)
-        direct = batch * dtype.itemsize % 64 == 0
-        k, fa, dm, dpre, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, steps, batch),
-                                            (0 if direct else steps, h4, batch), (hidden, h4), (4, hidden, batch),
-                                            (2, hidden, batch))
-        dst = dm.transpose(1, 0, 2) if direct else dpre  # dst[t]: where step t's d(pre) goes
+        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): a batch
+        # not a multiple of 16 (but of 4) runs the step's product batch-major in blocks of 4 rows as the forward
+        # does, its d(pre) written transposed into (T, B, 4H), whose transpose dm is; else d(pre) goes straight
+        # into dm's columns when those rows are whole cache lines, or into a per-step buffer copied over after
+        # the loop (rows of odd sizes apart cost more in the loop than the one copy)
+        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
+        direct = not blocks and batch * dtype.itemsize % 64 == 0
+        k, fa, dm, dpre, w, e, pair, dht = carve(
+            dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, 0 if blocks else steps, batch),
+            (steps, batch, h4) if blocks else (0 if direct else steps, h4, batch),
+            (h4, hidden) if blocks else (hidden, h4), (4, hidden, batch), (2, hidden, batch),
+            (batch if blocks else 0, hidden))
+        dst = dpre.transpose(0, 2, 1) if blocks else dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -209,7 +215,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
         fa[first, 1] = 1
         fa[rest, 1] = prior
-        to_ogif(w.T, w_hh)
+        to_ogif(w if blocks else w.T, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
             dh.fill(0)
@@ -227,12 +233,19 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             np.multiply(e[:2], fa[t], out=pair)
             np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
             d = np.multiply(k[t], ee, out=dst[t])
-            np.matmul(w, d, out=dh)
+            if blocks:
+                np.matmul(dpre[t].reshape(blocks, 4, h4), w, out=dht.reshape(blocks, 4, hidden))
+                np.copyto(dh, dht.T)
+            else:
+                np.matmul(w, d, out=dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        if not direct:
-            np.copyto(dm, dpre.transpose(1, 0, 2))
-        dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
+        if blocks:
+            dm = dpre.reshape(steps * batch, h4).T
+        else:
+            if not direct:
+                np.copyto(dm, dpre.transpose(1, 0, 2))
+            dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
