@@ -40,13 +40,15 @@ the weight and bias gradients one product against the slabs; the input gradient 
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
 
-A batch that is not a multiple of 16 (but of 4) runs the forward's step product batch-major instead:
+A batch that is not a multiple of 16 (but of 4) runs the step products of both loops batch-major instead:
 OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thread, computes ``W @ z``
 in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
 bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
 batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
 in 26 us against 36; the slab's transposing copy and a ``tanh`` that writes the gates back
-feature-major cost ~4 us of that gain. At batch 32 (and other multiples of 16) ``W @ z`` stays faster.
+feature-major cost ~4 us of that gain. The backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us), its
+d(pre) written transposed into a (T, B, 4H) array, whose transpose is then the (4H, T * B) operand of the
+products. At batch 32 (and other multiples of 16) ``W @ z`` stays faster.
 """
 
 from __future__ import annotations
