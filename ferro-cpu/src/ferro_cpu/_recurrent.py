@@ -57,12 +57,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["OUT_FLOOR", "recurrent_kernels"]
-
-#: The LSTM's output (T, B, H) comes from the pool from this size on (below the pool's own floor): a fresh
-#: NumPy buffer of a few hundred KiB is mapped and page-faulted on every call in a process whose allocator
-#: has not raised its mmap threshold (one that runs only ferro).
-OUT_FLOOR = 1 << 16
+__all__ = ["recurrent_kernels"]
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -174,7 +169,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             c = np.add(ig[:hidden], ig[hidden:], out=acts[nxt, h4:])
             np.multiply(a[:hidden], np.tanh(c, out=tcs[t]), out=z[:hidden, nxt])
         hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
-        out = pool.empty((steps, batch, hidden), dtype, floor=OUT_FLOOR)
+        out = pool.empty((steps, batch, hidden), dtype)
         np.copyto(out, hs.transpose(1, 2, 0))
         last = 0 if reverse else steps
         return (out, np.ascontiguousarray(z[:hidden, last].T), np.ascontiguousarray(acts[last, h4:].T),
