@@ -232,3 +232,18 @@ def test_lstm_at_gemm_sizes_in_both_directions(calls: dict[str, int], dtype: str
     x = RNG.standard_normal((23, 9, 19)).astype(dtype)
     _compare("LSTM", dtype, ours, theirs, x, True, (2, 9, 40))
     assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
+
+
+@pytest.mark.parametrize("dtype,batch", [("float32", 16), ("float64", 8), ("float32", 20), ("float64", 12)])
+def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int) -> None:
+    """The paths chosen by batch size, against torch (two layers, both directions, gradient on every step):
+    the forward's step product feature-major (batch 16) or batch-major in blocks of 4 rows (8, 20, 12: not a
+    multiple of 16); the backward writing each step's d(pre) straight into the (4H, T * B) array of the weight
+    products where its rows are whole 64-byte cache lines (16 float32, 8 float64), else copying the steps
+    over after the loop (20 float32, 12 float64)."""
+    theirs = torch.nn.LSTM(7, 12, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
+    ours = ferro.nn.LSTM(7, 12, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
+    ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((11, batch, 7)).astype(dtype)
+    _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, 12))
+    assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 4, calls

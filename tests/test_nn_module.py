@@ -499,6 +499,22 @@ def test_clip_grad_norm_matches_torch(norm_type: float, max_norm: float) -> None
         np.testing.assert_allclose(fp.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
 
 
+def test_clip_grad_norm_of_mixed_dtypes_matches_torch() -> None:
+    """float32 and float64 gradients together: each scaled by the coefficient in its own dtype."""
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(s).astype(d) for s, d in [((3, 4), "float32"), ((5,), "float64"), ((2, 3), "float32")]]
+    fps = [nn.Parameter(ferro.tensor(np.zeros_like(g))) for g in grads]
+    tps = [tnn.Parameter(torch.tensor(np.zeros_like(g))) for g in grads]
+    for fp, tp, g in zip(fps, tps, grads):
+        fp.grad, tp.grad = ferro.tensor(g), torch.tensor(g)
+    fn = nn.utils.clip_grad_norm_(fps, 0.5)
+    tn = tnn.utils.clip_grad_norm_(tps, 0.5)
+    np.testing.assert_allclose(fn.item(), tn.item(), rtol=1e-6)
+    for fp, tp in zip(fps, tps):
+        assert fp.grad.numpy().dtype == tp.grad.numpy().dtype
+        np.testing.assert_allclose(fp.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
+
+
 def test_clip_grad_norm_edge_cases() -> None:
     p = nn.Parameter(ferro.zeros(2))
     assert nn.utils.clip_grad_norm_(p, 1.0).item() == 0.0  # no gradients at all

@@ -34,10 +34,21 @@ OpenBLAS runs ``W @ h`` faster than ``h @ W.T`` at these shapes (8% to 20%, on i
 and AVX-512 kernels alike). The backward's step is four NumPy calls and the GEMM: ``[dh;
 dc]`` times the step's ``[a; f_carry]`` coefficients, their sum written three times (``dc``
 under ``dh``: one product with the gates' slopes gives d(pre) of all four gates), and the
-GEMM back to ``dh``. d(pre) of all steps, copied to (4H, T * B), makes the weight and bias
-gradients one product against the slabs; the input gradient one product too.
+GEMM back to ``dh``. d(pre) of all steps as one (4H, T * B) array (each step writes its B columns
+straight there when they are whole cache lines, else the steps are copied over after the loop) makes
+the weight and bias gradients one product against the slabs; the input gradient one product too.
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
+
+A batch that is not a multiple of 16 (but of 4) runs the step products of both loops batch-major instead:
+OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thread, computes ``W @ z``
+in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
+bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
+batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
+in 26 us against 36; the slab's transposing copy and a ``tanh`` that writes the gates back
+feature-major cost ~4 us of that gain. The backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us), its
+d(pre) written transposed into a (T, B, 4H) array, whose transpose is then the (4H, T * B) operand of the
+products. At batch 32 (and other multiples of 16) ``W @ z`` stays faster.
 """
 
 from __future__ import annotations
@@ -121,8 +132,13 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
         # slab j of ``acts``: the gates o, i, f, g of the step that reads c from the slab's last block, c before
         # that step: [i; f] * [g; c_prev] is one product. Slab j of ``z``: [h; x; 1] before that step.
-        w, z, acts, tcs, ig = carve(dtype, (h4, rows), (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
-                                    (steps, hidden, batch), (2 * hidden, batch))
+        # a batch not a multiple of 16 runs each step's product batch-major, in blocks of 4 batch rows (see the
+        # module docstring): ``wt`` = w.T, ``zt`` / ``gt`` the step's slab and gates batch-major
+        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
+        n = batch if blocks else 0
+        w, z, acts, tcs, ig, wt, zt, gt = carve(dtype, (h4, rows), (rows, steps + 1, batch),
+                                                (steps + 1, 5 * hidden, batch), (steps, hidden, batch),
+                                                (2 * hidden, batch), (rows if blocks else 0, h4), (n, rows), (n, h4))
         to_ogif(w[:, :hidden], w_hh)
         to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
@@ -133,11 +149,19 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         z[:hidden, first] = h0.T
         xs[hidden:hidden + feats] = x.transpose(2, 0, 1)
         acts[first, h4:] = c0.T
+        if blocks:
+            np.copyto(wt, w.T)
+            zb, gb = zt.reshape(blocks, 4, rows), gt.reshape(blocks, 4, h4)
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
             a = acts[cur]
-            np.matmul(w, z[:, cur], out=a[:h4])
-            np.tanh(a[:h4], out=a[:h4])
+            if blocks:  # one batched matmul of 4-row products, then a tanh that transposes back
+                np.copyto(zt, z[:, cur].T)
+                np.matmul(zb, wt, out=gb)
+                np.tanh(gt.T, out=a[:h4])
+            else:
+                np.matmul(w, z[:, cur], out=a[:h4])
+                np.tanh(a[:h4], out=a[:h4])
             s = a[:h3]
             s *= 0.5
             s += 0.5
@@ -159,8 +183,19 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
         xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        k, fa, dpre, dm, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (steps, h4, batch),
-                                            (h4, steps, batch), (hidden, h4), (4, hidden, batch), (2, hidden, batch))
+        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): a batch
+        # not a multiple of 16 (but of 4) runs the step's product batch-major in blocks of 4 rows as the forward
+        # does, its d(pre) written transposed into (T, B, 4H), whose transpose dm is; else d(pre) goes straight
+        # into dm's columns when those rows are whole cache lines, or into a per-step buffer copied over after
+        # the loop (rows of odd sizes apart cost more in the loop than the one copy)
+        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
+        direct = not blocks and batch * dtype.itemsize % 64 == 0
+        k, fa, dm, dpre, w, e, pair, dht = carve(
+            dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, 0 if blocks else steps, batch),
+            (steps, batch, h4) if blocks else (0 if direct else steps, h4, batch),
+            (h4, hidden) if blocks else (hidden, h4), (4, hidden, batch), (2, hidden, batch),
+            (batch if blocks else 0, hidden))
+        dst = dpre.transpose(0, 2, 1) if blocks else dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -177,7 +212,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
         fa[first, 1] = 1
         fa[rest, 1] = prior
-        to_ogif(w.T, w_hh)
+        to_ogif(w if blocks else w.T, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
             dh.fill(0)
@@ -194,14 +229,20 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 dh += d_out[t].T
             np.multiply(e[:2], fa[t], out=pair)
             np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
-            d = np.multiply(k[t], ee, out=dpre[t])
-            np.matmul(w, d, out=dh)
+            d = np.multiply(k[t], ee, out=dst[t])
+            if blocks:
+                np.matmul(dpre[t].reshape(blocks, 4, h4), w, out=dht.reshape(blocks, 4, hidden))
+                np.copyto(dh, dht.T)
+            else:
+                np.matmul(w, d, out=dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        # the steps side by side, (4H, T * B): one product each for dx and the weights (a transposing copy costs
-        # less than the loop's writing d(pre) into it directly, 4H rows of B apart)
-        np.copyto(dm, dpre.transpose(1, 0, 2))
-        dm = dm.reshape(h4, steps * batch)
+        if blocks:
+            dm = dpre.reshape(steps * batch, h4).T
+        else:
+            if not direct:
+                np.copyto(dm, dpre.transpose(1, 0, 2))
+            dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)

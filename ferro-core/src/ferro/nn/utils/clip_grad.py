@@ -27,7 +27,8 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_no
     norm_type = float(norm_type)
     dev = ts[0].device
     with no_grad():
-        norms = [vector_norm(t, norm_type).to(dev) for t in ts]
+        norms = [vector_norm(t, norm_type) for t in ts]
+        norms = [n if n.device == dev else n.to(dev) for n in norms]
         from ..._ops.shape import stack
         total = vector_norm(stack(norms), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
@@ -45,8 +46,13 @@ def clip_grads_with_norm_(parameters: TensorOrTensors, max_norm: float, total_no
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        cast: dict[tuple[object, object], Tensor] = {}  # coef on each gradient's device and dtype, converted once
         for g in grads:
-            g.mul_(coef.to(g.device).to(g.dtype))
+            key = (g.device, g.dtype)
+            c = cast.get(key)
+            if c is None:
+                c = cast[key] = coef.to(g.device).to(g.dtype)
+            g.mul_(c)
 
 
 def clip_grad_norm_(parameters: TensorOrTensors, max_norm: float, norm_type: float = 2.0,
