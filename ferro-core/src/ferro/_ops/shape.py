@@ -9,7 +9,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
-from .._core.modes import ARMED, numpy_keywords
+from .._core.modes import ARMED, entry, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
@@ -93,9 +93,30 @@ def _int_args(args: tuple[Any, ...]) -> bool:
     return True
 
 def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
-    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it."""
+    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it.
+
+    A spelling of the shape met before (ints only), on a device without layers active, that NumPy can view so,
+    runs here without the dispatch entry's frame; anything else (a new spelling, a layer, a copy, an error)
+    takes ``slow``: the entry of the checked function below, which raises the named errors."""
+    name = op.name
 
     def fn(x: Tensor, *shape: Any) -> Tensor:
+        try:
+            data = x._data
+            new, attrs = _SHAPES[(data.shape, *shape)]
+            for s in shape:
+                if type(s) is not int and not (type(s) is tuple and _int_args(shape)):  # 16.0 finds 16's entry
+                    raise KeyError
+            dev = x._device
+            k, table = dev._fast[name]
+            if x._dtype not in table or dev._copies:
+                raise KeyError
+            data = (dev._kernels["view"] if op is _RESHAPE else k)(data, new)
+        except (AttributeError, KeyError, TypeError, ValueError):  # no view, or any doubt: the checked path
+            return slow(x, *shape)
+        return view_result(op, data, x, attrs)
+
+    def checked(x: Tensor, *shape: Any) -> Tensor:
         try:
             in_shape = x._data.shape
         except AttributeError:
@@ -142,8 +163,10 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
             return finish(op, data, x._dtype, dev, (x,), attrs=attrs)
         return view_result(op, data, x, attrs)
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = doc
+    checked.__name__ = checked.__qualname__ = fn.__name__ = fn.__qualname__ = name
+    checked.__doc__ = fn.__doc__ = doc
+    slow = entry(op, checked)
+    fn.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
     return fn
 
 
@@ -169,6 +192,26 @@ _PERMS: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
+    try:  # a spelling met before (ints only), no layer active: without the dispatch entry's frame
+        data = x._data
+        norm, attrs = _PERMS[(len(data.shape), *dims)]
+        for d in dims:
+            if type(d) is not int and not (type(d) is tuple and _int_args(dims)):  # 1.0 finds 1's entry
+                raise KeyError
+        k, table = x._device._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+        data = k(data, norm)
+    except (AttributeError, KeyError, TypeError, ValueError):  # any doubt: the checked path
+        return _permute_entry(x, *dims)
+    return view_result(_PERMUTE, data, x, attrs)
+
+
+permute.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
+
+
+def _permute_checked(x: Tensor, *dims: Any) -> Tensor:
+    """``permute`` with every check (its dispatch entry is :func:`permute`'s slow path)."""
     try:
         n = len(x._data.shape)
     except AttributeError:
@@ -188,6 +231,10 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     except (KeyError, TypeError):
         return _permuted(x, norm)
     return view_result(_PERMUTE, k(x._data, norm), x, attrs)
+
+
+_permute_checked.__name__ = _permute_checked.__qualname__ = "permute"
+_permute_entry = entry(_PERMUTE, _permute_checked)
 
 
 def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, ...], dict[str, Any]]:
@@ -514,12 +561,12 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
 def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
     """The public function of cat or stack (``op``): tensors (a list or tuple) of one dtype and device whose
     shapes fit go to the device's kernel taking that dtype as it is (no dispatch layer on), in one pass over
-    them; anything else to :func:`_join`, which checks it all and says what is wrong. One function each, no
-    shared frame below it."""
+    them, without the dispatch entry's frame; anything else to the entry of :func:`_join`, which checks it all and
+    says what is wrong. One function each, no shared frame below it."""
 
-    def fn(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-        if type(tensors) is not list and type(tensors) is not tuple:
-            return _join(op, tensors, dim, new_dim)
+    def fn(tensors: Sequence[Tensor], dim: int = 0, **kwargs: Any) -> Tensor:
+        if kwargs or (type(tensors) is not list and type(tensors) is not tuple):
+            return slow(tensors, dim, **kwargs)
         try:
             first = tensors[0]
             dev, dtype, ref = first._device, first._dtype, first._data.shape
@@ -528,22 +575,22 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
         except (AttributeError, IndexError, KeyError, TypeError):
             alike = False
         if not alike:
-            return _join(op, tensors, dim, new_dim)
+            return slow(tensors, dim)
         nd = len(ref) + new_dim
         if type(dim) is not int or not -nd <= dim < nd:
-            return _join(op, tensors, dim, new_dim)
+            return slow(tensors, dim)
         d = dim + nd if dim < 0 else dim
         datas = []
         rg = False
         for t in tensors:
             if type(t) is not Tensor and not isinstance(t, Tensor):
-                return _join(op, tensors, dim, new_dim)
+                return slow(tensors, dim)
             a = t._data
             s = a.shape
             if t._dtype is not dtype or t._device is not dev or (s != ref and (
                     new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
                 # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-                return _join(op, tensors, dim, new_dim)
+                return slow(tensors, dim)
             if t._rg:
                 rg = True
             datas.append(a)
@@ -555,8 +602,14 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
         r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = doc
+    def checked(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        return _join(op, tensors, dim, new_dim)
+
+    checked.__name__ = checked.__qualname__ = fn.__name__ = fn.__qualname__ = op.name
+    checked.__doc__ = fn.__doc__ = doc
+    slow = entry(op, checked)  # the layers (a layer empties dev._fast), axis= for dim=, errors named
+    fn.__dispatches__ = True  # type: ignore[attr-defined]
+    fn.__wrapped__ = checked  # type: ignore[attr-defined]  # its signature (the stubs, help()): no **kwargs
     return fn
 
 
