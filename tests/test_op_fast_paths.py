@@ -104,6 +104,28 @@ def test_full_infers_its_dtype_as_torch(value: Any) -> None:
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "uint8", "bool",
+                                   "complex64"])
+def test_filled_arrays_kept_to_copy_are_never_shared(dtype: str) -> None:
+    """ferro-cpu's ``full`` copies a filled array it keeps: each result is a fresh, writable array of the
+    value, also after a write to an earlier one, for every value kind (0.0, -0.0 and NaN are filled each time)."""
+    fd, td = getattr(ferro, dtype), getattr(torch, dtype)
+    for value in [1, 2.5, -3, 0.0, -0.0, float("nan"), float("inf"), 7]:
+        if dtype in ("uint8", "bool", "int32") and (value != value or abs(value) == float("inf")
+                                                     or (dtype == "uint8" and value < 0)):
+            continue
+        refs = torch.full((4, 5), value, dtype=td)
+        for _ in range(3):
+            got = ferro.full((4, 5), value, dtype=fd)
+            wide = dtype in ("float16", "bfloat16")  # (compared in float32: torch has no NumPy bfloat16)
+            assert_close(got.float() if wide else got, refs.float() if wide else refs, equal_nan=True)
+            assert str(got.dtype).removeprefix("ferro.") == dtype
+            assert np.signbit(got.float().numpy()).tolist() == torch.signbit(refs.float()).tolist()
+            got.fill_(0)  # a write to one result leaves the next one as it was
+        assert ferro.ones(4, 5, dtype=fd).tolist() == torch.ones(4, 5, dtype=td).tolist()
+        assert ferro.ones(4, 5, dtype=fd)._data is not ferro.ones(4, 5, dtype=fd)._data
+
+
 def test_arange_as_torch() -> None:
     for args in [(5,), (2, 9), (2, 9, 3), (9, 2, -2), (0,), (1.5,), (0, 1, 0.25)]:
         got, ref = ferro.arange(*args), torch.arange(*args)

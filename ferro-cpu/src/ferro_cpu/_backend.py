@@ -48,6 +48,9 @@ __all__ = ["NumpyBackend"]
 #: index_put's accumulation (an embedding's backward) sums repeated rows by passes over the k-th repeats up to
 #: this many repeats of one row, by one ``np.add.reduceat`` beyond.
 _FEW_REPEATS = 8
+#: ``full`` keeps filled arrays of up to TEMPLATE_MAX bytes to copy (TEMPLATE_BYTES of them in all).
+TEMPLATE_MAX = 1 << 18
+TEMPLATE_BYTES = 1 << 22
 #: ferro op -> NumPy ufunc, where NumPy's name differs from the Array API's.
 _NUMPY_NAMES = {"pow": "power", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
                 "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "invert",
@@ -412,12 +415,33 @@ class NumpyBackend(ArrayAPIBackend):
             r = x[key]
             return r if type(r) is ndarray else np.asarray(r)  # (a NumPy scalar for a key of ints only)
 
+        #: Small filled arrays by (shape, dtype, value's type, value), copied for each call: NumPy's copy of
+        #: 16 KiB takes half the time of its fill (64x64 float32: ~0.29 µs against ~0.1 + 0.41 µs for
+        #: empty + fill). Bounded by TEMPLATE_BYTES in all (cleared when full).
+        templates: dict[tuple[Any, ...], Any] = {}
+        held = [0]
+
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+            tv = type(value)
+            key = (shape, dtype, tv, value)
+            t = templates.get(key)  # (never holds a zero, -0.0 or NaN: 0.0 and -0.0 hash alike)
+            if t is not None:
+                return t.copy()
             d = native.get(dtype)
             if d is None:
                 d = nd(dtype)
-            zero = type(value) is int and value == 0  # (not -0.0) every byte zero
-            if prod(shape) * d.itemsize < MIN_BYTES:  # small: NumPy's own allocation, as the pool would
+            zero = tv is int and value == 0  # (not -0.0) every byte zero
+            size = prod(shape) * d.itemsize
+            if size <= TEMPLATE_MAX and not zero and (tv is int or (tv is float and value != 0 and value == value)):
+                if held[0] + size > TEMPLATE_BYTES:
+                    templates.clear()
+                    held[0] = 0
+                t = np_empty(shape, d)
+                t.fill(value)
+                templates[key] = t
+                held[0] += size
+                return t.copy()
+            if size < MIN_BYTES:  # small: NumPy's own allocation, as the pool would
                 if zero:
                     return np_zeros(shape, d)
                 out = np_empty(shape, d)
