@@ -262,3 +262,61 @@ def test_every_tensor_made_has_every_slot_set(name: str, grad: bool) -> None:
     assert t.grad is None and t._hooks is None and t.version == 0
     with pytest.raises(AttributeError, match=f"'{type(t).__name__}' object has no attribute 'nope'"):
         t.nope
+
+
+def test_fast_paths_without_the_entry_still_reach_the_layers() -> None:
+    """reshape, view, permute, cat, stack, sum and mean run their usual call without the dispatch entry's frame:
+    a spelling met before (warm caches), no grad; an active layer still sees each of them, once."""
+    from ferro._core import modes
+
+    class Recorder(modes.Mode):
+        layer = "trace"
+
+        def __init__(self, log: list[str]) -> None:
+            self.log = log
+
+        def handle(self, op, args, kwargs, proceed):  # type: ignore[no-untyped-def]
+            self.log.append(op.name)
+            return proceed(args, kwargs)
+
+    a = ferro.ones(4, 6)
+    calls = [lambda: a.reshape(3, 8), lambda: a.view(8, 3), lambda: a.permute(1, 0), lambda: ferro.cat([a, a]),
+             lambda: ferro.stack([a, a]), lambda: a.sum(), lambda: a.mean()]
+    want = [c().numpy() for c in calls]  # (warms the caches)
+    log: list[str] = []
+    layer = Recorder(log)
+    modes.push(layer)
+    try:
+        got = [c().numpy() for c in calls]
+    finally:
+        modes.pop(layer)
+    assert log == ["reshape", "view", "permute", "cat", "stack", "sum", "mean"]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("name", ["cat", "stack"])
+def test_cat_and_stack_take_axis_as_torch(name: str) -> None:
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2)]
+    fs, ts = [ferro.tensor(x) for x in xs], [torch.tensor(x) for x in xs]
+    for kw in [{"axis": 1}, {"axis": -1}, {"dim": 1}]:
+        np.testing.assert_array_equal(getattr(ferro, name)(fs, **kw).numpy(), getattr(torch, name)(ts, **kw).numpy())
+    with pytest.raises(TypeError, match=rf"{name}\(\): got 'dim' and its alias 'axis'"):
+        getattr(ferro, name)(fs, 1, axis=1)
+    with pytest.raises(TypeError, match=name):
+        getattr(ferro, name)(fs, 0, out=fs[0])
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+def test_whole_reductions_take_numpy_keywords_and_refuse_others(name: str) -> None:
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    f, t = ferro.tensor(x), torch.tensor(x)
+    for args, kw in [((), {}), ((), {"axis": 1}), ((), {"axis": 0, "keepdims": True}), ((1,), {"keepdim": True})]:
+        got, want = getattr(f, name)(*args, **kw), getattr(t, name)(*args, **kw)
+        if isinstance(want, tuple):
+            got, want = got[0], want[0]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    with pytest.raises(TypeError, match=name):
+        getattr(f, name)(bogus=1)
+    with pytest.raises(TypeError, match=name):
+        getattr(ferro, name)("not a tensor")

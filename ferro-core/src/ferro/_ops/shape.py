@@ -565,8 +565,12 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
     says what is wrong. One function each, no shared frame below it."""
 
     def fn(tensors: Sequence[Tensor], dim: int = 0, **kwargs: Any) -> Tensor:
-        if kwargs or (type(tensors) is not list and type(tensors) is not tuple):
-            return slow(tensors, dim, **kwargs)
+        if kwargs:  # (axis=: the entry renames it; a dim given besides goes as a keyword)
+            if type(dim) is not int or dim != 0:
+                kwargs["dim"] = dim
+            return slow(tensors, **kwargs)
+        if type(tensors) is not list and type(tensors) is not tuple:
+            return slow(tensors, dim)
         try:
             first = tensors[0]
             dev, dtype, ref = first._device, first._dtype, first._data.shape
