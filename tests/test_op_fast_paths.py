@@ -321,3 +321,21 @@ def test_whole_reductions_take_numpy_keywords_and_refuse_others(name: str) -> No
         getattr(f, name)(bogus=1)
     with pytest.raises(TypeError, match=name):
         getattr(ferro, name)("not a tensor")
+
+
+@pytest.mark.parametrize("data", [[1.0, 2.0, 3.0], [1, 2], [True, False], [1.0, 2], [[1.0, 2.0], [3.0, 4.0]],
+                                  [1.5, True], [], [2**40, -3]])
+def test_tensor_of_a_list_as_torch(data: list) -> None:
+    """``tensor(list)``'s fast path (the dtype from the kind NumPy reads) gives torch's dtype and values, each
+    call a fresh tensor; what it does not take (complex, strings, ragged) takes the checked path."""
+    for _ in range(2):  # (the first call loads the fast path's tools)
+        got, want = ferro.tensor(data), torch.tensor(data)
+        assert str(got.dtype).removeprefix("ferro.") == str(want.dtype).removeprefix("torch.")
+        assert got.tolist() == want.tolist()
+    a, b = ferro.tensor(data), ferro.tensor(data)
+    assert a._data is not b._data and not a.requires_grad and a._vc == [0]
+    assert ferro.tensor([1j]).dtype == ferro.complex64
+    with pytest.raises(TypeError, match="tensor"):
+        ferro.tensor(["a"])
+    with pytest.raises(TypeError, match="tensor"):
+        ferro.tensor([[1.0], [2.0, 3.0]])

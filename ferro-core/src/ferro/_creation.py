@@ -424,6 +424,44 @@ def _arange(slow: Any) -> Any:
     return arange
 
 
+#: NumPy's dtype of each ferro dtype ``tensor``'s fast path made (filled on first use: NumPy loads with the first op)
+_NP_DTYPES: dict[Any, Any] = {}
+#: NumPy's ``asarray``, once NumPy is loaded
+_asarray: list[Any] = []
+
+
+def _tensor(slow: Any) -> Any:
+    """The public ``tensor``: ``slow`` behind a fast path for a list of Python numbers (floats, ints or bools;
+    no dtype, no ``requires_grad``): one NumPy conversion, the dtype by its kind, as :func:`_host.infer`'s."""
+    @functools.wraps(slow)
+    def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        if type(data) is list and dtype is None and not requires_grad:
+            dev = current_device() if device is None else device
+            if type(dev) is _device_cls and dev._backend is not None and _asarray:
+                try:
+                    arr = _asarray[0](data)
+                except (TypeError, ValueError):  # (ragged, tensors on a device: the checked path says why)
+                    arr = None
+                kind = None if arr is None else arr.dtype.kind
+                d = _default_float[0] if kind == "f" else int64 if kind == "i" else bool_ if kind == "b" else None
+                if d is not None and d in dev._dtypes and (want := _NP_DTYPES.get(d)) is not None:
+                    if arr.dtype != want:
+                        arr = arr.astype(want)
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = (
+                        dev._backend.from_numpy(arr, dev.index), d, dev, False, None, [0])
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    return t
+        r = slow(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        if not _asarray and type(data) is list:  # NumPy is loaded now: the fast path's tools
+            np = _host.np()
+            _asarray.append(np.asarray)
+            _NP_DTYPES.update((d, np.dtype(d.name)) for d in (_dtypes.float16, _dtypes.float32, _dtypes.float64,
+                                                              int64, bool_))
+        return r
+    return tensor
+
+
 #: full's dtype for a fill value of each Python type (``float``: the default float dtype, read at the call)
 _FILL_DTYPES: dict[type, Any] = {bool: bool_, int: int64, float: float}
 
@@ -431,6 +469,7 @@ zeros = _filled(zeros, "full", 0)
 ones = _filled(ones, "full", 1)
 empty = _filled(empty, "empty", None)
 full = _full(full)
+tensor = _tensor(tensor)
 arange = _arange(arange)
 
 #: ``Tensor.new_tensor``, ``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``, as PyTorch's.
