@@ -339,3 +339,22 @@ def test_tensor_of_a_list_as_torch(data: list) -> None:
         ferro.tensor(["a"])
     with pytest.raises(TypeError, match="tensor"):
         ferro.tensor([[1.0], [2.0, 3.0]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (1,), (64, 64), (3, 0)])
+def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, ...]) -> None:
+    """ferro-cpu's small sigmoid (one frame below its errstate): torch's values at every range, 0 where
+    ``exp`` overflows, NaN kept, no NumPy warning, and NumPy's error state as it was afterwards."""
+    n = int(np.prod(shape))
+    x = np.resize(np.array([-1000.0, -746.0, -89.0, -20.0, -1.5, -0.0, 0.0, 2.5, 40.0, 1000.0, np.inf, -np.inf,
+                            np.nan], dtype), n).reshape(shape)
+    t = ferro.tensor(x)  # (outside the block: a first op loads the plugins, some of which warn)
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ferro.sigmoid(t)
+    want = torch.sigmoid(torch.tensor(x))
+    assert np.geterr() == before and got.dtype == getattr(ferro, dtype) and got.shape == want.shape
+    assert_close(got, want, equal_nan=True)
+    np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)
