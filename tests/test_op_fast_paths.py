@@ -265,7 +265,7 @@ def test_every_tensor_made_has_every_slot_set(name: str, grad: bool) -> None:
 
 
 def test_fast_paths_without_the_entry_still_reach_the_layers() -> None:
-    """reshape, view, permute, cat, stack, sum, mean and linear run their usual call without the dispatch entry:
+    """reshape, view, permute, cat, stack, sum, mean, linear and softmax run their usual call without the entry:
     a spelling met before (warm caches), no grad; an active layer still sees each of them, once."""
     from ferro._core import modes
 
@@ -282,7 +282,7 @@ def test_fast_paths_without_the_entry_still_reach_the_layers() -> None:
     a, w, b = ferro.ones(4, 6), ferro.ones(3, 6), ferro.ones(3)
     calls = [lambda: a.reshape(3, 8), lambda: a.view(8, 3), lambda: a.permute(1, 0), lambda: ferro.cat([a, a]),
              lambda: ferro.stack([a, a]), lambda: a.sum(), lambda: a.mean(),
-             lambda: ferro.nn.functional.linear(a, w, b)]
+             lambda: ferro.nn.functional.linear(a, w, b), lambda: ferro.softmax(a, -1), lambda: a.log_softmax(0)]
     want = [c().numpy() for c in calls]  # (warms the caches)
     log: list[str] = []
     layer = Recorder(log)
@@ -291,7 +291,7 @@ def test_fast_paths_without_the_entry_still_reach_the_layers() -> None:
         got = [c().numpy() for c in calls]
     finally:
         modes.pop(layer)
-    assert log == ["reshape", "view", "permute", "cat", "stack", "sum", "mean", "linear"]
+    assert log == ["reshape", "view", "permute", "cat", "stack", "sum", "mean", "linear", "softmax", "log_softmax"]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
 

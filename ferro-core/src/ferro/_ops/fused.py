@@ -443,8 +443,46 @@ def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Ten
     return linear
 
 
-#: op name -> the public function's front: a fast path before the op's entry (see :func:`fusable`).
-_FRONTS: dict[str, Callable[[OpDef, Callable[..., Tensor]], Callable[..., Tensor]]] = {"linear": _linear_front}
+_UNSET: Any = object()  # (softmax's dim not given: the entry's own default, and NumPy's axis= alone)
+
+
+def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``softmax`` / ``log_softmax``: an int ``dim`` of a dense tensor whose dtype the fused kernel
+    takes, nothing to record, no layer on, runs the forward kernel here (what :func:`_softmax` would); any other
+    call goes to ``public``, the op's entry."""
+    name, table = op.name, op.table
+
+    def softmax(x: Tensor, dim: Any = _UNSET, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            if args or kwargs:
+                raise KeyError
+            if dim is _UNSET:
+                dim = -1
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            data = x._data
+            n = len(data.shape)
+            if (type(dim) is not int or not -n <= dim < n or dt not in dtypes or dt not in table or not _plain(x)
+                    or (x._rg and _mode._state.enabled)):
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
+        return _native_wrap(kernels[0](data, dim), x._device)
+
+    functools.update_wrapper(softmax, public)
+    softmax.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return softmax
+
+
+#: op name -> the public function's front: a fast path before the op's entry (see :func:`front`).
+_FRONTS: dict[str, Callable[[OpDef, Callable[..., Tensor]], Callable[..., Tensor]]] = {
+    "linear": _linear_front, "softmax": _softmax_front, "log_softmax": _softmax_front}
+
+
+def front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public function of ``op`` whose entry is ``public``: its front, where :data:`_FRONTS` has one."""
+    make = _FRONTS.get(op.name)
+    return public if make is None else make(op, public)
 
 
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
@@ -718,5 +756,4 @@ def fusable(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def fused(x: Any, *args: Any, **kwargs: Any) -> Tensor:
         out = run(op, fn, x, args, kwargs)
         return fn(x, *args, **kwargs) if out is None else out
-    front = _FRONTS.get(name)
-    return entry(op, fused) if front is None else front(op, entry(op, fused))
+    return front(op, entry(op, fused))
