@@ -408,9 +408,13 @@ def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Ten
     name = op.name
 
     def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, **kwargs: Any) -> Tensor:
+        try:  # a node to record (or keywords): the entry's path at once, without an exception
+            other = kwargs or ((x._rg or weight._rg or (bias is not None and bias._rg)) and _mode._state.enabled)
+        except AttributeError:
+            other = True
+        if other:
+            return public(x, weight, bias, **kwargs)
         try:
-            if kwargs:
-                raise KeyError
             dt, dev = x._dtype, x._device
             kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
             if (dt not in dtypes or weight._dtype is not dt or weight._device is not dev or not _plain(x)
@@ -420,7 +424,6 @@ def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Ten
             xs, ws = xd.shape, wd.shape
             if len(ws) != 2 or not xs or xs[-1] != ws[1] or 0 in xs or 0 in ws:
                 raise KeyError
-            rg = x._rg or weight._rg
             if bias is None:
                 bd = None
             else:
@@ -428,9 +431,6 @@ def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Ten
                         or bias._data.shape != (ws[0],)):
                     raise KeyError
                 bd = bias._data
-                rg = rg or bias._rg
-            if rg and _mode._state.enabled:
-                raise KeyError
         except (AttributeError, KeyError, TypeError):
             return public(x, weight, bias, **kwargs)
         r = _new(Tensor)  # _wrap, inlined
@@ -453,17 +453,20 @@ def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Te
     name, table = op.name, op.table
 
     def softmax(x: Tensor, dim: Any = _UNSET, *args: Any, **kwargs: Any) -> Tensor:
+        try:  # a node to record (or other arguments): the entry's path at once, without an exception
+            other = args or kwargs or (x._rg and _mode._state.enabled)
+        except AttributeError:
+            other = True
+        if other:
+            return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
         try:
-            if args or kwargs:
-                raise KeyError
             if dim is _UNSET:
                 dim = -1
             dt = x._dtype
             kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
             data = x._data
             n = len(data.shape)
-            if (type(dim) is not int or not -n <= dim < n or dt not in dtypes or dt not in table or not _plain(x)
-                    or (x._rg and _mode._state.enabled)):
+            if type(dim) is not int or not -n <= dim < n or dt not in dtypes or dt not in table or not _plain(x):
                 raise KeyError
         except (AttributeError, KeyError, TypeError):
             return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)

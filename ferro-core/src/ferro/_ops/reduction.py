@@ -211,8 +211,15 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
             rg = x._rg
         except (AttributeError, KeyError, TypeError):
             return slow(x, dim, keepdim)
-        if compute is not dt or (rg and _mode._state.enabled):
+        if compute is not dt:
             return slow(x, dim, keepdim)
+        if rg and _mode._state.enabled:  # a node to record: _reduced's (no layer wants the op: _fast had it)
+            try:
+                r = _reduced(op, x, None, keepdim)
+            except RENAMED as e:
+                in_op(name, e)
+                raise
+            return slow(x, dim, keepdim) if r is None else r
         try:
             data = k(x._data, None, keepdim, out_dt) if is_sum else k(x._data, None, keepdim)
         except RENAMED as e:
