@@ -585,19 +585,24 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
             return slow(tensors, dim)
         d = dim + nd if dim < 0 else dim
         datas = []
-        rg = False
-        for t in tensors:
-            if type(t) is not Tensor and not isinstance(t, Tensor):
-                return slow(tensors, dim)
-            a = t._data
-            s = a.shape
-            if t._dtype is not dtype or t._device is not dev or (s != ref and (
-                    new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
-                # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-                return slow(tensors, dim)
-            if t._rg:
-                rg = True
-            datas.append(a)
+        rg = fits = False
+        try:
+            for t in tensors:
+                a = t._data  # (anything but a tensor: an AttributeError, the checked path says what is wrong)
+                s = a.shape
+                if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                        new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+                    # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+                    break
+                if t._rg:
+                    rg = True
+                datas.append(a)
+            else:
+                fits = True
+        except AttributeError:
+            pass
+        if not fits:
+            return slow(tensors, dim)
         data = k(datas, d)
         if rg and _mode._state.enabled:
             return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
