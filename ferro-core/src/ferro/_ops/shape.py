@@ -57,18 +57,28 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
                        grads=(lambda g, *, in_shape: g.reshape(in_shape),)))
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+def _remember(cache: dict[Any, Any], key: Any, value: Any, bound: int = 4096) -> Any:
     """``cache[key] = value`` (a cache of checked arguments, by their spelling), bounded."""
-    if len(cache) >= 4096:  # programs use a handful of spellings; a generated stream of them must not pile up
+    if len(cache) >= bound:  # programs use a handful of spellings; a generated stream of them must not pile up
         cache.clear()
     cache[key] = value
     return value
 
 
-#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by
-#: (input shape, shape as given in ints). A lookup's hit is used only where the ints are ints: 16.0 and True
+def _remember_in(cache: dict[Any, dict[Any, Any]], outer: Any, key: Any, value: Any) -> Any:
+    """``cache[outer][key] = value`` (a two-level cache: a lookup builds no key tuple), bounded: 256 outer keys
+    (input shapes) of 32 spellings each, 8192 entries at most (a generated stream of them must not pile up)."""
+    inner = cache.get(outer)
+    if inner is None:
+        inner = _remember(cache, outer, {}, 256)
+    return _remember(inner, key, value, 32)
+
+
+#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by input
+#: shape, then by the shape as given in ints. A lookup's hit is used only where the ints are ints: 16.0 and True
 #: hash and compare equal to 16 and 1, and are refused (or taken) by the checks of :func:`_target` alone.
-_SHAPES: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
+_SHAPES: dict[tuple[int, ...], dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]]] = {}
+_NONE: dict[Any, Any] = {}  # (an empty inner cache for a lookup's miss, never written)
 
 
 def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[tuple[int, ...], dict[str, Any]]:
@@ -77,7 +87,7 @@ def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tup
     new = (_infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name)), {"in_shape": in_shape})
     flat = shape[0] if len(shape) == 1 and type(shape[0]) is tuple else shape
     if all(type(s) is int for s in flat):  # plain ints: the same spelling gives the same answer
-        _remember(_SHAPES, (in_shape, *shape), new)
+        _remember_in(_SHAPES, in_shape, shape, new)
     return new
 
 
@@ -103,7 +113,7 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
     def fn(x: Tensor, *shape: Any) -> Tensor:
         try:
             data = x._data
-            new, attrs = _SHAPES[(data.shape, *shape)]
+            new, attrs = _SHAPES[data.shape][shape]
             for s in shape:
                 if type(s) is not int and not (type(s) is tuple and _int_args(shape)):  # 16.0 finds 16's entry
                     raise KeyError
@@ -122,7 +132,7 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
         except AttributeError:
             raise not_a_tensor(op.name, "input", x) from None
         try:
-            hit = _SHAPES.get((in_shape, *shape))
+            hit = _SHAPES.get(in_shape, _NONE).get(shape)
         except TypeError:  # a list (unhashable): checked by _target
             hit = None
         if hit is not None and not _int_args(shape):  # 16.0 finds the entry of 16
@@ -185,16 +195,16 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
                           grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
 
 
-#: Validated permutations and the node's attrs (one dict, never changed) by (ndim, dims as given): the checks
+#: Validated permutations and the node's attrs (one dict, never changed) by ndim, then dims as given: the checks
 #: run once per spelling (bounded: see _remember); a hit counts only for int dims (1.0 finds the entry of 1).
-_PERMS: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
+_PERMS: dict[int, dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]]] = {}
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
     try:  # a spelling met before (ints only), no layer active: without the dispatch entry's frame
         data = x._data
-        norm, attrs = _PERMS[(len(data.shape), *dims)]
+        norm, attrs = _PERMS[len(data.shape)][dims]
         for d in dims:
             if type(d) is not int and not (type(d) is tuple and _int_args(dims)):  # 1.0 finds 1's entry
                 raise KeyError
@@ -217,7 +227,7 @@ def _permute_checked(x: Tensor, *dims: Any) -> Tensor:
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
     try:
-        hit = _PERMS.get((n, *dims))
+        hit = _PERMS.get(n, _NONE).get(dims)
     except TypeError:  # a list among dims (unhashable): checked below
         hit = None
     if hit is not None and not _int_args(dims):  # 1.0 finds the entry of 1
@@ -247,7 +257,7 @@ def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, 
     flat = given[0] if len(given) == 1 and type(given[0]) is tuple else given
     checked = (norm, {"dims": norm})
     if all(type(d) is int for d in flat):  # x.permute(1, 0) and x.permute((1, 0))
-        _remember(_PERMS, (n, *given), checked)
+        _remember_in(_PERMS, n, given, checked)
     return checked
 
 
