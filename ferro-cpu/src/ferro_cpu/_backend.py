@@ -471,7 +471,10 @@ class NumpyBackend(ArrayAPIBackend):
             copyto(out, np.asarray(x), casting="unsafe", where=c)
             return out
 
-        concatenate, ascontiguous = np.concatenate, np.ascontiguousarray
+        # (NumPy's C function under its __array_function__ dispatcher, ~0.15 us less a call: ferro's arrays are
+        # plain ndarrays, which that protocol would hand to this very function)
+        concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+        ascontiguous = np.ascontiguousarray
 
         def cat(xs: list[Any], dim: int) -> Any:
             # row-major, as PyTorch's: concatenate follows its inputs' order (a copy only for column-major ones)

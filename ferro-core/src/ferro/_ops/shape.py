@@ -574,6 +574,8 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
     them, without the dispatch entry's frame; anything else to the entry of :func:`_join`, which checks it all and
     says what is wrong. One function each, no shared frame below it."""
 
+    name = op.name
+
     def fn(tensors: Sequence[Tensor], dim: int = 0, **kwargs: Any) -> Tensor:
         if kwargs:  # (axis=: the entry renames it; a dim given besides goes as a keyword)
             if type(dim) is not int or dim != 0:
@@ -584,7 +586,7 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
         try:
             first = tensors[0]
             dev, dtype, ref = first._device, first._dtype, first._data.shape
-            k, table = dev._fast[op.name]
+            k, table = dev._fast[name]
             alike = table[dtype][0] is dtype
         except (AttributeError, IndexError, KeyError, TypeError):
             alike = False
