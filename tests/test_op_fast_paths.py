@@ -123,6 +123,8 @@ def test_filled_arrays_kept_to_copy_are_never_shared(dtype: str) -> None:
             assert np.signbit(got.float().numpy()).tolist() == torch.signbit(refs.float()).tolist()
             got.fill_(0)  # a write to one result leaves the next one as it was
         assert ferro.ones(4, 5, dtype=fd).tolist() == torch.ones(4, 5, dtype=td).tolist()
+        full = ferro.ones(1)._device._kernels["full"]  # (a shape given as a list: filled, not kept)
+        assert full([2, 3], 1, fd).shape == (2, 3)
         assert ferro.ones(4, 5, dtype=fd)._data is not ferro.ones(4, 5, dtype=fd)._data
 
 

@@ -423,7 +423,10 @@ class NumpyBackend(ArrayAPIBackend):
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
             tv = type(value)
             key = (shape, dtype, tv, value)
-            t = templates.get(key)  # (never holds a zero, -0.0 or NaN: 0.0 and -0.0 hash alike)
+            try:
+                t = templates.get(key)  # (never holds a zero, -0.0 or NaN: 0.0 and -0.0 hash alike)
+            except TypeError:  # (a shape given as a list, an unhashable value: filled as NumPy takes them)
+                t = key = None
             if t is not None:
                 return t.copy()
             d = native.get(dtype)
@@ -431,7 +434,8 @@ class NumpyBackend(ArrayAPIBackend):
                 d = nd(dtype)
             zero = tv is int and value == 0  # (not -0.0) every byte zero
             size = prod(shape) * d.itemsize
-            if size <= TEMPLATE_MAX and not zero and (tv is int or (tv is float and value != 0 and value == value)):
+            if (key is not None and size <= TEMPLATE_MAX and not zero
+                    and (tv is int or (tv is float and value != 0 and value == value))):
                 if held[0] + size > TEMPLATE_BYTES:
                     templates.clear()
                     held[0] = 0
