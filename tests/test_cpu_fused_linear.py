@@ -134,3 +134,33 @@ def test_bad_shapes_raise_the_ops_error_and_record_nothing(calls: dict[str, int]
         F.linear(x, ferro.tensor(RNG.standard_normal((2, 4))), ferro.tensor(RNG.standard_normal(3)))
     assert x.grad is None and x.grad_fn is None
     assert calls == {"linear_forward": 0, "linear_backward": 0}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_without_grad_the_front_runs_the_forward_kernel(calls: dict[str, int], dtype: str) -> None:
+    """``linear`` with nothing to record (plain tensors, nn.Linear's Parameters under no_grad, no bias, a
+    batch of matrices) runs the forward kernel from its front, with torch's values; what it does not take
+    (a mismatched bias, keywords) still gives the op's answer or error."""
+    fd, td = getattr(ferro, dtype), getattr(torch, dtype)
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype in ("float16", "bfloat16") else TOL[dtype]
+    x, w, b = (RNG.standard_normal(s) for s in ((2, 5, 7), (4, 7), (4,)))
+    fx, fw, fb = (ferro.tensor(a, dtype=fd) for a in (x, w, b))
+    tx, tw, tb = (torch.tensor(a, dtype=td) for a in (x, w, b))
+    for args, targs in [((fx, fw, fb), (tx, tw, tb)), ((fx[0], fw), (tx[0], tw)), ((fx, fw, None), (tx, tw, None))]:
+        got, want = F.linear(*args), torch.nn.functional.linear(*targs)
+        assert got.dtype == fd and not got.requires_grad
+        np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), **tol)
+    assert calls["linear_forward"] == 3 and calls["linear_backward"] == 0
+    layer = ferro.nn.Linear(7, 4, dtype=fd)
+    with ferro.no_grad():
+        got = layer(fx)
+    want = torch.nn.functional.linear(tx, torch.tensor(layer.weight.detach().double().numpy(), dtype=td),
+                                      torch.tensor(layer.bias.detach().double().numpy(), dtype=td))
+    np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), **tol)
+    assert calls["linear_forward"] == 4 and got.grad_fn is None
+    np.testing.assert_allclose(F.linear(fx, weight=fw, bias=fb).double().numpy(),
+                               torch.nn.functional.linear(tx, tw, tb).double().numpy(), **tol)
+    with pytest.raises(ShapeError, match="linear"):
+        F.linear(fx, fw, ferro.ones(5, dtype=fd))
+    with pytest.raises(TypeError, match="linear"):
+        F.linear(fx, fw, fb, scale=2)

@@ -104,6 +104,30 @@ def test_full_infers_its_dtype_as_torch(value: Any) -> None:
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "uint8", "bool",
+                                   "complex64"])
+def test_filled_arrays_kept_to_copy_are_never_shared(dtype: str) -> None:
+    """ferro-cpu's ``full`` copies a filled array it keeps: each result is a fresh, writable array of the
+    value, also after a write to an earlier one, for every value kind (0.0, -0.0 and NaN are filled each time)."""
+    fd, td = getattr(ferro, dtype), getattr(torch, dtype)
+    for value in [1, 2.5, -3, 0.0, -0.0, float("nan"), float("inf"), 7]:
+        if dtype in ("uint8", "bool", "int32") and (value != value or abs(value) == float("inf")
+                                                     or (dtype == "uint8" and value < 0)):
+            continue
+        refs = torch.full((4, 5), value, dtype=td)
+        for _ in range(3):
+            got = ferro.full((4, 5), value, dtype=fd)
+            wide = dtype in ("float16", "bfloat16")  # (compared in float32: torch has no NumPy bfloat16)
+            assert_close(got.float() if wide else got, refs.float() if wide else refs, equal_nan=True)
+            assert str(got.dtype).removeprefix("ferro.") == dtype
+            assert np.signbit(got.float().numpy()).tolist() == torch.signbit(refs.float()).tolist()
+            got.fill_(0)  # a write to one result leaves the next one as it was
+        assert ferro.ones(4, 5, dtype=fd).tolist() == torch.ones(4, 5, dtype=td).tolist()
+        full = ferro.ones(1)._device._kernels["full"]  # (a shape given as a list: filled, not kept)
+        assert full([2, 3], 1, fd).shape == (2, 3)
+        assert ferro.ones(4, 5, dtype=fd)._data is not ferro.ones(4, 5, dtype=fd)._data
+
+
 def test_arange_as_torch() -> None:
     for args in [(5,), (2, 9), (2, 9, 3), (9, 2, -2), (0,), (1.5,), (0, 1, 0.25)]:
         got, ref = ferro.arange(*args), torch.arange(*args)
@@ -240,3 +264,99 @@ def test_every_tensor_made_has_every_slot_set(name: str, grad: bool) -> None:
     assert t.grad is None and t._hooks is None and t.version == 0
     with pytest.raises(AttributeError, match=f"'{type(t).__name__}' object has no attribute 'nope'"):
         t.nope
+
+
+def test_fast_paths_without_the_entry_still_reach_the_layers() -> None:
+    """reshape, view, permute, cat, stack, sum, mean, linear and softmax run their usual call without the entry:
+    a spelling met before (warm caches), no grad; an active layer still sees each of them, once."""
+    from ferro._core import modes
+
+    class Recorder(modes.Mode):
+        layer = "trace"
+
+        def __init__(self, log: list[str]) -> None:
+            self.log = log
+
+        def handle(self, op, args, kwargs, proceed):  # type: ignore[no-untyped-def]
+            self.log.append(op.name)
+            return proceed(args, kwargs)
+
+    a, w, b = ferro.ones(4, 6), ferro.ones(3, 6), ferro.ones(3)
+    calls = [lambda: a.reshape(3, 8), lambda: a.view(8, 3), lambda: a.permute(1, 0), lambda: ferro.cat([a, a]),
+             lambda: ferro.stack([a, a]), lambda: a.sum(), lambda: a.mean(),
+             lambda: ferro.nn.functional.linear(a, w, b), lambda: ferro.softmax(a, -1), lambda: a.log_softmax(0)]
+    want = [c().numpy() for c in calls]  # (warms the caches)
+    log: list[str] = []
+    layer = Recorder(log)
+    modes.push(layer)
+    try:
+        got = [c().numpy() for c in calls]
+    finally:
+        modes.pop(layer)
+    assert log == ["reshape", "view", "permute", "cat", "stack", "sum", "mean", "linear", "softmax", "log_softmax"]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("name", ["cat", "stack"])
+def test_cat_and_stack_take_axis_as_torch(name: str) -> None:
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2)]
+    fs, ts = [ferro.tensor(x) for x in xs], [torch.tensor(x) for x in xs]
+    for kw in [{"axis": 1}, {"axis": -1}, {"dim": 1}]:
+        np.testing.assert_array_equal(getattr(ferro, name)(fs, **kw).numpy(), getattr(torch, name)(ts, **kw).numpy())
+    with pytest.raises(TypeError, match=rf"{name}\(\): got 'dim' and its alias 'axis'"):
+        getattr(ferro, name)(fs, 1, axis=1)
+    with pytest.raises(TypeError, match=name):
+        getattr(ferro, name)(fs, 0, out=fs[0])
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min"])
+def test_whole_reductions_take_numpy_keywords_and_refuse_others(name: str) -> None:
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    f, t = ferro.tensor(x), torch.tensor(x)
+    for args, kw in [((), {}), ((), {"axis": 1}), ((), {"axis": 0, "keepdims": True}), ((1,), {"keepdim": True})]:
+        got, want = getattr(f, name)(*args, **kw), getattr(t, name)(*args, **kw)
+        if isinstance(want, tuple):
+            got, want = got[0], want[0]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    with pytest.raises(TypeError, match=name):
+        getattr(f, name)(bogus=1)
+    with pytest.raises(TypeError, match=name):
+        getattr(ferro, name)("not a tensor")
+
+
+@pytest.mark.parametrize("data", [[1.0, 2.0, 3.0], [1, 2], [True, False], [1.0, 2], [[1.0, 2.0], [3.0, 4.0]],
+                                  [1.5, True], [], [2**40, -3]])
+def test_tensor_of_a_list_as_torch(data: list) -> None:
+    """``tensor(list)``'s fast path (the dtype from the kind NumPy reads) gives torch's dtype and values, each
+    call a fresh tensor; what it does not take (complex, strings, ragged) takes the checked path."""
+    for _ in range(2):  # (the first call loads the fast path's tools)
+        got, want = ferro.tensor(data), torch.tensor(data)
+        assert str(got.dtype).removeprefix("ferro.") == str(want.dtype).removeprefix("torch.")
+        assert got.tolist() == want.tolist()
+    a, b = ferro.tensor(data), ferro.tensor(data)
+    assert a._data is not b._data and not a.requires_grad and a._vc == [0]
+    assert ferro.tensor([1j]).dtype == ferro.complex64
+    with pytest.raises(TypeError, match="tensor"):
+        ferro.tensor(["a"])
+    with pytest.raises(TypeError, match="tensor"):
+        ferro.tensor([[1.0], [2.0, 3.0]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (1,), (64, 64), (3, 0)])
+def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, ...]) -> None:
+    """ferro-cpu's small sigmoid (one frame below its errstate): torch's values at every range, 0 where
+    ``exp`` overflows, NaN kept, no NumPy warning, and NumPy's error state as it was afterwards."""
+    n = int(np.prod(shape))
+    x = np.resize(np.array([-1000.0, -746.0, -89.0, -20.0, -1.5, -0.0, 0.0, 2.5, 40.0, 1000.0, np.inf, -np.inf,
+                            np.nan], dtype), n).reshape(shape)
+    t = ferro.tensor(x)  # (outside the block: a first op loads the plugins, some of which warn)
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ferro.sigmoid(t)
+    want = torch.sigmoid(torch.tensor(x))
+    assert np.geterr() == before and got.dtype == getattr(ferro, dtype) and got.shape == want.shape
+    assert_close(got, want, equal_nan=True)
+    np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)

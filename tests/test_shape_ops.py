@@ -314,3 +314,18 @@ def test_clone_is_independent() -> None:
     assert_close(v, np.array([[0, 3], [1, -1], [2, 5]]))
     g = ferro.ones(2, requires_grad=True)
     assert g.clone().requires_grad and not g.clone().is_leaf
+
+
+def test_the_reshape_and_permute_caches_stay_bounded_and_right() -> None:
+    """The checked spellings are kept by input shape, then spelling: a stream of new ones stays bounded, and a
+    cleared cache still gives the right answer."""
+    from ferro._ops import shape as shape_ops
+    for n in range(1, 600):
+        t = ferro.ones(n, 2)
+        assert t.reshape(2, n).shape == (2, n) and t.view(-1).shape == (2 * n,) and t.permute(1, 0).shape == (2, n)
+    t = ferro.ones(64, 2)
+    for k in [1, 2, 4, 8, 16, 32, 64, 128]:
+        for _ in range(2):
+            assert t.reshape(k, -1).shape == (k, 128 // k)
+    assert len(shape_ops._SHAPES) <= 256 and all(len(v) <= 32 for v in shape_ops._SHAPES.values())
+    assert len(shape_ops._PERMS) <= 256 and all(len(v) <= 32 for v in shape_ops._PERMS.values())

@@ -345,19 +345,6 @@ def _run(kind: str, dev: Any, dtype: Any, args: tuple[Any, ...]) -> Any:
         return None
 
 
-def _made(k: Any, args: tuple[Any, ...], dt: Any, dev: Any) -> Tensor | None:
-    """Creation kernel ``k`` run on ``args``, wrapped as a tensor of ``dt`` on ``dev``; None where it raised (the
-    checked path runs it again and reports the error in its own words)."""
-    try:
-        data = k(*args)
-    except Exception:
-        return None
-    t = _new_object(Tensor)
-    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
-    t._grad = t._base = t._hooks = t._retains = t._view = None
-    return t
-
-
 def _filled(slow: Any, kind: str, value: Any) -> Any:
     """The public ``zeros`` / ``ones`` / ``empty``: ``slow`` (the checked path, its errors named) behind a fast path
     for the usual call (sizes as ints; no ``requires_grad``), which checks each argument once and calls the kernel."""
@@ -366,14 +353,25 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
     @functools.wraps(slow)
     def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         if not (kwargs or requires_grad):
-            # _run's checks inlined, and _wrap's with the kernel call in _made: at ~1 us a call, each frame counts
-            shape = _shape_of(size)
+            # _run's checks, _shape_of's usual case and _made inlined: at ~1 us a call, each frame counts
+            for n in size:
+                if type(n) is not int or n < 0:
+                    shape = _shape_of(size)
+                    break
+            else:
+                shape = size
             dt = _default_float[0] if dtype is None else dtype
             dev = current_device() if device is None else device
             if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
                     and (k := dev._kernels.get(kind)) is not None):  # type: ignore[union-attr]
-                t = _made(k, (shape, *fill, dt), dt, dev)
-                if t is not None:
+                try:
+                    data = k(shape, *fill, dt)
+                except Exception:  # (the checked path runs it again and reports the error in its own words)
+                    data = None
+                if data is not None:
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kwargs)
     return make
@@ -394,8 +392,14 @@ def _full(slow: Any) -> Any:
             dev = current_device() if device is None else device
             if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
                     and (k := dev._kernels.get("full")) is not None):  # type: ignore[union-attr]
-                t = _made(k, (shape, fill_value, dt), dt, dev)
-                if t is not None:
+                try:  # (_made inlined)
+                    data = k(shape, fill_value, dt)
+                except Exception:  # (the checked path runs it again and reports the error in its own words)
+                    data = None
+                if data is not None:
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     return full
@@ -420,6 +424,44 @@ def _arange(slow: Any) -> Any:
     return arange
 
 
+#: NumPy's dtype of each ferro dtype ``tensor``'s fast path made (filled on first use: NumPy loads with the first op)
+_NP_DTYPES: dict[Any, Any] = {}
+#: NumPy's ``asarray``, once NumPy is loaded
+_asarray: list[Any] = []
+
+
+def _tensor(slow: Any) -> Any:
+    """The public ``tensor``: ``slow`` behind a fast path for a list of Python numbers (floats, ints or bools;
+    no dtype, no ``requires_grad``): one NumPy conversion, the dtype by its kind, as :func:`_host.infer`'s."""
+    @functools.wraps(slow)
+    def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        if type(data) is list and dtype is None and not requires_grad:
+            dev = current_device() if device is None else device
+            if type(dev) is _device_cls and dev._backend is not None and _asarray:
+                try:
+                    arr = _asarray[0](data)
+                except (TypeError, ValueError):  # (ragged, tensors on a device: the checked path says why)
+                    arr = None
+                kind = None if arr is None else arr.dtype.kind
+                d = _default_float[0] if kind == "f" else int64 if kind == "i" else bool_ if kind == "b" else None
+                if d is not None and d in dev._dtypes and (want := _NP_DTYPES.get(d)) is not None:
+                    if arr.dtype != want:
+                        arr = arr.astype(want)
+                    t = _new_object(Tensor)
+                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = (
+                        dev._backend.from_numpy(arr, dev.index), d, dev, False, None, [0])
+                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    return t
+        r = slow(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        if not _asarray and type(data) is list:  # NumPy is loaded now: the fast path's tools
+            np = _host.np()
+            _asarray.append(np.asarray)
+            _NP_DTYPES.update((d, np.dtype(d.name)) for d in (_dtypes.float16, _dtypes.float32, _dtypes.float64,
+                                                              int64, bool_))
+        return r
+    return tensor
+
+
 #: full's dtype for a fill value of each Python type (``float``: the default float dtype, read at the call)
 _FILL_DTYPES: dict[type, Any] = {bool: bool_, int: int64, float: float}
 
@@ -427,6 +469,7 @@ zeros = _filled(zeros, "full", 0)
 ones = _filled(ones, "full", 1)
 empty = _filled(empty, "empty", None)
 full = _full(full)
+tensor = _tensor(tensor)
 arange = _arange(arange)
 
 #: ``Tensor.new_tensor``, ``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``, as PyTorch's.

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._pool import MIN_BYTES
+from ._quiet import ignoring
 from ._threads import MIN_BLOCKS, run, slots
 
 __all__ = ["row_kernels", "last_axis_sums", "narrow_buffers"]
@@ -80,7 +81,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     floats = (np.dtype(f32), np.dtype(np.float64))
     add, maximum = np.add.reduce, np.maximum.reduce
     dot, einsum, exp, multiply, subtract = np.dot, np.einsum, np.exp, np.multiply, np.subtract
-    quiet = np.errstate(all="ignore")  # inf - inf and NaN inputs give NaN, as PyTorch, without NumPy's warnings
+    quiet = ignoring(np)  # inf - inf and NaN inputs give NaN, as PyTorch, without NumPy's warnings
 
     def wide(x: Any) -> Any:
         return x.astype(f32) if x.dtype == f16 else x

@@ -17,6 +17,7 @@ from typing import Any
 
 from ._blocked import block_runner
 from ._pool import MIN_BYTES
+from ._quiet import ignoring
 
 __all__ = ["sigmoid_kernels"]
 
@@ -26,7 +27,7 @@ def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., An
     f32 = np.dtype(np.float32)
     negative, exp, add, divide, multiply, subtract = (np.negative, np.exp, np.add, np.divide, np.multiply,
                                                       np.subtract)
-    quiet = np.errstate(all="ignore")  # exp overflow, inf / inf and NaN inputs: PyTorch's values, no warnings
+    quiet = ignoring(np)  # exp overflow, inf / inf and NaN inputs: PyTorch's values, no warnings
     ones = {dt: np.ones((), dt) for dt in (f32, np.dtype(np.float64))}
     blocked = block_runner(np, pool, scratches=1)
 
@@ -90,4 +91,22 @@ def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., An
             g = g.astype(x.dtype)
         return run(silu_backward_block, g, x)
 
-    return {"sigmoid": widened(sigmoid), "silu": widened(silu), "silu_backward": widened(silu_backward)}
+    general = widened(sigmoid)
+
+    @quiet
+    def small(x: Any, one: Any) -> Any:
+        out = negative(x)  # (the ufuncs' out given by position: no keywords to parse)
+        exp(out, out)
+        add(out, one, out)
+        return divide(one, out, out)
+
+    def sigmoid_kernel(x: Any) -> Any:
+        """A float32 / float64 array of at least one dim under a megabyte in one frame below the errstate (the
+        others by the general kernel: blocks, 16-bit and complex dtypes)."""
+        one = ones.get(x.dtype)
+        if one is None or x.nbytes >= MIN_BYTES or not x.ndim:  # (0-d: negative() would give a NumPy scalar)
+            return general(x)
+        return small(x, one)
+
+    sigmoid_kernel.__name__ = sigmoid_kernel.__qualname__ = "sigmoid"
+    return {"sigmoid": sigmoid_kernel, "silu": widened(silu), "silu_backward": widened(silu_backward)}

@@ -235,7 +235,7 @@ def _register() -> dict[str, Callable[..., Tensor]]:
     for name, rule, decomposition, doc in rows:
         op = fused.attach(register(OpDef(name, "composite", doc, dtype_rule=rule, decomposition=decomposition,
                                          uses=_UNREACHED.get(name, ()))))
-        op.fn = fns[name] = entry(op, _build(op))
+        op.fn = fns[name] = fused.front(op, entry(op, _build(op)))  # (softmax's front: see fused.front)
     return fns
 
 

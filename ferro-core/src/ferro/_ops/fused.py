@@ -32,7 +32,7 @@ from .._core.layouts import LayoutTensor
 from .._core.modes import entry
 from .._core.node import OUT
 from .._core.records import REGISTRY, OpDef
-from .._core.tensor import Tensor, _wrap
+from .._core.tensor import Tensor, _new, _wrap
 from ..autograd._function import Function
 from ..dispatch._dispatch import record
 
@@ -450,6 +450,98 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                   {"kernels": kernels, "decomposition": decomposition, "needs": needs, "memo": []}, _LINEAR_GRADS)
 
 
+def _plain(t: Any) -> bool:
+    """Whether ``t`` is a dense tensor (a Parameter too; not a layout tensor)."""
+    return type(t) is Tensor or (isinstance(t, Tensor) and not isinstance(t, LayoutTensor))
+
+
+def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``linear``: the call with nothing to record that :func:`_linear` would hand to the forward
+    kernel, made here without the frames of the entry, the rule and :func:`run`; any other call (a layer on,
+    keywords, autograd, anything :func:`_linear` would not take) goes to ``public``, the op's entry."""
+    name = op.name
+
+    def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, **kwargs: Any) -> Tensor:
+        try:  # a node to record (or keywords): the entry's path at once, without an exception
+            other = kwargs or ((x._rg or weight._rg or (bias is not None and bias._rg)) and _mode._state.enabled)
+        except AttributeError:
+            other = True
+        if other:
+            return public(x, weight, bias, **kwargs)
+        try:
+            dt, dev = x._dtype, x._device
+            kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
+            if (dt not in dtypes or weight._dtype is not dt or weight._device is not dev or not _plain(x)
+                    or not _plain(weight)):
+                raise KeyError
+            xd, wd = x._data, weight._data
+            xs, ws = xd.shape, wd.shape
+            if len(ws) != 2 or not xs or xs[-1] != ws[1] or 0 in xs or 0 in ws:
+                raise KeyError
+            if bias is None:
+                bd = None
+            else:
+                if (bias._dtype is not dt or bias._device is not dev or not _plain(bias)
+                        or bias._data.shape != (ws[0],)):
+                    raise KeyError
+                bd = bias._data
+        except (AttributeError, KeyError, TypeError):
+            return public(x, weight, bias, **kwargs)
+        r = _new(Tensor)  # _wrap, inlined
+        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = kernels[0](xd, wd, bd), dt, dev, False, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
+        return r
+
+    functools.update_wrapper(linear, public)
+    linear.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return linear
+
+
+_UNSET: Any = object()  # (softmax's dim not given: the entry's own default, and NumPy's axis= alone)
+
+
+def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``softmax`` / ``log_softmax``: an int ``dim`` of a dense tensor whose dtype the fused kernel
+    takes, nothing to record, no layer on, runs the forward kernel here (what :func:`_softmax` would); any other
+    call goes to ``public``, the op's entry."""
+    name, table = op.name, op.table
+
+    def softmax(x: Tensor, dim: Any = _UNSET, *args: Any, **kwargs: Any) -> Tensor:
+        try:  # a node to record (or other arguments): the entry's path at once, without an exception
+            other = args or kwargs or (x._rg and _mode._state.enabled)
+        except AttributeError:
+            other = True
+        if other:
+            return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
+        try:
+            if dim is _UNSET:
+                dim = -1
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            data = x._data
+            n = len(data.shape)
+            if type(dim) is not int or not -n <= dim < n or dt not in dtypes or dt not in table or not _plain(x):
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
+        return _native_wrap(kernels[0](data, dim), x._device)
+
+    functools.update_wrapper(softmax, public)
+    softmax.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return softmax
+
+
+#: op name -> the public function's front: a fast path before the op's entry (see :func:`front`).
+_FRONTS: dict[str, Callable[[OpDef, Callable[..., Tensor]], Callable[..., Tensor]]] = {
+    "linear": _linear_front, "softmax": _softmax_front, "log_softmax": _softmax_front}
+
+
+def front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public function of ``op`` whose entry is ``public``: its front, where :data:`_FRONTS` has one."""
+    make = _FRONTS.get(op.name)
+    return public if make is None else make(op, public)
+
+
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
 #    backward(grad, x, w, has_bias, stride, padding, dilation, groups, needs) -> (gx|None, gw|None, gb|None) --
 # -- max_pool2d: forward(x, kernel, stride, padding, dilation) -> (y, first argmax within the window, row-major);
@@ -734,4 +826,4 @@ def fusable(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def fused(x: Any, *args: Any, **kwargs: Any) -> Tensor:
         out = run(op, fn, x, args, kwargs)
         return fn(x, *args, **kwargs) if out is None else out
-    return entry(op, fused)
+    return front(op, entry(op, fused))

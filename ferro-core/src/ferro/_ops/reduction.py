@@ -8,8 +8,8 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import DType, as_dtype, int64
-from .._core.modes import ARMED, numpy_keywords
-from .._core.naming import not_a_tensor
+from .._core.modes import ARMED, entry, numpy_keywords
+from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.node import OUT
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
@@ -181,6 +181,67 @@ def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fals
     return _reduce(_MEAN, x, dim, keepdim)
 
 
+def _given(kwargs: dict[str, Any], dim: Any, keepdim: Any) -> dict[str, Any]:
+    """``kwargs`` with ``dim`` and ``keepdim`` where they differ from their defaults (so that ``axis=`` alone
+    is not taken as given beside ``dim``)."""
+    if dim is not None:
+        kwargs["dim"] = dim
+    if keepdim is not False:
+        kwargs["keepdim"] = keepdim
+    return kwargs
+
+
+def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``sum`` / ``mean`` (``op``): the reduction of every element of a tensor whose dtype the
+    device's kernel takes as it is, with nothing to record and no layer on, runs here without the dispatch
+    entry's frame; any other call takes the entry of ``checked`` (layers, ``axis=``, errors named)."""
+    name = op.name
+    is_sum = op is _SUM
+
+    def fn(x: Tensor, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Tensor:
+        if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
+            return slow(x, **_given(kwargs, dim, keepdim))
+        if dim is not None:
+            return slow(x, dim, keepdim)
+        try:
+            dt = x._dtype
+            dev = x._device
+            k, table = dev._fast[name]
+            compute, out_dt = table[dt]
+            rg = x._rg
+        except (AttributeError, KeyError, TypeError):
+            return slow(x, dim, keepdim)
+        if compute is not dt:
+            return slow(x, dim, keepdim)
+        if rg and _mode._state.enabled:  # a node to record: _reduced's (no layer wants the op: _fast had it)
+            try:
+                r = _reduced(op, x, None, keepdim)
+            except RENAMED as e:
+                in_op(name, e)
+                raise
+            return slow(x, dim, keepdim) if r is None else r
+        try:
+            data = k(x._data, None, keepdim, out_dt) if is_sum else k(x._data, None, keepdim)
+        except RENAMED as e:
+            in_op(name, e)
+            raise
+        r = _new(Tensor)  # _wrap, inlined
+        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, out_dt, dev, False, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
+        return r
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = checked.__doc__
+    slow = entry(op, checked)
+    fn.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
+    fn.__wrapped__ = checked  # type: ignore[attr-defined]  # its signature (the stubs, help()): no **kwargs
+    return fn
+
+
+sum = _whole(_SUM, sum)
+mean = _whole(_MEAN, mean)
+
+
 def amax(x: Tensor, dim: int | Sequence[int] | None = (), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all when empty or None)."""
     dim = dim if dim is None or type(dim) is int or dim not in ((), []) else None
@@ -263,7 +324,6 @@ def _pick(x: Tensor, dim: int, keepdim: bool, idx: Tensor, extreme: Callable[...
     return MaxMin(where(mask, x, 0).sum(dim, keepdim=keepdim), idx)
 
 
-@numpy_keywords
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``maximum``."""
     if dim is None:  # (the usual call first)
@@ -277,7 +337,6 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _pick(x, d, keepdim, idx, amax)
 
 
-@numpy_keywords
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a Tensor, ``minimum``."""
     if dim is None:  # (the usual call first)
@@ -289,6 +348,43 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     d = _wrap_dim(dim, x.ndim, "min")
     idx = argmin(x, d, keepdim)
     return _pick(x, d, keepdim, idx, amin)
+
+
+def _extreme(op: OpDef, checked: Callable[..., Any]) -> Callable[..., Any]:
+    """The public ``max`` / ``min`` (``checked``, reducing by ``op``): the extreme of every element of a
+    non-empty tensor whose dtype the kernel takes as it is, nothing to record, runs here; any other call takes
+    ``checked`` (``axis=`` / ``keepdims=`` accepted)."""
+    name = op.name
+    slow = numpy_keywords(checked)
+
+    def fn(x: Tensor, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Any:
+        if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
+            return slow(x, **_given(kwargs, dim, keepdim))
+        if dim is not None:
+            return slow(x, dim, keepdim)
+        try:
+            dt = x._dtype
+            dev = x._device
+            k, table = dev._fast[name]
+            data = x._data
+            compute, out_dt = table[dt]
+            if compute is not dt or 0 in data.shape or (x._rg and _mode._state.enabled):
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return slow(x, dim, keepdim)
+        r = _new(Tensor)  # _wrap, inlined
+        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = k(data, None, False), out_dt, dev, False, None, [0]
+        r._grad = r._base = r._hooks = r._retains = r._view = None
+        return r
+
+    fn.__name__ = fn.__qualname__ = checked.__name__
+    fn.__doc__ = checked.__doc__
+    fn.__wrapped__ = checked  # type: ignore[attr-defined]  # its signature (the stubs, help()): no **kwargs
+    return fn
+
+
+max = _extreme(_AMAX, max)
+min = _extreme(_AMIN, min)
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

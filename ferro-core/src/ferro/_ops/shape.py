@@ -9,7 +9,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.dtypes import int64, result_type
-from .._core.modes import ARMED, numpy_keywords
+from .._core.modes import ARMED, entry, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
@@ -57,18 +57,28 @@ _VIEW = register(OpDef("view", "shape", "A view with a new shape; fails when the
                        grads=(lambda g, *, in_shape: g.reshape(in_shape),)))
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+def _remember(cache: dict[Any, Any], key: Any, value: Any, bound: int = 4096) -> Any:
     """``cache[key] = value`` (a cache of checked arguments, by their spelling), bounded."""
-    if len(cache) >= 4096:  # programs use a handful of spellings; a generated stream of them must not pile up
+    if len(cache) >= bound:  # programs use a handful of spellings; a generated stream of them must not pile up
         cache.clear()
     cache[key] = value
     return value
 
 
-#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by
-#: (input shape, shape as given in ints). A lookup's hit is used only where the ints are ints: 16.0 and True
+def _remember_in(cache: dict[Any, dict[Any, Any]], outer: Any, key: Any, value: Any) -> Any:
+    """``cache[outer][key] = value`` (a two-level cache: a lookup builds no key tuple), bounded: 256 outer keys
+    (input shapes) of 32 spellings each, 8192 entries at most (a generated stream of them must not pile up)."""
+    inner = cache.get(outer)
+    if inner is None:
+        inner = _remember(cache, outer, {}, 256)
+    return _remember(inner, key, value, 32)
+
+
+#: Checked target shapes and the node's attrs (one dict, never changed, shared by the views made so) by input
+#: shape, then by the shape as given in ints. A lookup's hit is used only where the ints are ints: 16.0 and True
 #: hash and compare equal to 16 and 1, and are refused (or taken) by the checks of :func:`_target` alone.
-_SHAPES: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
+_SHAPES: dict[tuple[int, ...], dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]]] = {}
+_NONE: dict[Any, Any] = {}  # (an empty inner cache for a lookup's miss, never written)
 
 
 def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[tuple[int, ...], dict[str, Any]]:
@@ -77,7 +87,7 @@ def _target(op: OpDef, in_shape: tuple[int, ...], shape: tuple[Any, ...]) -> tup
     new = (_infer(op.name, math.prod(in_shape), in_shape, _shape_arg(shape, op.name)), {"in_shape": in_shape})
     flat = shape[0] if len(shape) == 1 and type(shape[0]) is tuple else shape
     if all(type(s) is int for s in flat):  # plain ints: the same spelling gives the same answer
-        _remember(_SHAPES, (in_shape, *shape), new)
+        _remember_in(_SHAPES, in_shape, shape, new)
     return new
 
 
@@ -93,15 +103,36 @@ def _int_args(args: tuple[Any, ...]) -> bool:
     return True
 
 def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
-    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it."""
+    """The public function of ``reshape`` or ``view`` (``op``): one function each, no shared frame below it.
+
+    A spelling of the shape met before (ints only), on a device without layers active, that NumPy can view so,
+    runs here without the dispatch entry's frame; anything else (a new spelling, a layer, a copy, an error)
+    takes ``slow``: the entry of the checked function below, which raises the named errors."""
+    name = op.name
 
     def fn(x: Tensor, *shape: Any) -> Tensor:
+        try:
+            data = x._data
+            new, attrs = _SHAPES[data.shape][shape]
+            for s in shape:
+                if type(s) is not int and not (type(s) is tuple and _int_args(shape)):  # 16.0 finds 16's entry
+                    raise KeyError
+            dev = x._device
+            k, table = dev._fast[name]
+            if x._dtype not in table or dev._copies:
+                raise KeyError
+            data = (dev._kernels["view"] if op is _RESHAPE else k)(data, new)
+        except (AttributeError, KeyError, TypeError, ValueError):  # no view, or any doubt: the checked path
+            return slow(x, *shape)
+        return view_result(op, data, x, attrs)
+
+    def checked(x: Tensor, *shape: Any) -> Tensor:
         try:
             in_shape = x._data.shape
         except AttributeError:
             raise not_a_tensor(op.name, "input", x) from None
         try:
-            hit = _SHAPES.get((in_shape, *shape))
+            hit = _SHAPES.get(in_shape, _NONE).get(shape)
         except TypeError:  # a list (unhashable): checked by _target
             hit = None
         if hit is not None and not _int_args(shape):  # 16.0 finds the entry of 16
@@ -142,8 +173,10 @@ def _reshaper(op: OpDef, doc: str) -> Callable[..., Tensor]:
             return finish(op, data, x._dtype, dev, (x,), attrs=attrs)
         return view_result(op, data, x, attrs)
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = doc
+    checked.__name__ = checked.__qualname__ = fn.__name__ = fn.__qualname__ = name
+    checked.__doc__ = fn.__doc__ = doc
+    slow = entry(op, checked)
+    fn.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
     return fn
 
 
@@ -162,19 +195,39 @@ _PERMUTE = register(OpDef("permute", "shape", "A view with the dimensions reorde
                           grads=(lambda g, *, dims: g.permute(_inverse(dims)),)))
 
 
-#: Validated permutations and the node's attrs (one dict, never changed) by (ndim, dims as given): the checks
+#: Validated permutations and the node's attrs (one dict, never changed) by ndim, then dims as given: the checks
 #: run once per spelling (bounded: see _remember); a hit counts only for int dims (1.0 finds the entry of 1).
-_PERMS: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]] = {}
+_PERMS: dict[int, dict[tuple[Any, ...], tuple[tuple[int, ...], dict[str, Any]]]] = {}
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """A view of ``x`` with its dimensions in the order ``dims``."""
+    try:  # a spelling met before (ints only), no layer active: without the dispatch entry's frame
+        data = x._data
+        norm, attrs = _PERMS[len(data.shape)][dims]
+        for d in dims:
+            if type(d) is not int and not (type(d) is tuple and _int_args(dims)):  # 1.0 finds 1's entry
+                raise KeyError
+        k, table = x._device._fast["permute"]
+        if x._dtype not in table:
+            raise KeyError
+        data = k(data, norm)
+    except (AttributeError, KeyError, TypeError, ValueError):  # any doubt: the checked path
+        return _permute_entry(x, *dims)
+    return view_result(_PERMUTE, data, x, attrs)
+
+
+permute.__dispatches__ = True  # type: ignore[attr-defined]  # its slow path steps into the layers
+
+
+def _permute_checked(x: Tensor, *dims: Any) -> Tensor:
+    """``permute`` with every check (its dispatch entry is :func:`permute`'s slow path)."""
     try:
         n = len(x._data.shape)
     except AttributeError:
         raise not_a_tensor("permute", "input", x) from None
     try:
-        hit = _PERMS.get((n, *dims))
+        hit = _PERMS.get(n, _NONE).get(dims)
     except TypeError:  # a list among dims (unhashable): checked below
         hit = None
     if hit is not None and not _int_args(dims):  # 1.0 finds the entry of 1
@@ -190,6 +243,10 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     return view_result(_PERMUTE, k(x._data, norm), x, attrs)
 
 
+_permute_checked.__name__ = _permute_checked.__qualname__ = "permute"
+_permute_entry = entry(_PERMUTE, _permute_checked)
+
+
 def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, ...], dict[str, Any]]:
     """``given`` as a permutation of the ``n`` dims of ``x`` (non-negative) and the node's attrs, or the error."""
     dims = _shape_arg(given, "permute", "dims")
@@ -200,7 +257,7 @@ def _permutation(x: Tensor, given: tuple[Any, ...], n: int) -> tuple[tuple[int, 
     flat = given[0] if len(given) == 1 and type(given[0]) is tuple else given
     checked = (norm, {"dims": norm})
     if all(type(d) is int for d in flat):  # x.permute(1, 0) and x.permute((1, 0))
-        _remember(_PERMS, (n, *given), checked)
+        _remember_in(_PERMS, n, given, checked)
     return checked
 
 
@@ -514,39 +571,50 @@ def _join(op: OpDef, tensors: Sequence[Tensor], dim: int, new_dim: bool) -> Tens
 def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
     """The public function of cat or stack (``op``): tensors (a list or tuple) of one dtype and device whose
     shapes fit go to the device's kernel taking that dtype as it is (no dispatch layer on), in one pass over
-    them; anything else to :func:`_join`, which checks it all and says what is wrong. One function each, no
-    shared frame below it."""
+    them, without the dispatch entry's frame; anything else to the entry of :func:`_join`, which checks it all and
+    says what is wrong. One function each, no shared frame below it."""
 
-    def fn(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    name = op.name
+
+    def fn(tensors: Sequence[Tensor], dim: int = 0, **kwargs: Any) -> Tensor:
+        if kwargs:  # (axis=: the entry renames it; a dim given besides goes as a keyword)
+            if type(dim) is not int or dim != 0:
+                kwargs["dim"] = dim
+            return slow(tensors, **kwargs)
         if type(tensors) is not list and type(tensors) is not tuple:
-            return _join(op, tensors, dim, new_dim)
+            return slow(tensors, dim)
         try:
             first = tensors[0]
             dev, dtype, ref = first._device, first._dtype, first._data.shape
-            k, table = dev._fast[op.name]
+            k, table = dev._fast[name]
             alike = table[dtype][0] is dtype
         except (AttributeError, IndexError, KeyError, TypeError):
             alike = False
         if not alike:
-            return _join(op, tensors, dim, new_dim)
+            return slow(tensors, dim)
         nd = len(ref) + new_dim
         if type(dim) is not int or not -nd <= dim < nd:
-            return _join(op, tensors, dim, new_dim)
+            return slow(tensors, dim)
         d = dim + nd if dim < 0 else dim
         datas = []
-        rg = False
-        for t in tensors:
-            if type(t) is not Tensor and not isinstance(t, Tensor):
-                return _join(op, tensors, dim, new_dim)
-            a = t._data
-            s = a.shape
-            if t._dtype is not dtype or t._device is not dev or (s != ref and (
-                    new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
-                # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-                return _join(op, tensors, dim, new_dim)
-            if t._rg:
-                rg = True
-            datas.append(a)
+        rg = fits = False
+        try:
+            for t in tensors:
+                a = t._data  # (anything but a tensor: an AttributeError, the checked path says what is wrong)
+                s = a.shape
+                if t._dtype is not dtype or t._device is not dev or (s != ref and (
+                        new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
+                    # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+                    break
+                if t._rg:
+                    rg = True
+                datas.append(a)
+            else:
+                fits = True
+        except AttributeError:
+            pass
+        if not fits:
+            return slow(tensors, dim)
         data = k(datas, d)
         if rg and _mode._state.enabled:
             return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
@@ -555,8 +623,14 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
         r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = doc
+    def checked(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        return _join(op, tensors, dim, new_dim)
+
+    checked.__name__ = checked.__qualname__ = fn.__name__ = fn.__qualname__ = op.name
+    checked.__doc__ = fn.__doc__ = doc
+    slow = entry(op, checked)  # the layers (a layer empties dev._fast), axis= for dim=, errors named
+    fn.__dispatches__ = True  # type: ignore[attr-defined]
+    fn.__wrapped__ = checked  # type: ignore[attr-defined]  # its signature (the stubs, help()): no **kwargs
     return fn
 
 
