@@ -239,3 +239,16 @@ def test_channels_first_columns_match_torch(calls: dict[str, int], monkeypatch: 
     _check(xs, ws, has_bias, kw, dtype, op=op)
     assert (calls[f"{op}_forward"], calls[f"{op}_backward"]) == (1, 1)
     assert _conv.RAN["channels_first"] - before == builds + (op == "conv2d" and not keep)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("block", [_conv.BLOCK, 1])
+def test_transposed_weight_gradient_blocked(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, dtype: str,
+                                            block: int) -> None:
+    """A transposed convolution's weight gradient (conv2d's of grad, nothing kept) on a small image builds its
+    columns in blocks too (DCGAN's ConvTranspose2d 32 -> 16)."""
+    monkeypatch.setattr(_conv, "BLOCK", block)
+    before = _conv.RAN["blocked_weight_grad"]
+    _check((3, 12, 8, 8), (12, 6, 4, 4), True, {"stride": 2, "padding": 1}, dtype, op="conv_transpose2d")
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert _conv.RAN["blocked_weight_grad"] == before + 1

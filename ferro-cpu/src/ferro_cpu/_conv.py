@@ -360,6 +360,8 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             g = grad if grad.flags.c_contiguous else copy(grad)
             part = mm(g.reshape(*g.shape[:2], -1), cols.transpose(0, 2, 1))
             return part.sum(0).reshape(weight_shape)
+        if kept is None and groups == 1 and grad.shape[2] * grad.shape[3] < PER_SAMPLE and BLOCK:
+            kept = padded(x, padding, 0)  # (a transposed convolution's weight gradient: nothing kept) blocks too
         if kept is not None and kept.ndim == 4:
             # the padded input the forward kept (one group): its columns a few images at a time, times grad per
             # image, (K, OH*OW) @ (OH*OW, O) (OpenBLAS's faster orientation), summed; below GRAD_PER_SAMPLE
