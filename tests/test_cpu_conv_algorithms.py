@@ -213,3 +213,42 @@ def test_blocked_columns_other_geometries(case: str) -> None:
     _check(xs, ws, True, kw, "float64")
     assert (_conv.RAN["blocked"], _conv.RAN["blocked_weight_grad"]) == (before["blocked"],
                                                                         before["blocked_weight_grad"])
+
+
+CHANNELS_FIRST = {  # op, x shape, weight shape, bias, kwargs, column builds: few channels and output rows longer
+    # than a channels-last window row take columns along output rows, (N, C*kh*kw, OH*OW), and one batched product
+    # into NCHW; conv2d's weight gradient multiplies the kept columns per sample (a second build where they are not
+    # kept); a transposed convolution builds them for its input gradient (conv2d of grad) and its weight gradient
+    "DCGAN D1": ("conv2d", (3, 1, 32, 32), (16, 1, 4, 4), False, {"stride": 2, "padding": 1}, 1),
+    "digits 5x5": ("conv2d", (2, 1, 28, 28), (8, 1, 5, 5), True, {}, 1),
+    "two channels, dilated": ("conv2d", (2, 2, 20, 21), (3, 2, 3, 2), True,
+                              {"stride": (1, 2), "padding": (2, 0), "dilation": (2, 1)}, 1),
+    "transposed DCGAN G4": ("conv_transpose2d", (2, 16, 16, 16), (16, 1, 4, 4), False, {"stride": 2, "padding": 1},
+                            2),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CHANNELS_FIRST)
+@pytest.mark.parametrize("keep", [_conv.KEEP_LIMIT, 0])  # 0: the weight's gradient builds its columns again
+def test_channels_first_columns_match_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str,
+                                            dtype: str, keep: int) -> None:
+    monkeypatch.setattr(_conv, "KEEP_LIMIT", keep)
+    op, xs, ws, has_bias, kw, builds = CHANNELS_FIRST[case]
+    before = _conv.RAN["channels_first"]
+    _check(xs, ws, has_bias, kw, dtype, op=op)
+    assert (calls[f"{op}_forward"], calls[f"{op}_backward"]) == (1, 1)
+    assert _conv.RAN["channels_first"] - before == builds + (op == "conv2d" and not keep)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("block", [_conv.BLOCK, 1])
+def test_transposed_weight_gradient_blocked(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, dtype: str,
+                                            block: int) -> None:
+    """A transposed convolution's weight gradient (conv2d's of grad, nothing kept) on a small image builds its
+    columns in blocks too (DCGAN's ConvTranspose2d 32 -> 16)."""
+    monkeypatch.setattr(_conv, "BLOCK", block)
+    before = _conv.RAN["blocked_weight_grad"]
+    _check((3, 12, 8, 8), (12, 6, 4, 4), True, {"stride": 2, "padding": 1}, dtype, op="conv_transpose2d")
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert _conv.RAN["blocked_weight_grad"] == before + 1

@@ -52,8 +52,9 @@ GRAD_PER_SAMPLE = 64
 #: larger columns) for the weight's gradient, which builds them again the same way. 0: all at once, kept.
 BLOCK = 512 << 10
 #: How many times the strided input gradient ran as one product of sub-kernels, the forward built its columns in
-#: blocks and the weight's gradient its own from the kept padded input (the tests count them).
-RAN = {"sub_kernels": 0, "blocked": 0, "blocked_weight_grad": 0}
+#: blocks, the weight's gradient its own from the kept padded input, and columns were built channels first (the
+#: tests count them).
+RAN = {"sub_kernels": 0, "blocked": 0, "blocked_weight_grad": 0, "channels_first": 0}
 
 
 def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -144,8 +145,10 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return copy(col if whole else col[..., cs]).reshape(-1, col.shape[3] * col.shape[4] * (cs.stop - cs.start))
 
     # Channels first: where a window row holds fewer elements in channels-last order (kw * C, or C when dilated)
-    # than an output row has positions, the copies run along output rows instead: columns (C * kh * kw, N * OH * OW)
-    # of the (unpadded: not copied) NCHW input, the output (O, N * OH * OW) as one GEMM. One group only.
+    # than an output row has positions, the copies run along output rows instead: columns (N, C * kh * kw,
+    # OH * OW) of the (unpadded: not copied) NCHW input, the output (N, O, OH * OW) as one batched product (NCHW:
+    # no transposing copy; OpenBLAS also runs N products (O, K) @ (K, OH*OW) faster than one over N*OH*OW
+    # columns at K = 16). One group only.
 
     def channels_first(c: int, kernel: Pair, out: Pair, dilation: Pair, groups: int) -> bool:
         return groups == 1 and (c * kernel[1] if dilation[1] == 1 else c) < out[1]
@@ -160,13 +163,15 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return xp
 
     def columns_first(x: Any, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair) -> Any:
-        """(C * kh * kw, N * OH * OW): the windows of ``x`` (N, C, H, W), one row per (channel, kernel element)."""
+        """(N, C * kh * kw, OH * OW): the windows of ``x`` (N, C, H, W), per sample one row per (channel, kernel
+        element)."""
+        RAN["channels_first"] += 1
         xp = padded_nchw(x, padding)
         out = out_size(xp.shape[2:], kernel, stride, dilation)
         sn, sc, sh, sw = xp.strides
-        view = np.ndarray((xp.shape[1], *kernel, xp.shape[0], *out), xp.dtype, buffer=xp, offset=0,
-                          strides=(sc, sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1]))
-        return copy(view).reshape(xp.shape[1] * kernel[0] * kernel[1], -1)
+        view = np.ndarray((xp.shape[0], xp.shape[1], *kernel, *out), xp.dtype, buffer=xp, offset=0,
+                          strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]))
+        return copy(view).reshape(xp.shape[0], xp.shape[1] * kernel[0] * kernel[1], -1)
 
     def whole(size: tuple[int, ...], kernel: Pair, padding: Pair, dilation: Pair, groups: int) -> bool:
         """Whether the kernel covers the whole unpadded input: one output position, a linear layer on (N, C*H*W)."""
@@ -194,10 +199,10 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return y, None if stacked is None else kept(stacked)
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
-            yt = mm(weight.reshape(weight.shape[0], -1), cols)
+            y = mm(weight.reshape(weight.shape[0], -1), cols)  # (N, O, OH*OW)
             if bias is not None:
-                yt += bias[:, None]
-            return batch_first(yt.reshape(weight.shape[0], x.shape[0], *out)), kept(cols)
+                y += bias[:, None]
+            return y.reshape(*y.shape[:2], *out), kept(cols)
         xp = padded(x, padding, 0)
         col = columns(xp, weight.shape[2:], stride, dilation)
         if groups == 1 and out[0] * out[1] < PER_SAMPLE and BLOCK:
@@ -350,9 +355,13 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 return gw
             kept = None  # (the stacked input, not im2col's columns)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
-            gt = batch_first(grad).reshape(weight_shape[0], -1)  # (O, N*OH*OW)
+            # per sample (O, OH*OW) @ (OH*OW, C*kh*kw), summed: grad read as it is, NCHW
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)
-            return (gt @ cols.T).reshape(weight_shape)
+            g = grad if grad.flags.c_contiguous else copy(grad)
+            part = mm(g.reshape(*g.shape[:2], -1), cols.transpose(0, 2, 1))
+            return part.sum(0).reshape(weight_shape)
+        if kept is None and groups == 1 and grad.shape[2] * grad.shape[3] < PER_SAMPLE and BLOCK:
+            kept = padded(x, padding, 0)  # (a transposed convolution's weight gradient: nothing kept) blocks too
         if kept is not None and kept.ndim == 4:
             # the padded input the forward kept (one group): its columns a few images at a time, times grad per
             # image, (K, OH*OW) @ (OH*OW, O) (OpenBLAS's faster orientation), summed; below GRAD_PER_SAMPLE
