@@ -3328,9 +3328,12 @@ def get_device(input: Tensor) -> builtins.int:
 def get_float32_matmul_precision() -> builtins.str:
     """What :func:`set_float32_matmul_precision` was given last (``'highest'`` by default)."""
 def get_num_interop_threads() -> builtins.int:
-    """The number given to :func:`set_num_interop_threads` (the number of CPUs until set)."""
+    """The number given to :func:`set_num_interop_threads` (until set, as :func:`get_num_threads`)."""
 def get_num_threads() -> builtins.int:
-    """The number of threads used inside ops on the CPU (the number of CPUs until set)."""
+    """
+    The number of threads used inside ops on the CPU: as set, else ``OMP_NUM_THREADS``, else the CPUs this process
+    may run on.
+    """
 def get_rng_state(device: Any = None) -> Tensor:
     """The generator state of ``device`` (default ``cpu``) as a uint8 tensor on the CPU."""
 def gradient(
@@ -4360,7 +4363,10 @@ def set_flush_denormal(mode: builtins.bool) -> builtins.bool:
 def set_num_interop_threads(n: builtins.int) -> None:
     """Remember the number of threads between ops (ferro runs each op in the calling thread)."""
 def set_num_threads(n: builtins.int) -> None:
-    """Use ``n`` threads inside ops on the CPU (the BLAS and OpenMP pools, through threadpoolctl)."""
+    """
+    Use ``n`` threads inside ops on the CPU (the BLAS and OpenMP pools, through threadpoolctl, and the backends that
+    follow the number: ferro-cpu's large products and blocked kernels).
+    """
 def set_printoptions(
     precision: builtins.int | None = None,
     threshold: builtins.float | None = None,
