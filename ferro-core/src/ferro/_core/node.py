@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["Node", "OUT"]
+__all__ = ["Node", "JointNode", "OUT"]
 
 
 class _Out:
@@ -171,6 +171,16 @@ class Node:
         if saved and (self.out is not None or self.versions.count(-1) != len(self.versions)):
             self.saved = None
             self.out = None
+
+
+class JointNode(Node):
+    """A node whose one formula gives every input's gradient at once: ``fns[0](grad, *saved, **attrs)`` returns
+    one gradient (or None) per input, so that a fused backward kernel computing them together runs once."""
+
+    __slots__ = ()
+
+    def apply(self, grad: Tensor) -> tuple[Tensor | None, ...]:
+        return self.fns[0](grad, *self.unpack(), **(self.attrs or {}))
 
 
 def _raise_modified(node: Node, dtype: Any, data: Any, now: int, then: int) -> None:

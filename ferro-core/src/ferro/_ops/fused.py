@@ -30,7 +30,7 @@ from .._core.host import from_numpy_dtype
 from .._core.host import np as host_np
 from .._core.layouts import LayoutTensor
 from .._core.modes import entry
-from .._core.node import OUT
+from .._core.node import OUT, JointNode
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
 from ..autograd._function import Function
@@ -351,23 +351,18 @@ def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., 
 #    decomposition rejects) runs the decomposition. ---------------------------------------------------------
 
 
-class _Linear(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, decomposition)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, decomposition = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g), None, None)
-        grads = kernels[1](g._data, x._data, weight._data, ctx.needs_input_grad[:3])
-        dt, dev = x._dtype, x._device
-        return (*(None if d is None else _wrap(d, dt, dev) for d in grads), None, None)
+def _linear_grads(g: Tensor, x: Tensor, weight: Tensor, *, kernels: Any,
+                  needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
+    """The gradients of x, weight and bias (None where ``needs`` says so): the backward kernel once, or
+    (create_graph) in ops, exact to any order."""
+    if _mode._state.enabled:
+        out_f, in_f = weight._data.shape
+        rows = g.reshape(-1, out_f)
+        return (g @ weight if needs[0] else None, rows.mT @ x.reshape(-1, in_f) if needs[1] else None,
+                rows.sum(0) if needs[2] else None)
+    dt, dev = x._dtype, x._device
+    return tuple([None if d is None else _wrap(d, dt, dev)
+                  for d in kernels[1](g._data, x._data, weight._data, needs)])
 
 
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -390,10 +385,14 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                              or bias._dtype is not x._dtype or bias._device is not x._device
                              or bias._data.shape != (ws[0],)):
         return None
-    if not (_mode._state.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
-        # nothing to record: the forward kernel alone (what _Linear.apply would run, without its context)
-        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
-    return _Linear.apply(x, weight, bias, kernels, decomposition)
+    y = _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and True in needs):
+        return y
+    # one node over x, weight and bias whose backward runs the kernel once (no Function: its bookkeeping cost
+    # more than the kernels at 32 x 64); it saves x and weight, as PyTorch's addmm
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight), {"kernels": kernels, "needs": needs},
+                  (_linear_grads,), JointNode)
 
 
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;

@@ -28,17 +28,18 @@ from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..backends._resolve import missing_group
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
 
-__all__ = ["record", "record1", "record2", "resolve", "check_devices", "shape_error", "kernel"]
+__all__ = ["record", "record1", "record2", "record_n", "resolve", "check_devices", "shape_error", "kernel"]
 
 _warned_fallback: set[tuple[str, str]] = set()
 
 
 def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ...],
-           attrs: dict[str, Any] | None = None, fns: tuple[Any, ...] | None = None) -> Tensor:
+           attrs: dict[str, Any] | None = None, fns: tuple[Any, ...] | None = None, kind: type[Node] = Node) -> Tensor:
     """Make ``out`` the output of a graph node of ``op`` over ``inputs``.
 
     Called only when grad mode is on and some input requires grad. Inputs
-    that are not tensors (Python scalars, index tuples) get no edge.
+    that are not tensors (Python scalars, index tuples) get no edge. ``kind``:
+    :class:`JointNode` where ``fns`` is one formula giving every input's gradient.
     """
     if out._dtype.category < 2:  # only floating and complex outputs carry gradients
         out._rg = False
@@ -67,7 +68,7 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
             meta.append(None)
             partial = True
     name = op.name
-    node = Node()
+    node = kind()
     node.name = name
     node.fns = (op.grads or _no_derivative(name, len(nxt))) if fns is None else fns
     node.next = tuple(nxt)
@@ -107,10 +108,15 @@ def record1(out: Tensor, op: OpDef, x: Tensor, saved: tuple[Any, ...] = (), attr
     node.meta = _SAME1 if same and x._dtype is dt else ((x._data.shape, x._dtype),)
     node.attrs = attrs
     node.pre = None
-    if saved:
-        _save(node, out, saved)
-    else:
+    if not saved:
         node.saved = ()
+    elif len(saved) == 1 and saved[0] is OUT:  # exp, tanh, sigmoid, relu...: _save's steps for the output alone
+        vc = out._vc
+        node.out = (out._data, dt, out._device, vc, vc[0])
+        node.saved = saved
+        node.versions = _NOT_TENSOR
+    else:
+        _save(node, out, saved)
     out.grad_fn = node
     out._rg = True
     return out
@@ -170,6 +176,40 @@ def record2(out: Tensor, op: OpDef, x: Any, y: Any, saved: tuple[Any, ...]) -> T
     return out
 
 
+def record_n(out: Tensor, op: OpDef, tensors: Any, fns: tuple[Any, ...]) -> Tensor:
+    """:func:`record` for an op over a sequence of tensors, some of which require grad (grad mode on: the caller
+    checked), that saves nothing and whose backward formulas are ``fns`` (cat, stack)."""
+    if out._dtype.category < 2:
+        out._rg = False
+        return out
+    nxt = []
+    meta = []
+    for t in tensors:
+        if t._rg:
+            gf = t.grad_fn
+            if gf is None:
+                nxt.append(t)
+            elif t._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                refresh(t)
+                nxt.append(t.grad_fn)
+            else:
+                nxt.append(gf)
+        else:
+            nxt.append(None)
+        meta.append((t._data.shape, t._dtype))
+    node = Node()
+    node.name = op.name
+    node.fns = fns
+    node.next = tuple(nxt)
+    node.meta = tuple(meta)
+    node.attrs = None
+    node.pre = None
+    node.saved = ()
+    out.grad_fn = node
+    out._rg = True
+    return out
+
+
 def _edge(t: Tensor) -> Any:
     """Where the gradient of ``t``, a tensor that requires grad, goes: its node, or ``t`` itself (a leaf)."""
     gf = t.grad_fn
@@ -197,6 +237,8 @@ def _save(node: Node, out: Tensor, saved: tuple[Any, ...]) -> None:
     node.versions = tuple(versions)
 
 
+#: The versions of a node that saved one value that is no tensor (its output).
+_NOT_TENSOR = (-1,)
 #: The edge metadata of an elementwise op's one input of the output's shape and dtype.
 _SAME1 = (None,)
 #: ... of a binary op's tensor input beside a Python number.
