@@ -89,10 +89,11 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
 
 
 def record1(out: Tensor, op: OpDef, x: Tensor, saved: tuple[Any, ...] = (), attrs: dict[str, Any] | None = None,
-            same: bool = False) -> Tensor:
+            same: bool = False, fns: tuple[Any, ...] | None = None) -> Tensor:
     """:func:`record` for an op of one input, the tensor ``x``, which requires grad (grad mode on: the caller
     checked both). ``same``: the output has ``x``'s shape (an elementwise op), so where it has ``x``'s dtype too,
-    the edge needs no metadata (None: the engine checks the gradient against the output's)."""
+    the edge needs no metadata (None: the engine checks the gradient against the output's). ``fns``: the
+    backward formula where it is not the op record's."""
     dt = out._dtype
     if dt.category < 2:
         out._rg = False
@@ -103,7 +104,7 @@ def record1(out: Tensor, op: OpDef, x: Tensor, saved: tuple[Any, ...] = (), attr
         gf = x.grad_fn
     node = Node()
     node.name = op.name
-    node.fns = op.grads or _no_derivative(op.name, 1)
+    node.fns = fns or op.grads or _no_derivative(op.name, 1)
     node.next = (x,) if gf is None else (gf,)
     node.meta = _SAME1 if same and x._dtype is dt else ((x._data.shape, x._dtype),)
     node.attrs = attrs
