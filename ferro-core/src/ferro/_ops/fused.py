@@ -73,53 +73,34 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
-class _Elementwise(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x)
-        ctx.rule = (kernels, params, kwargs, decomposition)
-        return _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (x,) = ctx.saved_tensors
-        kernels, params, kwargs, decomposition = ctx.rule
-        if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g), None, None, None, None)
-        dx = kernels[1](g._data, x._data, *params, **kwargs)
-        return _native_wrap(dx, x._device), None, None, None, None
+def _elementwise_grad(g: Tensor, x: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                      decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
+        return _grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g)[0]
+    return _native_wrap(kernels[1](g._data, x._data, *params, **kwargs), x._device)
 
 
 def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         return None
-    return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
-
-
-class _ByOutput(Function):
-    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
-    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
-    (the module writes the result into its input) leaves nothing stale for the backward."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                slope: float) -> Tensor:
-        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
-        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
-        alias._vc = y._vc
-        ctx.save_for_backward(alias)
-        ctx.rule = (kernels, params, kwargs, slope)
+    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
+    if not (x._rg and _mode._state.enabled):
         return y
+    # one node over x (no Function, as softmax's)
+    return record1(y, REGISTRY[name], x, (x,), {"kernels": kernels, "params": args, "kwargs": kwargs,
+                                                "decomposition": decomposition}, False, (_elementwise_grad,))
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (y,) = ctx.saved_tensors
-        kernels, params, kwargs, slope = ctx.rule
-        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
-            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
-        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
+
+def _by_output_grad(g: Tensor, y: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                    slope: float) -> Tensor:
+    """The gradient of an activation that the output decides as well as the input (leaky_relu with a slope
+    >= 0: ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that
+    ``inplace=True`` (the module writes the result into its input) leaves nothing stale for the backward."""
+    if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+        return g * (y > 0).to(g._dtype) * (1 - slope) + g * slope
+    return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device)
 
 
 def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -130,7 +111,12 @@ def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if slope < 0:
         return _elementwise(name, kernels, decomposition, x, args, kwargs)
-    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
+    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node over x saving the output (kept without a reference cycle; an in-place change is caught)
+    return record1(y, REGISTRY[name], x, (OUT,), {"kernels": kernels, "params": args, "kwargs": kwargs,
+                                                  "slope": float(slope)}, False, (_by_output_grad,))
 
 
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
