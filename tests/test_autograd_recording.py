@@ -190,3 +190,23 @@ def test_released_node_reports_it() -> None:
     z.backward()
     v = np.array([1.0, 2.0])
     np.testing.assert_allclose(x.grad.numpy(), np.exp(v) * (1 + v) + 2.0, rtol=1e-6)  # (x e^x)' and twice 1
+
+
+def test_conv2d_records_one_joint_node_saving_input_and_weight() -> None:
+    arrays = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+    ours, theirs = _pair("float64", *arrays)
+    y = F.conv2d(*ours, padding=1)
+    assert type(y.grad_fn) is JointNode and len(y.grad_fn.next_functions) == 3
+    ty = torch.nn.functional.conv2d(*theirs, padding=1)
+    with ferro.no_grad():
+        ours[2].add_(1.0)  # the bias is not saved (PyTorch's convolution neither): no error
+    with torch.no_grad():
+        theirs[2].add_(1.0)
+    g = rng.standard_normal(tuple(ty.shape))
+    y.backward(ferro.tensor(g), retain_graph=True)
+    ty.backward(torch.tensor(g))
+    _same_grads(ours, theirs, 1e-10)
+    with ferro.no_grad():
+        ours[1].mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward(ferro.tensor(g))

@@ -400,33 +400,37 @@ def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], pad
                     for i in range(2)))
 
 
-class _Conv(Function):
-    """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
-    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order."""
+def _conv_grads(g: Tensor, x: Tensor, weight: Tensor, *, kernels: Any, geometry: tuple[Any, ...],
+                decomposition: Callable[..., Tensor], bias: Tensor | None, kept: Any,
+                needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
+    """The gradients of x, weight and bias of conv2d / conv_transpose2d (``backward(grad, x, weight, has_bias,
+    *geometry, needs)``): the backward kernel once, or (create_graph) through the decomposition. ``bias`` is
+    there for the decomposition alone: no gradient depends on its values, so it is not a saved tensor."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
+    extra = {} if kept is None else {"kept": kept}
+    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
+    dt, dev = x._dtype, x._device
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
 
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x, weight, bias)
-        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
-        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
-        # gradient (the CPU conv2d keeps its columns, not built again).
-        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
-        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
-        ctx.rule = (kernels, geometry, decomposition, kept)
-        return _wrap(y, x._dtype, x._device)
 
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, geometry, decomposition, kept = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-            return (*grads, None, None, None)
-        extra = {} if kept is None else {"kept": kept}
-        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
-                         **extra)
-        return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
+def _conv(name: str, kernels: Any, x: Tensor, weight: Tensor, bias: Tensor | None, geometry: tuple[Any, ...],
+          decomposition: Callable[..., Tensor]) -> Tensor:
+    """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)``, the geometry in
+    the op's own argument order; one node over x, weight and bias (no Function, as linear's)."""
+    needs = (x._rg, weight._rg, bias is not None and bias._rg)
+    recording = _mode._state.enabled and True in needs
+    args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+    # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+    # gradient (the CPU conv2d keeps its columns, not built again).
+    keeping = getattr(kernels[0], "keeping", None) if recording and needs[1] else None
+    y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+    y = _wrap(y, x._dtype, x._device)
+    if not recording:
+        return y
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight),
+                  {"kernels": kernels, "geometry": geometry, "decomposition": decomposition, "bias": bias,
+                   "kept": kept, "needs": needs}, (_conv_grads,), JointNode)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -456,7 +460,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return _conv(name, kernels, x, weight, bias, (stride, padding, dilation, groups), decomposition)
 
 
 def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -480,25 +484,15 @@ def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callab
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
+    return _conv(name, kernels, x, weight, bias, (stride, padding, extra, groups, dilation), decomposition)
 
 
-class _MaxPool2d(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        y, argmax = kernels[0](x._data, *geometry)
-        ctx.save_for_backward(x)
-        ctx.rule = (kernels, geometry, decomposition, argmax)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (x,) = ctx.saved_tensors
-        kernels, geometry, decomposition, argmax = ctx.rule
-        if _mode._state.enabled:
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
-        return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device), None, None, None
+def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...],
+                     decomposition: Callable[..., Tensor], argmax: Any) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x,), lambda f: f(x, *geometry), g)[0]
+    return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
 
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -516,7 +510,15 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
         return None  # the decomposition raises
-    return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
+    geometry = (kernel, stride, padding, dilation)
+    y, argmax = kernels[0](x._data, *geometry)
+    y = _wrap(y, x._dtype, x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node over x (no Function, as softmax's)
+    return record1(y, REGISTRY[name], x, (x,), {"kernels": kernels, "geometry": geometry,
+                                                "decomposition": decomposition, "argmax": argmax},
+                   False, (_max_pool2d_grad,))
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
