@@ -210,3 +210,19 @@ def test_conv2d_records_one_joint_node_saving_input_and_weight() -> None:
         ours[1].mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward(ferro.tensor(g))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_records_one_joint_node(training: bool) -> None:
+    arrays = rng.standard_normal((4, 3, 5)), rng.standard_normal(3), rng.standard_normal(3)
+    ours, theirs = _pair("float64", *arrays)
+    stats = [(lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64)) for lib in (ferro, torch)]
+    y = F.batch_norm(ours[0], *stats[0], ours[1], ours[2], training=training)
+    assert type(y.grad_fn) is JointNode
+    ty = torch.nn.functional.batch_norm(theirs[0], *stats[1], theirs[1], theirs[2], training=training)
+    g = rng.standard_normal((4, 3, 5))
+    y.backward(ferro.tensor(g))
+    ty.backward(torch.tensor(g))
+    _same_grads(ours, theirs, 1e-10)
+    for a, b in zip(stats[0], stats[1]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)

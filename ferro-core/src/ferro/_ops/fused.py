@@ -33,7 +33,6 @@ from .._core.modes import entry
 from .._core.node import OUT, JointNode
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
-from ..autograd._function import Function
 from ..dispatch._dispatch import record, record1
 
 __all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
@@ -528,35 +527,19 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
 
 
-class _BatchNorm(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any,
-                stats: tuple[Tensor | None, Tensor | None], training: bool, momentum: float, eps: float,
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        rm, rv = stats
-        y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
-                                   training, momentum, eps)
-        if training:
-            for t in stats:
-                if t is not None:
-                    t._vc[0] += 1  # written in place by the kernel
-        ctx.save_for_backward(x, weight, bias)
-        # the decomposition for double backward: batch statistics (no running update) or the running ones
-        ctx.rule = (kernels, (None, None) if training else stats, training, eps, decomposition, mean, rstd)
-        return _wrap(y, x._dtype, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, stats, training, eps, decomposition, mean, rstd = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias),
-                                  lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
-            return (*grads, None, None, None, None, None, None)
-        needs = ctx.needs_input_grad[:3]
-        got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
-        dev = x._device
-        return (*(None if a is None else _wrap(a, x._dtype, dev) for a in got), None, None, None, None, None, None)
+def _batch_norm_grads(g: Tensor, x: Tensor, weight: Tensor | None, *, kernels: Any,
+                      stats: tuple[Tensor | None, Tensor | None], training: bool, eps: float,
+                      decomposition: Callable[..., Tensor], mean: Any, rstd: Any, bias: Tensor | None,
+                      needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
+    """The gradients of x, weight and bias: the backward kernel once, or (create_graph) through the decomposition
+    (batch statistics without a running update, or the running ones). ``bias`` is there for the decomposition
+    alone: no gradient depends on its values, so it is not a saved tensor (nor in PyTorch's batch norm)."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
+                             g)
+    got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
+    dt, dev = x._dtype, x._device
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
 
 
 def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -577,8 +560,23 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
             return None
     if any(t is not None and t._rg for t in (rm, rv)):
         return None
-    return _BatchNorm.apply(x, weight, bias, kernels, (rm, rv), training, float(momentum), float(eps),
-                            decomposition)
+    eps = float(eps)
+    y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
+                               training, float(momentum), eps)
+    if training:
+        for t in (rm, rv):
+            if t is not None:
+                t._vc[0] += 1  # written in place by the kernel
+    y = _wrap(y, x._dtype, x._device)
+    needs = (x._rg, weight is not None and weight._rg, bias is not None and bias._rg)
+    if not (_mode._state.enabled and True in needs):
+        return y
+    # one node over x, weight and bias (no Function, as linear's), saving x and weight
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight),
+                  {"kernels": kernels, "stats": (None, None) if training else (rm, rv), "training": training,
+                   "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd, "bias": bias,
+                   "needs": needs},
+                  (_batch_norm_grads,), JointNode)
 
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
