@@ -33,7 +33,8 @@ from .._core.modes import entry
 from .._core.node import OUT, JointNode
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _wrap
-from ..dispatch._dispatch import record, record1
+from ..autograd._function import Function
+from ..dispatch._dispatch import record
 
 __all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
 
@@ -72,34 +73,53 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
-def _elementwise_grad(g: Tensor, x: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                      decomposition: Callable[..., Tensor]) -> Tensor:
-    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
-    if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
-        return _grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g)[0]
-    return _native_wrap(kernels[1](g._data, x._data, *params, **kwargs), x._device)
+class _Elementwise(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.rule = (kernels, params, kwargs, decomposition)
+        return _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (x,) = ctx.saved_tensors
+        kernels, params, kwargs, decomposition = ctx.rule
+        if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
+            return (*_grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g), None, None, None, None)
+        dx = kernels[1](g._data, x._data, *params, **kwargs)
+        return _native_wrap(dx, x._device), None, None, None, None
 
 
 def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         return None
-    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
-    if not (x._rg and _mode._state.enabled):
+    return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
+
+
+class _ByOutput(Function):
+    """An activation whose gradient the output decides as well as the input (leaky_relu with a slope >= 0:
+    ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that ``inplace=True``
+    (the module writes the result into its input) leaves nothing stale for the backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                slope: float) -> Tensor:
+        y = _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
+        alias = _wrap(y._data, y._dtype, y._device)  # not y itself: see _Softmax
+        alias._vc = y._vc
+        ctx.save_for_backward(alias)
+        ctx.rule = (kernels, params, kwargs, slope)
         return y
-    # one node over x (no Function, as softmax's)
-    return record1(y, REGISTRY[name], x, (x,), {"kernels": kernels, "params": args, "kwargs": kwargs,
-                                                "decomposition": decomposition}, False, (_elementwise_grad,))
 
-
-def _by_output_grad(g: Tensor, y: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                    slope: float) -> Tensor:
-    """The gradient of an activation that the output decides as well as the input (leaky_relu with a slope
-    >= 0: ``y > 0`` where ``x > 0``): its backward kernel gets the output, as PyTorch's, so that
-    ``inplace=True`` (the module writes the result into its input) leaves nothing stale for the backward."""
-    if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
-        return g * (y > 0).to(g._dtype) * (1 - slope) + g * slope
-    return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device)
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (y,) = ctx.saved_tensors
+        kernels, params, kwargs, slope = ctx.rule
+        if _mode._state.enabled:  # create_graph: linear in g, piecewise constant in x (a zero second derivative)
+            return (g * (y > 0).to(g._dtype) * (1 - slope) + g * slope), None, None, None, None
+        return _native_wrap(kernels[1](g._data, y._data, *params, **kwargs), y._device), None, None, None, None
 
 
 def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -110,12 +130,7 @@ def _leaky_relu(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if slope < 0:
         return _elementwise(name, kernels, decomposition, x, args, kwargs)
-    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
-    if not (x._rg and _mode._state.enabled):
-        return y
-    # one node over x saving the output (kept without a reference cycle; an in-place change is caught)
-    return record1(y, REGISTRY[name], x, (OUT,), {"kernels": kernels, "params": args, "kwargs": kwargs,
-                                                  "slope": float(slope)}, False, (_by_output_grad,))
+    return _ByOutput.apply(x, kernels, args, kwargs, float(slope))
 
 
 # -- softmax / log_softmax: k(x, dim), k_backward(grad, y, dim) ------------------------------------------
@@ -139,8 +154,8 @@ def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., T
         return y
     # one node of the op, saving the input and the output (as an alias: no reference cycle through y's node,
     # and an in-place change to y is caught at backward)
-    return record1(y, REGISTRY[name], x, (x, OUT), {"kernels": kernels, "dim": dim, "decomposition": decomposition},
-                   False, (_softmax_grad,))
+    return record(y, REGISTRY[name], (x,), (x, OUT), {"kernels": kernels, "dim": dim, "decomposition": decomposition},
+                  (_softmax_grad,))
 
 
 # -- layer_norm: forward -> (y, mean, rstd); backward(grad, x, shape, weight, mean, rstd) -> (dx, dw, db) --
@@ -330,18 +345,23 @@ def _nll_loss(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., 
 #    decomposition rejects) runs the decomposition. ---------------------------------------------------------
 
 
-def _linear_grads(g: Tensor, x: Tensor, weight: Tensor, *, kernels: Any,
-                  needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
-    """The gradients of x, weight and bias (None where ``needs`` says so): the backward kernel once, or
-    (create_graph) in ops, exact to any order."""
-    if _mode._state.enabled:
-        out_f, in_f = weight._data.shape
-        rows = g.reshape(-1, out_f)
-        return (g @ weight if needs[0] else None, rows.mT @ x.reshape(-1, in_f) if needs[1] else None,
-                rows.sum(0) if needs[2] else None)
-    dt, dev = x._dtype, x._device
-    return tuple([None if d is None else _wrap(d, dt, dev)
-                  for d in kernels[1](g._data, x._data, weight._data, needs)])
+class _Linear(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any,
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x, weight, bias)
+        ctx.rule = (kernels, decomposition)
+        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, decomposition = ctx.rule
+        if _mode._state.enabled:
+            return (*_grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias), g), None, None)
+        grads = kernels[1](g._data, x._data, weight._data, ctx.needs_input_grad[:3])
+        dt, dev = x._dtype, x._device
+        return (*(None if d is None else _wrap(d, dt, dev) for d in grads), None, None)
 
 
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -364,14 +384,10 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
                              or bias._dtype is not x._dtype or bias._device is not x._device
                              or bias._data.shape != (ws[0],)):
         return None
-    y = _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
-    needs = (x._rg, weight._rg, bias is not None and bias._rg)
-    if not (_mode._state.enabled and True in needs):
-        return y
-    # one node over x, weight and bias whose backward runs the kernel once (no Function: its bookkeeping cost
-    # more than the kernels at 32 x 64); it saves x and weight, as PyTorch's addmm
-    return record(y, REGISTRY[name], (x, weight, bias), (x, weight), {"kernels": kernels, "needs": needs},
-                  (_linear_grads,), JointNode)
+    if not (_mode._state.enabled and (x._rg or weight._rg or (bias is not None and bias._rg))):
+        # nothing to record: the forward kernel alone (what _Linear.apply would run, without its context)
+        return _wrap(kernels[0](x._data, weight._data, None if bias is None else bias._data), x._dtype, x._device)
+    return _Linear.apply(x, weight, bias, kernels, decomposition)
 
 
 # -- conv2d: forward(x, w, b|None, stride, padding, dilation, groups) -> y;
@@ -399,37 +415,33 @@ def _has_output(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, int], pad
                     for i in range(2)))
 
 
-def _conv_grads(g: Tensor, x: Tensor, weight: Tensor, *, kernels: Any, geometry: tuple[Any, ...],
-                decomposition: Callable[..., Tensor], bias: Tensor | None, kept: Any,
-                needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
-    """The gradients of x, weight and bias of conv2d / conv_transpose2d (``backward(grad, x, weight, has_bias,
-    *geometry, needs)``): the backward kernel once, or (create_graph) through the decomposition. ``bias`` is
-    there for the decomposition alone: no gradient depends on its values, so it is not a saved tensor."""
-    if _mode._state.enabled:
-        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-    extra = {} if kept is None else {"kept": kept}
-    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
-    dt, dev = x._dtype, x._device
-    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
+class _Conv(Function):
+    """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
+    ``backward(grad, x, weight, has_bias, *geometry, needs)``, the geometry in the op's own argument order."""
 
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        ctx.save_for_backward(x, weight, bias)
+        args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
+        # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
+        # gradient (the CPU conv2d keeps its columns, not built again).
+        keeping = getattr(kernels[0], "keeping", None) if ctx.needs_input_grad[1] else None
+        y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
+        ctx.rule = (kernels, geometry, decomposition, kept)
+        return _wrap(y, x._dtype, x._device)
 
-def _conv(name: str, kernels: Any, x: Tensor, weight: Tensor, bias: Tensor | None, geometry: tuple[Any, ...],
-          decomposition: Callable[..., Tensor]) -> Tensor:
-    """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)``, the geometry in
-    the op's own argument order; one node over x, weight and bias (no Function, as linear's)."""
-    needs = (x._rg, weight._rg, bias is not None and bias._rg)
-    recording = _mode._state.enabled and True in needs
-    args = (x._data, weight._data, None if bias is None else bias._data, *geometry)
-    # A forward kernel may offer ``.keeping``: (y, what its backward takes as ``kept=``), for the weight's
-    # gradient (the CPU conv2d keeps its columns, not built again).
-    keeping = getattr(kernels[0], "keeping", None) if recording and needs[1] else None
-    y, kept = keeping(*args) if keeping is not None else (kernels[0](*args), None)
-    y = _wrap(y, x._dtype, x._device)
-    if not recording:
-        return y
-    return record(y, REGISTRY[name], (x, weight, bias), (x, weight),
-                  {"kernels": kernels, "geometry": geometry, "decomposition": decomposition, "bias": bias,
-                   "kept": kept, "needs": needs}, (_conv_grads,), JointNode)
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, geometry, decomposition, kept = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
+            return (*grads, None, None, None)
+        extra = {} if kept is None else {"kept": kept}
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, ctx.needs_input_grad[:3],
+                         **extra)
+        return (*(None if a is None else _wrap(a, x._dtype, x._device) for a in got), None, None, None)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -459,7 +471,7 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _conv(name, kernels, x, weight, bias, (stride, padding, dilation, groups), decomposition)
+    return _Conv.apply(x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
 
 
 def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -483,15 +495,25 @@ def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callab
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _conv(name, kernels, x, weight, bias, (stride, padding, extra, groups, dilation), decomposition)
+    return _Conv.apply(x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
 
 
-def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...],
-                     decomposition: Callable[..., Tensor], argmax: Any) -> Tensor:
-    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
-    if _mode._state.enabled:
-        return _grad_through(decomposition, (x,), lambda f: f(x, *geometry), g)[0]
-    return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
+class _MaxPool2d(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, kernels: Any, geometry: tuple[Any, ...],
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        y, argmax = kernels[0](x._data, *geometry)
+        ctx.save_for_backward(x)
+        ctx.rule = (kernels, geometry, decomposition, argmax)
+        return _wrap(y, x._dtype, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        (x,) = ctx.saved_tensors
+        kernels, geometry, decomposition, argmax = ctx.rule
+        if _mode._state.enabled:
+            return (*_grad_through(decomposition, (x,), lambda f: f(x, *geometry), g), None, None, None)
+        return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device), None, None, None
 
 
 def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -509,15 +531,7 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
         return None
     if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
         return None  # the decomposition raises
-    geometry = (kernel, stride, padding, dilation)
-    y, argmax = kernels[0](x._data, *geometry)
-    y = _wrap(y, x._dtype, x._device)
-    if not (x._rg and _mode._state.enabled):
-        return y
-    # one node over x (no Function, as softmax's)
-    return record1(y, REGISTRY[name], x, (x,), {"kernels": kernels, "geometry": geometry,
-                                                "decomposition": decomposition, "argmax": argmax},
-                   False, (_max_pool2d_grad,))
+    return _MaxPool2d.apply(x, kernels, (kernel, stride, padding, dilation), decomposition)
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
@@ -527,19 +541,35 @@ def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
 # of None, a batch of one value per channel, float16) runs the decomposition, which raises where PyTorch does.
 
 
-def _batch_norm_grads(g: Tensor, x: Tensor, weight: Tensor | None, *, kernels: Any,
-                      stats: tuple[Tensor | None, Tensor | None], training: bool, eps: float,
-                      decomposition: Callable[..., Tensor], mean: Any, rstd: Any, bias: Tensor | None,
-                      needs: tuple[bool, bool, bool]) -> tuple[Tensor | None, ...]:
-    """The gradients of x, weight and bias: the backward kernel once, or (create_graph) through the decomposition
-    (batch statistics without a running update, or the running ones). ``bias`` is there for the decomposition
-    alone: no gradient depends on its values, so it is not a saved tensor (nor in PyTorch's batch norm)."""
-    if _mode._state.enabled:
-        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
-                             g)
-    got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
-    dt, dev = x._dtype, x._device
-    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
+class _BatchNorm(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any,
+                stats: tuple[Tensor | None, Tensor | None], training: bool, momentum: float, eps: float,
+                decomposition: Callable[..., Tensor]) -> Tensor:
+        rm, rv = stats
+        y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
+                                   training, momentum, eps)
+        if training:
+            for t in stats:
+                if t is not None:
+                    t._vc[0] += 1  # written in place by the kernel
+        ctx.save_for_backward(x, weight, bias)
+        # the decomposition for double backward: batch statistics (no running update) or the running ones
+        ctx.rule = (kernels, (None, None) if training else stats, training, eps, decomposition, mean, rstd)
+        return _wrap(y, x._dtype, x._device)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
+        x, weight, bias = ctx.saved_tensors
+        kernels, stats, training, eps, decomposition, mean, rstd = ctx.rule
+        if _mode._state.enabled:
+            grads = _grad_through(decomposition, (x, weight, bias),
+                                  lambda f: f(x, *stats, weight, bias, training, 0.0, eps), g)
+            return (*grads, None, None, None, None, None, None)
+        needs = ctx.needs_input_grad[:3]
+        got = kernels[1](g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)
+        dev = x._device
+        return (*(None if a is None else _wrap(a, x._dtype, dev) for a in got), None, None, None, None, None, None)
 
 
 def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -560,23 +590,8 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
             return None
     if any(t is not None and t._rg for t in (rm, rv)):
         return None
-    eps = float(eps)
-    y, mean, rstd = kernels[0](x._data, *(None if t is None else t._data for t in (weight, bias, rm, rv)),
-                               training, float(momentum), eps)
-    if training:
-        for t in (rm, rv):
-            if t is not None:
-                t._vc[0] += 1  # written in place by the kernel
-    y = _wrap(y, x._dtype, x._device)
-    needs = (x._rg, weight is not None and weight._rg, bias is not None and bias._rg)
-    if not (_mode._state.enabled and True in needs):
-        return y
-    # one node over x, weight and bias (no Function, as linear's), saving x and weight
-    return record(y, REGISTRY[name], (x, weight, bias), (x, weight),
-                  {"kernels": kernels, "stats": (None, None) if training else (rm, rv), "training": training,
-                   "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd, "bias": bias,
-                   "needs": needs},
-                  (_batch_norm_grads,), JointNode)
+    return _BatchNorm.apply(x, weight, bias, kernels, (rm, rv), training, float(momentum), float(eps),
+                            decomposition)
 
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
