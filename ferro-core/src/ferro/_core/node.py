@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-__all__ = ["Node", "OUT"]
+__all__ = ["Node", "JointNode", "OUT"]
 
 
 class _Out:
@@ -36,37 +36,46 @@ _Tensor: Any = None  # set by ferro._core.tensor, to build tensors without an im
 
 
 class Node:
-    """A recorded op, ready to run its backward formulas."""
+    """A recorded op, ready to run its backward formulas.
+
+    Slots set by every recording (``dispatch.record``): ``name``, ``fns``, ``next``, ``meta`` (per input: its
+    ``(shape, dtype)`` to sum a broadcast gradient back and cast it, or None where the input has the output's
+    shape and dtype), ``attrs``, ``pre`` (None until a hook or ``retain_grad`` is put on the node: then
+    ``[hooks or None, weak reference to the retaining tensor or None]``) and ``saved`` (None once released
+    after a backward). ``versions`` and ``out`` are set only where ``saved`` holds something.
+    """
 
     __slots__ = (
         "__weakref__",
         "attrs",
         "fns",
-        "hooks",
         "meta",
         "name",
         "next",
         "out",
-        "released",
-        "retain",
+        "pre",
         "saved",
         "versions",
     )
 
-    def __init__(self, name: str, fns: Sequence[Callable[..., Any] | None],
-                 nxt: tuple[Any, ...], saved: tuple[Any, ...],
-                 meta: tuple[tuple[Any, Any], ...], attrs: dict[str, Any] | None) -> None:
+    # No ``__init__``: ``Node()`` is the cheapest way to make an instance (the recording sets the slots).
+
+    @classmethod
+    def new(cls, name: str, fns: Sequence[Callable[..., Any] | None], nxt: tuple[Any, ...],
+            saved: tuple[Any, ...], meta: tuple[tuple[Any, Any] | None, ...], attrs: dict[str, Any] | None) -> Node:
+        """A node of op ``name`` with its slots set (off the hot path: custom Functions, in-place on views)."""
+        self = cls()
         self.name = name
         self.fns = fns
         self.next = nxt
         self.saved = saved
-        self.versions = tuple([s._vc[0] if isinstance(s, _Tensor) else -1 for s in saved]) if saved else ()
-        self.meta = meta  # per input: (shape, dtype) to unbroadcast and cast its gradient
+        if saved:
+            self.versions = tuple([s._vc[0] if isinstance(s, _Tensor) else -1 for s in saved])
+            self.out = None  # (data, dtype, device, version counter, version) when OUT is saved
+        self.meta = meta
         self.attrs = attrs
-        self.out: Any = None  # (data, dtype, device, version counter, version) when OUT is saved
-        self.hooks: list[Callable[[Tensor], Tensor | None]] | None = None
-        self.retain: weakref.ref[Tensor] | None = None
-        self.released = False
+        self.pre = None
+        return self
 
     # -- public, PyTorch-style ------------------------------------------------
 
@@ -80,9 +89,33 @@ class Node:
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> None:
         """Run ``hook(grad)`` on this node's incoming gradient; a returned tensor replaces it."""
-        if self.hooks is None:
-            self.hooks = []
-        self.hooks.append(hook)
+        pre = self.pre
+        if pre is None:
+            pre = self.pre = [None, None]
+        if pre[0] is None:
+            pre[0] = []
+        pre[0].append(hook)
+
+    @property
+    def hooks(self) -> list[Callable[[Tensor], Tensor | None]] | None:
+        """The hooks on this node's incoming gradient (None where none was registered)."""
+        return None if self.pre is None else self.pre[0]
+
+    @property
+    def retain(self) -> weakref.ref[Tensor] | None:
+        """A weak reference to the non-leaf tensor whose ``retain_grad()`` keeps this node's gradient."""
+        return None if self.pre is None else self.pre[1]
+
+    @retain.setter
+    def retain(self, ref: weakref.ref[Tensor] | None) -> None:
+        if self.pre is None:
+            self.pre = [None, None]
+        self.pre[1] = ref
+
+    @property
+    def released(self) -> bool:
+        """Whether a backward without ``retain_graph`` freed the saved values."""
+        return self.saved is None
 
     def __repr__(self) -> str:
         return f"<{self.type_name}>"
@@ -96,13 +129,16 @@ class Node:
 
     def unpack(self) -> tuple[Any, ...]:
         """The saved values, checked against in-place changes since they were saved."""
-        if self.released:
+        saved = self.saved
+        if saved is None:
             raise RuntimeError(
                 f"Trying to backward through the graph a second time (through {self!r}), or to use "
                 "saved tensors after they were freed. Pass retain_graph=True to backward() or "
                 "autograd.grad() the first time if you need to backward twice.")
+        if not saved:
+            return ()
         out = []
-        for s, v in zip(self.saved, self.versions):
+        for s, v in zip(saved, self.versions):
             if s is OUT:
                 data, dtype, device, vc, version = self.out
                 if vc[0] != version:
@@ -120,7 +156,7 @@ class Node:
 
     def apply(self, grad: Tensor) -> tuple[Tensor | None, ...]:
         """Gradients of the op's inputs from the gradient of its output."""
-        saved = self.unpack() if self.saved or self.released else ()
+        saved = self.unpack()
         attrs = self.attrs or {}
         return tuple([None if (f is None or n is None) else f(grad, *saved, **attrs)
                       for f, n in zip(self.fns, self.next)])
@@ -128,13 +164,23 @@ class Node:
     def release(self) -> None:
         """Drop saved tensors after a backward without ``retain_graph``.
 
-        A node that saved nothing can run again (as in PyTorch): only the use
+        A node that saved nothing, or only Python numbers, can run again (as in PyTorch): only the use
         of freed saved values is an error.
         """
-        if self.out is not None or self.versions.count(-1) != len(self.versions):  # tensors, not Python numbers
-            self.saved = ()
+        saved = self.saved
+        if saved and (self.out is not None or self.versions.count(-1) != len(self.versions)):
+            self.saved = None
             self.out = None
-            self.released = True
+
+
+class JointNode(Node):
+    """A node whose one formula gives every input's gradient at once: ``fns[0](grad, *saved, **attrs)`` returns
+    one gradient (or None) per input, so that a fused backward kernel computing them together runs once."""
+
+    __slots__ = ()
+
+    def apply(self, grad: Tensor) -> tuple[Tensor | None, ...]:
+        return self.fns[0](grad, *self.unpack(), **(self.attrs or {}))
 
 
 def _raise_modified(node: Node, dtype: Any, data: Any, now: int, then: int) -> None:

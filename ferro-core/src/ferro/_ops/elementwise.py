@@ -25,7 +25,7 @@ from .._core.node import OUT
 from .._core.records import OpDef, register
 from .._core.tensor import Tensor, _wrap
 from .._core.tensor import _new as _new_object
-from ..dispatch._dispatch import check_devices, record, resolve, run_elsewhere, shape_error
+from ..dispatch._dispatch import check_devices, record, record1, record2, resolve, run_elsewhere, shape_error
 from ..errors import DTypeError
 from .output_grads import by_output
 
@@ -237,6 +237,7 @@ def _saved(spec: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
     """The public function of a unary elementwise op (the hot path)."""
     name, saves = op.name, op.saves
+    fixed = X not in saves  # what the node saves is the same for every call (nothing, or the output)
 
     def fn(x: Tensor) -> Tensor:
         try:
@@ -252,7 +253,7 @@ def build_unary(op: OpDef) -> Callable[[Tensor], Tensor]:
         r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
         r._grad = r._base = r._hooks = r._retains = r._view = None
         if x._rg and _state.enabled:
-            record(r, op, (x,), _saved(saves, (x,)))
+            record1(r, op, x, saves if fixed else _saved(saves, (x,)), None, True)
         else:
             r._rg = False
         return r
@@ -280,13 +281,14 @@ def _unary_run(op: OpDef, x: Any) -> Tensor:
     data = x._data if compute is x._dtype else dev._kernels["cast"](x._data, compute)
     r = _wrap(k(data), out_dt, dev)
     if x._rg and _state.enabled:
-        record(r, op, (x,), _saved(op.saves, (x,)))
+        record1(r, op, x, _saved(op.saves, (x,)), None, True)
     return r
 
 
 def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
     """The public function of a binary elementwise op (the hot path)."""
     name, saves = op.name, op.saves
+    both = saves == (X, Y)  # the node saves the inputs as given (mul, div...)
 
     def fn(x: Any, y: Any) -> Tensor:
         try:
@@ -318,7 +320,7 @@ def build_binary(op: OpDef) -> Callable[[Any, Any], Tensor]:
         r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
         r._grad = r._base = r._hooks = r._retains = r._view = None
         if (x._rg or y_rg) and _state.enabled:
-            record(r, op, (x, y), _saved(saves, (x, y)))
+            record2(r, op, x, y, (x, y) if both else _saved(saves, (x, y)) if saves else ())
         else:
             r._rg = False
         return r
@@ -377,7 +379,7 @@ def _binary_weak(op: OpDef, x: Any, y: Any, t: Any) -> Tensor | None:
     r._dtype, r._device, r.grad_fn, r._vc = out_dt, dev, None, [0]
     r._grad = r._base = r._hooks = r._retains = r._view = None
     if t._rg and _state.enabled:
-        record(r, op, (x, y), _saved(op.saves, (x, y)))
+        record2(r, op, x, y, _saved(op.saves, (x, y)))
     else:
         r._rg = False
     return r
@@ -427,7 +429,7 @@ def _binary_run(op: OpDef, x: Any, y: Any) -> Tensor:
         raise shape_error(op.name, [getattr(v, "shape", ()) for v in (x, y)], e, dev) from None
     r = _wrap(data, out_dt, dev)
     if ((tx and x._rg) or (ty and y._rg)) and _state.enabled:
-        record(r, op, (x, y), _saved(op.saves, (x, y)))
+        record2(r, op, x, y, _saved(op.saves, (x, y)))
     return r
 
 

@@ -30,7 +30,7 @@ from .._core.host import from_numpy_dtype
 from .._core.host import np as host_np
 from .._core.layouts import LayoutTensor
 from .._core.modes import entry
-from .._core.node import OUT
+from .._core.node import OUT, JointNode
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _new, _wrap
 from ..autograd._function import Function
@@ -172,27 +172,17 @@ def _softmax(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., T
 # -- layer_norm: forward -> (y, mean, rstd); backward(grad, x, shape, weight, mean, rstd) -> (dx, dw, db) --
 
 
-class _LayerNorm(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor | None, bias: Tensor | None, kernels: Any, shape: tuple[int, ...],
-                eps: float, decomposition: Callable[..., Tensor]) -> Tensor:
-        y, mean, rstd = kernels[0](x._data, shape, None if weight is None else weight._data,
-                                   None if bias is None else bias._data, eps)
-        ctx.save_for_backward(x, weight, bias)
-        ctx.rule = (kernels, shape, eps, decomposition, mean, rstd)
-        return _native_wrap(y, x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        x, weight, bias = ctx.saved_tensors
-        kernels, shape, eps, decomposition, mean, rstd = ctx.rule
-        if _mode._state.enabled:
-            grads = _grad_through(decomposition, (x, weight, bias), lambda f: f(x, shape, weight, bias, eps), g)
-            return (*grads, None, None, None, None)
-        dx, dw, db = kernels[1](g._data, x._data, shape, None if weight is None else weight._data, mean, rstd)
-        dev = x._device
-        return (_native_wrap(dx, dev), None if weight is None else _native_wrap(dw, dev),
-                None if bias is None else _native_wrap(db, dev), None, None, None, None)
+def _layer_norm_grads(g: Tensor, x: Tensor, weight: Tensor | None, bias: Tensor | None, *, kernels: Any,
+                      shape: tuple[int, ...], eps: float, decomposition: Callable[..., Tensor], mean: Any,
+                      rstd: Any) -> tuple[Tensor | None, ...]:
+    """The gradients of x, weight and bias: the backward kernel once, or (create_graph) through the
+    decomposition."""
+    if _mode._state.enabled:
+        return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, shape, weight, bias, eps), g)
+    dx, dw, db = kernels[1](g._data, x._data, shape, None if weight is None else weight._data, mean, rstd)
+    dev = x._device
+    return (_native_wrap(dx, dev), None if weight is None else _native_wrap(dw, dev),
+            None if bias is None else _native_wrap(db, dev))
 
 
 _LN_ARGS = ("normalized_shape", "weight", "bias", "eps")
@@ -221,11 +211,15 @@ def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
                               or t._data.shape != shape):
             return None
     eps = float(bound.get("eps", 1e-5))
+    y, mean, rstd = kernels[0](x._data, shape, None if weight is None else weight._data,
+                               None if bias is None else bias._data, eps)
+    y = _native_wrap(y, x._device)
     if not (_mode._state.enabled and (x._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
-        y, _, _ = kernels[0](x._data, shape, None if weight is None else weight._data,
-                             None if bias is None else bias._data, eps)
-        return _native_wrap(y, x._device)  # nothing to record: the kernel alone
-    return _LayerNorm.apply(x, weight, bias, kernels, shape, eps, decomposition)
+        return y  # nothing to record: the kernel alone
+    # one node over x, weight and bias whose backward runs the kernel once (no Function, as linear's)
+    return record(y, REGISTRY[name], (x, weight, bias), (x, weight, bias),
+                  {"kernels": kernels, "shape": shape, "eps": eps, "decomposition": decomposition, "mean": mean,
+                   "rstd": rstd}, (_layer_norm_grads,), JointNode)
 
 
 # -- cross_entropy with class indices: forward -> per-row (loss, lse, target weight) -------------------

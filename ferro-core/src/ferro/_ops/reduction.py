@@ -13,7 +13,7 @@ from .._core.naming import RENAMED, in_op, not_a_tensor
 from .._core.node import OUT
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
-from ..dispatch._dispatch import finish, kernel_for, run_elsewhere, view_result
+from ..dispatch._dispatch import finish, kernel_for, record1, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["reduce_dims", "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"]
@@ -146,12 +146,11 @@ def _reduced(op: OpDef, x: Any, dim: Any, keepdim: bool) -> Tensor | None:
         return None
     dims = None if dim is None else reduce_dims(x, dim, op.name)
     result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
-    if x._rg and _mode._state.enabled:
-        return finish(op, result, out_dt, dev, (x,), (x, OUT) if op.saves else (),
-                      {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
     r = _new(Tensor)  # _wrap, inlined
     r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = result, out_dt, dev, False, None, [0]
     r._grad = r._base = r._hooks = r._retains = r._view = None
+    if x._rg and _mode._state.enabled:
+        record1(r, op, x, (x, OUT) if op.saves else (), {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
     return r
 
 

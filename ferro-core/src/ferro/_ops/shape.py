@@ -15,7 +15,7 @@ from .._core.records import OpDef, register
 from .._core.tensor import Size, Tensor, _dim_int, _new, _wrap, _wrap_dim
 from .._creation import arange, full, zeros
 from ..autograd._copies import contiguous_layout, layout, view_possible
-from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, record, run_elsewhere, view_result
+from ..dispatch._dispatch import check_devices, finish, kernel, kernel_for, record_n, run_elsewhere, view_result
 from ..errors import ShapeError
 
 __all__ = ["as_strided", "stride", "storage_offset", "reshape", "view", "permute", "transpose", "expand",
@@ -638,11 +638,20 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
               new_dim: bool) -> Tensor:
     """The joined result with its graph node (grad mode on, an input requiring grad): each input's gradient is
     its slice (cat) or index (stack)."""
-    key = (True, d, len(shaped)) if new_dim else (False, d, *[a.shape[d] for a in datas])
+    if new_dim:
+        key: tuple[Any, ...] = (True, d, len(shaped))
+    else:
+        sizes = [False, d]
+        for a in datas:
+            sizes.append(a.shape[d])
+        key = tuple(sizes)
     fns = _JOIN_GRADS.get(key)
     if fns is None:
         fns = _join_grads(key)
-    return record(_wrap(data, dtype, dev), op, tuple(shaped), (), None, fns)
+    r = _new(Tensor)  # _wrap, inlined
+    r._data, r._dtype, r._device, r.grad_fn, r._vc = data, dtype, dev, None, [0]
+    r._grad = r._base = r._hooks = r._retains = r._view = None
+    return record_n(r, op, shaped, fns)
 
 
 cat = _joiner(_CAT, False, "Concatenate ``tensors`` along dimension ``dim``.")

@@ -295,13 +295,15 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             if selective:
                 if node not in useful and node not in wanted_nodes:  # type: ignore[operator]
                     continue  # autograd.grad: nothing wanted lies beyond this node
-            if node.hooks:
-                for hook in node.hooks:
-                    g = _hooked(hook, g)
-            if node.retain is not None:
-                t = node.retain()
-                if t is not None:
-                    _store(t, g, create_graph)
+            if node.pre is not None:  # hooks, then retain_grad
+                hooks, retain = node.pre
+                if hooks:
+                    for hook in hooks:
+                        g = _hooked(hook, g)
+                if retain is not None:
+                    t = retain()
+                    if t is not None:
+                        _store(t, g, create_graph)
             if selective and node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
                 if node not in useful:  # type: ignore[operator]
@@ -309,7 +311,9 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             nexts = node.next
             direct = type(node) is Node and not anomaly  # run the formulas edge by edge (Node.apply, inlined)
             if direct:
-                saved = node.unpack() if node.saved or node.released else ()
+                saved = node.saved
+                if saved or saved is None:  # (None: released, unpack says so)
+                    saved = node.unpack()
                 attrs = node.attrs
                 items = node.fns
             else:
@@ -331,7 +335,10 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                     if isinstance(nxt, Node) and nxt in deps:
                         _release_dep(nxt, deps, ready, node_grads)
                     continue
-                if gi._dtype is not meta[1] or gi._data.shape != meta[0]:
+                if meta is None:  # the input has the output's shape and dtype, so the incoming gradient's
+                    if gi is not g and (gi._dtype is not g._dtype or gi._data.shape != g._data.shape):
+                        gi = _fit(gi, g._data.shape, g._dtype)
+                elif gi._dtype is not meta[1] or gi._data.shape != meta[0]:
                     gi = _fit(gi, *meta)
                 if isinstance(nxt, Node):
                     prev = node_grads.get(nxt)

@@ -63,7 +63,7 @@ class _FunctionNode(Node):
 
     def release(self) -> None:
         if self.ctx.saved_tensors:
-            self.released = True
+            self.saved = None  # released: a second backward through it is refused
             self.ctx.saved_tensors = ()
 
 
@@ -147,7 +147,7 @@ class Function:
             else:
                 nxt.append(None)
             meta.append((a._data.shape, a._dtype) if isinstance(a, Tensor) else None)
-        node = _FunctionNode(cls.__name__, (), tuple(nxt), (), tuple(meta), None)
+        node = _FunctionNode.new(cls.__name__, (), tuple(nxt), (), tuple(meta), None)
         node.fn_cls, node.ctx, node.layout = cls, ctx, None
         if not isinstance(out, tuple):  # one output
             if isinstance(out, Tensor) and out._dtype.category >= 2:  # floating or complex: differentiable
@@ -176,7 +176,7 @@ class Function:
         node.layout = layout = (start, dtype, tuple(slots))
         for i in diff:
             o = outs[i]
-            part = Node(cls.__name__, (lambda g, *, index, layout: _pack(g, index, layout),), (node,), (),
+            part = Node.new(cls.__name__, (lambda g, *, index, layout: _pack(g, index, layout),), (node,), (),
                         (((start,), dtype),), {"index": i, "layout": layout})
             o.grad_fn, o._rg = part, True
         return tuple(outs)

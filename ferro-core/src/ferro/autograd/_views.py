@@ -131,7 +131,7 @@ def after_inplace(x: Tensor) -> None:
     if base is None or not (x._rg or base._rg):
         return
     src = (x.grad_fn or x) if x._rg else None
-    node = Node("copy_slices", (_grad_base, _grad_src), ((base.grad_fn or base) if base._rg else None, src), (),
+    node = Node.new("copy_slices", (_grad_base, _grad_src), ((base.grad_fn or base) if base._rg else None, src), (),
                 ((base._data.shape, base._dtype), (x._data.shape, x._dtype)), {"chain": rec[0]})
     base.grad_fn, base._rg = node, True
     x.grad_fn = _replay(base, rec[0]).grad_fn

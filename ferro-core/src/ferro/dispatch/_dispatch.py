@@ -28,22 +28,23 @@ from ..autograd._views import VIEW_OPS, refresh, view_record
 from ..backends._resolve import missing_group
 from ..errors import DeviceMismatchError, DTypeError, ShapeError, UnsupportedOperationError
 
-__all__ = ["record", "resolve", "check_devices", "shape_error", "kernel"]
+__all__ = ["record", "record1", "record2", "record_n", "resolve", "check_devices", "shape_error", "kernel"]
 
 _warned_fallback: set[tuple[str, str]] = set()
 
 
 def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ...],
-           attrs: dict[str, Any] | None = None, fns: tuple[Any, ...] | None = None) -> Tensor:
+           attrs: dict[str, Any] | None = None, fns: tuple[Any, ...] | None = None, kind: type[Node] = Node) -> Tensor:
     """Make ``out`` the output of a graph node of ``op`` over ``inputs``.
 
     Called only when grad mode is on and some input requires grad. Inputs
-    that are not tensors (Python scalars, index tuples) get no edge.
+    that are not tensors (Python scalars, index tuples) get no edge. ``kind``:
+    :class:`JointNode` where ``fns`` is one formula giving every input's gradient.
     """
     if out._dtype.category < 2:  # only floating and complex outputs carry gradients
         out._rg = False
         return out
-    # The hot path of every recorded op: one pass over the inputs, the node's slots set here (no __init__ frame).
+    # One pass over the inputs, the node's slots set here (no __init__ frame).
     nxt = []
     meta = []
     partial = False  # some input gets no gradient
@@ -54,7 +55,7 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
                 if gf is None:
                     nxt.append(t)
                 else:
-                    if gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                    if t._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
                         refresh(t)
                         gf = t.grad_fn
                     nxt.append(gf)
@@ -67,35 +68,182 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
             meta.append(None)
             partial = True
     name = op.name
-    node = _new_node(Node)
+    node = kind()
     node.name = name
     node.fns = (op.grads or _no_derivative(name, len(nxt))) if fns is None else fns
     node.next = tuple(nxt)
     node.meta = tuple(meta)
     node.attrs = attrs
-    node.out = node.hooks = node.retain = None
-    node.released = False
+    node.pre = None
     if saved:
         if partial and (uses := _SAVED_USES.get(name)) is not None:
             # keep only what the needed formula reads (as PyTorch saves)
             keep = uses[0] if nxt[1] is None else uses[1]
             saved = (saved[0] if keep[0] else None, saved[1] if keep[1] else None)
-        versions = []
-        for v in saved:
-            if isinstance(v, Tensor):
-                versions.append(v._vc[0])
-            else:
-                if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
-                    vc = out._vc
-                    node.out = (out._data, out._dtype, out._device, vc, vc[0])
-                versions.append(-1)
-        node.saved = saved
-        node.versions = tuple(versions)
+        _save(node, out, saved)
     else:
-        node.saved = node.versions = ()
+        node.saved = ()
     out.grad_fn = node
     out._rg = True
     return out
+
+
+def record1(out: Tensor, op: OpDef, x: Tensor, saved: tuple[Any, ...] = (), attrs: dict[str, Any] | None = None,
+            same: bool = False, fns: tuple[Any, ...] | None = None) -> Tensor:
+    """:func:`record` for an op of one input, the tensor ``x``, which requires grad (grad mode on: the caller
+    checked both). ``same``: the output has ``x``'s shape (an elementwise op), so where it has ``x``'s dtype too,
+    the edge needs no metadata (None: the engine checks the gradient against the output's). ``fns``: the
+    backward formula where it is not the op record's."""
+    dt = out._dtype
+    if dt.category < 2:
+        out._rg = False
+        return out
+    gf = x.grad_fn
+    if gf is not None and x._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed
+        refresh(x)
+        gf = x.grad_fn
+    node = Node()
+    node.name = op.name
+    node.fns = fns or op.grads or _no_derivative(op.name, 1)
+    node.next = (x,) if gf is None else (gf,)
+    node.meta = _SAME1 if same and x._dtype is dt else ((x._data.shape, x._dtype),)
+    node.attrs = attrs
+    node.pre = None
+    if not saved:
+        node.saved = ()
+    elif len(saved) == 1 and saved[0] is OUT:  # exp, tanh, sigmoid, relu...: _save's steps for the output alone
+        vc = out._vc
+        node.out = (out._data, dt, out._device, vc, vc[0])
+        node.saved = saved
+        node.versions = _NOT_TENSOR
+    else:
+        _save(node, out, saved)
+    out.grad_fn = node
+    out._rg = True
+    return out
+
+
+def record2(out: Tensor, op: OpDef, x: Any, y: Any, saved: tuple[Any, ...]) -> Tensor:
+    """:func:`record` for an elementwise op of two inputs, at least one of them a tensor that requires grad
+    (grad mode on: the caller checked). An input of the output's shape and dtype gets no edge metadata
+    (None: the engine checks its gradient against the output's); with a Python number beside it, a tensor
+    has the output's shape."""
+    dt = out._dtype
+    if dt.category < 2:
+        out._rg = False
+        return out
+    if isinstance(x, Tensor):
+        if x._rg:  # _edge, inlined for the usual first operand
+            nx = x.grad_fn
+            if nx is None:
+                nx = x
+            elif x._view is not None and nx.name in VIEW_OPS:  # a view whose base may have changed in place
+                refresh(x)
+                nx = x.grad_fn
+        else:
+            nx = None
+        if isinstance(y, Tensor):
+            ny = _edge(y) if y._rg else None
+            shape = out._data.shape
+            xs = x._data.shape
+            ys = y._data.shape
+            meta = (None if xs == shape and x._dtype is dt else (xs, x._dtype),
+                    None if ys == shape and y._dtype is dt else (ys, y._dtype))
+        else:
+            ny = None
+            meta = _SAME_X if x._dtype is dt else ((x._data.shape, x._dtype), None)
+    else:
+        nx = None
+        ny = _edge(y)
+        meta = _SAME_Y if y._dtype is dt else (None, (y._data.shape, y._dtype))
+    name = op.name
+    node = Node()
+    node.name = name
+    node.fns = op.grads or _no_derivative(name, 2)
+    node.next = (nx, ny)
+    node.meta = meta
+    node.attrs = None
+    node.pre = None
+    if saved:
+        if (nx is None or ny is None) and (uses := _SAVED_USES.get(name)) is not None:
+            # keep only what the needed formula reads (as PyTorch saves)
+            keep = uses[0] if ny is None else uses[1]
+            saved = (saved[0] if keep[0] else None, saved[1] if keep[1] else None)
+        _save(node, out, saved)
+    else:
+        node.saved = ()
+    out.grad_fn = node
+    out._rg = True
+    return out
+
+
+def record_n(out: Tensor, op: OpDef, tensors: Any, fns: tuple[Any, ...]) -> Tensor:
+    """:func:`record` for an op over a sequence of tensors, some of which require grad (grad mode on: the caller
+    checked), that saves nothing and whose backward formulas are ``fns`` (cat, stack)."""
+    if out._dtype.category < 2:
+        out._rg = False
+        return out
+    nxt = []
+    meta = []
+    for t in tensors:
+        if t._rg:
+            gf = t.grad_fn
+            if gf is None:
+                nxt.append(t)
+            elif t._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+                refresh(t)
+                nxt.append(t.grad_fn)
+            else:
+                nxt.append(gf)
+        else:
+            nxt.append(None)
+        meta.append((t._data.shape, t._dtype))
+    node = Node()
+    node.name = op.name
+    node.fns = fns
+    node.next = tuple(nxt)
+    node.meta = tuple(meta)
+    node.attrs = None
+    node.pre = None
+    node.saved = ()
+    out.grad_fn = node
+    out._rg = True
+    return out
+
+
+def _edge(t: Tensor) -> Any:
+    """Where the gradient of ``t``, a tensor that requires grad, goes: its node, or ``t`` itself (a leaf)."""
+    gf = t.grad_fn
+    if gf is None:
+        return t
+    if t._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+        refresh(t)
+        return t.grad_fn
+    return gf
+
+
+def _save(node: Node, out: Tensor, saved: tuple[Any, ...]) -> None:
+    """Set ``node``'s saved values, with the version of each tensor among them (-1 for anything else)."""
+    node.out = None
+    versions = []
+    for v in saved:
+        if isinstance(v, Tensor):
+            versions.append(v._vc[0])
+        else:
+            if v is OUT:  # (not ``OUT in saved``: that would compare tensors with ==)
+                vc = out._vc
+                node.out = (out._data, out._dtype, out._device, vc, vc[0])
+            versions.append(-1)
+    node.saved = saved
+    node.versions = tuple(versions)
+
+
+#: The versions of a node that saved one value that is no tensor (its output).
+_NOT_TENSOR = (-1,)
+#: The edge metadata of an elementwise op's one input of the output's shape and dtype.
+_SAME1 = (None,)
+#: ... of a binary op's tensor input beside a Python number.
+_SAME_X, _SAME_Y = (None, None), (None, None)
 
 
 #: For binary ops whose input gradients read different saved values: per input, which entries of the saved
@@ -105,7 +253,6 @@ def record(out: Tensor, op: OpDef, inputs: tuple[Any, ...], saved: tuple[Any, ..
 _SAVED_USES: dict[str, tuple[tuple[bool, ...], ...]] = {
     "mul": ((False, True), (True, False)), "div": ((False, True), (True, True)),
 }
-_new_node = object.__new__
 
 
 def _no_derivative(name: str, n: int) -> tuple[Callable[..., Any], ...]:
@@ -322,6 +469,11 @@ def finish(op: OpDef, data: Any, dtype: DType, dev: Any, inputs: tuple[Any, ...]
         if copied:  # the backend's kernel returned a copy: core keeps it in step with its base
             track(r)
     if _mode._state.enabled:
+        if len(inputs) == 1 and fns is None:
+            x = inputs[0]
+            if isinstance(x, Tensor) and x._rg:
+                record1(r, op, x, saved, attrs)
+            return r
         for t in inputs:
             if isinstance(t, Tensor) and t._rg:
                 record(r, op, inputs, saved, attrs, fns)
@@ -354,21 +506,20 @@ def view_result(op: OpDef, data: Any, x: Tensor, attrs: dict[str, Any]) -> Tenso
     if x._rg and _mode._state.enabled:
         fns = op.grads
         if not fns or r._dtype.category < 2:
-            return record(r, op, (x,), (), attrs)
-        # record's steps for one input that requires grad and nothing saved (a view op's node), inlined
+            return record1(r, op, x, (), attrs)
+        # record1's steps for a view op's node (nothing saved), inlined
         gf = x.grad_fn
-        if gf is not None and gf.name in VIEW_OPS:  # a view whose base may have changed in place
+        if gf is not None and parent is not None and gf.name in VIEW_OPS:  # a view whose base may have changed
             refresh(x)
             gf = x.grad_fn
-        node = _new_node(Node)
+        node = Node()
         node.name = name
         node.fns = fns
-        node.next = (x if gf is None else gf,)
+        node.next = (x,) if gf is None else (gf,)
         node.meta = ((x._data.shape, x._dtype),)
         node.attrs = attrs
-        node.out = node.hooks = node.retain = None
-        node.released = False
-        node.saved = node.versions = ()
+        node.pre = None
+        node.saved = ()
         r.grad_fn = node
         r._rg = True
     return r
