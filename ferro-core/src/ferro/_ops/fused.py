@@ -70,26 +70,6 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
     return tuple(next(got) if (isinstance(a, Tensor) and a._rg) else None for a in inputs)
 
 
-def _joint_grads(compute: Callable[..., tuple[Any, ...]], count: int) -> tuple[Callable[..., Any], ...]:
-    """Backward formulas for the ``count`` inputs of one graph node whose backward kernel gives all their
-    gradients at once (linear, conv2d, batch_norm): the first formula the engine calls in a pass runs
-    ``compute(g, *saved, needs=..., **attrs)`` once and leaves the other inputs theirs in the node's ``memo``
-    (a list in its attrs). One node without a ``Function``, whose bookkeeping cost about as much as the kernels
-    at the sizes of the small models (5-10 µs a call)."""
-
-    def make(at: int) -> Callable[..., Any]:
-        def formula(g: Tensor, *saved: Any, memo: list[Any], needs: tuple[bool, ...], **attrs: Any) -> Any:
-            if not memo or memo[0] is not g:  # the first of this node's formulas in this backward pass
-                memo[:] = [g, compute(g, *saved, needs=needs, **attrs), sum(needs)]
-            got = memo[1][at]
-            memo[2] -= 1
-            if memo[2] <= 0:
-                memo.clear()  # nothing held past the pass
-            return got
-        return formula
-    return tuple(make(i) for i in range(count))
-
-
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
@@ -413,9 +393,6 @@ def _linear_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, 
     return tuple(None if d is None else _wrap(d, dt, dev) for d in grads)
 
 
-_LINEAR_GRADS = _joint_grads(_linear_backward, 3)
-
-
 def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
             args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
     if not kwargs and 0 < len(args) <= 2:  # linear(x, w) and linear(x, w, b)
@@ -441,7 +418,7 @@ def _linear(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
     if not (_mode._state.enabled and (needs[0] or needs[1] or needs[2])):
         return y
     return record(y, REGISTRY[name], (x, weight, bias), (x, weight, bias),
-                  {"kernels": kernels, "decomposition": decomposition, "needs": needs, "memo": []}, _LINEAR_GRADS)
+                  {"kernels": kernels, "decomposition": decomposition, "needs": needs}, (_linear_backward,), JointNode)
 
 
 def _plain(t: Any) -> bool:
@@ -571,9 +548,6 @@ def _conv_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *,
     return tuple(None if a is None else _wrap(a, x._dtype, x._device) for a in got)
 
 
-_CONV_GRADS = _joint_grads(_conv_backward, 3)
-
-
 def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
           decomposition: Callable[..., Tensor]) -> Tensor:
     """conv2d and conv_transpose2d by their kernels: ``forward(x, weight, bias, *geometry)`` and
@@ -591,7 +565,7 @@ def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: An
         return out
     return record(out, REGISTRY[name], (x, weight, bias), (x, weight, bias),
                   {"kernels": kernels, "geometry": geometry, "decomposition": decomposition, "kept": kept,
-                   "needs": needs, "memo": []}, _CONV_GRADS)
+                   "needs": needs}, (_conv_backward,), JointNode)
 
 
 def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -699,9 +673,6 @@ def _batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, *, needs: 
         g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
 
 
-_BATCH_NORM_GRADS = _joint_grads(_batch_norm_backward, 3)
-
-
 _BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
 _BN_NAMES = frozenset(_BN_ARGS)
 
@@ -748,7 +719,7 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
     return record(out, REGISTRY[name], (x, weight, bias), (x, weight),
                   {"kernels": kernels, "bias": bias, "stats": (None, None) if training else (rm, rv),
                    "training": training, "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd,
-                   "needs": needs, "memo": []}, _BATCH_NORM_GRADS)
+                   "needs": needs}, (_batch_norm_backward,), JointNode)
 
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
