@@ -388,17 +388,17 @@ def test_dlpack_shares_memory_with_torch_and_cupy(cp: Any) -> None:
 
 #: name, function of the inputs, shapes of the inputs that require grad, the graph node the fused path records.
 FUSED_OPS: list[tuple[str, Any, tuple[tuple[int, ...], ...], str]] = [
-    ("gelu", F.gelu, ((4, 5),), "_Elementwise"),
-    ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"), ((4, 5),), "_Elementwise"),
-    ("softplus_kw", lambda t: F.softplus(t, beta=2.0, threshold=3.0), ((4, 5),), "_Elementwise"),
+    ("gelu", F.gelu, ((4, 5),), "gelu"),
+    ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"), ((4, 5),), "gelu"),
+    ("softplus_kw", lambda t: F.softplus(t, beta=2.0, threshold=3.0), ((4, 5),), "softplus"),
     ("leaky_relu_kw", lambda t: F.leaky_relu(t, negative_slope=0.3), ((4, 5),), "leaky_relu"),  # keeps the output
-    ("silu", F.silu, ((4, 5),), "_Elementwise"), ("mish", F.mish, ((4, 5),), "_Elementwise"),
-    ("elu_0d", F.elu, ((),), "_Elementwise"), ("hardswish_strided", lambda t: F.hardswish(t.mT), ((4, 5),),
-                                               "_Elementwise"),
+    ("silu", F.silu, ((4, 5),), "silu"), ("mish", F.mish, ((4, 5),), "mish"),
+    ("elu_0d", F.elu, ((),), "elu"),
+    ("hardswish_strided", lambda t: F.hardswish(t.mT), ((4, 5),), "hardswish"),
     ("softmax", lambda t: F.softmax(t, dim=0), ((4, 5),), "softmax"),
     ("log_softmax", lambda t: F.log_softmax(t, 1), ((3, 4, 5),), "log_softmax"),
-    ("layer_norm", lambda t, w, b: F.layer_norm(t, (5,), w, b), ((4, 5), (5,), (5,)), "_LayerNorm"),
-    ("layer_norm_plain", lambda t: F.layer_norm(t, (4, 5)), ((3, 4, 5),), "_LayerNorm"),
+    ("layer_norm", lambda t, w, b: F.layer_norm(t, (5,), w, b), ((4, 5), (5,), (5,)), "layer_norm"),
+    ("layer_norm_plain", lambda t: F.layer_norm(t, (4, 5)), ((3, 4, 5),), "layer_norm"),
     ("cross_entropy", lambda t: F.cross_entropy(t, ferro.tensor([1, 0, 4, -100], device="cuda")), ((4, 5),),
      "cross_entropy"),
     ("cross_entropy_sum_3d", lambda t: F.cross_entropy(t, ferro.tensor([[1, 2], [0, 4]], device="cuda"),

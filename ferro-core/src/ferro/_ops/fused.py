@@ -33,8 +33,7 @@ from .._core.modes import entry
 from .._core.node import OUT, JointNode
 from .._core.records import REGISTRY, OpDef
 from .._core.tensor import Tensor, _new, _wrap
-from ..autograd._function import Function
-from ..dispatch._dispatch import record
+from ..dispatch._dispatch import record, record1
 
 __all__ = ["run", "attach", "fusable", "KERNELS", "FUSED_OPS"]
 
@@ -73,29 +72,24 @@ def _grad_through(decomposition: Callable[..., Tensor], inputs: tuple[Any, ...],
 # -- elementwise activations: k(x, *params), k_backward(grad, x, *params) ------------------------------
 
 
-class _Elementwise(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
-                decomposition: Callable[..., Tensor]) -> Tensor:
-        ctx.save_for_backward(x)
-        ctx.rule = (kernels, params, kwargs, decomposition)
-        return _native_wrap(kernels[0](x._data, *params, **kwargs), x._device)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
-        (x,) = ctx.saved_tensors
-        kernels, params, kwargs, decomposition = ctx.rule
-        if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
-            return (*_grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g), None, None, None, None)
-        dx = kernels[1](g._data, x._data, *params, **kwargs)
-        return _native_wrap(dx, x._device), None, None, None, None
+def _elementwise_grad(g: Tensor, x: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
+                      decomposition: Callable[..., Tensor]) -> Tensor:
+    """x's gradient: the backward kernel once, or (create_graph) through the decomposition."""
+    if _mode._state.enabled:  # create_graph: differentiate the decomposition, exact to any order
+        return _grad_through(decomposition, (x,), lambda f: f(x, *params, **kwargs), g)[0]
+    return _native_wrap(kernels[1](g._data, x._data, *params, **kwargs), x._device)
 
 
 def _elementwise(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+    if not isinstance(x, Tensor) or any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         return None
-    return _Elementwise.apply(x, kernels, args, kwargs, decomposition)
+    y = _native_wrap(kernels[0](x._data, *args, **kwargs), x._device)
+    if not (x._rg and _mode._state.enabled):
+        return y
+    # one node over x (no Function, as softmax's)
+    return record1(y, REGISTRY[name], x, (x,), {"kernels": kernels, "params": args, "kwargs": kwargs,
+                                                "decomposition": decomposition}, False, (_elementwise_grad,))
 
 
 def _by_output_grad(g: Tensor, y: Tensor, *, kernels: Any, params: tuple[Any, ...], kwargs: dict[str, Any],
