@@ -127,6 +127,14 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
         return a.reshape(r.shape)
 
+    def one_value(g: Any) -> Any:
+        """The one value of the gradient ``g`` when it is a broadcast scalar (every stride 0, as ``sum()``'s
+        backward gives), else None: the backward kernels then skip the passes that read ``g`` (its row sums
+        are the value times the row length)."""
+        if g.size == 0 or any(g.strides):
+            return None
+        return g[(0,) * g.ndim]
+
     # -- softmax ----------------------------------------------------------------------------------------------
 
     def softmax(x: Any, dim: int) -> Any:
@@ -200,6 +208,27 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         gw, yw = wide(g), wide(y)
         t = new(yw)
         yr = rows_of(yw, dim)
+        g0 = one_value(gw)
+        if g0 is not None:  # g the same everywhere: y * (g - g * sum(y)), two passes
+            if yr is None:
+                s = row_sum(yw, dim)
+                s *= -g0
+                s += g0
+                return back(multiply(yw, s, out=t), y.dtype)
+            tr = t.reshape(yr.shape)
+            step, blocks, threads = plan(yr)
+            v = ones_of(yr.shape[1], yr.dtype)
+            narrow_buffers(np, yr)
+
+            def scaled(j: int, slot: int) -> None:
+                i = j * step
+                yb = yr[i:i + step]
+                d = dot(yb, v)
+                d *= -g0
+                d += g0
+                multiply(yb, d[:, None], out=tr[i:i + step])
+            run(scaled, blocks, threads)
+            return back(t, y.dtype)
         if yr is None:
             multiply(gw, yw, out=t)
             subtract(gw, row_sum(t, dim), out=t)
@@ -342,9 +371,12 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         v = ones_of(cols, dt)
         step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
+        inv = dt.type(1 / cols)
+        g0 = one_value(gr)
+        if g0 is not None:
+            return layer_norm_constant(g0, x, xr, shape, w, mean, rstd, dx, v, inv, step, blocks, threads)
         xhat = np.empty((threads, min(step, n), cols), dt)  # scratch per thread
         gw_buf = None if w is None else np.empty_like(xhat)
-        inv = dt.type(1 / cols)
         # column sums as products with ones (BLAS: several times faster than add.reduce / einsum over rows of
         # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce.
         # Each block's column sums are kept and added up in order afterwards: the same sums on any threads.
@@ -385,6 +417,48 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dw = np.zeros(cols, dt)
             for p in dw_parts:
                 dw += p
+        return (back(dx.reshape(x.shape), x.dtype), None if dw is None else back(dw.reshape(shape), x.dtype),
+                back(db.reshape(shape), x.dtype))
+
+    def layer_norm_constant(g0: Any, x: Any, xr: Any, shape: tuple[int, ...], w: Any, mean: Any, rstd: Any, dx: Any,
+                            v: Any, inv: Any, step: int, blocks: int, threads: int) -> Any:
+        """layer_norm's backward for a gradient ``g0`` the same everywhere (``sum()``'s): with d = x - mean,
+        gw = g0 * weight and a = mean(gw), dx = rstd * ((gw - a) - d * rstd**2 * mean(d * gw)), the row's one
+        sum of products a matrix-vector product with gw; dw = g0 * sum over rows of rstd * d, db = g0 * rows.
+        Without a weight gw - a is 0: three passes a block instead of ten."""
+        n, cols = xr.shape
+        dt = xr.dtype
+        gw = v * g0 if w is None else w * g0
+        shift = None if w is None else gw - add(gw) * inv  # (gw - a), one row for all rows
+        dw_parts = None if w is None else np.empty((blocks, cols), dt)
+        r2 = rstd.reshape(-1)
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
+            dxb, rb = dx[i:i + step], r2[i:i + step]
+            d = subtract(xr[i:i + step], mean[i:i + step], out=dxb)
+            if dw_parts is not None:
+                dot(rb, d, out=dw_parts[j])
+            k = dot(d, gw)  # sum(d * gw)
+            k *= inv
+            k *= rb
+            k *= rb
+            if shift is None:
+                k *= rb
+                np.negative(k, out=k)
+                d *= k[:, None]
+                return
+            d *= k[:, None]
+            subtract(shift, d, out=d)
+            d *= rb[:, None]
+        run(nth, blocks, threads)
+        db = np.full(cols, g0 * dt.type(n), dt)
+        dw = None
+        if dw_parts is not None:
+            dw = np.zeros(cols, dt)
+            for p in dw_parts:
+                dw += p
+            dw *= g0
         return (back(dx.reshape(x.shape), x.dtype), None if dw is None else back(dw.reshape(shape), x.dtype),
                 back(db.reshape(shape), x.dtype))
 
