@@ -386,12 +386,15 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         db_parts = np.empty((blocks, cols), dt)
         dw_parts = None if w is None else np.empty((blocks, cols), dt)
 
+        r1 = rstd.reshape(-1)
+
         def nth(j: int, slot: int) -> None:
+            # with d = x - mean (xhat = d * rstd, not formed): dw = sum over rows of rstd * (g * d), and
+            # dx = rstd * (gw - mean(gw) - d * rstd**2 * mean(gw * d))
             i = j * step
-            gb, dxb, rb = gr[i:i + step], dx[i:i + step], rstd[i:i + step]
-            xh, o = xhat[slot][:len(gb)], ones_rows[:len(gb)]
-            subtract(xr[i:i + step], mean[i:i + step], out=xh)
-            xh *= rb
+            gb, dxb, rb, r = gr[i:i + step], dx[i:i + step], rstd[i:i + step], r1[i:i + step]
+            d, o = xhat[slot][:len(gb)], ones_rows[:len(gb)]
+            subtract(xr[i:i + step], mean[i:i + step], out=d)
             if blas_g:
                 dot(o, gb, out=db_parts[j])
             else:
@@ -399,14 +402,16 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if w is None:
                 gw = gb
             else:
-                dot(o, multiply(gb, xh, out=dxb), out=dw_parts[j])  # (dxb as scratch: written below)
+                dot(r, multiply(gb, d, out=dxb), out=dw_parts[j])  # (dxb as scratch: written below)
                 gw = multiply(gb, w, out=gw_buf[slot][:len(gb)])
             a = dot(gw, v)
-            c = vecdot(gw, xh)
+            k = vecdot(gw, d)
             a *= inv
-            c *= inv
-            multiply(xh, c[:, None], out=xh)
-            subtract(gw, xh, out=dxb)
+            k *= inv
+            k *= r
+            k *= r
+            multiply(d, k[:, None], out=d)
+            subtract(gw, d, out=dxb)
             dxb -= a[:, None]
             dxb *= rb
         run(nth, blocks, threads)
