@@ -12,8 +12,9 @@ the shift, the rows it does not suit (see ``softmax_rows``); elsewhere the
 shift by the maximum is PyTorch's kernels' (a row holding +inf is NaN, where
 the decomposition, which does not shift by an infinite maximum, gives NaN
 only at the +inf). Row sums are matrix-vector products with ones (BLAS), and
-the sums of products (``sum(g * y)``, the variance) a product into a block
-of scratch and the same matrix-vector product (faster than ``einsum``).
+the sums of products (``sum(g * y)``, the variance) ``np.vecdot`` (one pass,
+nothing written). A gradient of one value broadcast (``sum()``'s) skips the
+passes that would read it.
 float16 computes in float32 and rounds once at the end. Arrays of several blocks run their blocks on the
 backend's threads (:mod:`._threads`, ``ferro.set_num_threads``), each block as on one thread: the same bits.
 ``layer_norm`` reads its input as (rows, the normalized trailing elements)
