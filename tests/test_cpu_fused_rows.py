@@ -235,3 +235,61 @@ def test_row_kernels_leave_numpy_buffer_size_and_error_state(calls: dict[str, in
         np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
     assert calls["softmax"] == calls["softmax_backward"] == calls["layer_norm_backward"] == 1
+
+
+@pytest.fixture
+def grads_seen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, ...]]]:
+    """The strides of every gradient the softmax and layer_norm backward kernels get (ask for it before
+    ``calls``, which binds the ops to the table again)."""
+    dev = ferro.tensor([0.0])._device
+    seen: list[tuple[int, ...]] = []
+    for name in ("softmax_backward", "layer_norm_backward"):
+        def spy(g: np.ndarray, *a: object, _k: object = dev._kernels[name], **kw: object) -> object:
+            seen.append(g.strides)
+            return _k(g, *a, **kw)  # type: ignore[operator]
+        monkeypatch.setitem(dev._kernels, name, spy)
+    yield seen
+    assert seen  # the kernels ran
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("shape", "dim"), [((700, 300), -1), ((3, 90, 64), 1), ((5, 7), 0)])
+@pytest.mark.parametrize("scale", [1.0, 0.37])
+def test_softmax_backward_of_a_scalar_gradient_as_torch(grads_seen: list[tuple[int, ...]], calls: dict[str, int],
+                                                       dtype: str, shape: tuple[int, ...], dim: int,
+                                                       scale: float) -> None:
+    # sum()'s backward hands the kernel one value broadcast (every stride 0): y * (g - g * sum(y)), two passes
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    F.softmax(fx, dim).sum().backward(ferro.tensor(scale, dtype=getattr(ferro, dtype)))
+    TF.softmax(tx, dim).sum().backward(torch.tensor(scale, dtype=getattr(torch, dtype)))
+    tol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    assert calls["softmax_backward"] == 1 and grads_seen == [(0,) * len(shape)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("shape", [(700, 300), (3, 90, 64)])
+@pytest.mark.parametrize("scale", [1.0, 0.37])
+def test_layer_norm_backward_of_a_scalar_gradient_as_torch(grads_seen: list[tuple[int, ...]], calls: dict[str, int],
+                                                          dtype: str, affine: bool, shape: tuple[int, ...],
+                                                          scale: float) -> None:
+    # rows of large mean and of one value included; a gradient of one value skips the passes that read it
+    cols = shape[-1]
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(dtype)
+    x.reshape(-1, cols)[5] += 1e3
+    x.reshape(-1, cols)[7] = 2.5
+    w, b = ((RNG.standard_normal(cols) + 1).astype(dtype) for _ in range(2))
+    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fw, fb = (ferro.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    tw, tb = (torch.tensor(v, requires_grad=True) if affine else None for v in (w, b))
+    F.layer_norm(fx, (cols,), fw, fb).sum().backward(ferro.tensor(scale, dtype=getattr(ferro, dtype)))
+    TF.layer_norm(tx, (cols,), tw, tb).sum().backward(torch.tensor(scale, dtype=getattr(torch, dtype)))
+    # (without a weight dx is 0 but for rounding, PyTorch's up to about 3e-5 in the row of mean 1e3; ferro's closer)
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+    if affine:
+        np.testing.assert_allclose(fw.grad.numpy(), tw.grad.numpy(), rtol=tol, atol=tol * 10)
+        np.testing.assert_allclose(fb.grad.numpy(), tb.grad.numpy(), rtol=tol, atol=tol)
+    assert calls["layer_norm_backward"] == 1 and grads_seen == [(0,) * len(shape)]

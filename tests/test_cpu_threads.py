@@ -117,6 +117,20 @@ def test_layer_norm_backward_of_a_broadcast_gradient_on_two_threads() -> None:
     np.testing.assert_allclose(got[1][0], tx.grad.numpy(), rtol=1e-3, atol=1e-3)
 
 
+def test_softmax_backward_of_a_broadcast_gradient_on_two_threads() -> None:
+    x = RNG.standard_normal((1100, 1024)).astype(np.float32) * 3
+    got = []
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        fx = ferro.tensor(x, requires_grad=True)
+        F.softmax(fx, dim=-1).sum().backward(ferro.tensor(0.37))  # one value broadcast: the two-pass kernel
+        got.append(fx.grad.numpy())
+    assert np.array_equal(*got)
+    tx = torch.tensor(x, requires_grad=True)
+    TF.softmax(tx, dim=-1).sum().backward(torch.tensor(0.37))
+    np.testing.assert_allclose(got[1], tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_small_arrays_stay_on_the_calling_thread() -> None:
     ferro.set_num_threads(2)
     before = threads.counts["blocks"]

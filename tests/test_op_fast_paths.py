@@ -17,9 +17,10 @@ rng = np.random.default_rng(11)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(64, 64), (1,), (4096,), (4097,), (3, 5, 7), ()])
+@pytest.mark.parametrize("shape", [(64, 64), (1,), (4096,), (4097,), (3, 5, 7), (), (700, 300), (3, 40, 1000)])
 def test_sum_of_every_element_as_torch(dtype: str, shape: tuple[int, ...]) -> None:
-    # small contiguous float arrays are summed by one BLAS dot with ones on cpu, others by NumPy's reduce
+    # small contiguous float arrays are summed by one BLAS dot with ones on cpu, large ones by BLAS row sums
+    # and NumPy's reduce over those, others by NumPy's reduce
     x = rng.standard_normal(shape).astype(dtype)
     for arr in (x, x.T):
         got, ref = ferro.tensor(arr).sum(), torch.tensor(arr).sum()
@@ -30,8 +31,9 @@ def test_sum_of_every_element_as_torch(dtype: str, shape: tuple[int, ...]) -> No
 
 
 @pytest.mark.parametrize("values", [[np.inf, 1.0], [np.inf, -np.inf], [np.nan, 2.0], [-0.0, 3.0]])
-def test_sum_of_non_finite_values_as_torch(values: list[float]) -> None:
-    x = np.array(values * 8, dtype=np.float32).reshape(4, 4)
+@pytest.mark.parametrize("rows", [4, 2048])
+def test_sum_of_non_finite_values_as_torch(values: list[float], rows: int) -> None:
+    x = np.array(values * 2 * rows, dtype=np.float32).reshape(rows, 4)
     got, ref = ferro.tensor(x).sum(), torch.tensor(x).sum()
     np.testing.assert_array_equal(got.numpy(), ref.numpy())
 

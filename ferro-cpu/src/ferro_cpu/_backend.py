@@ -281,6 +281,10 @@ class NumpyBackend(ArrayAPIBackend):
                     v = ones[n, dtype] = np.ones(n, nd(dtype))
                 if v is not None and x.dtype is v.dtype and x.flags.c_contiguous:
                     return x.reshape(1, n).dot(v).reshape(())
+                if n > BLAS_ROW and x.ndim > 1 and x.dtype == nd(dtype):  # a large one: its rows' sums by BLAS
+                    r = rows(x.reshape(-1, x.shape[-1]), False)  # (then pairwise over those: a loss's sum())
+                    if r is not None:
+                        return add_reduce(r, out=...)
             out = native.get(dtype)
             if out is None:
                 out = nd(dtype)

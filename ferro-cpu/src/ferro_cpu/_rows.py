@@ -12,8 +12,9 @@ the shift, the rows it does not suit (see ``softmax_rows``); elsewhere the
 shift by the maximum is PyTorch's kernels' (a row holding +inf is NaN, where
 the decomposition, which does not shift by an infinite maximum, gives NaN
 only at the +inf). Row sums are matrix-vector products with ones (BLAS), and
-the sums of products (``sum(g * y)``, the variance) a product into a block
-of scratch and the same matrix-vector product (faster than ``einsum``).
+the sums of products (``sum(g * y)``, the variance) ``np.vecdot`` (one pass,
+nothing written). A gradient of one value broadcast (``sum()``'s) skips the
+passes that would read it.
 float16 computes in float32 and rounds once at the end. Arrays of several blocks run their blocks on the
 backend's threads (:mod:`._threads`, ``ferro.set_num_threads``), each block as on one thread: the same bits.
 ``layer_norm`` reads its input as (rows, the normalized trailing elements)
@@ -81,6 +82,9 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     floats = (np.dtype(f32), np.dtype(np.float64))
     add, maximum = np.add.reduce, np.maximum.reduce
     dot, einsum, exp, multiply, subtract = np.dot, np.einsum, np.exp, np.multiply, np.subtract
+    # sums of products per row in one pass, without writing the products (a gufunc over BLAS's dot: about a
+    # gemv's time, half of a multiply into scratch and a gemv, measured at 64x1024 float32)
+    vecdot = np.vecdot
     quiet = ignoring(np)  # inf - inf and NaN inputs give NaN, as PyTorch, without NumPy's warnings
 
     def wide(x: Any) -> Any:
@@ -127,6 +131,14 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
         return a.reshape(r.shape)
+
+    def one_value(g: Any) -> Any:
+        """The one value of the gradient ``g`` when it is a broadcast scalar (every stride 0, as ``sum()``'s
+        backward gives), else None: the backward kernels then skip the passes that read ``g`` (its row sums
+        are the value times the row length)."""
+        if g.size == 0 or any(g.strides):
+            return None
+        return g[(0,) * g.ndim]
 
     # -- softmax ----------------------------------------------------------------------------------------------
 
@@ -201,6 +213,27 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         gw, yw = wide(g), wide(y)
         t = new(yw)
         yr = rows_of(yw, dim)
+        g0 = one_value(gw)
+        if g0 is not None:  # g the same everywhere: y * (g - g * sum(y)), two passes
+            if yr is None:
+                s = row_sum(yw, dim)
+                s *= -g0
+                s += g0
+                return back(multiply(yw, s, out=t), y.dtype)
+            tr = t.reshape(yr.shape)
+            step, blocks, threads = plan(yr)
+            v = ones_of(yr.shape[1], yr.dtype)
+            narrow_buffers(np, yr)
+
+            def scaled(j: int, slot: int) -> None:
+                i = j * step
+                yb = yr[i:i + step]
+                d = dot(yb, v)
+                d *= -g0
+                d += g0
+                multiply(yb, d[:, None], out=tr[i:i + step])
+            run(scaled, blocks, threads)
+            return back(t, y.dtype)
         if yr is None:
             multiply(gw, yw, out=t)
             subtract(gw, row_sum(t, dim), out=t)
@@ -214,7 +247,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 i = j * step
                 gb, tb = gr[i:i + step], tr[i:i + step]
                 yb = yr[i:i + step]
-                d = dot(multiply(gb, yb, out=tb), v)  # (faster than einsum's sum of products, measured)
+                d = vecdot(gb, yb)
                 subtract(gb, d[:, None], out=tb)
                 multiply(tb, yb, out=tb)
             run(nth, blocks, threads)
@@ -285,13 +318,12 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         cols = math.prod(shape)
         return wide(x).reshape(-1, cols), cols
 
-    def normalized(x: Any, y: Any, v: Any, inv: Any, eps: float, w: Any, b: Any, t: Any) -> tuple[Any, Any]:
-        """y = (x - mean) * rstd (* w + b) of a block of rows (t: scratch of its shape); returns the rows' mean
-        and rstd."""
+    def normalized(x: Any, y: Any, v: Any, inv: Any, eps: float, w: Any, b: Any) -> tuple[Any, Any]:
+        """y = (x - mean) * rstd (* w + b) of a block of rows; returns the rows' mean and rstd."""
         m = dot(x, v)
         m *= inv
         subtract(x, m[:, None], out=y)
-        r = dot(multiply(y, y, out=t), v)  # the variance (faster than einsum's sum of products, measured)
+        r = vecdot(y, y)  # the variance
         r *= inv
         r += eps
         np.sqrt(r, out=r)
@@ -319,14 +351,13 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         narrow_buffers(np, xr)
         inv = dt.type(1 / cols)
         if blocks == 1:
-            m, r = normalized(xr, y, v, inv, eps, w, b, np.empty_like(xr))
+            m, r = normalized(xr, y, v, inv, eps, w, b)
             return back(y.reshape(x.shape), x.dtype), m[:, None], r[:, None]
-        t = np.empty((threads, step, cols), dt)  # scratch per thread
         parts: list[Any] = [None] * blocks
 
         def nth(j: int, slot: int) -> None:
             i = j * step
-            parts[j] = normalized(xr[i:i + step], y[i:i + step], v, inv, eps, w, b, t[slot][:min(step, n - i)])
+            parts[j] = normalized(xr[i:i + step], y[i:i + step], v, inv, eps, w, b)
         run(nth, blocks, threads)
         mean, rstd = (np.concatenate(p)[:, None] for p in zip(*parts))
         return back(y.reshape(x.shape), x.dtype), mean, rstd
@@ -343,9 +374,12 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         v = ones_of(cols, dt)
         step, blocks, threads = plan(xr)
         narrow_buffers(np, xr)
+        inv = dt.type(1 / cols)
+        g0 = one_value(gr)
+        if g0 is not None:
+            return layer_norm_constant(g0, x, xr, shape, w, mean, rstd, dx, v, inv, step, blocks, threads)
         xhat = np.empty((threads, min(step, n), cols), dt)  # scratch per thread
         gw_buf = None if w is None else np.empty_like(xhat)
-        inv = dt.type(1 / cols)
         # column sums as products with ones (BLAS: several times faster than add.reduce / einsum over rows of
         # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce.
         # Each block's column sums are kept and added up in order afterwards: the same sums on any threads.
@@ -354,12 +388,15 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         db_parts = np.empty((blocks, cols), dt)
         dw_parts = None if w is None else np.empty((blocks, cols), dt)
 
+        r1 = rstd.reshape(-1)
+
         def nth(j: int, slot: int) -> None:
+            # with d = x - mean (xhat = d * rstd, not formed): dw = sum over rows of rstd * (g * d), and
+            # dx = rstd * (gw - mean(gw) - d * rstd**2 * mean(gw * d))
             i = j * step
-            gb, dxb, rb = gr[i:i + step], dx[i:i + step], rstd[i:i + step]
-            xh, o = xhat[slot][:len(gb)], ones_rows[:len(gb)]
-            subtract(xr[i:i + step], mean[i:i + step], out=xh)
-            xh *= rb
+            gb, dxb, rb, r = gr[i:i + step], dx[i:i + step], rstd[i:i + step], r1[i:i + step]
+            d, o = xhat[slot][:len(gb)], ones_rows[:len(gb)]
+            subtract(xr[i:i + step], mean[i:i + step], out=d)
             if blas_g:
                 dot(o, gb, out=db_parts[j])
             else:
@@ -367,14 +404,16 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if w is None:
                 gw = gb
             else:
-                dot(o, multiply(gb, xh, out=dxb), out=dw_parts[j])  # (dxb as scratch: written below)
+                dot(r, multiply(gb, d, out=dxb), out=dw_parts[j])  # (dxb as scratch: written below)
                 gw = multiply(gb, w, out=gw_buf[slot][:len(gb)])
             a = dot(gw, v)
-            c = dot(multiply(gw, xh, out=dxb), v)
+            k = vecdot(gw, d)
             a *= inv
-            c *= inv
-            multiply(xh, c[:, None], out=xh)
-            subtract(gw, xh, out=dxb)
+            k *= inv
+            k *= r
+            k *= r
+            multiply(d, k[:, None], out=d)
+            subtract(gw, d, out=dxb)
             dxb -= a[:, None]
             dxb *= rb
         run(nth, blocks, threads)
@@ -386,6 +425,48 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dw = np.zeros(cols, dt)
             for p in dw_parts:
                 dw += p
+        return (back(dx.reshape(x.shape), x.dtype), None if dw is None else back(dw.reshape(shape), x.dtype),
+                back(db.reshape(shape), x.dtype))
+
+    def layer_norm_constant(g0: Any, x: Any, xr: Any, shape: tuple[int, ...], w: Any, mean: Any, rstd: Any, dx: Any,
+                            v: Any, inv: Any, step: int, blocks: int, threads: int) -> Any:
+        """layer_norm's backward for a gradient ``g0`` the same everywhere (``sum()``'s): with d = x - mean,
+        gw = g0 * weight and a = mean(gw), dx = rstd * ((gw - a) - d * rstd**2 * mean(d * gw)), the row's one
+        sum of products a matrix-vector product with gw; dw = g0 * sum over rows of rstd * d, db = g0 * rows.
+        Without a weight gw - a is 0: three passes a block instead of ten."""
+        n, cols = xr.shape
+        dt = xr.dtype
+        gw = v * g0 if w is None else w * g0
+        shift = None if w is None else gw - add(gw) * inv  # (gw - a), one row for all rows
+        dw_parts = None if w is None else np.empty((blocks, cols), dt)
+        r2 = rstd.reshape(-1)
+
+        def nth(j: int, slot: int) -> None:
+            i = j * step
+            dxb, rb = dx[i:i + step], r2[i:i + step]
+            d = subtract(xr[i:i + step], mean[i:i + step], out=dxb)
+            if dw_parts is not None:
+                dot(rb, d, out=dw_parts[j])
+            k = dot(d, gw)  # sum(d * gw)
+            k *= inv
+            k *= rb
+            k *= rb
+            if shift is None:
+                k *= rb
+                np.negative(k, out=k)
+                d *= k[:, None]
+                return
+            d *= k[:, None]
+            subtract(shift, d, out=d)
+            d *= rb[:, None]
+        run(nth, blocks, threads)
+        db = np.full(cols, g0 * dt.type(n), dt)
+        dw = None
+        if dw_parts is not None:
+            dw = np.zeros(cols, dt)
+            for p in dw_parts:
+                dw += p
+            dw *= g0
         return (back(dx.reshape(x.shape), x.dtype), None if dw is None else back(dw.reshape(shape), x.dtype),
                 back(db.reshape(shape), x.dtype))
 
