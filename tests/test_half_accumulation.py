@@ -61,7 +61,9 @@ def test_bfloat16_matmul_4096_rounds_once_on_cpu() -> None:
     got = (ferro.tensor(a).to(ferro.bfloat16) @ ferro.tensor(b).to(ferro.bfloat16))
     assert got.dtype is ferro.bfloat16
     got = got.to(ferro.float32).numpy()
-    np.testing.assert_array_equal(got, (a @ b).astype(BF16).astype(np.float32))  # float32 product, one rounding
+    # ferro's float32 product (split in pieces over threads as a bfloat16 one is), rounded once
+    f32 = (ferro.tensor(a) @ ferro.tensor(b)).numpy()
+    np.testing.assert_array_equal(got, f32.astype(BF16).astype(np.float32))
     rows = slice(0, 256)  # against float64: a band of rows (a float64 product of 4096**3 is slow on 2 cores)
     assert _within_one_rounding(got[rows], a[rows], b, UNIT["bfloat16"]).all()
     # the bound can fail: a bfloat16 sum misses it on most of a row

@@ -18,7 +18,8 @@
   time: a worker that wakes late finds them taken, and the caller waits only for blocks a worker has begun.
   Every block computes what it computes on one thread, so results are the same bit for bit. (A split product
   is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
-  do not depend on the number of threads, so every count above one gives the same bits.)
+  do not depend on the number of threads nor on the machine's load, so every count above one gives the same
+  bits, and a product split while no core is idle runs its pieces on the calling thread.)
 
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
 caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
@@ -142,7 +143,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     n = b.shape[-1]
     work = a.size * n  # (stack x m x k) x n where the checks below pass
     if work < SPLIT_WORK or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]) \
-            or (threads := _usable(get_num_threads())) == 1:
+            or (threads := get_num_threads()) == 1:
         return np.matmul(a, b, out=out)
     m = a.shape[-2]
     stack = a.shape[0] if a.ndim == 3 else 1
@@ -167,7 +168,9 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
         else:
             np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
     counts["products"] += 1
-    run(nth, pieces, min(threads, pieces))
+    # the pieces follow get_num_threads() alone, the threads running them the idle cores too: the bits of a
+    # product do not depend on the machine's load
+    run(nth, pieces, min(_usable(threads), pieces))
     return out
 
 
