@@ -140,6 +140,40 @@ def test_the_built_in_formulas_gradient_is_not_copied(monkeypatch: pytest.Monkey
     assert len(calls) == 1 and x.grad.tolist() == [[2.0] * 64] * 64
 
 
+def test_a_gradient_viewing_memory_nothing_else_sees_is_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backward kernel's result that is a view of another array (layer_norm's and relu's gradients are
+    reshaped or sliced from their kernels' buffers) becomes ``.grad`` without a copy where nothing else sees
+    that array, with PyTorch's values."""
+    x0 = rng.standard_normal((64, 32)).astype(np.float32)
+    kernels = ferro.tensor(x0)._device._kernels
+    clone = kernels["clone"]
+    calls: list[int] = []
+
+    def counted(a: Any) -> Any:
+        calls.append(1)
+        return clone(a)
+
+    monkeypatch.setitem(kernels, "clone", counted)
+    for f, ft in ((lambda t: ferro.nn.functional.layer_norm(t, (32,)),
+                   lambda t: torch.nn.functional.layer_norm(t, (32,))),
+                  (lambda t: t.relu(), lambda t: t.relu())):
+        x, xt = ferro.tensor(x0, requires_grad=True), torch.tensor(x0, requires_grad=True)
+        (f(x) * ferro.tensor(x0)).sum().backward()
+        (ft(xt) * torch.tensor(x0)).sum().backward()
+        assert_close(np.asarray(x.grad), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert not calls
+
+
+def test_gradients_viewing_one_array_are_copied_but_the_last() -> None:
+    """``cat``'s backward gives each input a slice of one gradient: a leaf's ``.grad`` never shares memory with
+    another's, whichever is stored first."""
+    a, b = ferro.ones(2, 3, requires_grad=True), ferro.ones(4, 3, requires_grad=True)
+    (ferro.cat([a, b]) * ferro.arange(18.0).reshape(6, 3)).sum().backward()
+    assert not _aliases(a.grad, b.grad) and not _aliases(b.grad, a.grad)
+    assert a.grad.tolist() == ferro.arange(6.0).reshape(2, 3).tolist()
+    assert b.grad.tolist() == ferro.arange(6.0, 18.0).reshape(4, 3).tolist()
+
+
 def _aliases(a: Any, b: Any) -> bool:
     """Whether a change to ``a`` in place shows in ``b``."""
     before = np.asarray(b).copy()

@@ -101,31 +101,48 @@ class _Stub:
     __slots__ = ("base",)
 
 
-def _memory_refs(g: Any) -> tuple[int, int, int] | None:
-    """References to gradient ``g`` (a local of the caller), to its native array and to the array's memory
-    owner (0: the array owns its memory; -1: the array is a view of another array); None where they cannot
-    tell whether anything else sees the memory (the array has no ``base``, is read-only, or ``g`` is no plain
-    tensor without a graph)."""
+def _memory_refs(g: Any) -> tuple[int, int, tuple[int, ...]] | None:
+    """References to gradient ``g`` (a local of the caller), to its native array and to what holds the array's
+    memory: ``(0,)`` where the array owns it; ``(owner,)`` where an owner of another type does (a buffer pool's
+    block); ``(base, inner)`` where the array is a view of another array ``base`` (NumPy points a view at the
+    array that owns the memory, or that is itself a view of such an owner), ``inner`` being 0 where ``base``
+    owns the memory, else the references to its owner. None where they cannot tell whether anything else sees
+    the memory (the array has no ``base``, is read-only, or ``g`` is no plain tensor without a graph)."""
     if type(g) is not Tensor or g.grad_fn is not None:
         return None
     data = g._data
     base = getattr(data, "base", False)
     if base is False or not getattr(getattr(data, "flags", None), "writeable", True):
         return None
-    return (_refcount(g), _refcount(data),
-            0 if base is None else (-1 if type(base) is type(data) else _refcount(base)))
+    if base is None:
+        return _refcount(g), _refcount(data), (0,)
+    if type(base) is not type(data):
+        return _refcount(g), _refcount(data), (_refcount(base),)
+    inner = base.base
+    if inner is not None and type(inner) is type(data):
+        return _refcount(g), _refcount(data), (-1,)  # (a deeper chain: not told)
+    return _refcount(g), _refcount(data), (_refcount(base), 0 if inner is None else _refcount(inner))
 
 
-def _calibrate() -> tuple[int, int, int]:
-    """:func:`_memory_refs` of a gradient held by one local only, whose array is held by it only and whose
-    memory owner by the array only: the counts of a gradient nothing else sees, on this interpreter."""
-    data = _Stub()
-    data.base = object()  # an owner of another type than the array, as a buffer pool's block
-    g = _wrap(data, None, None)
-    del data
-    refs = _memory_refs(g)
-    assert refs is not None
-    return refs
+def _calibrate() -> frozenset[tuple[int, int, tuple[int, ...]]]:
+    """:func:`_memory_refs` of gradients held by one local only, whose array is held by it only and whose
+    memory by the array only (owning it, through an owner of another type, or through another array that owns
+    it or holds such an owner): the counts of a gradient nothing else sees, on this interpreter."""
+    sole = set()
+    for shape in ("own", "owner", "view", "view of owner"):
+        data = _Stub()
+        data.base = None if shape == "own" else object()  # an owner of another type than the array
+        if shape.startswith("view"):
+            base = _Stub()
+            base.base = None if shape == "view" else data.base
+            data.base = base
+            del base
+        g = _wrap(data, None, None)
+        del data
+        refs = _memory_refs(g)
+        assert refs is not None
+        sole.add(refs)
+    return frozenset(sole)
 
 
 def _topo_counts(roots: list[Node]) -> dict[Node, int]:
@@ -377,7 +394,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         for key in list(leaf_grads):
             leaf, g = leaf_grads.pop(key)
             refs = None if create_graph else _memory_refs(g)
-            _store_leaf(leaf, g, create_graph, refs is not None and refs[:2] == _SOLE[:2] and refs[2] in (0, _SOLE[2]))
+            _store_leaf(leaf, g, create_graph, refs in _SOLE)
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
             fn()
@@ -407,6 +424,6 @@ def _run_tensor_hooks(t: Tensor, g: Tensor) -> Tensor:
     return g
 
 
-#: What :func:`_memory_refs` counts for a gradient that nothing but the engine sees (measured, not assumed: the
-#: interpreter's own references differ between Python versions).
+#: What :func:`_memory_refs` counts for a gradient that nothing but the engine sees, for each way its array may
+#: hold its memory (measured, not assumed: the interpreter's own references differ between Python versions).
 _SOLE = _calibrate()
