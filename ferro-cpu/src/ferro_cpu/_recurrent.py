@@ -152,22 +152,28 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         if blocks:
             np.copyto(wt, w.T)
             zb, gb = zt.reshape(blocks, 4, rows), gt.reshape(blocks, 4, h4)
+        # the steps' views, sliced once (a step indexes them; ufuncs take ``out`` positionally: per-step
+        # Python work is a fair share of these small calls)
+        pre, sig, i_f, g_c, cs, o = (acts[:, :h4], acts[:, :h3], acts[:, hidden:h3], acts[:, h3:],
+                                     acts[:, h4:], acts[:, :hidden])
+        slab, hz, ig_i, ig_f = z.transpose(1, 0, 2), z[:hidden].transpose(1, 0, 2), ig[:hidden], ig[hidden:]
+        mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
-            a = acts[cur]
+            p = pre[cur]
             if blocks:  # one batched matmul of 4-row products, then a tanh that transposes back
-                np.copyto(zt, z[:, cur].T)
-                np.matmul(zb, wt, out=gb)
-                np.tanh(gt.T, out=a[:h4])
+                np.copyto(zt, slab[cur].T)
+                matmul(zb, wt, gb)
+                tanh(gt.T, p)
             else:
-                np.matmul(w, z[:, cur], out=a[:h4])
-                np.tanh(a[:h4], out=a[:h4])
-            s = a[:h3]
-            s *= 0.5
-            s += 0.5
-            np.multiply(a[hidden:h3], a[h3:], out=ig)  # [i * g; f * c_prev]
-            c = np.add(ig[:hidden], ig[hidden:], out=acts[nxt, h4:])
-            np.multiply(a[:hidden], np.tanh(c, out=tcs[t]), out=z[:hidden, nxt])
+                matmul(w, slab[cur], p)
+                tanh(p, p)
+            s = sig[cur]
+            mul(s, 0.5, s)
+            add(s, 0.5, s)
+            mul(i_f[cur], g_c[cur], ig)  # [i * g; f * c_prev]
+            c = add(ig_i, ig_f, cs[nxt])
+            mul(o[cur], tanh(c, tcs[t]), hz[nxt])
         hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
         out = pool.empty((steps, batch, hidden), dtype)
         np.copyto(out, hs.transpose(1, 2, 0))
@@ -223,18 +229,22 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         else:
             dc[...] = d_cn.T
         live = () if d_out is None else d_out.any(axis=(1, 2)).tolist()  # the steps with a nonzero d_out
-        ee = e.reshape(h4, batch)
+        ee, e2, e3, p0, p1 = e.reshape(h4, batch), e[:2], e[1:], pair[0], pair[1]  # sliced once, as the forward's
+        d_t = None if d_out is None else d_out.transpose(0, 2, 1)
+        mul, add, matmul = np.multiply, np.add, np.matmul
+        if blocks:
+            dpb, dhb = dpre.reshape(steps, blocks, 4, h4), dht.reshape(blocks, 4, hidden)
         for t in order(steps, not reverse):
             if live and live[t]:
-                dh += d_out[t].T
-            np.multiply(e[:2], fa[t], out=pair)
-            np.add(pair[0], pair[1], out=e[1:])  # dc, three times: one product gives d(pre) of all gates
-            d = np.multiply(k[t], ee, out=dst[t])
+                add(dh, d_t[t], dh)
+            mul(e2, fa[t], pair)
+            add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
+            d = mul(k[t], ee, dst[t])
             if blocks:
-                np.matmul(dpre[t].reshape(blocks, 4, h4), w, out=dht.reshape(blocks, 4, hidden))
+                matmul(dpb[t], w, dhb)
                 np.copyto(dh, dht.T)
             else:
-                np.matmul(w, d, out=dh)
+                matmul(w, d, dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
         if blocks:
