@@ -426,7 +426,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
         for key in list(leaf_grads):
             leaf, g = leaf_grads.pop(key)
-            refs = None if create_graph else _memory_refs(g)
+            # (a later gradient is added into .grad: whether anything else sees it does not matter)
+            refs = None if create_graph or leaf._grad is not None else _memory_refs(g)
             _store_leaf(leaf, g, create_graph, refs in _SOLE)
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
