@@ -382,6 +382,19 @@ def test_create_graph_and_retained_non_leaf_gradients_are_new_tensors_as_in_torc
     assert res[0] == res[1]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions_after_a_full_reduction_give_torchs_gradients(dtype: str) -> None:
+    """``mean()`` after ``sum(dim=1)``: the full reduction's gradient, expanded and reshaped, is expanded again
+    (one element seen everywhere, the view built on that element's memory); the gradients are PyTorch's."""
+    a = rng.standard_normal((6, 5))
+    ours, theirs = _leaves(ferro, dtype, a), _leaves(torch, dtype, a)
+    for (x,), lib in ((ours, ferro), (theirs, torch)):
+        (lib.tanh(x).sum(dim=1).mean() + x.sum(dim=0).sum()).backward()
+    _check_grads(ours, theirs)
+    e = ferro.tensor(3.0).expand(4).reshape(4, 1).expand(4, 3)
+    assert e.tolist() == torch.tensor(3.0).expand(4).reshape(4, 1).expand(4, 3).tolist()
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's notes on anomaly mode
 def test_anomaly_mode_runs_the_engines_general_path() -> None:
     arrays = rng.standard_normal((3,)), rng.standard_normal((3,))
