@@ -382,6 +382,29 @@ def test_create_graph_and_retained_non_leaf_gradients_are_new_tensors_as_in_torc
     assert res[0] == res[1]
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's note on backward(create_graph=True)
+def test_backward_with_inputs_adds_into_a_leafs_grad_in_place_as_in_torch() -> None:
+    """``backward(inputs=...)``: a leaf's later gradient is added into the same ``.grad``; a non-leaf's, and any
+    with create_graph, make a new tensor, as in PyTorch; a retained non-leaf given in ``inputs`` gets its
+    gradient once (it was added twice: by retain_grad and for ``inputs``)."""
+    res = []
+    for lib in (ferro, torch):
+        x = lib.ones(3, requires_grad=True)
+        (x * 2).sum().backward(inputs=[x])
+        held = x.grad
+        (x * 2).sum().backward(inputs=[x])
+        leaf = (held is x.grad, held.tolist())
+        z = x * 1
+        z.retain_grad()
+        (z * 2).sum().backward(inputs=[z], retain_graph=True)
+        zheld = z.grad
+        (z * 2).sum().backward(inputs=[z])
+        held = x.grad
+        (x * x).sum().backward(inputs=[x], create_graph=True)
+        res.append((leaf, zheld is z.grad, zheld.tolist(), z.grad.tolist(), held is x.grad, x.grad.tolist()))
+    assert res[0] == res[1]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_reductions_after_a_full_reduction_give_torchs_gradients(dtype: str) -> None:
     """``mean()`` after ``sum(dim=1)``: the full reduction's gradient, expanded and reshaped, is expanded again

@@ -22,7 +22,7 @@ from ._anomaly import STATE as ANOMALY
 from ._anomaly import check as check_anomaly
 from ._views import VIEW_OPS, after_inplace, refresh
 
-__all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback"]
+__all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback", "store_grad"]
 
 # id(leaf) -> (weak reference to it, its hooks); the leaf's own slots stay untouched.
 _post_hooks: dict[int, tuple[weakref.ref[Any], list[Callable[[Any], None]]]] = {}
@@ -87,7 +87,7 @@ def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool, unshared: bool = Fa
     if unshared and leaf._grad is None and not leaf._hooks:
         leaf._grad = g
     else:
-        _store(leaf, _run_tensor_hooks(leaf, g), create_graph, True)
+        store_grad(leaf, _run_tensor_hooks(leaf, g), create_graph, True)
     if _post_hooks:
         entry = _post_hooks.get(id(leaf))
         if entry is not None and entry[0]() is leaf:
@@ -208,7 +208,7 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
     return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
 
 
-def _store(t: Tensor, g: Tensor, create_graph: bool, leaf: bool = False) -> None:
+def store_grad(t: Tensor, g: Tensor, create_graph: bool, leaf: bool = False) -> None:
     """Accumulate ``g`` into ``t.grad``: a leaf's existing gradient is added to in place where PyTorch's
     AccumulateGrad does it (no ``create_graph``), so that a reference to ``.grad`` sees the sum; otherwise
     (``create_graph``, a non-leaf's retained gradient, another dtype, a sparse or unwritable ``.grad``)
@@ -353,7 +353,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 if retain is not None:
                     t = retain()
                     if t is not None:
-                        _store(t, g, create_graph)
+                        store_grad(t, g, create_graph)
             if selective and node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
                 if node not in useful:  # type: ignore[operator]
