@@ -16,6 +16,7 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.layouts import LayoutTensor
+from .._core.modes import ARMED
 from .._core.node import Node
 from .._core.tensor import Tensor, _wrap
 from ._anomaly import STATE as ANOMALY
@@ -235,6 +236,8 @@ def _add_into(prev: Tensor, g: Tensor) -> bool:
     """``prev += g`` in place, recording nothing (the device's ``accumulate_`` kernel, else the sum copied
     into ``prev``'s storage); False (nothing written) where it cannot be done in place."""
     if prev._dtype is not g._dtype or isinstance(prev, LayoutTensor) or isinstance(g, LayoutTensor):
+        return False
+    if ARMED[0]:  # a dispatch layer is on (ferro.compile's capture: a replayed step writes each .grad anew)
         return False
     kernels = prev._device._kernels
     kernel = kernels.get("accumulate_")
