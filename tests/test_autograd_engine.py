@@ -1,7 +1,8 @@
 """The backward engine's own paths, against PyTorch: graphs with shared and repeated nodes, several roots,
 the partial saving of ``mul``/``div``, anomaly mode on the engine's general path, and how a first gradient
 reaches ``.grad``: taken as it is where nothing else sees it (as PyTorch's AccumulateGrad steals it), copied
-wherever something else does (a hook, a custom Function, the caller's own ``gradient``, another leaf).
+wherever something else does (a hook, a custom Function, the caller's own ``gradient``, another leaf);
+and how later gradients are added: into the existing ``.grad`` in place where PyTorch's AccumulateGrad does it.
 """
 
 from __future__ import annotations
@@ -271,6 +272,150 @@ def test_retain_grad_and_leaf_grad_are_not_shared() -> None:
             x.grad.mul_(10)
         res.append((x.grad.tolist(), y.grad.tolist()))
     assert res[0] == res[1]
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count the calls of the cpu device's kernel ``name`` (and the times it did its work)."""
+    kernels = ferro.ones(1)._device._kernels
+    kernel, calls = kernels[name], []
+
+    def counted(*args: Any) -> Any:
+        r = kernel(*args)
+        calls.append(1 if r is not False else 0)
+        return r
+
+    monkeypatch.setitem(kernels, name, counted)
+    return calls
+
+
+def _chain(x: Any) -> Any:
+    return ((x * 1.5 + 0.25).tanh() * x).exp().sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_later_gradients_are_added_into_grad_in_place_as_in_torch(dtype: str, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """Without create_graph, PyTorch adds each later gradient into the existing ``.grad``: the same tensor,
+    which a reference the caller holds sees change; ferro does so too, with the same values (float32 and
+    float64 through the device's ``accumulate_`` kernel, the 16-bit floats as a sum copied in)."""
+    calls = _counted(monkeypatch, "accumulate_")
+    a = rng.standard_normal((5, 4)) * 0.5
+    res = []
+    for lib in (ferro, torch):
+        x = lib.tensor(a, dtype=getattr(lib, dtype), requires_grad=True)
+        _chain(x).backward()
+        held = x.grad
+        first = held.float().tolist()
+        _chain(x).backward()
+        _chain(x).backward()
+        res.append((held is x.grad, first, held.float().tolist(), x.grad.dtype == getattr(lib, dtype)))
+    assert res[0][0] is res[1][0] is True and res[0][3] and res[1][3]
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype in ("float32", "float64") else dict(rtol=2e-2, atol=2e-2)
+    assert_close(np.array(res[0][1]), np.array(res[1][1]), **tol)
+    assert_close(np.array(res[0][2]), np.array(res[1][2]), **tol)
+    assert sum(calls) == (2 if dtype in ("float32", "float64") else 0)
+
+
+def test_a_view_grad_is_written_through_and_a_transposed_one_kept_as_in_torch() -> None:
+    """A ``.grad`` set by the caller to a view of another tensor, or to a transposed one, is added into in
+    place: the base sees the sum, and ``.grad`` stays the same tensor, as in PyTorch."""
+    res = []
+    for lib in (ferro, torch):
+        x = lib.ones(3, 2, requires_grad=True)
+        base = lib.zeros(6, 2)
+        x.grad = base[:3]
+        held = x.grad
+        (x * 2).sum().backward()
+        t = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).t()
+        y = lib.ones(3, 2, requires_grad=True)
+        y.grad = t
+        (y * 3).sum().backward()
+        res.append((held is x.grad, base.tolist(), y.grad is t, t.tolist()))
+    assert res[0] == res[1]
+
+
+def test_an_unwritable_grad_gets_a_new_tensor() -> None:
+    """An expanded ``.grad`` (elements sharing memory; PyTorch refuses to add into it) and a read-only one
+    are replaced by the sum rather than written into; the values are PyTorch's sum."""
+    x = ferro.ones(3, 2, requires_grad=True)
+    x.grad = ferro.tensor([[1.0, 2.0]]).expand(3, 2)
+    held = x.grad
+    (x * 2).sum().backward()
+    assert x.grad is not held and held.tolist() == [[1.0, 2.0]] * 3 and x.grad.tolist() == [[3.0, 4.0]] * 3
+    ro = np.ones((3, 2), np.float32)
+    ro.flags.writeable = False
+    x.grad = ferro.tensor([[1.0, 1.0]] * 3)
+    x.grad._data = ro
+    held = x.grad
+    (x * 2).sum().backward()
+    assert x.grad is not held and ro.tolist() == [[1.0, 1.0]] * 3 and x.grad.tolist() == [[3.0, 3.0]] * 3
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's note on backward(create_graph=True)
+def test_create_graph_and_retained_non_leaf_gradients_are_new_tensors_as_in_torch() -> None:
+    """With create_graph, and for a non-leaf's retained gradient, PyTorch stores ``old + new`` as a new tensor
+    (the held one keeps its values); then a plain backward adds in place again, also into a ``.grad`` that
+    requires grad; leaf hooks run before the in-place sum."""
+    res = []
+    for lib in (ferro, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (x * 2).sum().backward()
+        held = x.grad
+        (x * x).sum().backward(create_graph=True)
+        step1 = (held is x.grad, held.tolist(), x.grad.tolist(), x.grad.requires_grad)
+        held = x.grad
+        (x * 2).sum().backward()
+        step2 = (held is x.grad, held.tolist())
+        z = lib.ones(2, requires_grad=True) * 1
+        z.retain_grad()
+        (z * 2).sum().backward(retain_graph=True)
+        zheld = z.grad
+        (z * 2).sum().backward()
+        step3 = (zheld is z.grad, zheld.tolist(), z.grad.tolist())
+        w = lib.ones(2, requires_grad=True)
+        w.register_hook(lambda g: g * 10)
+        (w * 2).sum().backward()
+        wheld = w.grad
+        (w * 2).sum().backward()
+        step4 = (wheld is w.grad, wheld.tolist())
+        res.append((step1, step2, step3, step4))
+    assert res[0] == res[1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's note on backward(create_graph=True)
+def test_backward_with_inputs_adds_into_a_leafs_grad_in_place_as_in_torch() -> None:
+    """``backward(inputs=...)``: a leaf's later gradient is added into the same ``.grad``; a non-leaf's, and any
+    with create_graph, make a new tensor, as in PyTorch; a retained non-leaf given in ``inputs`` gets its
+    gradient once (it was added twice: by retain_grad and for ``inputs``)."""
+    res = []
+    for lib in (ferro, torch):
+        x = lib.ones(3, requires_grad=True)
+        (x * 2).sum().backward(inputs=[x])
+        held = x.grad
+        (x * 2).sum().backward(inputs=[x])
+        leaf = (held is x.grad, held.tolist())
+        z = x * 1
+        z.retain_grad()
+        (z * 2).sum().backward(inputs=[z], retain_graph=True)
+        zheld = z.grad
+        (z * 2).sum().backward(inputs=[z])
+        held = x.grad
+        (x * x).sum().backward(inputs=[x], create_graph=True)
+        res.append((leaf, zheld is z.grad, zheld.tolist(), z.grad.tolist(), held is x.grad, x.grad.tolist()))
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions_after_a_full_reduction_give_torchs_gradients(dtype: str) -> None:
+    """``mean()`` after ``sum(dim=1)``: the full reduction's gradient, expanded and reshaped, is expanded again
+    (one element seen everywhere, the view built on that element's memory); the gradients are PyTorch's."""
+    a = rng.standard_normal((6, 5))
+    ours, theirs = _leaves(ferro, dtype, a), _leaves(torch, dtype, a)
+    for (x,), lib in ((ours, ferro), (theirs, torch)):
+        (lib.tanh(x).sum(dim=1).mean() + x.sum(dim=0).sum()).backward()
+    _check_grads(ours, theirs)
+    e = ferro.tensor(3.0).expand(4).reshape(4, 1).expand(4, 3)
+    assert e.tolist() == torch.tensor(3.0).expand(4).reshape(4, 1).expand(4, 3).tolist()
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch's notes on anomaly mode

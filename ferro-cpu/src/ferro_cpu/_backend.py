@@ -35,7 +35,7 @@ from ._linear import linear_kernels
 from ._losses import bce_kernels, loss_kernels
 from ._maxpool import maxpool_kernels
 from ._nll import nll_kernels
-from ._output_grads import output_grad_kernels
+from ._output_grads import accumulate_kernel, output_grad_kernels
 from ._pool import MIN_BYTES, BufferPool
 from ._quantized import quantized_kernels
 from ._quiet import ignoring
@@ -531,6 +531,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(batchnorm_kernels(np, pool))  # batch_norm (ferro/_ops/fused.py)
         table.update(half.kernels(rectifier_kernels(np, pool)))  # leaky_relu (ferro/_ops/fused.py)
         table.update(output_grad_kernels(np, half))  # relu_backward... (ferro/_ops/output_grads.py)
+        table.update(accumulate_kernel(np))  # .grad += g in backward (ferro/autograd/_engine.py)
         table.update(quantized_kernels(np))  # int8_matmul (ferro.quantization)
         table.update(gelu_kernels(np, pool, table["erf"]))  # gelu (ferro/_ops/fused.py)
         table.update(sigmoids)  # silu (ferro/_ops/fused.py)

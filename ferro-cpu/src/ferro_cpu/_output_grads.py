@@ -80,3 +80,20 @@ def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
 
     return {"relu_backward": widened(relu_backward), "tanh_backward": widened(tanh_backward),
             "sigmoid_backward": widened(sigmoid_backward)}
+
+
+def accumulate_kernel(np: Any) -> dict[str, Callable[..., Any]]:
+    """``accumulate_(dst, src)``: ``dst += src`` in place, as PyTorch's AccumulateGrad adds a gradient into
+    ``.grad`` (ferro/autograd/_engine.py); float32, float64 and the complex dtypes, where NumPy's sum is
+    PyTorch's; False (nothing written) for other dtypes, a read-only ``dst`` or one with overlapping elements."""
+    add = np.add
+    dtypes = frozenset(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
+
+    def accumulate_(dst: Any, src: Any) -> bool:
+        if (dst.dtype not in dtypes or src.dtype != dst.dtype or src.shape != dst.shape
+                or not dst.flags.writeable or 0 in dst.strides):
+            return False
+        add(dst, src, out=dst)
+        return True
+
+    return {"accumulate_": accumulate_}

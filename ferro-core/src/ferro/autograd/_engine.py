@@ -16,13 +16,14 @@ from typing import Any
 
 from .._core import grad_mode as _mode
 from .._core.layouts import LayoutTensor
+from .._core.modes import ARMED
 from .._core.node import Node
 from .._core.tensor import Tensor, _wrap
 from ._anomaly import STATE as ANOMALY
 from ._anomaly import check as check_anomaly
-from ._views import VIEW_OPS, refresh
+from ._views import VIEW_OPS, after_inplace, refresh
 
-__all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback"]
+__all__ = ["run_backward", "register_post_accumulate_grad_hook", "queue_callback", "store_grad"]
 
 # id(leaf) -> (weak reference to it, its hooks); the leaf's own slots stay untouched.
 _post_hooks: dict[int, tuple[weakref.ref[Any], list[Callable[[Any], None]]]] = {}
@@ -87,7 +88,7 @@ def _store_leaf(leaf: Tensor, g: Tensor, create_graph: bool, unshared: bool = Fa
     if unshared and leaf._grad is None and not leaf._hooks:
         leaf._grad = g
     else:
-        _store(leaf, _run_tensor_hooks(leaf, g), create_graph)
+        store_grad(leaf, _run_tensor_hooks(leaf, g), create_graph, True)
     if _post_hooks:
         entry = _post_hooks.get(id(leaf))
         if entry is not None and entry[0]() is leaf:
@@ -208,11 +209,46 @@ def _owned(g: Tensor, create_graph: bool) -> Tensor:
     return _wrap(g._device._kernels["clone"](g._data), g._dtype, g._device)
 
 
-def _store(t: Tensor, g: Tensor, create_graph: bool) -> None:
-    """Accumulate ``g`` into ``t.grad``."""
+def store_grad(t: Tensor, g: Tensor, create_graph: bool, leaf: bool = False) -> None:
+    """Accumulate ``g`` into ``t.grad``: a leaf's existing gradient is added to in place where PyTorch's
+    AccumulateGrad does it (no ``create_graph``), so that a reference to ``.grad`` sees the sum; otherwise
+    (``create_graph``, a non-leaf's retained gradient, another dtype, a sparse or unwritable ``.grad``)
+    ``.grad`` becomes a new tensor."""
     prev = t._grad
-    # (the engine runs with grad mode set to create_graph: without it, the sum records nothing)
-    t._grad = _owned(g, create_graph) if prev is None else prev + g
+    if prev is None:
+        t._grad = _owned(g, create_graph)
+    elif not (leaf and not create_graph and _add_into(prev, g)):
+        # (the engine runs with grad mode set to create_graph: without it, the sum records nothing)
+        t._grad = prev + g
+
+
+def _writable(data: Any) -> bool:
+    """Whether an in-place write into native array ``data`` is possible and well defined (not read-only, no
+    elements sharing memory); backends whose arrays have neither ``flags`` nor ``strides`` are not checked."""
+    flags = getattr(data, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        return False
+    strides = getattr(data, "strides", None)
+    return strides is None or not any(n > 1 and st == 0 for n, st in zip(data.shape, strides))
+
+
+def _add_into(prev: Tensor, g: Tensor) -> bool:
+    """``prev += g`` in place, recording nothing (the device's ``accumulate_`` kernel, else the sum copied
+    into ``prev``'s storage); False (nothing written) where it cannot be done in place."""
+    if prev._dtype is not g._dtype or isinstance(prev, LayoutTensor) or isinstance(g, LayoutTensor):
+        return False
+    if ARMED[0]:  # a dispatch layer is on (ferro.compile's capture: a replayed step writes each .grad anew)
+        return False
+    kernels = prev._device._kernels
+    kernel = kernels.get("accumulate_")
+    if kernel is None or not kernel(prev._data, g._data):
+        if not _writable(prev._data):
+            return False
+        kernels["copy_"](prev._data, (prev + g)._data)
+    prev._vc[0] += 1
+    if len(prev._vc) > 1:  # its storage has views that are copies: carry the write to them
+        after_inplace(prev)
+    return True
 
 
 def _given(i: int, t: Tensor, g: Any) -> Tensor:
@@ -320,7 +356,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 if retain is not None:
                     t = retain()
                     if t is not None:
-                        _store(t, g, create_graph)
+                        store_grad(t, g, create_graph)
             if selective and node in wanted_nodes:
                 captured[wanted_nodes[node]] = g
                 if node not in useful:  # type: ignore[operator]
@@ -393,7 +429,8 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
         for key in list(leaf_grads):
             leaf, g = leaf_grads.pop(key)
-            refs = None if create_graph else _memory_refs(g)
+            # (a later gradient is added into .grad: whether anything else sees it does not matter)
+            refs = None if create_graph or leaf._grad is not None else _memory_refs(g)
             _store_leaf(leaf, g, create_graph, refs in _SOLE)
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._core.tensor import Tensor, full
-from ._engine import run_backward
+from ._engine import run_backward, store_grad
 
 __all__ = ["backward", "grad"]
 
@@ -47,8 +47,11 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None, retai
         got = run_backward(outs, grads, retain_graph=bool(create_graph if retain_graph is None else retain_graph),
                            create_graph=create_graph, inputs=ins)
         for t, g in zip(ins, got or []):
-            if g is not None:
-                t._grad = g if t._grad is None else t._grad + g
+            if g is not None and not (t.grad_fn is not None and t._retains):  # (retain_grad stored it already)
+                if t._grad is None:  # later: added in place into a leaf's .grad, as Tensor.backward does
+                    t._grad = g
+                else:
+                    store_grad(t, g, create_graph, t.grad_fn is None)
         return
     run_backward(outs, grads, retain_graph=bool(create_graph if retain_graph is None else retain_graph),
                  create_graph=create_graph)

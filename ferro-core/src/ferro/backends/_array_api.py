@@ -513,6 +513,12 @@ def numpy_broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
                 strides.append(st)
             else:
                 return np.ndarray(shape, x.dtype, buffer=x, strides=tuple(strides))
+    base = x.base
+    if (type(base) is np.ndarray and base.size == 1 and base.dtype == x.dtype and flags.writeable
+            and not any(x.strides) and base.flags.c_contiguous):
+        # an expanded single element (a full reduction's gradient reshaped, then broadcast again by the next
+        # reduction's backward): every element is the base's only one (same dtype), at offset 0
+        return np.ndarray(shape, x.dtype, buffer=base, strides=(0,) * len(shape))
     out = np.broadcast_to(x, shape)
     if not x.flags.writeable or not x.size:
         return out

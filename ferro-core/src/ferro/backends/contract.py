@@ -248,6 +248,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "dx of relu / tanh / sigmoid from the op's output y, as PyTorch's threshold_backward (0 where "
               "y <= 0, else grad), tanh_backward and sigmoid_backward; float16, bfloat16, float32, float64 "
               "(ferro/_ops/output_grads.py).", group="fused"),
+    Primitive("accumulate_", ("accumulate_",), _p("dst: Array; src: Array"), "bool",
+              "dst += src in place (same dtype and shape; a gradient added into .grad by backward), True where "
+              "it was done; False (dst untouched) where the kernel does not take the arrays.", group="fused"),
     Primitive("softmax", ("softmax", "log_softmax"), _p("x: Array; dim: int"), A,
               "softmax / log_softmax along dim.", group="fused"),
     Primitive("softmax_backward", ("softmax_backward", "log_softmax_backward"),
