@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._blocked import BLOCK, block_runner
+from ._quiet import ignoring
 
 __all__ = ["gelu_kernels", "BLOCK"]
 
@@ -52,7 +53,7 @@ def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Cal
     f32 = np.dtype(np.float32)
     wide_dtypes = (f32, np.dtype(np.float64))
     multiply, add, divide, exp = np.multiply, np.add, np.divide, np.exp
-    quiet = np.errstate(all="ignore")  # inf * 0 and NaN inputs give NaN, as PyTorch, without NumPy's warnings
+    quiet = ignoring(np)  # inf * 0 and NaN inputs give NaN, as PyTorch, without NumPy's warnings
     c32 = np.float32
     p32, q32 = tuple(map(c32, _GELU_P)), tuple(map(c32, _GELU_Q))
     clamp, half, zero, one = c32(_CLAMP), c32(0.5), c32(0), c32(1)

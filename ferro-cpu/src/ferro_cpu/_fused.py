@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._quiet import ignoring
+
 __all__ = ["fused_kernels"]
 
 
@@ -24,7 +26,7 @@ def fused_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     multiply, add, subtract, divide, sqrt = np.multiply, np.add, np.subtract, np.divide, np.sqrt
 
     def quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return np.errstate(all="ignore")(fn)  # as ferro's guarded kernels: no warnings (PyTorch gives none)
+        return ignoring(np)(fn)  # as ferro's guarded kernels: no warnings (PyTorch gives none)
 
     def decayed(param: Any, grad: Any, weight_decay: float, maximize: bool, c: Any) -> Any:
         """ferro.optim.optimizer.decayed_grad: -grad to maximize, plus weight_decay * param (a new array)."""

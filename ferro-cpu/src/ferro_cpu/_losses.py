@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._aranges import row_indices
+from ._quiet import ignoring
 from ._rows import narrow_buffers
 
 __all__ = ["loss_kernels", "bce_kernels"]
@@ -52,7 +53,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             raise IndexError(f"cross_entropy: target {int(cls[bad][0])} is out of bounds for {classes} classes")
         return cls, valid
 
-    @np.errstate(all="ignore")  # -inf scores give nan losses, as in PyTorch, without NumPy's warnings
+    @ignoring(np)  # -inf scores give nan losses, as in PyTorch, without NumPy's warnings
     def cross_entropy_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100) -> tuple[Any, Any, Any]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
@@ -75,7 +76,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         lse[:, 0], lse[:, 1] = m, log_sum
         return loss, lse, w
 
-    @np.errstate(all="ignore")
+    @ignoring(np)
     def cross_entropy_backward(grad_rows: Any, x: Any, target: Any, weight: Any, lse: Any,
                                ignore_index: int = -100) -> Any:
         xr = rows(x)
@@ -107,7 +108,7 @@ def bce_kernels(np: Any) -> dict[str, Callable[..., Any]]:
     divided by the count for ``'mean'``. No range check (the decomposition's NaN outside [0, 1]).
     """
 
-    @np.errstate(all="ignore")
+    @ignoring(np)
     def binary_cross_entropy_forward(x: Any, target: Any, weight: Any, reduction: str) -> Any:
         log_x = np.maximum(np.log(x), -100, dtype=x.dtype)
         loss = np.log1p(np.negative(x))
@@ -122,7 +123,7 @@ def bce_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         total = np.add.reduce(loss, axis=None)
         return np.asarray(total / loss.size if reduction == "mean" else total, dtype=x.dtype)
 
-    @np.errstate(all="ignore")
+    @ignoring(np)
     def binary_cross_entropy_backward(grad: Any, x: Any, target: Any, weight: Any, reduction: str) -> Any:
         floor = np.subtract(1, x)
         floor *= x

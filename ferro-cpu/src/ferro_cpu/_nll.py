@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._aranges import row_indices
+from ._quiet import ignoring
 
 __all__ = ["nll_kernels"]
 
@@ -49,7 +50,7 @@ def nll_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         w = weight.astype(dtype, copy=False)[cls]
         return w if valid is None else w * valid
 
-    @np.errstate(all="ignore")  # -inf log-probabilities give inf / nan losses, as in PyTorch, without warnings
+    @ignoring(np)  # -inf log-probabilities give inf / nan losses, as in PyTorch, without warnings
     def nll_loss_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100,
                          reduction: str = "mean") -> tuple[Any, Any]:
         t, xr, c = flat(x, target)
@@ -77,7 +78,7 @@ def nll_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             out = out / total
         return np.asarray(out, xr.dtype), np.asarray(total, xr.dtype)
 
-    @np.errstate(all="ignore")
+    @ignoring(np)
     def nll_loss_backward(grad: Any, x: Any, target: Any, weight: Any, ignore_index: int, reduction: str,
                           total_weight: Any) -> Any:
         t, xr, _ = flat(x, target)

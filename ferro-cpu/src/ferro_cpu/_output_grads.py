@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._quiet import ignoring
+
 __all__ = ["output_grad_kernels"]
 
 
@@ -23,7 +25,7 @@ __all__ = ["output_grad_kernels"]
 def output_grad_kernels(np: Any, half: Any) -> dict[str, Callable[..., Any]]:
     """``relu_backward``, ``tanh_backward`` and ``sigmoid_backward`` over NumPy ``np``; ``half`` is the backend's
     16-bit tools."""
-    quiet = np.errstate(all="ignore")  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
+    quiet = ignoring(np)  # inf * 0 is NaN, as PyTorch's, without NumPy's warning
     less_equal, logical_not, multiply, subtract = np.less_equal, np.logical_not, np.multiply, np.subtract
     int_of = {np.dtype(f): np.dtype(i) for f, i in ((np.float32, np.int32), (np.float64, np.int64))}  # same bits
 
