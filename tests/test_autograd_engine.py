@@ -121,10 +121,9 @@ def test_a_fresh_first_gradient_is_stored_as_it_is(shape: tuple[int, ...]) -> No
     assert_close(np.asarray(x.grad), xt.grad.numpy() * 2 + 1)
 
 
-def test_the_built_in_formulas_gradient_is_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On the engine's direct path too: no clone for ``(x * 2).sum()``'s gradient; one where a hook saw it."""
-    x = ferro.ones(64, 64, requires_grad=True)
-    kernels = x._device._kernels
+def _counted_clones(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The cpu device's clone kernel counting its calls into the list returned (the copies of gradients)."""
+    kernels = ferro.ones(1)._device._kernels
     clone = kernels["clone"]
     calls: list[int] = []
 
@@ -133,6 +132,13 @@ def test_the_built_in_formulas_gradient_is_not_copied(monkeypatch: pytest.Monkey
         return clone(a)
 
     monkeypatch.setitem(kernels, "clone", counted)
+    return calls
+
+
+def test_the_built_in_formulas_gradient_is_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the engine's direct path too: no clone for ``(x * 2).sum()``'s gradient; one where a hook saw it."""
+    x = ferro.ones(64, 64, requires_grad=True)
+    calls = _counted_clones(monkeypatch)
     (x * 2).sum().backward()
     assert not calls and x.grad.tolist() == [[2.0] * 64] * 64
     x.grad = None
@@ -146,15 +152,7 @@ def test_a_gradient_viewing_memory_nothing_else_sees_is_not_copied(monkeypatch: 
     reshaped or sliced from their kernels' buffers) becomes ``.grad`` without a copy where nothing else sees
     that array, with PyTorch's values."""
     x0 = rng.standard_normal((64, 32)).astype(np.float32)
-    kernels = ferro.tensor(x0)._device._kernels
-    clone = kernels["clone"]
-    calls: list[int] = []
-
-    def counted(a: Any) -> Any:
-        calls.append(1)
-        return clone(a)
-
-    monkeypatch.setitem(kernels, "clone", counted)
+    calls = _counted_clones(monkeypatch)
     for f, ft in ((lambda t: ferro.nn.functional.layer_norm(t, (32,)),
                    lambda t: torch.nn.functional.layer_norm(t, (32,))),
                   (lambda t: t.relu(), lambda t: t.relu())):
