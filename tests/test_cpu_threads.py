@@ -226,18 +226,45 @@ def test_blas_pool_is_one_thread() -> None:
     assert ferro.get_num_threads() == 2
 
 
-@pytest.mark.parametrize(("idle", "cpu", "usable"), [(0.2, 0.0, 2), (0.0, 0.2, 2), (0.02, 0.0, 1), (0.1, 0.0, 1),
-                                                     (0.17, 0.0, 2), (None, 0.0, 2)])
+@pytest.mark.parametrize(("idle", "cpu", "same_thread", "usable"),
+                         [(0.2, 0.0, True, 2), (0.0, 0.2, True, 2), (0.02, 0.0, True, 1), (0.1, 0.0, True, 1),
+                          (0.17, 0.0, True, 2), (None, 0.0, True, 2), (0.0, 0.2, False, 1)])
 def test_threads_follow_the_idle_cores(monkeypatch: pytest.MonkeyPatch, idle: float | None, cpu: float,
-                                       usable: int) -> None:
-    """Over the 0.2 s since the last look: ``idle`` CPU seconds idle and ``cpu`` run by the workers (None: the
-    machine does not tell); a second thread where that makes about one core."""
+                                       same_thread: bool, usable: int) -> None:
+    """Over the 0.2 s since the last look: ``idle`` CPU seconds idle and ``cpu`` run by the process's other
+    threads (None: the machine does not tell); a second thread where that makes about one core. A look taken
+    by another thread tells nothing of this thread's own time: the last count stands."""
     monkeypatch.setattr(threads, "follow_load", True)
-    monkeypatch.setattr(threads, "_look", {"at": time.monotonic() - 0.2, "idle": 10.0, "cpu": 1.0, "free": 0.0})
-    monkeypatch.setattr(threads, "_worker_cpu", [1.0 + cpu])
+    me = float(threading.get_ident()) if same_thread else -2.0
+    monkeypatch.setattr(threads, "_look", {"at": time.monotonic() - 0.2, "idle": 10.0, "thread": me, "others": 1.0,
+                                           "free": 0.0})
+    monkeypatch.setattr(threads, "_others_seconds", lambda: 1.0 + cpu)
     monkeypatch.setattr(threads, "_idle_seconds", lambda: None if idle is None else 10.0 + idle)
     assert threads._usable(2) == usable
     assert threads._usable(1) == 1
+
+
+def test_other_threads_of_the_process_count_as_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread of this process that kept a core busy before the op (another library's pool, as PyTorch's in
+    ``ferro bench``) leaves that core to ferro's workers: the real clocks, with the machine's idle time held."""
+    monkeypatch.setattr(threads, "follow_load", True)
+    monkeypatch.setattr(threads, "_idle_seconds", lambda: 10.0)  # no core idle, as far as /proc/stat tells
+    monkeypatch.setattr(threads, "_look", {"at": -1.0, "idle": 0.0, "thread": -1.0, "others": 0.0, "free": 0.0})
+    assert threads._usable(2) == 1  # the first look only sets the base
+    base = threads._look["others"]
+
+    def spin() -> None:  # a core's worth of CPU time for 2 looks' length, by this thread's own clock
+        start = time.thread_time()
+        while time.thread_time() - start < 2 * threads.LOOK:
+            pass
+    busy = threading.Thread(target=spin)
+    busy.start()
+    busy.join()
+    # the look's wall interval as long as the CPU time the thread had (on a loaded machine it had less than
+    # the wall time it took, which is the other processes' share, not this test's)
+    threads._look["at"] = time.monotonic() - (threads._others_seconds() - base)
+    assert threads._usable(2) == 2
+    assert threads._look["free"] == pytest.approx(1.0, abs=0.2)
 
 
 def test_set_and_get_num_threads() -> None:

@@ -24,8 +24,11 @@
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
 caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
 than on one thread, 2 cores at a load of 3). So both run on as many threads as the machine had cores idle
-(or running these workers) over the last :data:`LOOK` seconds (``/proc/stat``, where there is one), at
-most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`` as it is.
+over the last :data:`LOOK` seconds (``/proc/stat``, where there is one), or busy with this process's other
+threads, at most ``get_num_threads()``; :data:`follow_load` False takes ``get_num_threads()`` as it is. The
+process's own threads count as free because the program waits on the op that asks: these workers, and the
+threads of another library's pool in the same program (PyTorch's, in ``ferro bench``'s interleaved rounds),
+which ran before the op, not beside it. Other processes' work is what the look is for.
 """
 
 from __future__ import annotations
@@ -73,8 +76,9 @@ get_num_threads = _core_threads.get_num_threads
 # -- the machine's idle cores -----------------------------------------------------------------------------------
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_worker_cpu = [0.0]  # CPU seconds the workers spent on jobs
-_look: dict[str, float] = {"at": -1.0, "idle": 0.0, "cpu": 0.0, "free": 0.0}  # (one thread until a look)
+#: the last look: when, the machine's idle seconds, the looking thread and its process's other threads' CPU
+#: seconds then, and the cores found free (one thread until a look)
+_look: dict[str, float] = {"at": -1.0, "idle": 0.0, "thread": -1.0, "others": 0.0, "free": 0.0}
 
 
 def _idle_seconds() -> float | None:
@@ -87,8 +91,14 @@ def _idle_seconds() -> float | None:
         return None
 
 
+def _others_seconds() -> float:
+    """CPU seconds of the calling thread's process less its own: those of the process's other threads."""
+    return time.process_time() - time.thread_time()
+
+
 def _usable(n: int) -> int:
-    """Of ``n`` threads asked for, as many as the cores idle or running the workers since the last look."""
+    """Of ``n`` threads asked for, as many as the cores idle, or busy with this process's other threads, since
+    the last look."""
     if n == 1 or not follow_load:
         return n
     look = _look
@@ -98,9 +108,10 @@ def _usable(n: int) -> int:
         if idle is None:
             look.update(at=float("inf"), free=float(n))  # no idle count here: every thread asked for
         else:
-            if look["at"] >= 0:
-                look["free"] = (idle - look["idle"] + _worker_cpu[0] - look["cpu"]) / (now - look["at"])
-            look.update(at=now, idle=idle, cpu=_worker_cpu[0])
+            thread, others = float(threading.get_ident()), _others_seconds()
+            if look["at"] >= 0 and look["thread"] == thread:  # (another thread's look: its own time is unknown)
+                look["free"] = (idle - look["idle"] + others - look["others"]) / (now - look["at"])
+            look.update(at=now, idle=idle, thread=thread, others=others)
     return max(1, min(n, 1 + int(look["free"] + 0.25)))
 
 
@@ -225,12 +236,10 @@ def _worker(jobs: Any) -> None:  # (a queue.SimpleQueue of (job, slot))
         with np.errstate(**job.err):
             old = np.getbufsize()
             np.setbufsize(job.bufsize)
-            cpu = time.thread_time()
             try:
                 job.work(slot)
             finally:
                 np.setbufsize(old)
-                _worker_cpu[0] += time.thread_time() - cpu
 
 
 _workers: list[Any] = []  # the workers' queues
