@@ -25,8 +25,8 @@ __all__ = ["sigmoid_kernels"]
 def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., Any]]:
     """``sigmoid``, ``silu`` and ``silu_backward`` over NumPy ``np``; ``half`` is the backend's 16-bit tools."""
     f32 = np.dtype(np.float32)
-    negative, exp, add, divide, multiply, subtract = (np.negative, np.exp, np.add, np.divide, np.multiply,
-                                                      np.subtract)
+    negative, exp, expm1, add, divide, multiply, subtract = (np.negative, np.exp, np.expm1, np.add, np.divide,
+                                                             np.multiply, np.subtract)
     quiet = ignoring(np)  # exp overflow, inf / inf and NaN inputs: PyTorch's values, no warnings
     ones = {dt: np.ones((), dt) for dt in (f32, np.dtype(np.float64))}
     blocked = block_runner(np, pool, scratches=1)
@@ -93,20 +93,24 @@ def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., An
 
     general = widened(sigmoid)
 
+    one_two = {dt: (one, np.full((), 2, dt)) for dt, one in ones.items()}
+
     @quiet
-    def small(x: Any, one: Any) -> Any:
+    def small(x: Any, one: Any, two: Any) -> Any:
+        # 1 / (2 + expm1(-x)), which is 1 / (1 + exp(-x)): NumPy's float32 expm1 runs about a third faster than
+        # its exp (1.2 us against 1.5 for 64x64; against PyTorch's values within 4 ulp either way)
         out = negative(x)  # (the ufuncs' out given by position: no keywords to parse)
-        exp(out, out)
-        add(out, one, out)
+        expm1(out, out)
+        add(out, two, out)
         return divide(one, out, out)
 
     def sigmoid_kernel(x: Any) -> Any:
         """A float32 / float64 array of at least one dim under a megabyte in one frame below the errstate (the
         others by the general kernel: blocks, 16-bit and complex dtypes)."""
-        one = ones.get(x.dtype)
-        if one is None or x.nbytes >= MIN_BYTES or not x.ndim:  # (0-d: negative() would give a NumPy scalar)
+        consts = one_two.get(x.dtype)
+        if consts is None or x.nbytes >= MIN_BYTES or not x.ndim:  # (0-d: negative() would give a NumPy scalar)
             return general(x)
-        return small(x, one)
+        return small(x, *consts)
 
     sigmoid_kernel.__name__ = sigmoid_kernel.__qualname__ = "sigmoid"
     return {"sigmoid": sigmoid_kernel, "silu": widened(silu), "silu_backward": widened(silu_backward)}
