@@ -7,7 +7,9 @@ loses all relative precision below about -17: sigmoid(-20) would be 0, and ``log
 ``silu = x / (1 + exp(-x))`` and its gradient ``g * s * (1 + x * (1 - s))``. silu's decomposition,
 ``x * sigmoid(x)``, takes two ops forward and five backward (and as many graph nodes). The constants are 0-d
 arrays of the operand's dtype (a ufunc takes them faster than a Python number); arrays of a megabyte or more
-run block by block (:mod:`._blocked`); float16 and bfloat16 compute in float32 and round once.
+run block by block (:mod:`._blocked`); float16 and bfloat16 compute in float32 and round once. A float32 /
+float64 sigmoid under a megabyte is ``1 / (2 + expm1(-x))``, the same quotient with NumPy's faster expm1
+(the 16-bit dtypes keep ``exp``: their rounded values are PyTorch's bit for bit).
 """
 
 from __future__ import annotations

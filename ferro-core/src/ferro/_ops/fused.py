@@ -486,7 +486,8 @@ def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Te
                 raise KeyError
         except (AttributeError, KeyError, TypeError):
             return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
-        y = _native_wrap(kernels[0](data, dim), x._device)
+        yd = kernels[0](data, dim)
+        y = _wrap(yd, dt, x._device) if yd.dtype == data.dtype else _native_wrap(yd, x._device)
         if not (x._rg and _mode._state.enabled):
             return y
         return record(y, op, (x,), (x, OUT), {"kernels": kernels, "dim": dim, "decomposition": decomposition},
@@ -535,8 +536,8 @@ def _layer_norm_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[...,
             eps = float(eps)
         except Exception:  # (an argument the checks cannot read: the entry raises its own, named error)
             return public(x, *args, **kwargs)
-        y, mean, rstd = kernels[0](xd, shape, wd, bd, eps)
-        y = _native_wrap(y, dev)
+        yd, mean, rstd = kernels[0](xd, shape, wd, bd, eps)
+        y = _wrap(yd, dt, dev) if yd.dtype == xd.dtype else _native_wrap(yd, dev)
         if not (_mode._state.enabled and (x._rg or (weight is not None and weight._rg)
                                           or (bias is not None and bias._rg))):
             return y
