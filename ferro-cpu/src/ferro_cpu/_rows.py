@@ -345,7 +345,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         cols = math.prod(shape)
         return wide(x).reshape(-1, cols), cols
 
-    means: dict[tuple[int, Any], tuple[Any, Any, Any]] = {}
+    means: dict[tuple[int, Any, float], tuple[Any, Any, Any]] = {}  # (cols, dtype, eps) -> row_means
 
     def row_means(cols: int, dt: Any, eps: float) -> tuple[Any, Any, Any]:
         """(a vector of ``1 / cols``, ``cols * eps`` and ``sqrt(cols)``, 0-d) for rows of ``cols`` of dtype ``dt``:
