@@ -91,3 +91,18 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, dev: Any, names: Any) -> dict[s
     monkeypatch.setattr(dev, "_fast", dev._ops)
     return counts
 
+
+def functions_entered(call: Any, module: str) -> list[str]:
+    """The names of the Python functions of ``module`` (the end of its file's path, ``ferro_cpu/_rows.py``) that
+    ``call()`` entered, in order: which path of a kernel ran, where the kernel table counts only the kernel."""
+    names: list[str] = []
+
+    def seen(frame: Any, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename.endswith(module):
+            names.append(frame.f_code.co_name)
+    sys.setprofile(seen)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return names

@@ -11,7 +11,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls
+from conftest import count_calls, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -293,3 +293,96 @@ def test_layer_norm_backward_of_a_scalar_gradient_as_torch(grads_seen: list[tupl
         np.testing.assert_allclose(fw.grad.numpy(), tw.grad.numpy(), rtol=tol, atol=tol * 10)
         np.testing.assert_allclose(fb.grad.numpy(), tb.grad.numpy(), rtol=tol, atol=tol)
     assert calls["layer_norm_backward"] == 1 and grads_seen == [(0,) * len(shape)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("shape", "extreme"), [((64, 64), None), ((3, 5, 7), 1e3), ((9,), np.inf),
+                                                ((4, 6), np.nan)])
+def test_one_block_softmax_path_as_torch(calls: dict[str, int], dtype: str, shape: tuple[int, ...],
+                                         extreme: float | None) -> None:
+    # an array under one block along its last dim: one frame, exp into the output; a row the unshifted quotient
+    # does not suit (an overflowing logit, -inf, NaN) is redone with the shift, as in the blocked kernel
+    x = (RNG.standard_normal(shape) * 3).astype(dtype)
+    if extreme is not None:
+        x.reshape(-1)[1] = extreme
+    fx = ferro.tensor(x)
+    got: list[ferro.Tensor] = []
+    path = functions_entered(lambda: got.append(F.softmax(fx, -1)), "ferro_cpu/_rows.py")
+    ref = TF.softmax(torch.tensor(x), -1).numpy()
+    tol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got[0].numpy(), ref, rtol=tol, atol=tol, equal_nan=True)
+    assert path[:2] == ["softmax", "small_softmax"] and "softmax_rows" not in path[:3]
+    assert ("redo_rows" in path) == (extreme is not None) and calls["softmax"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("shape", "normalized"), [((64, 256), (256,)), ((2, 3, 4, 5), (4, 5)), ((7,), (7,))])
+@pytest.mark.parametrize("affine", [False, True])
+def test_one_block_layer_norm_path_as_torch(calls: dict[str, int], dtype: str, shape: tuple[int, ...],
+                                            normalized: tuple[int, ...], affine: bool) -> None:
+    # the one-block path (mean by a product with 1/cols, rstd as sqrt(cols) / sqrt(sum of squares + cols * eps)),
+    # a row of large mean and a row of one value included
+    x = (RNG.standard_normal(shape) * 2 + 1).astype(dtype)
+    rows = x.reshape(-1, int(np.prod(normalized)))
+    rows[0] += 1e3
+    if len(rows) > 1:
+        rows[1] = 2.5
+    w, b = ((RNG.standard_normal(normalized) + 1).astype(dtype) for _ in range(2))
+    fw, fb = (ferro.tensor(v) if affine else None for v in (w, b))
+    tw, tb = (torch.tensor(v) if affine else None for v in (w, b))
+    fx = ferro.tensor(x)
+    got: list[ferro.Tensor] = []
+    path = functions_entered(lambda: got.append(F.layer_norm(fx, normalized, fw, fb)), "ferro_cpu/_rows.py")
+    ref = TF.layer_norm(torch.tensor(x), normalized, tw, tb).numpy()
+    tol = 1e-4 if dtype == "float32" else 1e-11  # (float32: the row of mean 1e3 keeps about 4 digits)
+    np.testing.assert_allclose(got[0].numpy(), ref, rtol=tol, atol=tol)
+    assert path[0] == "layer_norm_forward" and "small_layer_norm" in path and "blocked_layer_norm" not in path
+    assert calls["layer_norm_forward"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "layer_norm"])
+def test_fronts_record_the_node_without_the_entry(monkeypatch: pytest.MonkeyPatch, calls: dict[str, int],
+                                                  dtype: str, fn: str) -> None:
+    # with grad, the public softmax / log_softmax / layer_norm run the kernel and record the op's one node
+    # themselves: the op's rule (the entry's path) is not reached; values and gradients as PyTorch's
+    from ferro._core.records import REGISTRY
+    op = REGISTRY[fn]
+    rule_calls = []
+    rule = op.rule
+    monkeypatch.setattr(op, "rule", lambda *a, **k: rule_calls.append(1) or rule(*a, **k))
+    x, g = RNG.standard_normal((8, 16)), RNG.standard_normal((8, 16))
+    w, b = RNG.standard_normal(16) + 1, RNG.standard_normal(16)
+    wide = torch.float32 if dtype == "float16" else getattr(torch, dtype)  # (PyTorch's reference in float32)
+    fx = ferro.tensor(x.astype(dtype), requires_grad=True)
+    tx = torch.tensor(x.astype(dtype)).to(wide).requires_grad_()
+    fw, fb = (ferro.tensor(v.astype(dtype), requires_grad=True) for v in (w, b))
+    tw, tb = (torch.tensor(v.astype(dtype)).to(wide).requires_grad_() for v in (w, b))
+    if fn == "layer_norm":
+        got, ref = F.layer_norm(fx, (16,), weight=fw, bias=fb, eps=1e-3), TF.layer_norm(tx, (16,), tw, tb, 1e-3)
+    else:
+        got, ref = getattr(F, fn)(fx, -1), getattr(TF, fn)(tx, -1)
+    assert got.grad_fn is not None and got.dtype is getattr(ferro, dtype)
+    got.backward(ferro.tensor(g.astype(dtype)))
+    ref.backward(torch.tensor(g.astype(dtype)).to(wide))
+    tol = {"float16": 2e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(got.detach().double().numpy(), ref.detach().numpy(), rtol=tol, atol=tol)
+    pairs = [(fx, tx)] + ([(fw, tw), (fb, tb)] if fn == "layer_norm" else [])
+    for f, t in pairs:
+        np.testing.assert_allclose(f.grad.double().numpy(), t.grad.numpy(), rtol=tol * 10, atol=tol * 10)
+    kernel = "layer_norm_forward" if fn == "layer_norm" else fn
+    backward = "layer_norm_backward" if fn == "layer_norm" else f"{fn}_backward"
+    assert rule_calls == [] and calls[kernel] == 1 and calls[backward] == 1
+
+
+def test_layer_norm_front_leaves_other_calls_to_the_entry(calls: dict[str, int]) -> None:
+    # arguments the front does not take reach the entry, which names the op and the argument
+    fx = ferro.tensor(RNG.standard_normal((3, 4)))
+    with pytest.raises(TypeError, match=r"layer_norm.*'weight'"):
+        F.layer_norm(fx, (4,), weight="w")
+    with pytest.raises(TypeError, match="layer_norm"):
+        F.layer_norm(fx, (4,), bogus=1)
+    with pytest.raises(ferro.errors.ShapeError, match="layer_norm"):
+        F.layer_norm(fx, (5,))
+    np.testing.assert_allclose(F.layer_norm(fx, 4, None, None, 0.1).numpy(),
+                               TF.layer_norm(torch.tensor(fx.numpy()), (4,), eps=0.1).numpy(), rtol=1e-12)

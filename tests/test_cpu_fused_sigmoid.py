@@ -10,7 +10,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls
+from conftest import count_calls, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -89,3 +89,19 @@ def test_second_derivative_of_silu_through_the_decomposition(calls: dict[str, in
     (tgg,) = torch.autograd.grad(tg.sum(), tx)
     np.testing.assert_allclose(ggx.numpy(), tgg.numpy(), rtol=1e-10, atol=1e-12)
     assert calls["silu"] == 1 and calls["silu_backward"] == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(64, 64), (50,), (3, 1, 7)])
+def test_small_arrays_take_the_one_frame_path_as_torch(calls: dict[str, int], dtype: str,
+                                                       shape: tuple[int, ...]) -> None:
+    # under a megabyte, float32 / float64: 1 / (2 + expm1(-x)) in one frame, every extreme as PyTorch's
+    x = (RNG.standard_normal(shape) * 8).astype(dtype)
+    x.reshape(-1)[:min(x.size, len(EXTREMES))] = EXTREMES[:x.size]
+    fx = ferro.tensor(x)
+    got: list[ferro.Tensor] = []
+    path = functions_entered(lambda: got.append(ferro.sigmoid(fx)), "ferro_cpu/_sigmoid.py")
+    ref = torch.sigmoid(torch.tensor(x)).numpy()
+    tol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got[0].numpy(), ref, rtol=tol, atol=0, equal_nan=True)
+    assert path == ["sigmoid_kernel", "small"] and calls["sigmoid"] == 1

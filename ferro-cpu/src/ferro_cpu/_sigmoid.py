@@ -7,7 +7,9 @@ loses all relative precision below about -17: sigmoid(-20) would be 0, and ``log
 ``silu = x / (1 + exp(-x))`` and its gradient ``g * s * (1 + x * (1 - s))``. silu's decomposition,
 ``x * sigmoid(x)``, takes two ops forward and five backward (and as many graph nodes). The constants are 0-d
 arrays of the operand's dtype (a ufunc takes them faster than a Python number); arrays of a megabyte or more
-run block by block (:mod:`._blocked`); float16 and bfloat16 compute in float32 and round once.
+run block by block (:mod:`._blocked`); float16 and bfloat16 compute in float32 and round once. A float32 /
+float64 sigmoid under a megabyte is ``1 / (2 + expm1(-x))``, the same quotient with NumPy's faster expm1
+(the 16-bit dtypes keep ``exp``: their rounded values are PyTorch's bit for bit).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ __all__ = ["sigmoid_kernels"]
 def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., Any]]:
     """``sigmoid``, ``silu`` and ``silu_backward`` over NumPy ``np``; ``half`` is the backend's 16-bit tools."""
     f32 = np.dtype(np.float32)
-    negative, exp, add, divide, multiply, subtract = (np.negative, np.exp, np.add, np.divide, np.multiply,
-                                                      np.subtract)
+    negative, exp, expm1, add, divide, multiply, subtract = (np.negative, np.exp, np.expm1, np.add, np.divide,
+                                                             np.multiply, np.subtract)
     quiet = ignoring(np)  # exp overflow, inf / inf and NaN inputs: PyTorch's values, no warnings
     ones = {dt: np.ones((), dt) for dt in (f32, np.dtype(np.float64))}
     blocked = block_runner(np, pool, scratches=1)
@@ -93,20 +95,24 @@ def sigmoid_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., An
 
     general = widened(sigmoid)
 
+    one_two = {dt: (one, np.full((), 2, dt)) for dt, one in ones.items()}
+
     @quiet
-    def small(x: Any, one: Any) -> Any:
+    def small(x: Any, one: Any, two: Any) -> Any:
+        # 1 / (2 + expm1(-x)), which is 1 / (1 + exp(-x)): NumPy's float32 expm1 runs about a quarter faster than
+        # its exp (1.2 us against 1.5 for 64x64; against PyTorch's values within 4 ulp either way)
         out = negative(x)  # (the ufuncs' out given by position: no keywords to parse)
-        exp(out, out)
-        add(out, one, out)
+        expm1(out, out)
+        add(out, two, out)
         return divide(one, out, out)
 
     def sigmoid_kernel(x: Any) -> Any:
         """A float32 / float64 array of at least one dim under a megabyte in one frame below the errstate (the
         others by the general kernel: blocks, 16-bit and complex dtypes)."""
-        one = ones.get(x.dtype)
-        if one is None or x.nbytes >= MIN_BYTES or not x.ndim:  # (0-d: negative() would give a NumPy scalar)
+        consts = one_two.get(x.dtype)
+        if consts is None or x.nbytes >= MIN_BYTES or not x.ndim:  # (0-d: negative() would give a NumPy scalar)
             return general(x)
-        return small(x, one)
+        return small(x, *consts)
 
     sigmoid_kernel.__name__ = sigmoid_kernel.__qualname__ = "sigmoid"
     return {"sigmoid": sigmoid_kernel, "silu": widened(silu), "silu_backward": widened(silu_backward)}

@@ -161,6 +161,7 @@ def _layer_norm_grads(g: Tensor, x: Tensor, weight: Tensor | None, bias: Tensor 
 
 _LN_ARGS = ("normalized_shape", "weight", "bias", "eps")
 _LN_NAMES = frozenset(_LN_ARGS)
+_LN_DEFAULTS = (None, None, 1e-5)  # (weight, bias, eps)
 
 
 def _layer_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
@@ -467,18 +468,14 @@ _UNSET: Any = object()  # (softmax's dim not given: the entry's own default, and
 
 def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """The public ``softmax`` / ``log_softmax``: an int ``dim`` of a dense tensor whose dtype the fused kernel
-    takes, nothing to record, no layer on, runs the forward kernel here (what :func:`_softmax` would); any other
-    call goes to ``public``, the op's entry."""
-    name, table = op.name, op.table
+    takes, no layer on, runs the forward kernel here and, where grad mode and the input ask for it, records
+    the op's node (what :func:`_softmax` would); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
 
     def softmax(x: Tensor, dim: Any = _UNSET, *args: Any, **kwargs: Any) -> Tensor:
-        try:  # a node to record (or other arguments): the entry's path at once, without an exception
-            other = args or kwargs or (x._rg and _mode._state.enabled)
-        except AttributeError:
-            other = True
-        if other:
-            return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
         try:
+            if args or kwargs:
+                raise KeyError  # other arguments: the entry's path
             if dim is _UNSET:
                 dim = -1
             dt = x._dtype
@@ -489,16 +486,74 @@ def _softmax_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Te
                 raise KeyError
         except (AttributeError, KeyError, TypeError):
             return public(x, *args, **kwargs) if dim is _UNSET else public(x, dim, *args, **kwargs)
-        return _native_wrap(kernels[0](data, dim), x._device)
+        yd = kernels[0](data, dim)
+        y = _wrap(yd, dt, x._device) if yd.dtype == data.dtype else _native_wrap(yd, x._device)
+        if not (x._rg and _mode._state.enabled):
+            return y
+        return record(y, op, (x,), (x, OUT), {"kernels": kernels, "dim": dim, "decomposition": decomposition},
+                      (_softmax_grad,))
 
     functools.update_wrapper(softmax, public)
     softmax.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
     return softmax
 
 
+def _layer_norm_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``layer_norm``: dense tensors of one dtype and device that the fused kernels take, no layer on,
+    runs the forward kernel here and records the op's node where grad mode and an input ask for it (what
+    :func:`_layer_norm` would, without the entry's frames); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+
+    def layer_norm(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs:  # (keywords: bound as the rule binds them)
+                bound = dict(zip(_LN_ARGS, args))
+                if len(args) > len(_LN_ARGS) or not kwargs.keys() <= _LN_NAMES or kwargs.keys() & bound.keys():
+                    raise KeyError
+                bound.update(kwargs)
+                ns, weight, bias = bound["normalized_shape"], bound.get("weight"), bound.get("bias")
+                eps = bound.get("eps", 1e-5)
+            else:
+                ns, weight, bias, eps = args + _LN_DEFAULTS[len(args) - 1:] if 0 < len(args) <= 4 else ()
+            dt, dev = x._dtype, x._device
+            kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
+            xd = x._data
+            xs = xd.shape
+            shape = (ns,) if isinstance(ns, int) else tuple(ns)
+            if dt not in dtypes or dt not in table or not _plain(x) or len(shape) > len(xs) \
+                    or xs[len(xs) - len(shape):] != shape:
+                raise KeyError
+            wd = bd = None
+            if weight is not None:
+                if weight._dtype is not dt or weight._device is not dev or not _plain(weight) \
+                        or weight._data.shape != shape:
+                    raise KeyError
+                wd = weight._data
+            if bias is not None:
+                if bias._dtype is not dt or bias._device is not dev or not _plain(bias) or bias._data.shape != shape:
+                    raise KeyError
+                bd = bias._data
+            eps = float(eps)
+        except Exception:  # (an argument the checks cannot read: the entry raises its own, named error)
+            return public(x, *args, **kwargs)
+        yd, mean, rstd = kernels[0](xd, shape, wd, bd, eps)
+        y = _wrap(yd, dt, dev) if yd.dtype == xd.dtype else _native_wrap(yd, dev)
+        if not (_mode._state.enabled and (x._rg or (weight is not None and weight._rg)
+                                          or (bias is not None and bias._rg))):
+            return y
+        return record(y, op, (x, weight, bias), (x, weight, bias),
+                      {"kernels": kernels, "shape": shape, "eps": eps, "decomposition": decomposition, "mean": mean,
+                       "rstd": rstd}, (_layer_norm_grads,), JointNode)
+
+    functools.update_wrapper(layer_norm, public)
+    layer_norm.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return layer_norm
+
+
 #: op name -> the public function's front: a fast path before the op's entry (see :func:`front`).
 _FRONTS: dict[str, Callable[[OpDef, Callable[..., Tensor]], Callable[..., Tensor]]] = {
-    "linear": _linear_front, "softmax": _softmax_front, "log_softmax": _softmax_front}
+    "linear": _linear_front, "softmax": _softmax_front, "log_softmax": _softmax_front,
+    "layer_norm": _layer_norm_front}
 
 
 def front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
