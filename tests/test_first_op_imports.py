@@ -69,3 +69,45 @@ def test_the_layers_are_there_when_asked_for() -> None:
                    "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'",
                    "optim": ["type"] * 16 + ["module"], "optim_dir": True, "dist": [],
                    "dist_dir": True}
+
+
+def test_the_first_op_holds_the_collector_off_and_frees_the_programs_garbage() -> None:
+    # ferro._core.collector: no collection while the plugins load and the device binds, what they made frozen
+    # afterwards, the collector on again; garbage the program made before is freed, not frozen (the only
+    # collections: the full ones that do that); once only.
+    got = run_json("""
+        import gc, json, warnings, weakref
+        warnings.simplefilter('ignore')  # the deliberately broken test plugins
+        import ferro
+        class Node:
+            pass
+        cycle = Node()
+        cycle.me = cycle
+        dead = weakref.ref(cycle)
+        del cycle
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info['generation']))
+        frozen = gc.get_freeze_count()
+        y = ferro.ones(2) + 1
+        first = {'runs': sorted(set(runs)), 'grew': gc.get_freeze_count() > frozen, 'on': gc.isenabled(),
+                 'freed': dead() is None}
+        frozen = gc.get_freeze_count()
+        z = ferro.ones(2, device='strict') + 1  # a second device bound: the collector left alone
+        again = {'same': gc.get_freeze_count() <= frozen, 'on': gc.isenabled()}
+        print(json.dumps({'first': first, 'again': again, 'values': (y + z.cpu()).tolist()}))
+    """)
+    assert got == {"first": {"runs": [2], "grew": True, "on": True, "freed": True},
+                   "again": {"same": True, "on": True}, "values": [4.0, 4.0]}
+
+
+def test_a_program_that_turned_the_collector_off_keeps_it_off() -> None:
+    got = run_json("""
+        import gc, json, warnings
+        warnings.simplefilter('ignore')
+        import ferro
+        gc.disable()
+        frozen = gc.get_freeze_count()
+        y = ferro.ones(2) + 1
+        print(json.dumps({'on': gc.isenabled(), 'same': gc.get_freeze_count() <= frozen, 'values': y.tolist()}))
+    """)
+    assert got == {"on": False, "same": True, "values": [2.0, 2.0]}

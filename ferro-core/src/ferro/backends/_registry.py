@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._core.collector import building
 from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, DeviceError
@@ -269,7 +270,7 @@ def load() -> None:
     """Discover and register every installed plugin (once; cheap afterwards)."""
     if _state.loaded:
         return
-    with _state.lock:
+    with _state.lock, building("plugins"):  # (NumPy's import and the plugins' objects: nothing to collect)
         if _state.loaded:
             return
         for ep in entry_points(ENTRY_POINT_GROUP):
@@ -410,7 +411,7 @@ def bind_device(dev: device) -> None:
     """Resolve ``dev`` to its backend and freeze its kernel tables (once per device)."""
     if dev._backend is not None:
         return
-    with _state.lock:
+    with _state.lock, building("device"):  # (the kernel tables live as long as the process)
         if dev._backend is not None:
             return
         backend = get_backend(dev.type)
