@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import run_json
 
 #: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) with ``nn.init`` and ``nn.utils``,
@@ -111,3 +113,36 @@ def test_a_program_that_turned_the_collector_off_keeps_it_off() -> None:
         print(json.dumps({'on': gc.isenabled(), 'same': gc.get_freeze_count() <= frozen, 'values': y.tolist()}))
     """)
     assert got == {"on": False, "same": True, "values": [2.0, 2.0]}
+
+
+#: After plugin discovery (ferro-cpu's backend imports NumPy there), before any device binds: whether NumPy was
+#: imported before, OpenBLAS's pools' sizes, and the variable as the program sees it.
+_BLAS_AT_DISCOVERY = """
+    import json, os, sys, warnings
+    warnings.simplefilter('ignore')
+    {setup}
+    import ferro
+    before = 'numpy' in sys.modules
+    ferro.backends.available()
+    import threadpoolctl
+    pools = [p['num_threads'] for p in threadpoolctl.threadpool_info() if p['internal_api'] == 'openblas']
+    print(json.dumps({{'before': before, 'pools': pools, 'env': os.environ.get('OPENBLAS_NUM_THREADS')}}))
+"""
+
+
+def test_ferro_cpu_starts_openblas_on_one_thread_where_it_imports_numpy() -> None:
+    # ferro_cpu._blas_start: the pool ferro-cpu keeps at one thread starts so (no thread per core started, then
+    # parked); the variable is set for NumPy's import only.
+    pytest.importorskip("threadpoolctl")
+    got = run_json(_BLAS_AT_DISCOVERY.format(setup="os.environ.pop('OPENBLAS_NUM_THREADS', None)"))
+    if not got["pools"]:
+        pytest.skip("NumPy's BLAS is not OpenBLAS here")
+    assert got == {"before": False, "pools": [1], "env": None}
+
+
+def test_a_program_that_chose_the_blas_threads_keeps_its_choice_until_the_device_binds() -> None:
+    pytest.importorskip("threadpoolctl")
+    got = run_json(_BLAS_AT_DISCOVERY.format(setup="os.environ['OPENBLAS_NUM_THREADS'] = '2'"))
+    if not got["pools"]:
+        pytest.skip("NumPy's BLAS is not OpenBLAS here")
+    assert got == {"before": False, "pools": [2], "env": "2"}
