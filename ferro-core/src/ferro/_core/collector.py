@@ -12,7 +12,8 @@ becomes garbage later is never freed. So the collector first runs once over what
 the program's is frozen; at the first op a program has made little since ``import ferro`` froze the rest,
 about 0.02 ms), and each kind of work does this once per process: the first plugin discovery, the first
 device bound. Later ones (a second device, discovery again after ``reset()`` in tests) leave the collector
-alone. In ``ferro.backends._registry``::
+alone. No tensor exists before the first device binds, so none is frozen: ``gc.get_objects()``, through which
+``ferro._compile`` finds the live tensors, leaves frozen objects out. In ``ferro.backends._registry``::
 
     with _state.lock, building("plugins"):
         ...  # import and register every plugin
