@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import run_json
 
 #: Loaded only when a program uses them: the layers (``ferro.nn.Linear``...) with ``nn.init`` and ``nn.utils``,
@@ -69,3 +71,80 @@ def test_the_layers_are_there_when_asked_for() -> None:
                    "missing": "module 'ferro.nn' has no attribute 'NoSuchLayer'",
                    "optim": ["type"] * 16 + ["module"], "optim_dir": True, "dist": [],
                    "dist_dir": True}
+
+
+def test_the_first_op_holds_the_collector_off_and_frees_the_programs_garbage() -> None:
+    # ferro._core.collector: no collection while the plugins load and the device binds, what they made frozen
+    # afterwards, the collector on again; garbage the program made before is freed, not frozen (the only
+    # collections: the full ones that do that); once only.
+    got = run_json("""
+        import gc, json, warnings, weakref
+        warnings.simplefilter('ignore')  # the deliberately broken test plugins
+        import ferro
+        class Node:
+            pass
+        cycle = Node()
+        cycle.me = cycle
+        dead = weakref.ref(cycle)
+        del cycle
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info['generation']))
+        frozen = gc.get_freeze_count()
+        y = ferro.ones(2) + 1
+        first = {'runs': sorted(set(runs)), 'grew': gc.get_freeze_count() > frozen, 'on': gc.isenabled(),
+                 'freed': dead() is None, 'listed': any(o is y for o in gc.get_objects())}
+        frozen = gc.get_freeze_count()
+        z = ferro.ones(2, device='strict') + 1  # a second device bound: the collector left alone
+        again = {'same': gc.get_freeze_count() <= frozen, 'on': gc.isenabled()}
+        print(json.dumps({'first': first, 'again': again, 'values': (y + z.cpu()).tolist()}))
+    """)
+    # 'listed': no tensor is frozen (none exists before the first device binds): ferro._compile finds the live
+    # tensors through gc.get_objects(), which leaves frozen objects out
+    assert got == {"first": {"runs": [2], "grew": True, "on": True, "freed": True, "listed": True},
+                   "again": {"same": True, "on": True}, "values": [4.0, 4.0]}
+
+
+def test_a_program_that_turned_the_collector_off_keeps_it_off() -> None:
+    got = run_json("""
+        import gc, json, warnings
+        warnings.simplefilter('ignore')
+        import ferro
+        gc.disable()
+        frozen = gc.get_freeze_count()
+        y = ferro.ones(2) + 1
+        print(json.dumps({'on': gc.isenabled(), 'same': gc.get_freeze_count() <= frozen, 'values': y.tolist()}))
+    """)
+    assert got == {"on": False, "same": True, "values": [2.0, 2.0]}
+
+
+#: After plugin discovery (ferro-cpu's backend imports NumPy there), before any device binds: whether NumPy was
+#: imported before, OpenBLAS's pools' sizes, and the variable as the program sees it.
+_BLAS_AT_DISCOVERY = """
+    import json, os, sys, warnings
+    warnings.simplefilter('ignore')
+    {setup}
+    import ferro
+    before = 'numpy' in sys.modules
+    ferro.backends.available()
+    import threadpoolctl
+    pools = [p['num_threads'] for p in threadpoolctl.threadpool_info() if p['internal_api'] == 'openblas']
+    print(json.dumps({{'before': before, 'pools': pools, 'env': os.environ.get('OPENBLAS_NUM_THREADS')}}))
+"""
+
+
+def test_ferro_cpu_starts_openblas_on_one_thread_where_it_imports_numpy() -> None:
+    # ferro_cpu._blas_start: the pool ferro-cpu keeps at one thread starts so (no thread per core started, then
+    # parked); the variable is set for NumPy's import only.
+    pytest.importorskip("threadpoolctl")
+    got = run_json(_BLAS_AT_DISCOVERY.format(setup="os.environ.pop('OPENBLAS_NUM_THREADS', None)"))
+    if not got["pools"]:
+        pytest.skip("NumPy's BLAS is not OpenBLAS here")
+    assert got == {"before": False, "pools": [1], "env": None}
+
+
+def test_a_program_that_chose_the_blas_threads_keeps_its_choice_until_the_device_binds() -> None:
+    pytest.importorskip("threadpoolctl")
+    got = run_json(_BLAS_AT_DISCOVERY.format(setup="os.environ['OPENBLAS_NUM_THREADS'] = '2'"))
+    if not got["pools"]:
+        pytest.skip("NumPy's BLAS is not OpenBLAS here")
+    assert got == {"before": False, "pools": [2], "env": "2"}

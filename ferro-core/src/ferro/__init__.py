@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import gc as _gc
 
-from ._core.lazy import attributes as _attributes
-
 # Importing ferro creates some twenty thousand objects (op records, functions, classes) and no garbage; the
 # cyclic collector, which runs every few hundred allocations, would scan them again and again for nothing.
 _gc_was_enabled = _gc.isenabled()
@@ -42,6 +40,7 @@ try:
     from ._api import set_default_dtype as set_default_dtype
     from ._api import short as short
     from ._aten import install as _install_aten
+    from ._core.lazy import attributes as _attributes
     from ._core.tensor import Tensor as _Tensor
     from ._grids import *  # noqa: F403 - tril_indices, logspace, the window functions
     from ._grids import __all__ as _grids_all

@@ -12,8 +12,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ferro._core.dtypes import DType, all_dtypes, bfloat16
 from ferro._core.threads import get_num_threads
 from ferro.backends import (
@@ -26,6 +24,10 @@ from ferro.backends import (
 from ferro.backends._array_api import numpy_broadcast_view
 from ferro.backends._polynomials import POLYNOMIALS, polynomial_kernels
 
+# First: NumPy, with OpenBLAS starting on one thread where ferro-cpu is what imports it (see _blas_start).
+from ._blas_start import np
+
+# isort: split
 from ._batchnorm import batchnorm_kernels
 from ._conv import conv_kernels
 from ._erf import gelu_kernels

@@ -245,12 +245,24 @@ REGISTRY: dict[str, OpDef] = {}
 modes._records = REGISTRY  # the armed tables look ops up by name
 
 
+#: dtype rule -> (the default dtype it was computed under, its table): the ops of one rule share the
+#: computation (``import ferro`` registers some 500 ops, a dozen dtypes each), each keeps its own dict.
+_TABLES: dict[Callable[[DType], Any], tuple[DType, dict[DType, tuple[DType, DType]]]] = {}
+
+
+def _table(rule: Callable[[DType], tuple[DType, DType] | None]) -> dict[DType, tuple[DType, DType]]:
+    default = get_default_dtype()  # (the rules' only input beyond the dtype)
+    got = _TABLES.get(rule)
+    if got is None or got[0] is not default:
+        got = _TABLES[rule] = (default, {d: r for d in all_dtypes if (r := rule(d)) is not None})
+    return dict(got[1])
+
+
 def register(op: OpDef) -> OpDef:
     """Add ``op`` to the registry, computing its dtype table."""
     if op.name in REGISTRY:
         raise ValueError(f"op '{op.name}' is registered twice")
-    rule = DTYPE_RULES[op.dtype_rule][0]
-    op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
+    op.table = _table(DTYPE_RULES[op.dtype_rule][0])
     if not op.kernels:
         op.kernels = (op.name,)
     op.autocast = autocast_policy.category(op.name)
@@ -278,8 +290,7 @@ def register_composites(kind: str, rows: Sequence[tuple[Any, ...]], *,
 def refresh_default_dtype() -> None:
     """Recompute the tables of rules that depend on the default float dtype."""
     for op in REGISTRY.values():
-        rule = DTYPE_RULES[op.dtype_rule][0]
-        op.table = {d: r for d in all_dtypes if (r := rule(d)) is not None}
+        op.table = _table(DTYPE_RULES[op.dtype_rule][0])
 
 
 class _Ops:

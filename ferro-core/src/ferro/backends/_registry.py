@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._core.collector import building
 from .._core.modes import bind_fast
 from .._core.records import REGISTRY, OpDef, register
 from ..errors import BackendNotFoundError, BackendUnavailableError, DeviceError
@@ -269,7 +270,7 @@ def load() -> None:
     """Discover and register every installed plugin (once; cheap afterwards)."""
     if _state.loaded:
         return
-    with _state.lock:
+    with _state.lock, building("plugins"):  # (NumPy's import and the plugins' objects: nothing to collect)
         if _state.loaded:
             return
         for ep in entry_points(ENTRY_POINT_GROUP):
@@ -329,10 +330,11 @@ def _table_error(table: Any, known: frozenset[str] | set[str] | None) -> str | N
     return None
 
 
-def _overrides(backend: Backend, known: set[str]) -> dict[str, Callable[..., Any]]:
-    """Kernels other plugins contribute to ``backend``, by the hook's precedence; ``known``: the valid names."""
+def _overrides(backend: Backend, own: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """Kernels other plugins contribute to ``backend``, whose own table is ``own``, by the hook's precedence."""
     pm = _manager()
     merged: dict[str, Callable[..., Any]] = {}
+    known: set[str] | None = None  # the valid names (:func:`_known_kernels`), once a plugin hands a table over
     # get_hookimpls() lists implementations in reverse call order: applying
     # them in list order lets the first in call order win.
     for impl in list(pm.hook.ferro_register_kernels.get_hookimpls()):
@@ -347,6 +349,8 @@ def _overrides(backend: Backend, known: set[str]) -> dict[str, Callable[..., Any
             continue
         if result is None:
             continue
+        if known is None:
+            known = _known_kernels(own)
         error = _table_error(result, known)
         if error is not None:
             _mark_broken(plugin_name, f"{what} {error}")
@@ -410,7 +414,7 @@ def bind_device(dev: device) -> None:
     """Resolve ``dev`` to its backend and freeze its kernel tables (once per device)."""
     if dev._backend is not None:
         return
-    with _state.lock:
+    with _state.lock, building("device"):  # (the kernel tables live as long as the process)
         if dev._backend is not None:
             return
         backend = get_backend(dev.type)
@@ -434,7 +438,7 @@ def bind_device(dev: device) -> None:
             raise _refuse(backend, f"backend '{backend.name}': kernels({dev.index}) {error}")
         kernels = dict(own)
         if backend.name not in _state.overrides:  # the hook runs once per backend, not per device
-            _state.overrides[backend.name] = _overrides(backend, _known_kernels(kernels))
+            _state.overrides[backend.name] = _overrides(backend, kernels)
             if backend.name not in _state.backends:  # its own plugin's kernel hook was broken
                 raise BackendUnavailableError(backend.name, f"its plugin '{backend.plugin}' is broken: "
                                               f"{_state.broken.get(backend.plugin, '')}")
