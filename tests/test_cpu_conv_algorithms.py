@@ -2,6 +2,9 @@
 
 - the shifted-product conv2d (ferro_cpu/_conv_shifted.py): the shapes that select it, the geometries that
   must fall back to im2col, and a non-finite input, whose weight gradient the exact path computes;
+- the same-width products (``rows_forward`` / ``rows_weight_grad`` in ferro_cpu/_conv_shifted.py): small
+  images whose output rows keep the input's width, stacked from a row-padded grid, and the shapes that keep
+  im2col;
 - the strided input gradient as one product of sub-kernels (``by_sub_kernels`` in ferro_cpu/_conv.py), which
   is also conv_transpose2d's forward: kernels a multiple of the stride select it, others fall back.
 
@@ -187,6 +190,7 @@ BLOCKED = {  # x shape, weight shape, bias, kwargs, blocked forwards: one group 
 def test_blocked_columns_match_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str, dtype: str,
                                      block: int) -> None:
     monkeypatch.setattr(_conv, "BLOCK", block)
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", 0)  # (the ResNet shape takes the same-width products)
     xs, ws, has_bias, kw, forwards = BLOCKED[case]
     before = dict(_conv.RAN)
     _check(xs, ws, has_bias, kw, dtype)
@@ -252,3 +256,51 @@ def test_transposed_weight_gradient_blocked(calls: dict[str, int], monkeypatch: 
     _check((3, 12, 8, 8), (12, 6, 4, 4), True, {"stride": 2, "padding": 1}, dtype, op="conv_transpose2d")
     assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
     assert _conv.RAN["blocked_weight_grad"] == before + 1
+
+
+SAME_WIDTH = {  # x shape, weight shape, bias, kwargs, forwards: the output keeps the input's width, 64 to 511
+    # positions, 8-24 channels in and out; at stride 1 the input's gradient (the full convolution of grad) is a
+    # second one where its geometry keeps the width too
+    "ResNet 3x3": ((3, 16, 16, 16), (16, 16, 3, 3), False, {"padding": 1}, 2),
+    "5x3, rows unpadded": ((2, 8, 13, 9), (12, 8, 5, 3), True, {"padding": (0, 1)}, 2),
+    "dilated width": ((2, 12, 10, 11), (9, 12, 3, 3), True, {"padding": (1, 2), "dilation": (1, 2)}, 2),
+    "dilated rows, 3x1": ((2, 8, 9, 8), (24, 8, 3, 1), True, {"padding": (2, 0), "dilation": (2, 1)}, 2),
+    "1x1": ((2, 8, 8, 8), (8, 8, 1, 1), True, {}, 2),
+}
+
+
+def _rows_runs() -> tuple[int, int]:
+    return _conv_shifted.RAN["rows_forward"], _conv_shifted.RAN["rows_weight_grad"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", SAME_WIDTH)
+@pytest.mark.parametrize("block", [_conv_shifted.ROWS_BLOCK, 1])  # (1 byte: one image a block)
+def test_same_width_products_match_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str,
+                                         dtype: str, block: int) -> None:
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", block)
+    xs, ws, has_bias, kw, forwards = SAME_WIDTH[case]
+    before = _rows_runs()
+    _check(xs, ws, has_bias, kw, dtype)
+    assert (calls["conv2d_forward"], calls["conv2d_backward"]) == (1, 1)
+    assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (forwards, 1)
+
+
+def test_same_width_weight_gradient_without_kept_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the forward's grid is over KEEP_LIMIT, the weight's gradient builds it again."""
+    monkeypatch.setattr(_conv, "KEEP_LIMIT", 0)
+    before = _rows_runs()
+    _check((3, 16, 8, 8), (16, 16, 3, 3), True, {"padding": 1}, "float64")
+    assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (2, 1)
+
+
+@pytest.mark.parametrize("case", ["4x4 image", "32 channels", "strided", "narrower output"])
+def test_same_width_other_geometries(case: str) -> None:
+    """Too few positions, too many channels, a stride or an output narrower than the input keep im2col."""
+    xs, ws, kw = {"4x4 image": ((2, 16, 4, 4), (16, 16, 3, 3), {"padding": 1}),
+                  "32 channels": ((2, 16, 8, 8), (32, 16, 3, 3), {"padding": 1}),
+                  "strided": ((2, 16, 16, 16), (16, 16, 3, 3), {"padding": 1, "stride": 2}),
+                  "narrower output": ((2, 16, 12, 12), (16, 16, 3, 3), {})}[case]
+    before = _rows_runs()
+    _check(xs, ws, True, kw, "float64")
+    assert _rows_runs() == before

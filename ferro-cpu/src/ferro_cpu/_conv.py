@@ -197,6 +197,12 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         if shifted["applies"](x.shape[1], out, stride, groups):
             y, stacked = shifted["forward"](x, weight, bias, padding, dilation)
             return y, None if stacked is None else kept(stacked)
+        if out[0] * out[1] < PER_SAMPLE and shifted["same_width"](x.shape, weight.shape[0], weight.shape[2:], stride,
+                                                                   padding, dilation, groups):
+            # small images keeping their width: stacked shifts of a row-padded grid, NCHW in and out; the grid
+            # kept for the weight's gradient
+            y, grid = shifted["rows_forward"](x, weight, bias, padding, dilation)
+            return y, kept(grid)
         if channels_first(x.shape[1], weight.shape[2:], out, dilation, groups):
             cols = columns_first(x, weight.shape[2:], stride, padding, dilation)
             y = mm(weight.reshape(weight.shape[0], -1), cols)  # (N, O, OH*OW)
@@ -354,6 +360,9 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if gw is not None:
                 return gw
             kept = None  # (the stacked input, not im2col's columns)
+        if grad.shape[2] * grad.shape[3] < PER_SAMPLE and shifted["same_width"](x.shape, weight_shape[0], kernel,
+                                                                                 stride, padding, dilation, groups):
+            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
             # per sample (O, OH*OW) @ (OH*OW, C*kh*kw), summed: grad read as it is, NCHW
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)

@@ -29,6 +29,19 @@ gradient laid on the same grid (zero where no output is). Those zeros meet
 input values no true (output, input) pair holds; an infinite or NaN input
 there would make ``0 * inf`` a NaN no exact sum has, so a non-finite result
 is handed back as None for the caller's exact path to compute.
+
+Small images whose output rows are as long as the input's (stride 1, "same"
+width: ``dw * (kw - 1) == 2 * pw``) take a per-image form of the same idea
+(:func:`same_width` / ``rows_forward``): each image is padded by rows only,
+into a flat (C, rows * W) grid, so that kernel element (i, j) reads output
+position ``oh * W + ow`` at the flat offset ``i * dh * W + j * dw - pw``;
+the taps that reach past an image row's end read the neighbouring row's
+element, which the stack zeroes (the same columns for every image, a strided
+fill a block). A block of images' ``kh * kw`` shifts is stacked by one copy
+into a cache-sized buffer, and one batched product ``(O, kh * kw * C) @
+(kh * kw * C, OH * OW)`` per image writes NCHW output directly: no
+channels-last transpose in, none out, no extra grid positions
+(docs/benchmarks.md, "conv2d, third pass").
 """
 
 from __future__ import annotations
@@ -51,8 +64,16 @@ BLOCK = 512 << 10
 #: Buffers from this size are pooled (below the pool's default floor): scratch of a few hundred KiB freed
 #: and allocated again on every call would otherwise be page-faulted in each time where glibc maps it.
 FLOOR = 64 << 10
-#: How many times the shifted forward and weight gradient ran (the tests count them).
-RAN = {"forward": 0, "weight_grad": 0}
+#: The same-width forward stacks blocks of images of about this many bytes (at least one image): 16x16
+#: images of 16 channels two at a time (measured: one image a block 1.3x slower, four 1.07x, eight 1.12x).
+#: 0: not taken (im2col's paths instead).
+#: Where the same-width products are taken: at least ROWS_MIN_POSITIONS output positions a sample (4x4 images, 16
+#: positions, ran 1.3-1.7x im2col's time: products too small) and at most ROWS_MAX_CHANNELS input and output
+#: channels (16 -> 32 or 32 -> 32 channels: im2col's (positions, K) @ (K, O) product wins there).
+ROWS_MIN_POSITIONS, ROWS_MAX_CHANNELS = 64, 24
+ROWS_BLOCK = 320 << 10
+#: How many times the shifted forward and weight gradient, and the same-width forward, ran (the tests count them).
+RAN = {"forward": 0, "weight_grad": 0, "rows_forward": 0, "rows_weight_grad": 0}
 
 
 def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -180,4 +201,91 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 gw[:, :, i] = part.reshape(kw, c, o).transpose(2, 1, 0)
         return gw if np.isfinite(gw).all() else None
 
-    return {"applies": applies, "forward": forward, "weight_grad": weight_grad}
+    def same_width(x_shape: tuple[int, ...], o: int, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair,
+                   groups: int) -> bool:
+        """Whether conv2d over ``x_shape`` (N, C, H, W) to ``o`` channels takes :func:`rows_forward` and
+        :func:`rows_weight_grad`: the output keeps the input's width (stride 1, one group, ``dw * (kw - 1) ==
+        2 * pw``, W above the padding), has ROWS_MIN_POSITIONS positions a sample or more, and both channel
+        counts are in [MIN_CHANNELS, ROWS_MAX_CHANNELS]."""
+        c, h, w = x_shape[1:]
+        return (ROWS_BLOCK > 0 and stride == (1, 1) and groups == 1 and dilation[1] * (kernel[1] - 1) == 2 * padding[1]
+                and w > padding[1] and MIN_CHANNELS <= min(c, o) and max(c, o) <= ROWS_MAX_CHANNELS
+                and (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1)) * w >= ROWS_MIN_POSITIONS)
+
+    def row_grid(x: Any, padding: Pair) -> Any:
+        """(N, C, (H + 2 * ph) * W + 2 * pw): each channel of ``x`` flattened, ``ph`` zero rows above and below,
+        ``pw`` zeros before and after; kernel element (i, j) of output position ``p`` reads index
+        ``p + i * dh * W + j * dw``."""
+        n, c, h, w = x.shape
+        ph, pw = padding
+        grid = empty((n, c, (h + 2 * ph) * w + 2 * pw), x.dtype)
+        front, back = pw + ph * w, pw + (ph + h) * w
+        grid[:, :, :front].fill(0)
+        grid[:, :, back:].fill(0)
+        np.copyto(grid[:, :, front:back].reshape(n, c, h, w), x)
+        return grid
+
+    def row_edges(w: int, kw: int, pw: int, dw: int) -> list[tuple[int, int, int]]:
+        """The taps j that read past an output row's end (shift ``j * dw - pw``), each with the columns
+        [lo, hi) of theirs that must read zero instead of the neighbouring row."""
+        return [(j, 0, pw - j * dw) if j * dw < pw else (j, w - (j * dw - pw), w) for j in range(kw) if j * dw != pw]
+
+    def rows_forward(x: Any, weight: Any, bias: Any, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
+        """conv2d's (N, O, OH, W) output for a :func:`same_width` geometry (see the module's docstring), and
+        the row grid :func:`rows_weight_grad` takes as ``kept``."""
+        RAN["rows_forward"] += 1
+        n, c, h, w = x.shape
+        o, _, kh, kw = weight.shape
+        (ph, pw), (dh, dw) = padding, dilation
+        oh = h + 2 * ph - dh * (kh - 1)
+        grid = row_grid(x, padding)
+        length, positions, item = grid.shape[2], oh * w, x.itemsize
+        b = max(1, min(n, ROWS_BLOCK // (kh * kw * c * positions * item)))
+        stack = empty((b, kh, kw, c, positions), x.dtype)
+        edges = stack.reshape(b, kh, kw, c, oh, w)
+        cut = row_edges(w, kw, pw, dw)
+        taps = np.ascontiguousarray(weight.transpose(0, 2, 3, 1)).reshape(o, -1)  # (O, (i, j, c))
+        out = empty((n, o, oh, w), x.dtype)
+        out3 = out.reshape(n, o, positions)
+        for n0 in range(0, n, b):
+            m = min(b, n - n0)
+            shifts = np.ndarray((m, kh, kw, c, positions), x.dtype, buffer=grid, offset=n0 * c * length * item,
+                                strides=(c * length * item, dh * w * item, dw * item, length * item, item))
+            np.copyto(stack[:m], shifts)
+            for j, lo, hi in cut:
+                edges[:m, :, j, :, :, lo:hi].fill(0)
+            np.matmul(taps, stack[:m].reshape(m, -1, positions), out=out3[n0:n0 + m])
+        if bias is not None:
+            out3 += bias.reshape(-1, 1)
+        return out, grid
+
+    def rows_weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], padding: Pair, dilation: Pair,
+                         kept: Any = None) -> Any:
+        """conv2d's weight gradient for a :func:`same_width` geometry, from the row grid (``kept``, or built):
+        the ``kw`` column shifts of the grid stacked (``kw`` times the input, not im2col's ``kh * kw``), then per
+        kernel row ``i`` one batched product ``(N, kw * C, OH * W) @ (N, OH * W, O)`` over the stack shifted by
+        ``i * dh`` rows, summed over the images."""
+        RAN["rows_weight_grad"] += 1
+        o, c, kh, kw = weight_shape
+        n, _, h, w = x.shape
+        (ph, pw), (dh, dw) = padding, dilation
+        grid = kept if kept is not None else row_grid(x, padding)
+        length, rows, item = grid.shape[2], h + 2 * ph, grid.itemsize
+        positions = grad.shape[2] * w
+        stack = empty((n, kw, c, rows * w), grid.dtype)
+        np.copyto(stack, np.ndarray(stack.shape, grid.dtype, buffer=grid,
+                                    strides=(c * length * item, dw * item, length * item, item)))
+        edges = stack.reshape(n, kw, c, rows, w)
+        for j, lo, hi in row_edges(w, kw, pw, dw):
+            edges[:, j, :, :, lo:hi].fill(0)
+        g = grad.reshape(n, o, positions).transpose(0, 2, 1)  # (N, OH * W, O)
+        gw = np.empty((kh, kw * c, o), grad.dtype)
+        part = empty((n, kw * c, o), grad.dtype)
+        for i in range(kh):
+            window = np.ndarray((n, kw * c, positions), grid.dtype, buffer=stack, offset=i * dh * w * item,
+                                strides=(kw * c * rows * w * item, rows * w * item, item))
+            np.sum(np.matmul(window, g, out=part), axis=0, out=gw[i])
+        return gw.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
+
+    return {"applies": applies, "forward": forward, "weight_grad": weight_grad, "same_width": same_width,
+            "rows_forward": rows_forward, "rows_weight_grad": rows_weight_grad}
