@@ -79,6 +79,7 @@ SHIFTED = {  # x shape, weight shape, bias, kwargs, shifted forwards: each selec
 def test_shifted_conv2d_matches_torch(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch, case: str, dtype: str,
                                       block: int) -> None:
     monkeypatch.setattr(_conv_shifted, "BLOCK", block)
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", 0)  # (else the same-width weight gradient runs)
     xs, ws, has_bias, kw, forwards = SHIFTED[case]
     before = _runs()
     _check(xs, ws, has_bias, kw, dtype)
@@ -90,15 +91,18 @@ def test_shifted_blocks_partial_last_block(monkeypatch: pytest.MonkeyPatch) -> N
     """Blocks of two images over five: the last block holds one (its grid's second image is stale)."""
     xs, ws = (5, 8, 24, 24), (6, 8, 3, 3)
     monkeypatch.setattr(_conv_shifted, "BLOCK", 2 * 9 * 8 * 26 * 26 * 8)  # two images' float64 stacks
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", 0)
     before = _runs()
     _check(xs, ws, True, {"padding": 1}, "float64")
     assert tuple(a - b for a, b in zip(_runs(), before)) == (1, 1)  # (grad's 6 channels: not shifted)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_shifted_conv_transpose2d_at_stride_1(calls: dict[str, int], dtype: str) -> None:
+def test_shifted_conv_transpose2d_at_stride_1(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch,
+                                              dtype: str) -> None:
     """A stride-1 transposed convolution of 16 channels on a large image: its forward (conv2d's full
     convolution), its input gradient (conv2d) and its weight gradient all take the shifted products."""
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", 0)
     before = _runs()
     _check((2, 16, 22, 24), (16, 12, 3, 3), True, {"padding": 1}, dtype, op="conv_transpose2d")
     assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
@@ -124,9 +128,11 @@ def test_other_geometries_fall_back(calls: dict[str, int], case: str) -> None:
 
 
 @pytest.mark.parametrize("value", [np.inf, np.nan])
-def test_non_finite_input_weight_gradient_is_exact(calls: dict[str, int], value: float) -> None:
+def test_non_finite_input_weight_gradient_is_exact(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch,
+                                                   value: float) -> None:
     """An infinite or NaN input next to the border meets the padded grid's zero gradients in the shifted
     products; the weight's gradient is then computed by the exact path, as torch's."""
+    monkeypatch.setattr(_conv_shifted, "ROWS_BLOCK", 0)
     x = RNG.standard_normal((2, 8, 24, 24))
     x[1, 3, 0, 23] = value
     before = _runs()
@@ -266,6 +272,8 @@ SAME_WIDTH = {  # x shape, weight shape, bias, kwargs, forwards: the output keep
     "dilated width": ((2, 12, 10, 11), (9, 12, 3, 3), True, {"padding": (1, 2), "dilation": (1, 2)}, 2),
     "dilated rows, 3x1": ((2, 8, 9, 8), (24, 8, 3, 1), True, {"padding": (2, 0), "dilation": (2, 1)}, 2),
     "1x1": ((2, 8, 8, 8), (8, 8, 1, 1), True, {}, 2),
+    # from 512 positions the forward is the shifted products' (_runs), the weight's gradient this one's
+    "large image": ((2, 16, 24, 24), (16, 16, 3, 3), True, {"padding": 1}, 0),
 }
 
 
@@ -304,3 +312,46 @@ def test_same_width_other_geometries(case: str) -> None:
     before = _rows_runs()
     _check(xs, ws, True, kw, "float64")
     assert _rows_runs() == before
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_same_width_non_finite_input(monkeypatch: pytest.MonkeyPatch, value: float) -> None:
+    """A non-finite input at a row's end: the same-width stack reads it only where a true window holds it
+    (the wrapped taps read zeros), so values and gradients are torch's."""
+    x = RNG.standard_normal((2, 16, 10, 10))
+    x[1, 3, 4, 9] = value
+    before = _rows_runs()
+    _check(x.shape, (16, 16, 3, 3), False, {"padding": 1}, "float64", x=x)
+    assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (2, 1)
+
+
+@pytest.mark.parametrize("case", ["shifted forward", "same-width forward"])
+def test_conv_blocks_on_two_threads_match_one(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Above SPLIT_WORK the blocks of images run on two threads: output and gradients bit for bit those of one
+    thread, and the threaded path counted."""
+    from ferro_cpu import _threads
+    monkeypatch.setattr(_threads, "follow_load", False)  # (two threads whatever the machine's load)
+    monkeypatch.setattr(_conv_shifted, "SPLIT_WORK", 1)
+    xs = {"shifted forward": (6, 16, 24, 24), "same-width forward": (6, 16, 12, 12)}[case]
+    x, w = RNG.standard_normal(xs).astype("float32"), RNG.standard_normal((16, 16, 3, 3)).astype("float32")
+    g = RNG.standard_normal(xs).astype("float32")
+    results = {}
+    threads = ferro.get_num_threads()
+    try:
+        for n in (1, 2):
+            ferro.set_num_threads(n)
+            before = _conv_shifted.RAN["threaded"]
+            xt, wt = ferro.tensor(x, requires_grad=True), ferro.tensor(w, requires_grad=True)
+            y = F.conv2d(xt, wt, padding=1)
+            y.backward(ferro.tensor(g))
+            results[n] = (y.detach().numpy().copy(), xt.grad.numpy(), wt.grad.numpy())
+            assert (_conv_shifted.RAN["threaded"] - before > 0) == (n == 2)
+    finally:
+        ferro.set_num_threads(threads)
+    for a, b in zip(results[1], results[2]):
+        np.testing.assert_array_equal(a, b)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = TF.conv2d(tx, tw, padding=1)
+    ty.backward(torch.tensor(g))
+    for a, b in zip(results[2], (ty.detach().numpy(), tx.grad.numpy(), tw.grad.numpy())):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)

@@ -355,14 +355,15 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         kernel = weight_shape[2:]
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if shifted["same_width"](x.shape, weight_shape[0], kernel, stride, padding, dilation, groups):
+            # (from PER_SAMPLE positions the forward ran the shifted products, which keep no row grid)
+            small = grad.shape[2] * grad.shape[3] < PER_SAMPLE
+            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept if small else None)
         if shifted["applies"](x.shape[1], grad.shape[2:], stride, groups):
             gw = shifted["weight_grad"](grad, x, weight_shape, padding, dilation, kept)
             if gw is not None:
                 return gw
             kept = None  # (the stacked input, not im2col's columns)
-        if grad.shape[2] * grad.shape[3] < PER_SAMPLE and shifted["same_width"](x.shape, weight_shape[0], kernel,
-                                                                                 stride, padding, dilation, groups):
-            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept)
         if channels_first(x.shape[1], kernel, grad.shape[2:], dilation, groups):
             # per sample (O, OH*OW) @ (OH*OW, C*kh*kw), summed: grad read as it is, NCHW
             cols = kept if kept is not None else columns_first(x, kernel, stride, padding, dilation)

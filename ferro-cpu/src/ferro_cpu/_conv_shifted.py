@@ -49,6 +49,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import _threads
+
 __all__ = ["RAN", "shifted_kernels"]
 
 Pair = tuple[int, int]
@@ -72,8 +74,36 @@ FLOOR = 64 << 10
 #: channels (16 -> 32 or 32 -> 32 channels: im2col's (positions, K) @ (K, O) product wins there).
 ROWS_MIN_POSITIONS, ROWS_MAX_CHANNELS = 64, 24
 ROWS_BLOCK = 320 << 10
+#: The same-width weight gradient stacks blocks of images of about this many bytes (at least one image).
+ROWS_GRAD_BLOCK = 1 << 20
+#: Multiply-adds of a convolution from which its blocks of images run on several threads (``ferro.set_num_threads``,
+#: the machine's idle cores: ``_threads``); every block computes what it computes on one thread, so the result does
+#: not depend on the thread count.
+SPLIT_WORK = _threads.SPLIT_WORK
 #: How many times the shifted forward and weight gradient, and the same-width forward, ran (the tests count them).
-RAN = {"forward": 0, "weight_grad": 0, "rows_forward": 0, "rows_weight_grad": 0}
+RAN = {"forward": 0, "weight_grad": 0, "rows_forward": 0, "rows_weight_grad": 0, "threaded": 0}
+
+
+def _threads_for(blocks: int, work: int) -> int:
+    """The threads that run ``blocks`` blocks of a convolution of ``work`` multiply-adds."""
+    if blocks < 2 or work < SPLIT_WORK or (asked := _threads.get_num_threads()) == 1:
+        return 1
+    threads = _threads._usable(min(asked, blocks))
+    if threads > 1:
+        RAN["threaded"] += 1
+    return threads
+
+
+class _Scratch(dict):  # type: ignore[type-arg]
+    """Per thread slot, the buffers ``make()`` returns, made on the slot's first use."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, slot: int) -> Any:
+        out = self[slot] = self.make()
+        return out
 
 
 def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -151,14 +181,19 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         oh, ow = hp - dh * (kh - 1), wp - dw * (kw - 1)
         item = x.itemsize
         b = max(1, min(n, BLOCK // (kh * kw * c * hp * wp * item)))
-        grid = empty((c, b, hp, wp), x.dtype)
-        grid.fill(0)  # (each block writes the interior only)
-        stack = empty((kh * kw * c * b * hp * wp,), x.dtype)
+
+        def scratch() -> tuple[Any, Any, Any]:
+            grid = empty((c, b, hp, wp), x.dtype)
+            grid.fill(0)  # (each block writes the interior only)
+            return grid, empty((kh * kw * c * b * hp * wp,), x.dtype), empty((o, b, hp, wp), x.dtype)
+        buffers = _Scratch(scratch)
         taps = np.ascontiguousarray(weight.transpose(0, 2, 3, 1)).reshape(o, -1)  # (O, (i, j, c))
-        y = empty((o, b, hp, wp), x.dtype)
         out = empty((n, o, oh, ow), x.dtype)
         bias4 = None if bias is None else bias.reshape(1, -1, 1, 1)
-        for n0 in range(0, n, b):
+
+        def nth(t: int, slot: int) -> None:
+            grid, stack, y = buffers[slot]
+            n0 = t * b
             m = min(b, n - n0)
             span = (m - 1) * hp * wp + (oh - 1) * wp + ow  # (its last read is the block's last padded position)
             np.copyto(grid[:, :m, ph:ph + h, pw:pw + w], x[n0:n0 + m].transpose(1, 0, 2, 3))
@@ -173,6 +208,8 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 np.copyto(out[n0:n0 + m], valid)
             else:
                 np.add(valid, bias4, out=out[n0:n0 + m])
+        blocks = -(-n // b)
+        _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * oh * ow))
         return out
 
     def weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], padding: Pair, dilation: Pair,
@@ -241,20 +278,25 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         grid = row_grid(x, padding)
         length, positions, item = grid.shape[2], oh * w, x.itemsize
         b = max(1, min(n, ROWS_BLOCK // (kh * kw * c * positions * item)))
-        stack = empty((b, kh, kw, c, positions), x.dtype)
-        edges = stack.reshape(b, kh, kw, c, oh, w)
+        buffers = _Scratch(lambda: empty((b, kh, kw, c, positions), x.dtype))
         cut = row_edges(w, kw, pw, dw)
         taps = np.ascontiguousarray(weight.transpose(0, 2, 3, 1)).reshape(o, -1)  # (O, (i, j, c))
         out = empty((n, o, oh, w), x.dtype)
         out3 = out.reshape(n, o, positions)
-        for n0 in range(0, n, b):
+
+        def nth(t: int, slot: int) -> None:
+            stack = buffers[slot]
+            n0 = t * b
             m = min(b, n - n0)
             shifts = np.ndarray((m, kh, kw, c, positions), x.dtype, buffer=grid, offset=n0 * c * length * item,
                                 strides=(c * length * item, dh * w * item, dw * item, length * item, item))
             np.copyto(stack[:m], shifts)
+            edges = stack.reshape(b, kh, kw, c, oh, w)
             for j, lo, hi in cut:
                 edges[:m, :, j, :, :, lo:hi].fill(0)
             np.matmul(taps, stack[:m].reshape(m, -1, positions), out=out3[n0:n0 + m])
+        blocks = -(-n // b)
+        _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * positions))
         if bias is not None:
             out3 += bias.reshape(-1, 1)
         return out, grid
@@ -272,19 +314,30 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         grid = kept if kept is not None else row_grid(x, padding)
         length, rows, item = grid.shape[2], h + 2 * ph, grid.itemsize
         positions = grad.shape[2] * w
-        stack = empty((n, kw, c, rows * w), grid.dtype)
-        np.copyto(stack, np.ndarray(stack.shape, grid.dtype, buffer=grid,
-                                    strides=(c * length * item, dw * item, length * item, item)))
-        edges = stack.reshape(n, kw, c, rows, w)
-        for j, lo, hi in row_edges(w, kw, pw, dw):
-            edges[:, j, :, :, lo:hi].fill(0)
+        b = max(1, min(n, ROWS_GRAD_BLOCK // (kw * c * rows * w * item)))
+        buffers = _Scratch(lambda: (empty((b, kw, c, rows * w), grid.dtype), empty((b, kw * c, o), grad.dtype)))
+        cut = row_edges(w, kw, pw, dw)
         g = grad.reshape(n, o, positions).transpose(0, 2, 1)  # (N, OH * W, O)
-        gw = np.empty((kh, kw * c, o), grad.dtype)
-        part = empty((n, kw * c, o), grad.dtype)
-        for i in range(kh):
-            window = np.ndarray((n, kw * c, positions), grid.dtype, buffer=stack, offset=i * dh * w * item,
-                                strides=(kw * c * rows * w * item, rows * w * item, item))
-            np.sum(np.matmul(window, g, out=part), axis=0, out=gw[i])
+        blocks = -(-n // b)
+        sums = np.empty((blocks, kh, kw * c, o), grad.dtype)  # per block, summed in order: the same bits on any
+        # number of threads
+
+        def nth(t: int, slot: int) -> None:
+            stack, part = buffers[slot]
+            n0 = t * b
+            m = min(b, n - n0)
+            shifts = np.ndarray((m, kw, c, rows * w), grid.dtype, buffer=grid, offset=n0 * c * length * item,
+                                strides=(c * length * item, dw * item, length * item, item))
+            np.copyto(stack[:m], shifts)
+            edges = stack.reshape(b, kw, c, rows, w)
+            for j, lo, hi in cut:
+                edges[:m, j, :, :, lo:hi].fill(0)
+            for i in range(kh):
+                window = np.ndarray((m, kw * c, positions), grid.dtype, buffer=stack, offset=i * dh * w * item,
+                                    strides=(kw * c * rows * w * item, rows * w * item, item))
+                np.sum(np.matmul(window, g[n0:n0 + m], out=part[:m]), axis=0, out=sums[t, i])
+        _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * positions))
+        gw = sums[0] if blocks == 1 else sums.sum(0)
         return gw.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
 
     return {"applies": applies, "forward": forward, "weight_grad": weight_grad, "same_width": same_width,
