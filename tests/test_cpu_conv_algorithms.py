@@ -355,3 +355,17 @@ def test_conv_blocks_on_two_threads_match_one(monkeypatch: pytest.MonkeyPatch, c
     ty.backward(torch.tensor(g))
     for a, b in zip(results[2], (ty.detach().numpy(), tx.grad.numpy(), tw.grad.numpy())):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_same_width_weight_gradient_of_an_expanded_gradient(dtype: str) -> None:
+    """``.sum().backward()`` hands the convolution a stride-0 gradient, which each block copies for BLAS."""
+    x, w = RNG.standard_normal((3, 16, 10, 10)).astype(dtype), RNG.standard_normal((8, 16, 3, 3)).astype(dtype)
+    xt, wt = ferro.tensor(x, requires_grad=True), ferro.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    before = _rows_runs()
+    F.conv2d(xt, wt, padding=1).sum().backward()
+    TF.conv2d(tx, tw, padding=1).sum().backward()
+    assert _rows_runs()[1] == before[1] + 1
+    np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), **TOL[dtype])

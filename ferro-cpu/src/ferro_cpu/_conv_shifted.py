@@ -315,17 +315,25 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         length, rows, item = grid.shape[2], h + 2 * ph, grid.itemsize
         positions = grad.shape[2] * w
         b = max(1, min(n, ROWS_GRAD_BLOCK // (kw * c * rows * w * item)))
-        buffers = _Scratch(lambda: (empty((b, kw, c, rows * w), grid.dtype), empty((b, kw * c, o), grad.dtype)))
         cut = row_edges(w, kw, pw, dw)
-        g = grad.reshape(n, o, positions).transpose(0, 2, 1)  # (N, OH * W, O)
+        dense = grad.flags.c_contiguous  # (else each block's gradient is copied: an expanded gradient's stride-0
+        # view would take NumPy's own loop, not BLAS)
+        g = grad.reshape(n, o, positions) if dense else grad
+        buffers = _Scratch(lambda: (empty((b, kw, c, rows * w), grid.dtype), empty((b, kw * c, o), grad.dtype),
+                                    None if dense else empty((b, o, positions), grad.dtype)))
         blocks = -(-n // b)
         sums = np.empty((blocks, kh, kw * c, o), grad.dtype)  # per block, summed in order: the same bits on any
         # number of threads
 
         def nth(t: int, slot: int) -> None:
-            stack, part = buffers[slot]
+            stack, part, gbuf = buffers[slot]
             n0 = t * b
             m = min(b, n - n0)
+            if dense:
+                gm = g[n0:n0 + m].transpose(0, 2, 1)  # (m, OH * W, O)
+            else:
+                np.copyto(gbuf[:m].reshape(g[n0:n0 + m].shape), g[n0:n0 + m])
+                gm = gbuf[:m].transpose(0, 2, 1)
             shifts = np.ndarray((m, kw, c, rows * w), grid.dtype, buffer=grid, offset=n0 * c * length * item,
                                 strides=(c * length * item, dw * item, length * item, item))
             np.copyto(stack[:m], shifts)
@@ -335,7 +343,7 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i in range(kh):
                 window = np.ndarray((m, kw * c, positions), grid.dtype, buffer=stack, offset=i * dh * w * item,
                                     strides=(kw * c * rows * w * item, rows * w * item, item))
-                np.sum(np.matmul(window, g[n0:n0 + m], out=part[:m]), axis=0, out=sums[t, i])
+                np.sum(np.matmul(window, gm, out=part[:m]), axis=0, out=sums[t, i])
         _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * positions))
         gw = sums[0] if blocks == 1 else sums.sum(0)
         return gw.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
