@@ -369,3 +369,16 @@ def test_same_width_weight_gradient_of_an_expanded_gradient(dtype: str) -> None:
     assert _rows_runs()[1] == before[1] + 1
     np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), **TOL[dtype])
     np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [{"padding": 1}, {"padding": 2, "dilation": 2, "output_padding": 1}])
+def test_same_width_conv_transpose2d_at_stride_1(calls: dict[str, int], dtype: str, kw: dict[str, Any]) -> None:
+    """A stride-1 transposed convolution of a small image: its input gradient (conv2d of grad) takes the
+    same-width forward and its weight gradient (conv2d's, x and grad swapped) the same-width weight gradient,
+    also where output_padding leaves windows no input spread into."""
+    before = _rows_runs()
+    _check((2, 16, 10, 10), (16, 12, 3, 3), True, kw, dtype, op="conv_transpose2d")
+    assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
+    assert _rows_runs()[1] == before[1] + 1
+    assert _rows_runs()[0] > before[0]
