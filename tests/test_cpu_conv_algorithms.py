@@ -264,16 +264,17 @@ def test_transposed_weight_gradient_blocked(calls: dict[str, int], monkeypatch: 
     assert _conv.RAN["blocked_weight_grad"] == before + 1
 
 
-SAME_WIDTH = {  # x shape, weight shape, bias, kwargs, forwards: the output keeps the input's width, 64 to 511
-    # positions, 8-24 channels in and out; at stride 1 the input's gradient (the full convolution of grad) is a
+SAME_WIDTH = {  # x shape, weight shape, bias, kwargs, forwards: the output keeps the input's width, 64
+    # positions and more, 8-24 channels in and out; at stride 1 the input's gradient (the full convolution of grad) is a
     # second one where its geometry keeps the width too
     "ResNet 3x3": ((3, 16, 16, 16), (16, 16, 3, 3), False, {"padding": 1}, 2),
     "5x3, rows unpadded": ((2, 8, 13, 9), (12, 8, 5, 3), True, {"padding": (0, 1)}, 2),
     "dilated width": ((2, 12, 10, 11), (9, 12, 3, 3), True, {"padding": (1, 2), "dilation": (1, 2)}, 2),
     "dilated rows, 3x1": ((2, 8, 9, 8), (24, 8, 3, 1), True, {"padding": (2, 0), "dilation": (2, 1)}, 2),
     "1x1": ((2, 8, 8, 8), (8, 8, 1, 1), True, {}, 2),
-    # from 512 positions the forward is the shifted products' (_runs), the weight's gradient this one's
-    "large image": ((2, 16, 24, 24), (16, 16, 3, 3), True, {"padding": 1}, 0),
+    # from ROWS_UNIT (256) positions a product covers a band of output rows (here 10, 10 and 4)
+    "large image, bands": ((2, 16, 24, 24), (16, 16, 3, 3), True, {"padding": 1}, 2),
+    "5x5, bands of 9 rows": ((2, 8, 30, 26), (9, 8, 5, 5), False, {"padding": (1, 2)}, 2),
 }
 
 
@@ -325,16 +326,17 @@ def test_same_width_non_finite_input(monkeypatch: pytest.MonkeyPatch, value: flo
     assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (2, 1)
 
 
-@pytest.mark.parametrize("case", ["shifted forward", "same-width forward"])
+@pytest.mark.parametrize("case", ["shifted products", "same-width bands", "same-width images"])
 def test_conv_blocks_on_two_threads_match_one(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
-    """Above SPLIT_WORK the blocks of images run on two threads: output and gradients bit for bit those of one
-    thread, and the threaded path counted."""
+    """Above SPLIT_WORK the blocks (of images, or of bands of output rows) run on two threads: output and
+    gradients bit for bit those of one thread, and the threaded path counted."""
     from ferro_cpu import _threads
     monkeypatch.setattr(_threads, "follow_load", False)  # (two threads whatever the machine's load)
     monkeypatch.setattr(_conv_shifted, "SPLIT_WORK", 1)
-    xs = {"shifted forward": (6, 16, 24, 24), "same-width forward": (6, 16, 12, 12)}[case]
+    xs, padding = {"shifted products": ((6, 16, 24, 24), 0), "same-width bands": ((6, 16, 24, 24), 1),
+                   "same-width images": ((6, 16, 12, 12), 1)}[case]
     x, w = RNG.standard_normal(xs).astype("float32"), RNG.standard_normal((16, 16, 3, 3)).astype("float32")
-    g = RNG.standard_normal(xs).astype("float32")
+    g = RNG.standard_normal((xs[0], 16, xs[2] - 2 + 2 * padding, xs[3] - 2 + 2 * padding)).astype("float32")
     results = {}
     threads = ferro.get_num_threads()
     try:
@@ -342,7 +344,7 @@ def test_conv_blocks_on_two_threads_match_one(monkeypatch: pytest.MonkeyPatch, c
             ferro.set_num_threads(n)
             before = _conv_shifted.RAN["threaded"]
             xt, wt = ferro.tensor(x, requires_grad=True), ferro.tensor(w, requires_grad=True)
-            y = F.conv2d(xt, wt, padding=1)
+            y = F.conv2d(xt, wt, padding=padding)
             y.backward(ferro.tensor(g))
             results[n] = (y.detach().numpy().copy(), xt.grad.numpy(), wt.grad.numpy())
             assert (_conv_shifted.RAN["threaded"] - before > 0) == (n == 2)
@@ -351,7 +353,7 @@ def test_conv_blocks_on_two_threads_match_one(monkeypatch: pytest.MonkeyPatch, c
     for a, b in zip(results[1], results[2]):
         np.testing.assert_array_equal(a, b)
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
-    ty = TF.conv2d(tx, tw, padding=1)
+    ty = TF.conv2d(tx, tw, padding=padding)
     ty.backward(torch.tensor(g))
     for a, b in zip(results[2], (ty.detach().numpy(), tx.grad.numpy(), tw.grad.numpy())):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)

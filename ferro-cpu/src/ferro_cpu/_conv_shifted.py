@@ -30,7 +30,7 @@ input values no true (output, input) pair holds; an infinite or NaN input
 there would make ``0 * inf`` a NaN no exact sum has, so a non-finite result
 is handed back as None for the caller's exact path to compute.
 
-Small images whose output rows are as long as the input's (stride 1, "same"
+Images whose output rows are as long as the input's (stride 1, "same"
 width: ``dw * (kw - 1) == 2 * pw``) take a per-image form of the same idea
 (:func:`same_width` / ``rows_forward``): each image is padded by rows only,
 into a flat (C, rows * W) grid, so that kernel element (i, j) reads output
@@ -40,8 +40,10 @@ element, which the stack zeroes (the same columns for every image, a strided
 fill a block). A block of images' ``kh * kw`` shifts is stacked by one copy
 into a cache-sized buffer, and one batched product ``(O, kh * kw * C) @
 (kh * kw * C, OH * OW)`` per image writes NCHW output directly: no
-channels-last transpose in, none out, no extra grid positions
-(docs/benchmarks.md, "conv2d, third pass").
+channels-last transpose in, none out, no extra grid positions (images of
+more than ROWS_UNIT positions a band of output rows at a time; the weight's
+gradient stacks only the ``kw`` column shifts: docs/benchmarks.md, "conv2d,
+third pass").
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ FLOOR = 64 << 10
 #: positions, ran 1.3-1.7x im2col's time: products too small) and at most ROWS_MAX_CHANNELS input and output
 #: channels (16 -> 32 or 32 -> 32 channels: im2col's (positions, K) @ (K, O) product wins there).
 ROWS_MIN_POSITIONS, ROWS_MAX_CHANNELS = 64, 24
+#: Output positions of one product of the same-width forward at most: larger images are cut into bands of rows
+#: (at 32x32, bands of 8 rows: 0.88x the shifted products' time, where whole images, 590 KiB of stack, took 1.6x).
+ROWS_UNIT = 256
 ROWS_BLOCK = 320 << 10
 #: The same-width weight gradient stacks blocks of images of about this many bytes (at least one image).
 ROWS_GRAD_BLOCK = 1 << 20
@@ -269,7 +274,9 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def rows_forward(x: Any, weight: Any, bias: Any, padding: Pair, dilation: Pair) -> tuple[Any, Any]:
         """conv2d's (N, O, OH, W) output for a :func:`same_width` geometry (see the module's docstring), and
-        the row grid :func:`rows_weight_grad` takes as ``kept``."""
+        the row grid :func:`rows_weight_grad` takes as ``kept``. Each product covers one unit: an image, or on
+        images of more than ROWS_UNIT positions a band of output rows; the units of a block (images, or bands
+        of one image) are stacked by one copy."""
         RAN["rows_forward"] += 1
         n, c, h, w = x.shape
         o, _, kh, kw = weight.shape
@@ -277,28 +284,41 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         oh = h + 2 * ph - dh * (kh - 1)
         grid = row_grid(x, padding)
         length, positions, item = grid.shape[2], oh * w, x.itemsize
-        b = max(1, min(n, ROWS_BLOCK // (kh * kw * c * positions * item)))
-        buffers = _Scratch(lambda: empty((b, kh, kw, c, positions), x.dtype))
+        band = min(oh, max(1, ROWS_UNIT // w))  # output rows a unit
+        per_unit = kh * kw * c * band * w * item
+        if band == oh:  # (first image, first row, units, rows a unit); a unit's stride in the grid and the output
+            b = max(1, min(n, ROWS_BLOCK // per_unit))
+            plan = [(n0, 0, min(b, n - n0), oh) for n0 in range(0, n, b)]
+            steps = (c * length, o * positions)
+        else:
+            bands = oh // band
+            b = max(1, min(bands, ROWS_BLOCK // per_unit))
+            per_image = [(r0, min(b, bands - r0 // band), band) for r0 in range(0, bands * band, b * band)]
+            if oh % band:
+                per_image.append((bands * band, 1, oh % band))
+            plan = [(i, r0, m, rows) for i in range(n) for r0, m, rows in per_image]
+            steps = (band * w, band * w)
+        buffers = _Scratch(lambda: empty((b * kh * kw * c * band * w,), x.dtype))
         cut = row_edges(w, kw, pw, dw)
         taps = np.ascontiguousarray(weight.transpose(0, 2, 3, 1)).reshape(o, -1)  # (O, (i, j, c))
         out = empty((n, o, oh, w), x.dtype)
-        out3 = out.reshape(n, o, positions)
 
         def nth(t: int, slot: int) -> None:
-            stack = buffers[slot]
-            n0 = t * b
-            m = min(b, n - n0)
-            shifts = np.ndarray((m, kh, kw, c, positions), x.dtype, buffer=grid, offset=n0 * c * length * item,
-                                strides=(c * length * item, dh * w * item, dw * item, length * item, item))
-            np.copyto(stack[:m], shifts)
-            edges = stack.reshape(b, kh, kw, c, oh, w)
+            i0, r0, m, rows = plan[t]
+            span = rows * w
+            stack = buffers[slot][:m * kh * kw * c * span].reshape(m, kh, kw, c, span)
+            shifts = np.ndarray(stack.shape, x.dtype, buffer=grid, offset=(i0 * c * length + r0 * w) * item,
+                                strides=(steps[0] * item, dh * w * item, dw * item, length * item, item))
+            np.copyto(stack, shifts)
+            edges = stack.reshape(m, kh, kw, c, rows, w)
             for j, lo, hi in cut:
-                edges[:m, :, j, :, :, lo:hi].fill(0)
-            np.matmul(taps, stack[:m].reshape(m, -1, positions), out=out3[n0:n0 + m])
-        blocks = -(-n // b)
-        _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * positions))
+                edges[:, :, j, :, :, lo:hi].fill(0)
+            y = np.ndarray((m, o, span), x.dtype, buffer=out, offset=(i0 * o * positions + r0 * w) * item,
+                           strides=(steps[1] * item, positions * item, item))
+            np.matmul(taps, stack.reshape(m, -1, span), out=y)
+        _threads.run(nth, len(plan), _threads_for(len(plan), o * kh * kw * c * n * positions))
         if bias is not None:
-            out3 += bias.reshape(-1, 1)
+            out.reshape(n, o, positions)[...] += bias.reshape(-1, 1)
         return out, grid
 
     def rows_weight_grad(grad: Any, x: Any, weight_shape: tuple[int, ...], padding: Pair, dilation: Pair,
