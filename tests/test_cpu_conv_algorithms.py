@@ -384,3 +384,14 @@ def test_same_width_conv_transpose2d_at_stride_1(calls: dict[str, int], dtype: s
     assert (calls["conv_transpose2d_forward"], calls["conv_transpose2d_backward"]) == (1, 1)
     assert _rows_runs()[1] == before[1] + 1
     assert _rows_runs()[0] > before[0]
+
+
+@pytest.mark.parametrize("block", [_conv_shifted.BLOCK, 0])  # 0: the shifted forward keeps its stack
+def test_same_width_weight_gradient_after_the_shifted_forward(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """24 channels on a large image: the forward (and the input gradient) take the shifted products, the
+    weight's gradient the same-width one, which builds its own grid (whatever the shifted forward kept)."""
+    monkeypatch.setattr(_conv_shifted, "BLOCK", block)
+    before, shifted_before = _rows_runs(), _runs()
+    _check((2, 24, 24, 24), (24, 24, 3, 3), True, {"padding": 1}, "float64")
+    assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (0, 1)
+    assert _runs()[0] == shifted_before[0] + 2

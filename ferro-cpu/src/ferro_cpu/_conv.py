@@ -196,7 +196,7 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if bias is not None:
                 y += bias
             return y.reshape(*y.shape, 1, 1), None
-        if shifted["same_width"](x.shape, weight.shape[0], weight.shape[2:], stride, padding, dilation, groups):
+        if shifted["same_width"](x.shape, weight.shape[0], weight.shape[2:], stride, padding, dilation, groups, True):
             # output rows as wide as the input's: stacked shifts of a row-padded grid, NCHW in and out; the grid
             # kept for the weight's gradient
             y, grid = shifted["rows_forward"](x, weight, bias, padding, dilation)
@@ -357,7 +357,9 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
         if shifted["same_width"](x.shape, weight_shape[0], kernel, stride, padding, dilation, groups):
-            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept)
+            # (the forward kept its row grid where it ran the same-width products, else nothing or another stack)
+            grid = shifted["same_width"](x.shape, weight_shape[0], kernel, stride, padding, dilation, groups, True)
+            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept if grid else None)
         if shifted["applies"](x.shape[1], grad.shape[2:], stride, groups):
             gw = shifted["weight_grad"](grad, x, weight_shape, padding, dilation, kept)
             if gw is not None:

@@ -78,6 +78,9 @@ ROWS_MIN_POSITIONS, ROWS_MAX_CHANNELS = 64, 24
 #: Output positions of one product of the same-width forward at most: larger images are cut into bands of rows
 #: (at 32x32, bands of 8 rows: 0.88x the shifted products' time, where whole images, 590 KiB of stack, took 1.6x).
 ROWS_UNIT = 256
+#: The banded forward up to this many channels in and out (24 channels at 32x32: 1.17x the shifted products' time,
+#: where 8 and 16 channels took 0.85-0.99x).
+ROWS_BAND_MAX_CHANNELS = 16
 ROWS_BLOCK = 320 << 10
 #: The same-width weight gradient stacks blocks of images of about this many bytes (at least one image).
 ROWS_GRAD_BLOCK = 1 << 20
@@ -244,15 +247,18 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return gw if np.isfinite(gw).all() else None
 
     def same_width(x_shape: tuple[int, ...], o: int, kernel: Pair, stride: Pair, padding: Pair, dilation: Pair,
-                   groups: int) -> bool:
-        """Whether conv2d over ``x_shape`` (N, C, H, W) to ``o`` channels takes :func:`rows_forward` and
-        :func:`rows_weight_grad`: the output keeps the input's width (stride 1, one group, ``dw * (kw - 1) ==
-        2 * pw``, W above the padding), has ROWS_MIN_POSITIONS positions a sample or more, and both channel
-        counts are in [MIN_CHANNELS, ROWS_MAX_CHANNELS]."""
+                   groups: int, forward: bool = False) -> bool:
+        """Whether conv2d over ``x_shape`` (N, C, H, W) to ``o`` channels takes :func:`rows_weight_grad` (and
+        with ``forward``, :func:`rows_forward`): the output keeps the input's width (stride 1, one group,
+        ``dw * (kw - 1) == 2 * pw``, W above the padding), has ROWS_MIN_POSITIONS positions a sample or more,
+        and both channel counts are in [MIN_CHANNELS, ROWS_MAX_CHANNELS]; the forward in bands of rows (images
+        of more than ROWS_UNIT positions) only up to ROWS_BAND_MAX_CHANNELS."""
         c, h, w = x_shape[1:]
+        positions = (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1)) * w
         return (ROWS_BLOCK > 0 and stride == (1, 1) and groups == 1 and dilation[1] * (kernel[1] - 1) == 2 * padding[1]
                 and w > padding[1] and MIN_CHANNELS <= min(c, o) and max(c, o) <= ROWS_MAX_CHANNELS
-                and (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1)) * w >= ROWS_MIN_POSITIONS)
+                and positions >= ROWS_MIN_POSITIONS
+                and not (forward and positions > ROWS_UNIT and max(c, o) > ROWS_BAND_MAX_CHANNELS))
 
     def row_grid(x: Any, padding: Pair) -> Any:
         """(N, C, (H + 2 * ph) * W + 2 * pw): each channel of ``x`` flattened, ``ph`` zero rows above and below,
