@@ -9,8 +9,10 @@ of the gradient with the flipped weight (the same kernel); at a stride that
 divides the kernel, one im2col product of the stride's sub-kernels (all
 phases of the input at once); otherwise ``kh * kw`` strided slice-adds into
 a padded buffer (the windows' positions of kernel element ``(i, j)`` are one
-strided slice), never ``np.add.at``. Stride-1 convolutions of large images
-and few channels go to ``_conv_shifted.py`` (shifted products, no im2col).
+strided slice), never ``np.add.at``. Stride-1 convolutions of 8-32 channels
+go to ``_conv_shifted.py`` (shifted products, no im2col): where the output
+keeps the input's width (8-24 channels, 64 positions and up), a row-padded
+NCHW grid, else on large images a fully padded one.
 Channels-last keeps the innermost loop of every strided NumPy op long (C
 elements), where NCHW would make it a few elements of a small image row; where
 an image row is the longer (one-channel images), the columns are built along
@@ -194,6 +196,11 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             if bias is not None:
                 y += bias
             return y.reshape(*y.shape, 1, 1), None
+        if shifted["same_width"](x.shape, weight.shape[0], weight.shape[2:], stride, padding, dilation, groups, True):
+            # output rows as wide as the input's: stacked shifts of a row-padded grid, NCHW in and out; the grid
+            # kept for the weight's gradient
+            y, grid = shifted["rows_forward"](x, weight, bias, padding, dilation)
+            return y, kept(grid)
         if shifted["applies"](x.shape[1], out, stride, groups):
             y, stacked = shifted["forward"](x, weight, bias, padding, dilation)
             return y, None if stacked is None else kept(stacked)
@@ -349,6 +356,10 @@ def conv_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         kernel = weight_shape[2:]
         if whole(x.shape[2:], kernel, padding, dilation, groups):
             return (grad.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1)).reshape(weight_shape)
+        if shifted["same_width"](x.shape, weight_shape[0], kernel, stride, padding, dilation, groups):
+            # (the forward kept its row grid where it ran the same-width products, else nothing or another stack)
+            grid = shifted["same_width"](x.shape, weight_shape[0], kernel, stride, padding, dilation, groups, True)
+            return shifted["rows_weight_grad"](grad, x, weight_shape, padding, dilation, kept if grid else None)
         if shifted["applies"](x.shape[1], grad.shape[2:], stride, groups):
             gw = shifted["weight_grad"](grad, x, weight_shape, padding, dilation, kept)
             if gw is not None:
