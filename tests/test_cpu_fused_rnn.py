@@ -98,17 +98,35 @@ def test_unbatched_input_and_default_state(calls: dict[str, int], kind: str) -> 
     assert calls[f"{kind.lower()}_sequence_forward"] == 1 and calls[f"{kind.lower()}_sequence_backward"] == 1
 
 
-def test_only_the_output_used_gives_every_gradient(calls: dict[str, int]) -> None:
-    """d_hn and d_cn absent (None) reach the backward kernel as zeros."""
-    ours, theirs = _pair("LSTM", "float64", num_layers=2)
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_only_the_output_used_gives_every_gradient(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """d_hn and d_cn absent reach the backward kernel as None (no zeros made; the kernel takes them as zero),
+    and a state's gradient alone as d_out None."""
+    dev = ferro.tensor([0.0])._device
+    name = f"{kind.lower()}_sequence_backward"
+    got: list[tuple[Any, ...]] = []
+    kernel = dev._kernels[name]
+
+    def seeing(*a: Any) -> Any:
+        got.append(a[:3])
+        return kernel(*a)
+    monkeypatch.setitem(dev._kernels, name, seeing)
+    ours, theirs = _pair(kind, "float64", num_layers=2)
     x = RNG.standard_normal((5, 2, 3))
-    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    ours(fx)[0][-1].sum().backward()
-    theirs(tx)[0][-1].sum().backward()
-    _close(fx.grad, tx.grad, "float64")
-    for name, p in theirs.named_parameters():
-        _close(dict(ours.named_parameters())[name].grad, p.grad, "float64")
-    assert calls["lstm_sequence_backward"] == 2
+    for pick in (lambda r: r[0][-1], lambda r: (r[1][0] if kind == "LSTM" else r[1])[-1]):
+        fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        for p in ours.parameters():
+            p.grad = None
+        theirs.zero_grad()
+        pick(ours(fx)).sum().backward()
+        pick(theirs(tx)).sum().backward()
+        _close(fx.grad, tx.grad, "float64")
+        for pname, p in theirs.named_parameters():
+            _close(dict(ours.named_parameters())[pname].grad, p.grad, "float64")
+    # the output only: the last layer's states and the first layer's states get no gradient
+    assert [tuple(a is None for a in args) for args in got[:2]] == [(False, True, True)] * 2
+    # the last layer's h_n only: its output gets none; the first layer's h_n gets stack's zeros, its c_n none
+    assert [tuple(a is None for a in args) for args in got[2:]] == [(True, False, True), (False, False, True)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
