@@ -265,3 +265,32 @@ def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str,
     x = RNG.standard_normal((11, batch, 7)).astype(dtype)
     _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, 12))
     assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 4, calls
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: str) -> None:
+    """The forward copies a C-contiguous input into its slabs in blocks of rows (else in one transposing copy);
+    the backward finds the steps with a nonzero output gradient by reducing over the batch axis first where that
+    is the outer one in memory (a batch-first output's gradient): both layouts give the same bits, steps whose
+    gradient is zero (or -0.0) included."""
+    kernels = ferro.tensor([0.0])._device._kernels
+    forward, backward = kernels["lstm_sequence_forward"], kernels["lstm_sequence_backward"]
+    steps, batch, feats, hidden = 23, 9, 19, 6
+    x = RNG.standard_normal((steps, batch, feats)).astype(dtype)
+    weights = [RNG.standard_normal(s).astype(dtype) for s in [(24, feats), (24, hidden), (24,), (24,)]]
+    h0, c0 = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
+    g = RNG.standard_normal((batch, steps, hidden)).astype(dtype)
+    g[:, [0, 4, 5, 22]] = 0
+    g[3, 5, 2] = -0.0
+    g[2, 5, 1] = -3.0  # step 5's only nonzero: negative
+    g[1, 4, 0] = 1e-30  # step 4's only nonzero: tiny
+    results = []
+    for xl, gl in [(x, np.ascontiguousarray(g.transpose(1, 0, 2))),  # C-contiguous
+                   (np.asfortranarray(x), g.transpose(1, 0, 2))]:  # neither: batch outermost in d_out's memory
+        assert xl.flags.c_contiguous == (gl.strides[1] < gl.strides[0])
+        out, h, c, *saved = forward(xl, h0, c0, weights[0], weights[1], weights[2], weights[3], False)
+        grads = backward(gl, None, None, xl, weights[0], weights[1], True, tuple(saved), False, (True,) * 7)
+        results.append([out, h, c, *(a for a in grads if a is not None)])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.count_nonzero(results[0][3]) > 0

@@ -113,6 +113,26 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         skip = -buf.ctypes.data % 64
         return [buf[skip + a:skip + a + n].view(dtype).reshape(s) for a, n, s in zip(starts, sizes, shapes)]
 
+    def transpose_into(dst: Any, x: Any) -> None:
+        """``dst`` (F, T, B) = ``x`` (T, B, F) transposed. A C-contiguous ``x`` goes over in blocks of 64 of its
+        (T * B) rows: NumPy's transposing copy of the whole (700 x 128 floats: 58 us) misses the cache on every
+        row of one side; in blocks that stay in L1 it takes half that."""
+        t, n, f = x.shape
+        if not x.flags.c_contiguous or t * n <= 64:
+            dst[...] = x.transpose(2, 0, 1)
+            return
+        src, out = x.reshape(t * n, f), dst.reshape(f, t * n)  # (a view: dst's last two axes are contiguous rows)
+        for i in range(0, t * n, 64):
+            np.copyto(out[:, i:i + 64], src[i:i + 64].T)
+
+    def nonzero_steps(d: Any) -> list[bool]:
+        """Whether each step (axis 0) of ``d`` holds a nonzero. Reduced over the batch axis first where that is the
+        outer one in memory (a batch-first output's gradient): OR-ing whole rows, 48 -> 20 us at (50, 32, 128);
+        else per step over its own contiguous block."""
+        if d.strides[1] > d.strides[0]:
+            return d.any(axis=1).any(axis=1).tolist()
+        return d.any(axis=(1, 2)).tolist()
+
     # -- LSTM: gates run in the order o, i, f, g -------------------------------------------------------
 
     def to_ogif(dst: Any, w: Any) -> None:
@@ -147,7 +167,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
         first, xs = (steps, z[:, 1:]) if reverse else (0, z[:, :-1])
         z[:hidden, first] = h0.T
-        xs[hidden:hidden + feats] = x.transpose(2, 0, 1)
+        transpose_into(xs[hidden:hidden + feats], x)
         acts[first, h4:] = c0.T
         if blocks:
             np.copyto(wt, w.T)
@@ -228,7 +248,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dc.fill(0)
         else:
             dc[...] = d_cn.T
-        live = () if d_out is None else d_out.any(axis=(1, 2)).tolist()  # the steps with a nonzero d_out
+        live = () if d_out is None else nonzero_steps(d_out)
         ee, e2, e3, p0, p1 = e.reshape(h4, batch), e[:2], e[1:], pair[0], pair[1]  # sliced once, as the forward's
         d_t = None if d_out is None else d_out.transpose(0, 2, 1)
         mul, add, matmul = np.multiply, np.add, np.matmul
