@@ -45,10 +45,14 @@ OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thre
 in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
 bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
 batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
-in 26 us against 36; the slab's transposing copy and a ``tanh`` that writes the gates back
-feature-major cost ~4 us of that gain. The backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us), its
-d(pre) written transposed into a (T, B, 4H) array, whose transpose is then the (4H, T * B) operand of the
-products. At batch 32 (and other multiples of 16) ``W @ z`` stays faster.
+in 26 us against 36; a ``tanh`` that writes the gates back feature-major costs ~3 us of that gain. The
+slabs ``[h; x; 1]`` are then kept batch-major, (T + 1, B, H + F + 1): the step's product reads its slab as it
+is, ``h`` is written into it transposed, and the input and the output go in and out without a transposing
+copy (the language model's layer: forward 0.93x, backward 0.97x of feature-major slabs). The backward's
+``d(pre).T @ W_hh`` likewise (19 -> 14 us), its d(pre) written transposed into a (T, B, 4H) array, whose
+transpose is then the (4H, T * B) operand of the products. At batch 32 (and other multiples of 16) ``W @ z``
+stays faster, and so do the feature-major slabs (batch-major gates and slopes throughout measured 1.11x slower
+there: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row).
 """
 
 from __future__ import annotations
@@ -153,37 +157,46 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         # slab j of ``acts``: the gates o, i, f, g of the step that reads c from the slab's last block, c before
         # that step: [i; f] * [g; c_prev] is one product. Slab j of ``z``: [h; x; 1] before that step.
         # a batch not a multiple of 16 runs each step's product batch-major, in blocks of 4 batch rows (see the
-        # module docstring): ``wt`` = w.T, ``zt`` / ``gt`` the step's slab and gates batch-major
+        # module docstring): ``wt`` = w.T, ``gt`` the step's gates batch-major, and the slabs batch-major too,
+        # (T + 1, B, H + F + 1): the product reads its step's as they are, ``x`` and the output go in and out
+        # without a transposing copy, and only ``h`` is written transposed each step
         blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
         n = batch if blocks else 0
-        w, z, acts, tcs, ig, wt, zt, gt = carve(dtype, (h4, rows), (rows, steps + 1, batch),
-                                                (steps + 1, 5 * hidden, batch), (steps, hidden, batch),
-                                                (2 * hidden, batch), (rows if blocks else 0, h4), (n, rows), (n, h4))
+        w, z, acts, tcs, ig, wt, gt = carve(dtype, (h4, rows), (steps + 1, batch, rows) if blocks else
+                                            (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
+                                            (steps, hidden, batch), (2 * hidden, batch), (rows if blocks else 0, h4),
+                                            (n, h4))
         to_ogif(w[:, :hidden], w_hh)
         to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
             to_ogif(w[:, -1], b_ih + b_hh)
-            z[-1] = 1
         w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
-        first, xs = (steps, z[:, 1:]) if reverse else (0, z[:, :-1])
-        z[:hidden, first] = h0.T
-        transpose_into(xs[hidden:hidden + feats], x)
-        acts[first, h4:] = c0.T
+        first = steps if reverse else 0
         if blocks:
+            if b_ih is not None:
+                z[:, :, -1] = 1
+            hz = z[:, :, :hidden].transpose(0, 2, 1)  # each step's h, feature-major (written transposed)
+            (z[1:] if reverse else z[:-1])[:, :, hidden:hidden + feats] = x
             np.copyto(wt, w.T)
-            zb, gb = zt.reshape(blocks, 4, rows), gt.reshape(blocks, 4, h4)
+            gb = gt.reshape(blocks, 4, h4)
+        else:
+            if b_ih is not None:
+                z[-1] = 1
+            hz = z[:hidden].transpose(1, 0, 2)
+            transpose_into((z[:, 1:] if reverse else z[:, :-1])[hidden:hidden + feats], x)
+        hz[first] = h0.T
+        acts[first, h4:] = c0.T
         # the steps' views, sliced once (a step indexes them; ufuncs take ``out`` positionally: per-step
         # Python work is a fair share of these small calls)
         pre, sig, i_f, g_c, cs, o = (acts[:, :h4], acts[:, :h3], acts[:, hidden:h3], acts[:, h3:],
                                      acts[:, h4:], acts[:, :hidden])
-        slab, hz, ig_i, ig_f = z.transpose(1, 0, 2), z[:hidden].transpose(1, 0, 2), ig[:hidden], ig[hidden:]
+        slab, ig_i, ig_f = z if blocks else z.transpose(1, 0, 2), ig[:hidden], ig[hidden:]
         mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
             p = pre[cur]
             if blocks:  # one batched matmul of 4-row products, then a tanh that transposes back
-                np.copyto(zt, slab[cur].T)
-                matmul(zb, wt, gb)
+                matmul(slab[cur].reshape(blocks, 4, rows), wt, gb)
                 tanh(gt.T, p)
             else:
                 matmul(w, slab[cur], p)
@@ -194,20 +207,18 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             mul(i_f[cur], g_c[cur], ig)  # [i * g; f * c_prev]
             c = add(ig_i, ig_f, cs[nxt])
             mul(o[cur], tanh(c, tcs[t]), hz[nxt])
-        hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
         out = pool.empty((steps, batch, hidden), dtype)
-        np.copyto(out, hs.transpose(1, 2, 0))
+        np.copyto(out, (hz[:-1] if reverse else hz[1:]).transpose(0, 2, 1))
         last = 0 if reverse else steps
-        return (out, np.ascontiguousarray(z[:hidden, last].T), np.ascontiguousarray(acts[last, h4:].T),
-                acts, z, tcs)
+        return out, np.ascontiguousarray(hz[last].T), np.ascontiguousarray(acts[last, h4:].T), acts, z, tcs
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         acts, z, tcs = saved
         steps, hidden, batch = tcs.shape
-        dtype, rows = tcs.dtype, z.shape[0]
+        dtype = tcs.dtype
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
-        xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
+        gates = acts[1:] if reverse else acts[:-1]  # each step's gates
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
         # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): a batch
         # not a multiple of 16 (but of 4) runs the step's product batch-major in blocks of 4 rows as the forward
@@ -216,6 +227,12 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         # the loop (rows of odd sizes apart cost more in the loop than the one copy)
         blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
         direct = not blocks and batch * dtype.itemsize % 64 == 0
+        # the steps' slabs [h; x; 1] side by side, (H + F + 1, T * B) (the forward keeps them batch-major where
+        # ``blocks``: their transpose)
+        if blocks:
+            zs = (z[1:] if reverse else z[:-1]).reshape(steps * batch, z.shape[2]).T
+        else:
+            zs = (z[:, 1:] if reverse else z[:, :-1]).reshape(z.shape[0], steps * batch)
         k, fa, dm, dpre, w, e, pair, dht = carve(
             dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, 0 if blocks else steps, batch),
             (steps, batch, h4) if blocks else (0 if direct else steps, h4, batch),
@@ -278,7 +295,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             to_ogif(wi, w_ih)
             dx = (dm.T @ wi).reshape(x.shape)
         if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            dw = dm @ xs.reshape(rows, steps * batch).T
+            dw = dm @ zs.T
             feats = x.shape[2]
             dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
             dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
