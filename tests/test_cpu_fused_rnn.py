@@ -252,13 +252,14 @@ def test_lstm_at_gemm_sizes_in_both_directions(calls: dict[str, int], dtype: str
     assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
 
 
-@pytest.mark.parametrize("dtype,batch", [("float32", 16), ("float64", 8), ("float32", 20), ("float64", 12)])
+@pytest.mark.parametrize("dtype,batch", [("float32", 16), ("float64", 16), ("float64", 6), ("float32", 20),
+                                         ("float64", 12), ("float32", 8)])
 def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int) -> None:
     """The paths chosen by batch size, against torch (two layers, both directions, gradient on every step):
-    the forward's step product feature-major (batch 16) or batch-major in blocks of 4 rows (8, 20, 12: not a
-    multiple of 16); the backward writing each step's d(pre) straight into the (4H, T * B) array of the weight
-    products where its rows are whole 64-byte cache lines (16 float32, 8 float64), else copying the steps
-    over after the loop (20 float32, 12 float64)."""
+    feature-major arrays and step products (batch 16 and 6), the backward writing each step's d(pre) straight
+    into the (4H, T * B) array of the weight products where its rows are whole 64-byte cache lines (16), else
+    copying the steps over after the loop (6); or the products batch-major in blocks of 4 rows, the slabs
+    batch-major and the gates in (gate, batch, hidden) blocks (20, 12, 8: a multiple of 4, not of 16)."""
     theirs = torch.nn.LSTM(7, 12, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
     ours = ferro.nn.LSTM(7, 12, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
     ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
@@ -290,6 +291,7 @@ def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: st
                    (np.asfortranarray(x), g.transpose(1, 0, 2))]:  # neither: batch outermost in d_out's memory
         assert xl.flags.c_contiguous == (gl.strides[1] < gl.strides[0])
         out, h, c, *saved = forward(xl, h0, c0, weights[0], weights[1], weights[2], weights[3], False)
+        assert saved[0].ndim == (4 if batch % 4 == 0 else 3)  # the gates in (gate, batch, hidden) blocks: that path
         grads = backward(gl, None, None, xl, weights[0], weights[1], True, tuple(saved), False, (True,) * 7)
         results.append([out, h, c, *(a for a in grads if a is not None)])
     for a, b in zip(*results, strict=True):

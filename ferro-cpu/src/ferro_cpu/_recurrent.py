@@ -45,14 +45,15 @@ OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thre
 in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
 bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
 batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
-in 26 us against 36; a ``tanh`` that writes the gates back feature-major costs ~3 us of that gain. The
-slabs ``[h; x; 1]`` are then kept batch-major, (T + 1, B, H + F + 1): the step's product reads its slab as it
-is, ``h`` is written into it transposed, and the input and the output go in and out without a transposing
-copy (the language model's layer: forward 0.93x, backward 0.97x of feature-major slabs). The backward's
-``d(pre).T @ W_hh`` likewise (19 -> 14 us), its d(pre) written transposed into a (T, B, 4H) array, whose
-transpose is then the (4H, T * B) operand of the products. At batch 32 (and other multiples of 16) ``W @ z``
-stays faster, and so do the feature-major slabs (batch-major gates and slopes throughout measured 1.11x slower
-there: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row).
+in 22-26 us against 36; the backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us). Those kernels
+(``lstm_forward_blocks`` / ``lstm_backward_blocks``) keep the slabs batch-major, (T + 1, B, H + F + 1), and
+the gates, their slopes and the states in (gate, batch, hidden) blocks: a step's (B, 4H) product rows go
+into the four (B, H) gate blocks and back as whole rows of H, never element by element, so that no array
+is transposed (the language model's layer: 0.92x of feature-major gates around batch-major products,
+which transposed the gates in the forward's ``tanh`` and each step's d(pre) in the backward). At batch 32
+(and other multiples of 16) ``W @ z`` stays faster, and so do the feature-major arrays (batch-major gates,
+slopes and d(pre) in (T, B, 4H) rows measured 1.11x slower there: NumPy's calls over (T, B, 4H) slices run
+a short inner loop per batch row).
 """
 
 from __future__ import annotations
@@ -151,56 +152,37 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                               reverse: bool) -> tuple[Any, ...]:
+        if in_blocks(h0.shape[0]):
+            return lstm_forward_blocks(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
         feats, dtype = x.shape[2], w_hh.dtype
         rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
         # slab j of ``acts``: the gates o, i, f, g of the step that reads c from the slab's last block, c before
         # that step: [i; f] * [g; c_prev] is one product. Slab j of ``z``: [h; x; 1] before that step.
-        # a batch not a multiple of 16 runs each step's product batch-major, in blocks of 4 batch rows (see the
-        # module docstring): ``wt`` = w.T, ``gt`` the step's gates batch-major, and the slabs batch-major too,
-        # (T + 1, B, H + F + 1): the product reads its step's as they are, ``x`` and the output go in and out
-        # without a transposing copy, and only ``h`` is written transposed each step
-        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
-        n = batch if blocks else 0
-        w, z, acts, tcs, ig, wt, gt = carve(dtype, (h4, rows), (steps + 1, batch, rows) if blocks else
-                                            (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
-                                            (steps, hidden, batch), (2 * hidden, batch), (rows if blocks else 0, h4),
-                                            (n, h4))
+        w, z, acts, tcs, ig = carve(dtype, (h4, rows), (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
+                                    (steps, hidden, batch), (2 * hidden, batch))
         to_ogif(w[:, :hidden], w_hh)
         to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
             to_ogif(w[:, -1], b_ih + b_hh)
+            z[-1] = 1
         w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
         first = steps if reverse else 0
-        if blocks:
-            if b_ih is not None:
-                z[:, :, -1] = 1
-            hz = z[:, :, :hidden].transpose(0, 2, 1)  # each step's h, feature-major (written transposed)
-            (z[1:] if reverse else z[:-1])[:, :, hidden:hidden + feats] = x
-            np.copyto(wt, w.T)
-            gb = gt.reshape(blocks, 4, h4)
-        else:
-            if b_ih is not None:
-                z[-1] = 1
-            hz = z[:hidden].transpose(1, 0, 2)
-            transpose_into((z[:, 1:] if reverse else z[:, :-1])[hidden:hidden + feats], x)
+        hz = z[:hidden].transpose(1, 0, 2)
+        transpose_into((z[:, 1:] if reverse else z[:, :-1])[hidden:hidden + feats], x)
         hz[first] = h0.T
         acts[first, h4:] = c0.T
         # the steps' views, sliced once (a step indexes them; ufuncs take ``out`` positionally: per-step
         # Python work is a fair share of these small calls)
         pre, sig, i_f, g_c, cs, o = (acts[:, :h4], acts[:, :h3], acts[:, hidden:h3], acts[:, h3:],
                                      acts[:, h4:], acts[:, :hidden])
-        slab, ig_i, ig_f = z if blocks else z.transpose(1, 0, 2), ig[:hidden], ig[hidden:]
+        slab, ig_i, ig_f = z.transpose(1, 0, 2), ig[:hidden], ig[hidden:]
         mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
             p = pre[cur]
-            if blocks:  # one batched matmul of 4-row products, then a tanh that transposes back
-                matmul(slab[cur].reshape(blocks, 4, rows), wt, gb)
-                tanh(gt.T, p)
-            else:
-                matmul(w, slab[cur], p)
-                tanh(p, p)
+            matmul(w, slab[cur], p)
+            tanh(p, p)
             s = sig[cur]
             mul(s, 0.5, s)
             add(s, 0.5, s)
@@ -214,31 +196,23 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        if in_blocks(x.shape[1]):
+            return lstm_backward_blocks(d_out, d_hn, d_cn, x, w_ih, w_hh, has_bias, saved, reverse, needs)
         acts, z, tcs = saved
         steps, hidden, batch = tcs.shape
         dtype = tcs.dtype
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
         gates = acts[1:] if reverse else acts[:-1]  # each step's gates
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): a batch
-        # not a multiple of 16 (but of 4) runs the step's product batch-major in blocks of 4 rows as the forward
-        # does, its d(pre) written transposed into (T, B, 4H), whose transpose dm is; else d(pre) goes straight
-        # into dm's columns when those rows are whole cache lines, or into a per-step buffer copied over after
+        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): straight
+        # into dm's columns when those rows are whole cache lines, else into a per-step buffer copied over after
         # the loop (rows of odd sizes apart cost more in the loop than the one copy)
-        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
-        direct = not blocks and batch * dtype.itemsize % 64 == 0
-        # the steps' slabs [h; x; 1] side by side, (H + F + 1, T * B) (the forward keeps them batch-major where
-        # ``blocks``: their transpose)
-        if blocks:
-            zs = (z[1:] if reverse else z[:-1]).reshape(steps * batch, z.shape[2]).T
-        else:
-            zs = (z[:, 1:] if reverse else z[:, :-1]).reshape(z.shape[0], steps * batch)
-        k, fa, dm, dpre, w, e, pair, dht = carve(
-            dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, 0 if blocks else steps, batch),
-            (steps, batch, h4) if blocks else (0 if direct else steps, h4, batch),
-            (h4, hidden) if blocks else (hidden, h4), (4, hidden, batch), (2, hidden, batch),
-            (batch if blocks else 0, hidden))
-        dst = dpre.transpose(0, 2, 1) if blocks else dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
+        direct = batch * dtype.itemsize % 64 == 0
+        zs = (z[:, 1:] if reverse else z[:, :-1]).reshape(z.shape[0], steps * batch)  # the steps' slabs side by side
+        k, fa, dm, dpre, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, steps, batch),
+                                            (0 if direct else steps, h4, batch), (hidden, h4), (4, hidden, batch),
+                                            (2, hidden, batch))
+        dst = dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -255,7 +229,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
         fa[first, 1] = 1
         fa[rest, 1] = prior
-        to_ogif(w if blocks else w.T, w_hh)
+        to_ogif(w.T, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
             dh.fill(0)
@@ -269,27 +243,18 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         ee, e2, e3, p0, p1 = e.reshape(h4, batch), e[:2], e[1:], pair[0], pair[1]  # sliced once, as the forward's
         d_t = None if d_out is None else d_out.transpose(0, 2, 1)
         mul, add, matmul = np.multiply, np.add, np.matmul
-        if blocks:
-            dpb, dhb = dpre.reshape(steps, blocks, 4, h4), dht.reshape(blocks, 4, hidden)
         for t in order(steps, not reverse):
             if live and live[t]:
                 add(dh, d_t[t], dh)
             mul(e2, fa[t], pair)
             add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
             d = mul(k[t], ee, dst[t])
-            if blocks:
-                matmul(dpb[t], w, dhb)
-                np.copyto(dh, dht.T)
-            else:
-                matmul(w, d, dh)
+            matmul(w, d, dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        if blocks:
-            dm = dpre.reshape(steps * batch, h4).T
-        else:
-            if not direct:
-                np.copyto(dm, dpre.transpose(1, 0, 2))
-            dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
+        if not direct:
+            np.copyto(dm, dpre.transpose(1, 0, 2))
+        dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
@@ -304,6 +269,121 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 db_ih = db if needs[5] else None
                 db_hh = db.copy() if needs[6] else None
         return dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw_ih, dw_hh, db_ih, db_hh
+
+    # -- LSTM, a batch in blocks of 4 rows -----------------------------------------------------------------
+
+    def in_blocks(batch: int) -> bool:
+        """Whether a batch of this size runs the kernels below (see the module docstring)."""
+        return batch % 4 == 0 and batch % 16 != 0
+
+    def lstm_forward_blocks(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                            reverse: bool) -> tuple[Any, ...]:
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        feats, dtype = x.shape[2], w_hh.dtype
+        rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
+        blocks = batch // 4
+        # slab j of ``acts`` (5, B, H): the gates o, i, f, g of the step that reads c from the slab's last block,
+        # c before that step; of ``z`` (B, H + F + 1): [h, x, 1] before that step
+        w, wt, z, acts, tcs, ig, gt = carve(dtype, (h4, rows), (rows, h4), (steps + 1, batch, rows),
+                                            (steps + 1, 5, batch, hidden), (steps, batch, hidden),
+                                            (2, batch, hidden), (batch, h4))
+        to_ogif(w[:, :hidden], w_hh)
+        to_ogif(w[:, hidden:hidden + feats], w_ih)
+        if b_ih is not None:
+            to_ogif(w[:, -1], b_ih + b_hh)
+            z[:, :, -1] = 1
+        w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
+        np.copyto(wt, w.T)
+        first = steps if reverse else 0
+        hz = z[:, :, :hidden]
+        (z[1:] if reverse else z[:-1])[:, :, hidden:hidden + feats] = x
+        hz[first] = h0
+        acts[first, 4] = c0
+        zb = z.reshape(steps + 1, blocks, 4, rows)
+        gb, g4 = gt.reshape(blocks, 4, h4), gt.reshape(batch, 4, hidden).transpose(1, 0, 2)
+        pre, sig, i_f, g_c, cs, o = acts[:, :4], acts[:, :3], acts[:, 1:3], acts[:, 3:], acts[:, 4], acts[:, 0]
+        ig_i, ig_f = ig[0], ig[1]
+        mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
+        for t in order(steps, reverse):
+            cur, nxt = (t + 1, t) if reverse else (t, t + 1)
+            matmul(zb[cur], wt, gb)
+            tanh(g4, pre[cur])  # the gates from (B, 4H) rows into (4, B, H) blocks
+            s = sig[cur]
+            mul(s, 0.5, s)
+            add(s, 0.5, s)
+            mul(i_f[cur], g_c[cur], ig)  # [i * g, f * c_prev]
+            c = add(ig_i, ig_f, cs[nxt])
+            mul(o[cur], tanh(c, tcs[t]), hz[nxt])
+        out = pool.empty((steps, batch, hidden), dtype)
+        np.copyto(out, hz[:-1] if reverse else hz[1:])
+        last = 0 if reverse else steps
+        return out, hz[last].copy(), cs[last].copy(), acts, z, tcs
+
+    def lstm_backward_blocks(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
+                             saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        acts, z, tcs = saved
+        steps, batch, hidden = tcs.shape
+        dtype, rows, h4, blocks = tcs.dtype, z.shape[2], 4 * hidden, batch // 4
+        gates = acts[1:] if reverse else acts[:-1]  # each step's gates (and c_prev)
+        o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+        k, fa, dpre, w, e, pair = carve(dtype, (steps, 4, batch, hidden), (steps, 2, batch, hidden),
+                                        (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
+        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
+        s = gates[:, :3]
+        np.multiply(s, s, out=k[:, :3])
+        np.subtract(s, k[:, :3], out=k[:, :3])  # s (1 - s), the sigmoids' slope
+        k[:, 0] *= tcs
+        k[:, 1:3] *= gates[:, 3:]  # i by g, f by c_prev
+        kg = np.multiply(g, g, out=k[:, 3])
+        np.subtract(1, kg, out=kg)
+        kg *= i
+        a = np.multiply(tcs, tcs, out=fa[:, 0])
+        np.subtract(1, a, out=a)
+        a *= o
+        # fa[t] = [a_t, f of the step the loop ran before t] (1 for the first: dc starts as d_cn)
+        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+        fa[first, 1] = 1
+        fa[rest, 1] = prior
+        to_ogif(w, w_hh)
+        dh, dc = e[0], e[1]
+        if d_hn is None:
+            dh.fill(0)
+        else:
+            dh[...] = d_hn
+        if d_cn is None:
+            dc.fill(0)
+        else:
+            dc[...] = d_cn
+        live = () if d_out is None else nonzero_steps(d_out)
+        e2, e3, p0, p1 = e[:2], e[1:], pair[0], pair[1]
+        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after the loop
+        d4, dpb, dhb = (dpre.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3),
+                        dpre.reshape(steps, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
+        mul, add, matmul = np.multiply, np.add, np.matmul
+        for t in order(steps, not reverse):
+            if live and live[t]:
+                add(dh, d_out[t], dh)
+            mul(e2, fa[t], pair)
+            add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
+            mul(k[t], e, d4[t])
+            matmul(dpb[t], w, dhb)
+        dc = np.multiply(dc, f[t], out=np.empty((batch, hidden), dtype))
+        dx = dw_ih = dw_hh = db_ih = db_hh = None
+        dm = dpre.reshape(steps * batch, h4)  # the steps one under the other: one product each for dx, the weights
+        if needs[0]:
+            wi = np.empty(w_ih.shape, dtype)
+            to_ogif(wi, w_ih)
+            dx = (dm @ wi).reshape(x.shape)
+        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
+            dw = dm.T @ (z[1:] if reverse else z[:-1]).reshape(steps * batch, rows)
+            feats = x.shape[2]
+            dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
+            dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
+            if has_bias:
+                db = from_ogif(dw[:, -1])
+                db_ih = db if needs[5] else None
+                db_hh = db.copy() if needs[6] else None
+        return dx, dh.copy(), dc, dw_ih, dw_hh, db_ih, db_hh
 
     # -- GRU -------------------------------------------------------------------------------------------
 
