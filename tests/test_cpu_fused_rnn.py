@@ -252,26 +252,35 @@ def test_lstm_at_gemm_sizes_in_both_directions(calls: dict[str, int], dtype: str
     assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
 
 
-@pytest.mark.parametrize("dtype,batch", [("float32", 16), ("float64", 16), ("float64", 6), ("float32", 20),
-                                         ("float64", 12), ("float32", 8)])
-def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int) -> None:
-    """The paths chosen by batch size, against torch (two layers, both directions, gradient on every step):
-    feature-major arrays and step products (batch 16 and 6), the backward writing each step's d(pre) straight
-    into the (4H, T * B) array of the weight products where its rows are whole 64-byte cache lines (16), else
-    copying the steps over after the loop (6); or the products batch-major in blocks of 4 rows, the slabs
-    batch-major and the gates in (gate, batch, hidden) blocks (20, 12, 8: a multiple of 4, not of 16)."""
-    theirs = torch.nn.LSTM(7, 12, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
-    ours = ferro.nn.LSTM(7, 12, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
+@pytest.mark.parametrize("dtype,batch,hidden", [("float32", 16, 12), ("float64", 6, 12), ("float32", 20, 12),
+                                                ("float64", 12, 12), ("float32", 16, 240), ("float64", 8, 240)])
+def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int, hidden: int) -> None:
+    """The paths chosen by batch size and weights, against torch (two layers, both directions, gradient on every
+    step): the products batch-major in blocks of 4 rows, the slabs batch-major and the gates in (gate, batch,
+    hidden) blocks (16, 20, 12: a multiple of 4, small weights); or feature-major arrays and step products, the
+    backward writing each step's d(pre) straight into the (4H, T * B) array of the weight products where its
+    rows are whole 64-byte cache lines (16, 8 float64 with weights over ``BLOCK_WEIGHTS``), else copying the
+    steps over after the loop (6)."""
+    from ferro_cpu._recurrent import BLOCK_WEIGHTS
+
+    assert (4 * hidden * (hidden + 2 * hidden + 1) > BLOCK_WEIGHTS) == (hidden == 240)  # the second layer's
+    theirs = torch.nn.LSTM(7, hidden, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
+    ours = ferro.nn.LSTM(7, hidden, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
     ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
     x = RNG.standard_normal((11, batch, 7)).astype(dtype)
-    _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, 12))
-    assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 4, calls
+    _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, hidden))
+    forward = ferro.tensor([0.0])._device._kernels["lstm_sequence_forward"]
+    state = np.zeros((batch, hidden), dtype)
+    weights = [getattr(ours, f"{n}_l0").detach().numpy() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    saved = forward(x, state, state, *weights, False)[3:]
+    assert saved[0].ndim == (4 if batch % 4 == 0 and hidden == 12 else 3)  # which kernels ran: the gates' layout
+    assert calls["lstm_sequence_forward"] == 5 and calls["lstm_sequence_backward"] == 4, calls
 
 
 @pytest.mark.parametrize("dtype,batch", [("float32", 9), ("float64", 9), ("float32", 12), ("float64", 20)])
 def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: str, batch: int) -> None:
     """The forward copies a C-contiguous input into its feature-major slabs in blocks of rows (else in one
-    transposing copy; batch 12 and 20 keep batch-major slabs: a plain copy); the backward finds the steps with a
+    transposing copy; batch 12 and 20 run batch-major slabs: a plain copy); the backward finds the steps with a
     nonzero output gradient by reducing over the batch axis first where that is the outer one in memory (a
     batch-first output's gradient): both layouts give the same bits, steps whose gradient is zero (or -0.0)
     included."""
@@ -291,7 +300,7 @@ def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: st
                    (np.asfortranarray(x), g.transpose(1, 0, 2))]:  # neither: batch outermost in d_out's memory
         assert xl.flags.c_contiguous == (gl.strides[1] < gl.strides[0])
         out, h, c, *saved = forward(xl, h0, c0, weights[0], weights[1], weights[2], weights[3], False)
-        assert saved[0].ndim == (4 if batch % 4 == 0 else 3)  # the gates in (gate, batch, hidden) blocks: that path
+        assert saved[0].ndim == (4 if batch % 4 == 0 else 3)  # gates in (gate, batch, hidden) blocks: that path ran
         grads = backward(gl, None, None, xl, weights[0], weights[1], True, tuple(saved), False, (True,) * 7)
         results.append([out, h, c, *(a for a in grads if a is not None)])
     for a, b in zip(*results, strict=True):

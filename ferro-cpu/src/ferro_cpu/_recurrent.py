@@ -24,7 +24,8 @@ runs its gates in the order ``o, i, f, g``, so that the sigmoid gates are one bl
 ``[i; f] * [g; c_prev]`` one product (``c_prev`` is kept under each step's gates); the
 gradients come back in PyTorch's order. Only float32 and float64 come here (core checks).
 
-The LSTM keeps its states feature-major, (features, batch) per step: a step is one
+The LSTM keeps its states feature-major, (features, batch) per step (a batch that is a multiple of 4
+runs batch-major, below): a step is one
 GEMM ``[w_hh | w_ih | b] @ [h_prev; x_t; 1]`` straight into that step's gates (the
 input projection and the bias ride in the product; the slabs ``[h_prev; x_t; 1]`` of
 all steps are one saved (H + F + 1, T + 1, B) array whose ``h`` rows the steps fill, so
@@ -40,20 +41,21 @@ the weight and bias gradients one product against the slabs; the input gradient 
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
 
-A batch that is not a multiple of 16 (but of 4) runs the step products of both loops batch-major instead:
-OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thread, computes ``W @ z``
-in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
-bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
-batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
-in 22-26 us against 36; the backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us). Those kernels
-(``lstm_forward_blocks`` / ``lstm_backward_blocks``) keep the slabs batch-major, (T + 1, B, H + F + 1), and
-the gates, their slopes and the states in (gate, batch, hidden) blocks: a step's (B, 4H) product rows go
-into the four (B, H) gate blocks and back as whole rows of H, never element by element, so that no array
-is transposed (the language model's layer: 0.92x of feature-major gates around batch-major products,
-which transposed the gates in the forward's ``tanh`` and each step's d(pre) in the backward). At batch 32
-(and other multiples of 16) ``W @ z`` stays faster, and so do the feature-major arrays (batch-major gates,
-slopes and d(pre) in (T, B, 4H) rows measured 1.11x slower there: NumPy's calls over (T, B, 4H) slices run
-a short inner loop per batch row).
+A batch that is a multiple of 4, with weights that stay in the L2 cache (``BLOCK_WEIGHTS``), runs another
+pair of kernels (``lstm_forward_blocks`` / ``lstm_backward_blocks``): its step products batch-major, as one
+batched matmul over blocks of 4 batch rows, ``z.T @ W.T``. OpenBLAS's unpacked ("direct") sgemm, which it
+takes for these sizes at one thread, computes ``W @ z`` in tiles of 4 rows by 32, 16, 8 or 4 columns, so
+batch 20 is a 16-column and a 4-column pass, both bound by the multiply-adds' latency (~145 GFLOP/s against
+~200 at batch 32); in 4-row blocks every tile is 64 columns wide ((20 x 257) @ (257 x 512) in 22-26 us against
+36; the backward's ``d(pre).T @ W_hh`` 19 -> 14 us). These kernels keep the slabs batch-major, (T + 1, B,
+H + F + 1), and the gates, their slopes and the states in (gate, batch, hidden) blocks: a step's (B, 4H)
+product rows go into the four (B, H) gate blocks and back as whole rows of H, never element by element, and
+every elementwise pass still runs over contiguous blocks. Against the feature-major kernels above, in one
+process: the LSTM row's layer (batch 32) 0.89x, the language model's (batch 20, where feature-major gates
+around batch-major products transposed the gates in the forward's ``tanh`` and each step's d(pre)) 0.92x.
+Each block's product reads all the weights, so larger weights go feature-major (float32 weights of 259K
+elements ran the forward 2.4x slower in blocks). Batch-major gates in (T, B, 4H) rows instead measured
+1.11x slower at batch 32: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["recurrent_kernels"]
+
+#: The most elements of an LSTM layer's weights [w_hh | w_ih | b] for which its kernels run the step products in
+#: blocks of 4 batch rows. Each block's product reads all the weights, which stay in the core's L2 cache only up
+#: to about this (1 MiB here): float32 weights of 197K elements ran the forward 0.89x of feature-major, of 259K
+#: 2.4x (OpenBLAS's unpacked sgemm then streams them from L3 once per block); float64 (packed dgemm) gained up
+#: to 197K elements too.
+BLOCK_WEIGHTS = 200_000
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -152,7 +161,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                               reverse: bool) -> tuple[Any, ...]:
-        if in_blocks(h0.shape[0]):
+        if in_blocks(h0.shape[0], h0.shape[1], x.shape[2], b_ih is not None):
             return lstm_forward_blocks(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
         feats, dtype = x.shape[2], w_hh.dtype
@@ -196,7 +205,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
-        if in_blocks(x.shape[1]):
+        if in_blocks(x.shape[1], w_hh.shape[1], x.shape[2], has_bias):
             return lstm_backward_blocks(d_out, d_hn, d_cn, x, w_ih, w_hh, has_bias, saved, reverse, needs)
         acts, z, tcs = saved
         steps, hidden, batch = tcs.shape
@@ -272,9 +281,10 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     # -- LSTM, a batch in blocks of 4 rows -----------------------------------------------------------------
 
-    def in_blocks(batch: int) -> bool:
-        """Whether a batch of this size runs the kernels below (see the module docstring)."""
-        return batch % 4 == 0 and batch % 16 != 0
+    def in_blocks(batch: int, hidden: int, feats: int, bias: bool) -> bool:
+        """Whether a layer runs the kernels below (see the module docstring): a batch of whole blocks of 4 rows,
+        and weights [w_hh | w_ih | b] of at most ``BLOCK_WEIGHTS`` elements."""
+        return batch % 4 == 0 and 4 * hidden * (hidden + feats + bias) <= BLOCK_WEIGHTS
 
     def lstm_forward_blocks(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                             reverse: bool) -> tuple[Any, ...]:
