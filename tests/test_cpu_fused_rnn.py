@@ -98,17 +98,35 @@ def test_unbatched_input_and_default_state(calls: dict[str, int], kind: str) -> 
     assert calls[f"{kind.lower()}_sequence_forward"] == 1 and calls[f"{kind.lower()}_sequence_backward"] == 1
 
 
-def test_only_the_output_used_gives_every_gradient(calls: dict[str, int]) -> None:
-    """d_hn and d_cn absent (None) reach the backward kernel as zeros."""
-    ours, theirs = _pair("LSTM", "float64", num_layers=2)
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_only_the_output_used_gives_every_gradient(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """d_hn and d_cn absent reach the backward kernel as None (no zeros made; the kernel takes them as zero),
+    and a state's gradient alone as d_out None."""
+    dev = ferro.tensor([0.0])._device
+    name = f"{kind.lower()}_sequence_backward"
+    got: list[tuple[Any, ...]] = []
+    kernel = dev._kernels[name]
+
+    def seeing(*a: Any) -> Any:
+        got.append(a[:3])
+        return kernel(*a)
+    monkeypatch.setitem(dev._kernels, name, seeing)
+    ours, theirs = _pair(kind, "float64", num_layers=2)
     x = RNG.standard_normal((5, 2, 3))
-    fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    ours(fx)[0][-1].sum().backward()
-    theirs(tx)[0][-1].sum().backward()
-    _close(fx.grad, tx.grad, "float64")
-    for name, p in theirs.named_parameters():
-        _close(dict(ours.named_parameters())[name].grad, p.grad, "float64")
-    assert calls["lstm_sequence_backward"] == 2
+    for pick in (lambda r: r[0][-1], lambda r: (r[1][0] if kind == "LSTM" else r[1])[-1]):
+        fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        for p in ours.parameters():
+            p.grad = None
+        theirs.zero_grad()
+        pick(ours(fx)).sum().backward()
+        pick(theirs(tx)).sum().backward()
+        _close(fx.grad, tx.grad, "float64")
+        for pname, p in theirs.named_parameters():
+            _close(dict(ours.named_parameters())[pname].grad, p.grad, "float64")
+    # the output only: the last layer's states and the first layer's states get no gradient
+    assert [tuple(a is None for a in args) for args in got[:2]] == [(False, True, True)] * 2
+    # the last layer's h_n only: its output gets none; the first layer's h_n gets stack's zeros, its c_n none
+    assert [tuple(a is None for a in args) for args in got[2:]] == [(True, False, True), (False, False, True)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -234,16 +252,57 @@ def test_lstm_at_gemm_sizes_in_both_directions(calls: dict[str, int], dtype: str
     assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 2, calls
 
 
-@pytest.mark.parametrize("dtype,batch", [("float32", 16), ("float64", 8), ("float32", 20), ("float64", 12)])
-def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int) -> None:
-    """The paths chosen by batch size, against torch (two layers, both directions, gradient on every step):
-    the forward's step product feature-major (batch 16) or batch-major in blocks of 4 rows (8, 20, 12: not a
-    multiple of 16); the backward writing each step's d(pre) straight into the (4H, T * B) array of the weight
-    products where its rows are whole 64-byte cache lines (16 float32, 8 float64), else copying the steps
-    over after the loop (20 float32, 12 float64)."""
-    theirs = torch.nn.LSTM(7, 12, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
-    ours = ferro.nn.LSTM(7, 12, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
+@pytest.mark.parametrize("dtype,batch,hidden", [("float32", 16, 12), ("float64", 6, 12), ("float32", 20, 12),
+                                                ("float64", 12, 12), ("float32", 16, 240), ("float64", 8, 240)])
+def test_lstm_batch_sizes_of_each_kernel_path(calls: dict[str, int], dtype: str, batch: int, hidden: int) -> None:
+    """The paths chosen by batch size and weights, against torch (two layers, both directions, gradient on every
+    step): the products batch-major in blocks of 4 rows, the slabs batch-major and the gates in (gate, batch,
+    hidden) blocks (16, 20, 12: a multiple of 4, small weights); or feature-major arrays and step products, the
+    backward writing each step's d(pre) straight into the (4H, T * B) array of the weight products where its
+    rows are whole 64-byte cache lines (16, 8 float64 with weights over ``BLOCK_WEIGHTS``), else copying the
+    steps over after the loop (6)."""
+    from ferro_cpu._recurrent import BLOCK_WEIGHTS
+
+    assert (4 * hidden * (hidden + 2 * hidden + 1) > BLOCK_WEIGHTS) == (hidden == 240)  # the second layer's
+    theirs = torch.nn.LSTM(7, hidden, num_layers=2, bidirectional=True).to(getattr(torch, dtype))
+    ours = ferro.nn.LSTM(7, hidden, num_layers=2, bidirectional=True, dtype=getattr(ferro, dtype))
     ours.load_state_dict({k: ferro.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
     x = RNG.standard_normal((11, batch, 7)).astype(dtype)
-    _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, 12))
-    assert calls["lstm_sequence_forward"] == calls["lstm_sequence_backward"] == 4, calls
+    _compare("LSTM", dtype, ours, theirs, x, True, (4, batch, hidden))
+    forward = ferro.tensor([0.0])._device._kernels["lstm_sequence_forward"]
+    state = np.zeros((batch, hidden), dtype)
+    weights = [getattr(ours, f"{n}_l0").detach().numpy() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    saved = forward(x, state, state, *weights, False)[3:]
+    assert saved[0].ndim == (4 if batch % 4 == 0 and hidden == 12 else 3)  # which kernels ran: the gates' layout
+    assert calls["lstm_sequence_forward"] == 5 and calls["lstm_sequence_backward"] == 4, calls
+
+
+@pytest.mark.parametrize("dtype,batch", [("float32", 9), ("float64", 9), ("float32", 12), ("float64", 20)])
+def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: str, batch: int) -> None:
+    """The forward copies a C-contiguous input into its feature-major slabs in blocks of rows (else in one
+    transposing copy; batch 12 and 20 run batch-major slabs: a plain copy); the backward finds the steps with a
+    nonzero output gradient by reducing over the batch axis first where that is the outer one in memory (a
+    batch-first output's gradient): both layouts give the same bits, steps whose gradient is zero (or -0.0)
+    included."""
+    kernels = ferro.tensor([0.0])._device._kernels
+    forward, backward = kernels["lstm_sequence_forward"], kernels["lstm_sequence_backward"]
+    steps, feats, hidden = 23, 19, 6
+    x = RNG.standard_normal((steps, batch, feats)).astype(dtype)
+    weights = [RNG.standard_normal(s).astype(dtype) for s in [(24, feats), (24, hidden), (24,), (24,)]]
+    h0, c0 = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
+    g = RNG.standard_normal((batch, steps, hidden)).astype(dtype)
+    g[:, [0, 4, 5, 22]] = 0
+    g[3, 5, 2] = -0.0
+    g[2, 5, 1] = -3.0  # step 5's only nonzero: negative
+    g[1, 4, 0] = 1e-30  # step 4's only nonzero: tiny
+    results = []
+    for xl, gl in [(x, np.ascontiguousarray(g.transpose(1, 0, 2))),  # C-contiguous
+                   (np.asfortranarray(x), g.transpose(1, 0, 2))]:  # neither: batch outermost in d_out's memory
+        assert xl.flags.c_contiguous == (gl.strides[1] < gl.strides[0])
+        out, h, c, *saved = forward(xl, h0, c0, weights[0], weights[1], weights[2], weights[3], False)
+        assert saved[0].ndim == (4 if batch % 4 == 0 else 3)  # gates in (gate, batch, hidden) blocks: that path ran
+        grads = backward(gl, None, None, xl, weights[0], weights[1], True, tuple(saved), False, (True,) * 7)
+        results.append([out, h, c, *(a for a in grads if a is not None)])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.count_nonzero(results[0][3]) > 0

@@ -194,6 +194,70 @@ def test_several_outputs(use: str) -> None:
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
 
 
+class Seen(Function):
+    """Two float outputs of different dtypes; backward records what it got, ``materialize`` as the ctx flag."""
+
+    materialize = True
+    got: list[Any] = []
+
+    @staticmethod
+    def forward(ctx: Any, x: ferro.Tensor) -> tuple[ferro.Tensor, ferro.Tensor]:
+        ctx.set_materialize_grads(Seen.materialize)
+        return x * 2, (x * 3).to(ferro.float64).reshape(1, -1)
+
+    @staticmethod
+    def backward(ctx: Any, ga: Any, gb: Any) -> Any:
+        Seen.got.append((ga, gb))
+        total = ga * 2 if ga is not None else None
+        if gb is not None:
+            part = gb.reshape(-1).to(ferro.float32) * 3
+            total = part if total is None else total + part
+        return total
+
+
+class TSeen(torch.autograd.Function):
+    materialize = True
+    got: list[Any] = []
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.set_materialize_grads(TSeen.materialize)
+        return x * 2, (x * 3).double().reshape(1, -1)
+
+    @staticmethod
+    def backward(ctx: Any, ga: Any, gb: Any) -> Any:
+        TSeen.got.append((ga, gb))
+        total = ga * 2 if ga is not None else None
+        if gb is not None:
+            part = gb.reshape(-1).float() * 3
+            total = part if total is None else total + part
+        return total
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+@pytest.mark.parametrize("use", ["both", "first", "second", "twice"])
+def test_several_outputs_each_gradient_as_its_output(materialize: bool, use: str) -> None:
+    """Each output's gradient reaches backward as is (its shape and dtype, summed over its uses); an output
+    without one gets zeros of its shape and dtype, or None under ``set_materialize_grads(False)``, as torch's."""
+    def loss(a: Any, b: Any) -> Any:
+        return {"both": (a * a).sum() + b.sum() * 5, "first": (a * a).sum(), "second": (b * b).sum(),
+                "twice": (a * a).sum() + a.sum() + b.sum()}[use]
+
+    Seen.materialize = TSeen.materialize = materialize
+    Seen.got, TSeen.got = [], []
+    x = ferro.tensor([1.0, -2.0], requires_grad=True)
+    loss(*Seen.apply(x)).backward()
+    tx = torch.tensor([1.0, -2.0], requires_grad=True)
+    loss(*TSeen.apply(tx)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+    ((ga, gb),), ((ta, tb),) = Seen.got, TSeen.got
+    for g, t in ((ga, ta), (gb, tb)):
+        assert (g is None) == (t is None)
+        if g is not None:
+            assert tuple(g.shape) == tuple(t.shape) and str(g.dtype)[6:] == str(t.dtype)[6:]
+            np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
 def test_an_input_returned_as_is_still_goes_through_backward() -> None:
     class Scaled(Function):
         @staticmethod

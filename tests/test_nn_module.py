@@ -515,6 +515,29 @@ def test_clip_grad_norm_of_mixed_dtypes_matches_torch() -> None:
         np.testing.assert_allclose(fp.grad.numpy(), tp.grad.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_clip_grad_norm_takes_a_dot_product_per_gradient(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    """The 2-norm of float32 / float64 gradients: one dot product each (no squared copy), the same total norm
+    and clipped gradients as torch's, for a 0-d and a language model's embedding gradient."""
+    from conftest import count_calls
+
+    rng = np.random.default_rng(5)
+    grads = [rng.standard_normal(s).astype(dtype) for s in [(), (1000, 128), (512,), (2, 3, 4)]]
+    fps = [nn.Parameter(ferro.tensor(np.zeros_like(g))) for g in grads]
+    tps = [tnn.Parameter(torch.tensor(np.zeros_like(g))) for g in grads]
+    for fp, tp, g in zip(fps, tps, grads):
+        fp.grad, tp.grad = ferro.tensor(g), torch.tensor(g)
+    calls = count_calls(monkeypatch, fps[0]._device, ("matmul",))
+    fn = nn.utils.clip_grad_norm_(fps, 0.25)
+    tn = tnn.utils.clip_grad_norm_(tps, 0.25)
+    assert calls["matmul"] == len(grads), calls
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(fn.item(), tn.item(), rtol=rtol)
+    for fp, tp in zip(fps, tps):
+        assert fp.grad.numpy().dtype == tp.grad.numpy().dtype
+        np.testing.assert_allclose(fp.grad.numpy(), tp.grad.numpy(), rtol=rtol, atol=1e-30)
+
+
 def test_clip_grad_norm_edge_cases() -> None:
     p = nn.Parameter(ferro.zeros(2))
     assert nn.utils.clip_grad_norm_(p, 1.0).item() == 0.0  # no gradients at all

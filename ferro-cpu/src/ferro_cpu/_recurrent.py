@@ -24,7 +24,8 @@ runs its gates in the order ``o, i, f, g``, so that the sigmoid gates are one bl
 ``[i; f] * [g; c_prev]`` one product (``c_prev`` is kept under each step's gates); the
 gradients come back in PyTorch's order. Only float32 and float64 come here (core checks).
 
-The LSTM keeps its states feature-major, (features, batch) per step: a step is one
+The LSTM keeps its states feature-major, (features, batch) per step (a batch that is a multiple of 4
+runs batch-major, below): a step is one
 GEMM ``[w_hh | w_ih | b] @ [h_prev; x_t; 1]`` straight into that step's gates (the
 input projection and the bias ride in the product; the slabs ``[h_prev; x_t; 1]`` of
 all steps are one saved (H + F + 1, T + 1, B) array whose ``h`` rows the steps fill, so
@@ -40,15 +41,21 @@ the weight and bias gradients one product against the slabs; the input gradient 
 A call's arrays are views of one pooled buffer (``carve``): alone, a sequence's (T, H, B)
 arrays may be below the pool's floor and page-fault on every call.
 
-A batch that is not a multiple of 16 (but of 4) runs the step products of both loops batch-major instead:
-OpenBLAS's unpacked ("direct") sgemm, which it takes for these sizes at one thread, computes ``W @ z``
-in tiles of 4 rows by 32, 16, 8 or 4 columns, so batch 20 is a 16-column and a 4-column pass, both
-bound by the multiply-adds' latency (~145 GFLOP/s against ~200 at batch 32). ``z.T @ W.T`` as one
-batched matmul over blocks of 4 batch rows runs every tile 64 columns wide: (20 x 257) @ (257 x 512)
-in 26 us against 36; the slab's transposing copy and a ``tanh`` that writes the gates back
-feature-major cost ~4 us of that gain. The backward's ``d(pre).T @ W_hh`` likewise (19 -> 14 us), its
-d(pre) written transposed into a (T, B, 4H) array, whose transpose is then the (4H, T * B) operand of the
-products. At batch 32 (and other multiples of 16) ``W @ z`` stays faster.
+A batch that is a multiple of 4, with weights that stay in the L2 cache (``BLOCK_WEIGHTS``), runs another
+pair of kernels (``lstm_forward_blocks`` / ``lstm_backward_blocks``): its step products batch-major, as one
+batched matmul over blocks of 4 batch rows, ``z.T @ W.T``. OpenBLAS's unpacked ("direct") sgemm, which it
+takes for these sizes at one thread, computes ``W @ z`` in tiles of 4 rows by 32, 16, 8 or 4 columns, so
+batch 20 is a 16-column and a 4-column pass, both bound by the multiply-adds' latency (~145 GFLOP/s against
+~200 at batch 32); in 4-row blocks every tile is 64 columns wide ((20 x 257) @ (257 x 512) in 22-26 us against
+36; the backward's ``d(pre).T @ W_hh`` 19 -> 14 us). These kernels keep the slabs batch-major, (T + 1, B,
+H + F + 1), and the gates, their slopes and the states in (gate, batch, hidden) blocks: a step's (B, 4H)
+product rows go into the four (B, H) gate blocks and back as whole rows of H, never element by element, and
+every elementwise pass still runs over contiguous blocks. Against the feature-major kernels above, in one
+process: the LSTM row's layer (batch 32) 0.89x, the language model's (batch 20, where feature-major gates
+around batch-major products transposed the gates in the forward's ``tanh`` and each step's d(pre)) 0.92x.
+Each block's product reads all the weights, so larger weights go feature-major (float32 weights of 259K
+elements ran the forward 2.4x slower in blocks). Batch-major gates in (T, B, 4H) rows instead measured
+1.11x slower at batch 32: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row.
 """
 
 from __future__ import annotations
@@ -58,6 +65,13 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["recurrent_kernels"]
+
+#: The most elements of an LSTM layer's weights [w_hh | w_ih | b] for which its kernels run the step products in
+#: blocks of 4 batch rows. Each block's product reads all the weights, which stay in the core's L2 cache only up
+#: to about this (1 MiB here): float32 weights of 197K elements ran the forward 0.89x of feature-major, of 259K
+#: 2.4x (OpenBLAS's unpacked sgemm then streams them from L3 once per block); float64 (packed dgemm) gained up
+#: to 197K elements too.
+BLOCK_WEIGHTS = 200_000
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -113,6 +127,26 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         skip = -buf.ctypes.data % 64
         return [buf[skip + a:skip + a + n].view(dtype).reshape(s) for a, n, s in zip(starts, sizes, shapes)]
 
+    def transpose_into(dst: Any, x: Any) -> None:
+        """``dst`` (F, T, B) = ``x`` (T, B, F) transposed. A C-contiguous ``x`` goes over in blocks of 64 of its
+        (T * B) rows: NumPy's transposing copy of the whole (700 x 128 floats: 58 us) misses the cache on every
+        row of one side; in blocks that stay in L1 it takes half that."""
+        t, n, f = x.shape
+        if not x.flags.c_contiguous or t * n <= 64:
+            dst[...] = x.transpose(2, 0, 1)
+            return
+        src, out = x.reshape(t * n, f), dst.reshape(f, t * n)  # (a view: dst's last two axes are contiguous rows)
+        for i in range(0, t * n, 64):
+            np.copyto(out[:, i:i + 64], src[i:i + 64].T)
+
+    def nonzero_steps(d: Any) -> list[bool]:
+        """Whether each step (axis 0) of ``d`` holds a nonzero. Reduced over the batch axis first where that is the
+        outer one in memory (a batch-first output's gradient): OR-ing whole rows, 48 -> 20 us at (50, 32, 128);
+        else per step over its own contiguous block."""
+        if d.strides[1] > d.strides[0]:
+            return d.any(axis=1).any(axis=1).tolist()
+        return d.any(axis=(1, 2)).tolist()
+
     # -- LSTM: gates run in the order o, i, f, g -------------------------------------------------------
 
     def to_ogif(dst: Any, w: Any) -> None:
@@ -127,81 +161,67 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     def lstm_sequence_forward(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                               reverse: bool) -> tuple[Any, ...]:
+        if in_blocks(h0.shape[0], h0.shape[1], x.shape[2], b_ih is not None):
+            return lstm_forward_blocks(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
         feats, dtype = x.shape[2], w_hh.dtype
         rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
         # slab j of ``acts``: the gates o, i, f, g of the step that reads c from the slab's last block, c before
         # that step: [i; f] * [g; c_prev] is one product. Slab j of ``z``: [h; x; 1] before that step.
-        # a batch not a multiple of 16 runs each step's product batch-major, in blocks of 4 batch rows (see the
-        # module docstring): ``wt`` = w.T, ``zt`` / ``gt`` the step's slab and gates batch-major
-        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
-        n = batch if blocks else 0
-        w, z, acts, tcs, ig, wt, zt, gt = carve(dtype, (h4, rows), (rows, steps + 1, batch),
-                                                (steps + 1, 5 * hidden, batch), (steps, hidden, batch),
-                                                (2 * hidden, batch), (rows if blocks else 0, h4), (n, rows), (n, h4))
+        w, z, acts, tcs, ig = carve(dtype, (h4, rows), (rows, steps + 1, batch), (steps + 1, 5 * hidden, batch),
+                                    (steps, hidden, batch), (2 * hidden, batch))
         to_ogif(w[:, :hidden], w_hh)
         to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
             to_ogif(w[:, -1], b_ih + b_hh)
             z[-1] = 1
         w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
-        first, xs = (steps, z[:, 1:]) if reverse else (0, z[:, :-1])
-        z[:hidden, first] = h0.T
-        xs[hidden:hidden + feats] = x.transpose(2, 0, 1)
+        first = steps if reverse else 0
+        hz = z[:hidden].transpose(1, 0, 2)
+        transpose_into((z[:, 1:] if reverse else z[:, :-1])[hidden:hidden + feats], x)
+        hz[first] = h0.T
         acts[first, h4:] = c0.T
-        if blocks:
-            np.copyto(wt, w.T)
-            zb, gb = zt.reshape(blocks, 4, rows), gt.reshape(blocks, 4, h4)
         # the steps' views, sliced once (a step indexes them; ufuncs take ``out`` positionally: per-step
         # Python work is a fair share of these small calls)
         pre, sig, i_f, g_c, cs, o = (acts[:, :h4], acts[:, :h3], acts[:, hidden:h3], acts[:, h3:],
                                      acts[:, h4:], acts[:, :hidden])
-        slab, hz, ig_i, ig_f = z.transpose(1, 0, 2), z[:hidden].transpose(1, 0, 2), ig[:hidden], ig[hidden:]
+        slab, ig_i, ig_f = z.transpose(1, 0, 2), ig[:hidden], ig[hidden:]
         mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
             p = pre[cur]
-            if blocks:  # one batched matmul of 4-row products, then a tanh that transposes back
-                np.copyto(zt, slab[cur].T)
-                matmul(zb, wt, gb)
-                tanh(gt.T, p)
-            else:
-                matmul(w, slab[cur], p)
-                tanh(p, p)
+            matmul(w, slab[cur], p)
+            tanh(p, p)
             s = sig[cur]
             mul(s, 0.5, s)
             add(s, 0.5, s)
             mul(i_f[cur], g_c[cur], ig)  # [i * g; f * c_prev]
             c = add(ig_i, ig_f, cs[nxt])
             mul(o[cur], tanh(c, tcs[t]), hz[nxt])
-        hs = z[:hidden, :-1] if reverse else z[:hidden, 1:]
         out = pool.empty((steps, batch, hidden), dtype)
-        np.copyto(out, hs.transpose(1, 2, 0))
+        np.copyto(out, (hz[:-1] if reverse else hz[1:]).transpose(0, 2, 1))
         last = 0 if reverse else steps
-        return (out, np.ascontiguousarray(z[:hidden, last].T), np.ascontiguousarray(acts[last, h4:].T),
-                acts, z, tcs)
+        return out, np.ascontiguousarray(hz[last].T), np.ascontiguousarray(acts[last, h4:].T), acts, z, tcs
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        if in_blocks(x.shape[1], w_hh.shape[1], x.shape[2], has_bias):
+            return lstm_backward_blocks(d_out, d_hn, d_cn, x, w_ih, w_hh, has_bias, saved, reverse, needs)
         acts, z, tcs = saved
         steps, hidden, batch = tcs.shape
-        dtype, rows = tcs.dtype, z.shape[0]
+        dtype = tcs.dtype
         h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
-        xs, gates = (z[:, 1:], acts[1:]) if reverse else (z[:, :-1], acts[:-1])  # each step's slabs
+        gates = acts[1:] if reverse else acts[:-1]  # each step's gates
         o, f, g = gates[:, :hidden], gates[:, h2:h3], gates[:, h3:h4]
-        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): a batch
-        # not a multiple of 16 (but of 4) runs the step's product batch-major in blocks of 4 rows as the forward
-        # does, its d(pre) written transposed into (T, B, 4H), whose transpose dm is; else d(pre) goes straight
-        # into dm's columns when those rows are whole cache lines, or into a per-step buffer copied over after
+        # where each step's d(pre) goes (the steps side by side are dm (4H, T * B), the products' operand): straight
+        # into dm's columns when those rows are whole cache lines, else into a per-step buffer copied over after
         # the loop (rows of odd sizes apart cost more in the loop than the one copy)
-        blocks = batch // 4 if batch % 4 == 0 and batch % 16 else 0
-        direct = not blocks and batch * dtype.itemsize % 64 == 0
-        k, fa, dm, dpre, w, e, pair, dht = carve(
-            dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, 0 if blocks else steps, batch),
-            (steps, batch, h4) if blocks else (0 if direct else steps, h4, batch),
-            (h4, hidden) if blocks else (hidden, h4), (4, hidden, batch), (2, hidden, batch),
-            (batch if blocks else 0, hidden))
-        dst = dpre.transpose(0, 2, 1) if blocks else dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
+        direct = batch * dtype.itemsize % 64 == 0
+        zs = (z[:, 1:] if reverse else z[:, :-1]).reshape(z.shape[0], steps * batch)  # the steps' slabs side by side
+        k, fa, dm, dpre, w, e, pair = carve(dtype, (steps, h4, batch), (steps, 2, hidden, batch), (h4, steps, batch),
+                                            (0 if direct else steps, h4, batch), (hidden, h4), (4, hidden, batch),
+                                            (2, hidden, batch))
+        dst = dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
         s = gates[:, :h3]
         np.multiply(s, s, out=k[:, :h3])
@@ -218,7 +238,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
         fa[first, 1] = 1
         fa[rest, 1] = prior
-        to_ogif(w if blocks else w.T, w_hh)
+        to_ogif(w.T, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
             dh.fill(0)
@@ -228,37 +248,28 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dc.fill(0)
         else:
             dc[...] = d_cn.T
-        live = () if d_out is None else d_out.any(axis=(1, 2)).tolist()  # the steps with a nonzero d_out
+        live = () if d_out is None else nonzero_steps(d_out)
         ee, e2, e3, p0, p1 = e.reshape(h4, batch), e[:2], e[1:], pair[0], pair[1]  # sliced once, as the forward's
         d_t = None if d_out is None else d_out.transpose(0, 2, 1)
         mul, add, matmul = np.multiply, np.add, np.matmul
-        if blocks:
-            dpb, dhb = dpre.reshape(steps, blocks, 4, h4), dht.reshape(blocks, 4, hidden)
         for t in order(steps, not reverse):
             if live and live[t]:
                 add(dh, d_t[t], dh)
             mul(e2, fa[t], pair)
             add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
             d = mul(k[t], ee, dst[t])
-            if blocks:
-                matmul(dpb[t], w, dhb)
-                np.copyto(dh, dht.T)
-            else:
-                matmul(w, d, dh)
+            matmul(w, d, dh)
         dc = np.multiply(dc, f[t], out=np.empty((hidden, batch), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
-        if blocks:
-            dm = dpre.reshape(steps * batch, h4).T
-        else:
-            if not direct:
-                np.copyto(dm, dpre.transpose(1, 0, 2))
-            dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
+        if not direct:
+            np.copyto(dm, dpre.transpose(1, 0, 2))
+        dm = dm.reshape(h4, steps * batch)  # the steps side by side: one product each for dx and the weights
         if needs[0]:
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
             dx = (dm.T @ wi).reshape(x.shape)
         if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            dw = dm @ xs.reshape(rows, steps * batch).T
+            dw = dm @ zs.T
             feats = x.shape[2]
             dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
             dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
@@ -267,6 +278,122 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 db_ih = db if needs[5] else None
                 db_hh = db.copy() if needs[6] else None
         return dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw_ih, dw_hh, db_ih, db_hh
+
+    # -- LSTM, a batch in blocks of 4 rows -----------------------------------------------------------------
+
+    def in_blocks(batch: int, hidden: int, feats: int, bias: bool) -> bool:
+        """Whether a layer runs the kernels below (see the module docstring): a batch of whole blocks of 4 rows,
+        and weights [w_hh | w_ih | b] of at most ``BLOCK_WEIGHTS`` elements."""
+        return batch % 4 == 0 and 4 * hidden * (hidden + feats + bias) <= BLOCK_WEIGHTS
+
+    def lstm_forward_blocks(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                            reverse: bool) -> tuple[Any, ...]:
+        steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
+        feats, dtype = x.shape[2], w_hh.dtype
+        rows, h3, h4 = hidden + feats + (b_ih is not None), 3 * hidden, 4 * hidden
+        blocks = batch // 4
+        # slab j of ``acts`` (5, B, H): the gates o, i, f, g of the step that reads c from the slab's last block,
+        # c before that step; of ``z`` (B, H + F + 1): [h, x, 1] before that step
+        w, wt, z, acts, tcs, ig, gt = carve(dtype, (h4, rows), (rows, h4), (steps + 1, batch, rows),
+                                            (steps + 1, 5, batch, hidden), (steps, batch, hidden),
+                                            (2, batch, hidden), (batch, h4))
+        to_ogif(w[:, :hidden], w_hh)
+        to_ogif(w[:, hidden:hidden + feats], w_ih)
+        if b_ih is not None:
+            to_ogif(w[:, -1], b_ih + b_hh)
+            z[:, :, -1] = 1
+        w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
+        np.copyto(wt, w.T)
+        first = steps if reverse else 0
+        hz = z[:, :, :hidden]
+        (z[1:] if reverse else z[:-1])[:, :, hidden:hidden + feats] = x
+        hz[first] = h0
+        acts[first, 4] = c0
+        zb = z.reshape(steps + 1, blocks, 4, rows)
+        gb, g4 = gt.reshape(blocks, 4, h4), gt.reshape(batch, 4, hidden).transpose(1, 0, 2)
+        pre, sig, i_f, g_c, cs, o = acts[:, :4], acts[:, :3], acts[:, 1:3], acts[:, 3:], acts[:, 4], acts[:, 0]
+        ig_i, ig_f = ig[0], ig[1]
+        mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
+        for t in order(steps, reverse):
+            cur, nxt = (t + 1, t) if reverse else (t, t + 1)
+            matmul(zb[cur], wt, gb)
+            tanh(g4, pre[cur])  # the gates from (B, 4H) rows into (4, B, H) blocks
+            s = sig[cur]
+            mul(s, 0.5, s)
+            add(s, 0.5, s)
+            mul(i_f[cur], g_c[cur], ig)  # [i * g, f * c_prev]
+            c = add(ig_i, ig_f, cs[nxt])
+            mul(o[cur], tanh(c, tcs[t]), hz[nxt])
+        out = pool.empty((steps, batch, hidden), dtype)
+        np.copyto(out, hz[:-1] if reverse else hz[1:])
+        last = 0 if reverse else steps
+        return out, hz[last].copy(), cs[last].copy(), acts, z, tcs
+
+    def lstm_backward_blocks(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
+                             saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        acts, z, tcs = saved
+        steps, batch, hidden = tcs.shape
+        dtype, rows, h4, blocks = tcs.dtype, z.shape[2], 4 * hidden, batch // 4
+        gates = acts[1:] if reverse else acts[:-1]  # each step's gates (and c_prev)
+        o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
+        k, fa, dpre, w, e, pair = carve(dtype, (steps, 4, batch, hidden), (steps, 2, batch, hidden),
+                                        (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
+        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
+        s = gates[:, :3]
+        np.multiply(s, s, out=k[:, :3])
+        np.subtract(s, k[:, :3], out=k[:, :3])  # s (1 - s), the sigmoids' slope
+        k[:, 0] *= tcs
+        k[:, 1:3] *= gates[:, 3:]  # i by g, f by c_prev
+        kg = np.multiply(g, g, out=k[:, 3])
+        np.subtract(1, kg, out=kg)
+        kg *= i
+        a = np.multiply(tcs, tcs, out=fa[:, 0])
+        np.subtract(1, a, out=a)
+        a *= o
+        # fa[t] = [a_t, f of the step the loop ran before t] (1 for the first: dc starts as d_cn)
+        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+        fa[first, 1] = 1
+        fa[rest, 1] = prior
+        to_ogif(w, w_hh)
+        dh, dc = e[0], e[1]
+        if d_hn is None:
+            dh.fill(0)
+        else:
+            dh[...] = d_hn
+        if d_cn is None:
+            dc.fill(0)
+        else:
+            dc[...] = d_cn
+        live = () if d_out is None else nonzero_steps(d_out)
+        e2, e3, p0, p1 = e[:2], e[1:], pair[0], pair[1]
+        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after the loop
+        d4, dpb, dhb = (dpre.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3),
+                        dpre.reshape(steps, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
+        mul, add, matmul = np.multiply, np.add, np.matmul
+        for t in order(steps, not reverse):
+            if live and live[t]:
+                add(dh, d_out[t], dh)
+            mul(e2, fa[t], pair)
+            add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
+            mul(k[t], e, d4[t])
+            matmul(dpb[t], w, dhb)
+        dc = np.multiply(dc, f[t], out=np.empty((batch, hidden), dtype))
+        dx = dw_ih = dw_hh = db_ih = db_hh = None
+        dm = dpre.reshape(steps * batch, h4)  # the steps one under the other: one product each for dx, the weights
+        if needs[0]:
+            wi = np.empty(w_ih.shape, dtype)
+            to_ogif(wi, w_ih)
+            dx = (dm @ wi).reshape(x.shape)
+        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
+            dw = dm.T @ (z[1:] if reverse else z[:-1]).reshape(steps * batch, rows)
+            feats = x.shape[2]
+            dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
+            dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
+            if has_bias:
+                db = from_ogif(dw[:, -1])
+                db_ih = db if needs[5] else None
+                db_hh = db.copy() if needs[6] else None
+        return dx, dh.copy(), dc, dw_ih, dw_hh, db_ih, db_hh
 
     # -- GRU -------------------------------------------------------------------------------------------
 

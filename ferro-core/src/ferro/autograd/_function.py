@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._core import grad_mode as _mode
-from .._core.dtypes import result_type
 from .._core.node import Node, _raise_modified
-from .._core.records import ops
-from .._core.tensor import Tensor, full
+from .._core.tensor import Tensor, _new, full
 from ._views import VIEW_OPS, refresh
 
 __all__ = ["Function", "FunctionCtx"]
@@ -21,6 +19,12 @@ class FunctionCtx:
         self.saved_tensors: tuple[Any, ...] = ()
         self.needs_input_grad: tuple[bool, ...] = ()
         self._versions: tuple[int, ...] = ()
+        self.materialize_grads = True
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward gets zeros (True, the default) or None for outputs that received no gradient,
+        as PyTorch's: a backward that takes None saves making and reading those zeros."""
+        self.materialize_grads = bool(value)
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep ``tensors`` for backward; in-place changes to them are caught there."""
@@ -42,7 +46,8 @@ class _FunctionNode(Node):
             if t is not None and t._vc[0] != v:
                 _raise_modified(self, t._dtype, t._data, t._vc[0], v)
         name = self.fn_cls.__name__
-        grads = self.fn_cls.backward(ctx, *(_unpack(grad, self.layout) if self.layout else (grad,)))
+        grads = self.fn_cls.backward(ctx, *(_unpack(grad, self.layout, ctx.materialize_grads) if self.layout
+                                            else (grad,)))
         if not isinstance(grads, tuple):
             grads = (grads,)
         if len(grads) != len(self.next):
@@ -74,23 +79,55 @@ def _sums_to(gshape: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     return all(s == 1 or s == gs for s, gs in zip(shape[::-1], gshape[::-1]))
 
 
-def _pack(g: Any, index: int, layout: tuple[Any, ...]) -> Any:
-    """The gradient of output ``index`` of a multi-output Function placed in the flat gradient of all
-    its outputs (zeros elsewhere); the engine adds these up as for any other gradient."""
-    total, dtype, slots = layout
-    start, n = slots[index][0], slots[index][1]
-    parts = [g.reshape(-1).to(dtype)]
-    if start:
-        parts.insert(0, full((start,), 0, dtype, g._device))
-    if total - start - n:
-        parts.append(full((total - start - n,), 0, dtype, g._device))
-    return ops.cat(parts) if len(parts) > 1 else parts[0]
+class _Grads(Tensor):
+    """The gradients of a multi-output Function's outputs on their way to its node: ``parts`` maps an output's
+    index to its gradient. Each output's own node sends one (its tensor fields are that gradient's, so the
+    engine's checks of shape and dtype pass it as is); the engine adds those arriving at the Function's node,
+    which here merges the maps. No array of all outputs' gradients, no zeros for outputs without one."""
+
+    __slots__ = ("parts",)
+
+    def __add__(self, other: Any) -> _Grads:
+        parts = dict(self.parts)
+        for i, g in other.parts.items():
+            prev = parts.get(i)
+            parts[i] = g if prev is None else prev + g
+        return _carry(parts, self)
 
 
-def _unpack(flat: Any, layout: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One gradient per output from the flat gradient (None for outputs that carry none)."""
-    return tuple(None if slot is None else flat[slot[0]:slot[0] + slot[1]].reshape(slot[2]).to(slot[3])
-                 for slot in layout[2])
+def _carry(parts: dict[int, Any], like: Any) -> _Grads:
+    t = _new(_Grads)
+    t._data, t._dtype, t._device, t._vc = like._data, like._dtype, like._device, like._vc
+    t._rg, t.grad_fn = like._rg, like.grad_fn
+    t._grad = t._base = t._hooks = t._retains = t._view = None
+    t.parts = parts
+    return t
+
+
+def _part(g: Any, *, index: int) -> _Grads:
+    """The gradient of output ``index`` sent on to the Function's node."""
+    return _carry({index: g}, g)
+
+
+def _unpack(grads: Any, slots: tuple[Any, ...], materialize: bool) -> tuple[Any, ...]:
+    """One gradient per output, of its shape and dtype; outputs without one get zeros (``materialize``) or
+    None, and those that carry none (not floating) None."""
+    parts = grads.parts
+    out = []
+    for i, slot in enumerate(slots):
+        g = parts.get(i)
+        if slot is None:
+            g = None
+        elif g is None:
+            if materialize:
+                g = full(slot[0], 0, slot[1], grads._device)
+        else:
+            if g._data.shape != slot[0]:
+                g = g.reshape(slot[0])
+            if g._dtype is not slot[1]:
+                g = g.to(slot[1])
+        out.append(g)
+    return tuple(out)
 
 
 class Function:
@@ -164,19 +201,11 @@ class Function:
                 outs[i] = o = o.detach()  # an input (or a repeated output) returned as is: a new tensor
         if not diff:
             return out
-        # Several outputs: each gets a small node feeding the Function's node with the flat gradient
-        # of all outputs, so that backward runs once with one gradient per output.
-        dtype = result_type([outs[i]._dtype for i in diff], [], []) if diff else None
-        slots: list[Any] = [None] * len(outs)
-        start = 0
-        for i in diff:
-            n = outs[i].numel()
-            slots[i] = (start, n, tuple(outs[i].shape), outs[i]._dtype)
-            start += n
-        node.layout = layout = (start, dtype, tuple(slots))
+        # Several outputs: each gets a small node that sends its gradient on to the Function's node, tagged with
+        # the output's index (``_Grads``), so that backward runs once with one gradient per output.
+        node.layout = tuple((tuple(o._data.shape), o._dtype) if i in diff else None for i, o in enumerate(outs))
         for i in diff:
             o = outs[i]
-            part = Node.new(cls.__name__, (lambda g, *, index, layout: _pack(g, index, layout),), (node,), (),
-                        (((start,), dtype),), {"index": i, "layout": layout})
+            part = Node.new(cls.__name__, (_part,), (node,), (), (None,), {"index": i})
             o.grad_fn, o._rg = part, True
         return tuple(outs)

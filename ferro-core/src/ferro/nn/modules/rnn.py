@@ -281,6 +281,7 @@ class _Recurrence(Function):
                 w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None,
                 w_hr: Tensor | None, *, sizes: tuple[int, ...] | None = None) -> Any:
         ctx.math, ctx.reverse, ctx.sizes = math_, reverse, sizes
+        ctx.set_materialize_grads(False)  # backward takes None for an output without gradient (h_n, c_n, ...)
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
         ctx.kernels = kernels = _sequence_kernels(math_, x, h0, c0, w_ih, w_hh, (b_ih, b_hh), w_hr, sizes)
         if kernels is not None:

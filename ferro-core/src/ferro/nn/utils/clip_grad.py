@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..._core.dtypes import float32, float64
 from ..._core.tensor import Tensor
 from ..._creation import tensor as _tensor
 from ...autograd import no_grad
@@ -17,6 +18,14 @@ def _list(tensors: TensorOrTensors) -> list[Tensor]:
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
+#: Gradient dtypes whose 2-norm is taken from dot products (16-bit floats keep the norm's float32 sums).
+_DOT_DTYPES = frozenset({float32, float64})
+
+
+def _on(t: Tensor, dev: object) -> Tensor:
+    return t if t.device == dev else t.to(dev)
+
+
 def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> Tensor:
     """The ``norm_type``-norm of all of ``tensors`` together, as if concatenated into one vector."""
@@ -26,11 +35,15 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_no
         return _tensor(0.0)
     norm_type = float(norm_type)
     dev = ts[0].device
+    from ..._ops.shape import stack
     with no_grad():
-        norms = [vector_norm(t, norm_type) for t in ts]
-        norms = [n if n.device == dev else n.to(dev) for n in norms]
-        from ..._ops.shape import stack
-        total = vector_norm(stack(norms), norm_type)
+        if norm_type == 2.0 and all(type(t) is Tensor and t._dtype in _DOT_DTYPES for t in ts):
+            # the sum of squares of each as one dot product (no squared copy), the root of their sum once
+            squares = [_on(t.reshape(-1).dot(t.reshape(-1)), dev) for t in ts]
+            total = (squares[0] if len(squares) == 1 else stack(squares).sum()).sqrt()
+        else:
+            norms = [_on(vector_norm(t, norm_type), dev) for t in ts]
+            total = vector_norm(stack(norms), norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
