@@ -214,3 +214,15 @@ def test_clamp_inplace_matches_numpy() -> None:
     t2 = ferro.tensor(a)
     t2.clamp_min_(0.0)
     assert_close(t2, np.maximum(a, 0))
+
+
+@pytest.mark.parametrize("method", ["mul_", "add_", "sub_", "div_", "zero_", "fill_", "clamp_", "exp_", "copy_"])
+def test_inplace_on_an_empty_tensor_is_allowed(method: str) -> None:
+    """NumPy gives an empty array stride 0, which is no overlap: PyTorch writes nothing and returns the tensor."""
+    args = {"mul_": (2,), "add_": (1.0,), "sub_": (1.0,), "div_": (2.0,), "zero_": (), "fill_": (3.0,),
+            "clamp_": (0.0, 1.0), "exp_": ()}.get(method, (ferro.zeros(0, 3),))
+    x, t = ferro.zeros(0, 3), torch.zeros(0, 3)
+    got = getattr(x, method)(*args)
+    want = getattr(t, method)(*(torch.zeros(0, 3) if isinstance(a, ferro.Tensor) else a for a in args))
+    assert got is x and tuple(got.shape) == tuple(want.shape) == (0, 3)
+    assert x._version == 1

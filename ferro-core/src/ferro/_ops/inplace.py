@@ -31,7 +31,10 @@ def refuse_overlap(x: Tensor, name: str) -> None:
     if len(x._vc) > 1:  # its storage has views that are copies
         refuse_write(x, name)
     strides = getattr(x._data, "strides", None)
-    if strides is not None and 0 in strides and any(n > 1 and s == 0 for n, s in zip(x._data.shape, strides)):
+    shape = x._data.shape
+    # (an empty array has stride 0 where NumPy likes, and no element to share)
+    if strides is not None and 0 in strides and 0 not in shape and any(n > 1 and s == 0
+                                                                      for n, s in zip(shape, strides)):
         raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor refers "
                            "to a single memory location. Please clone() the tensor before performing the operation.")
 
