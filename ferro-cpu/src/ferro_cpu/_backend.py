@@ -46,6 +46,7 @@ from ._recurrent import recurrent_kernels
 from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
+from ._split import into as split_into
 from ._threads import SPLIT_WORK, THREADED_KERNELS
 from ._threads import matmul as split_matmul
 from ._threads import setup as setup_threads
@@ -227,7 +228,7 @@ class NumpyBackend(ArrayAPIBackend):
                     z.flags.writeable = False
                 return np.maximum(x, z, out=...)
             z = pool.zeros(x.shape, x.dtype)
-            return np.maximum(x, z, out=z)
+            return split_into(np.maximum, (x, z), z)
 
         def relu_into(x: Any, out: Any) -> Any:
             return np.maximum(x, 0, out=out, dtype=x.dtype)
@@ -704,7 +705,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
         shapes = [a.shape for a in args if hasattr(a, "shape")]
         shape = shapes[0] if len(shapes) == 1 or shapes[0] == shapes[-1] else broadcast(*shapes)
         out = pool.empty(shape, bool_ if bool_result else args[0].dtype)
-        return ufunc(*args, out=out)
+        return split_into(ufunc, args, out)  # (from 2 MiB, its pieces on the threads)
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:

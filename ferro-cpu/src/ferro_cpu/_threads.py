@@ -20,6 +20,8 @@
   is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
   do not depend on the number of threads nor on the machine's load, so every count above one gives the same
   bits, and a product split while no core is idle runs its pieces on the calling thread.)
+* The elementwise ufunc calls of 2 MiB of output and more (``_split.py``) cut their output into pieces run
+  by the same pool, each piece by the loop one thread runs: the same bits.
 
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
 caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
@@ -45,13 +47,17 @@ import numpy as np
 
 from ferro._core import threads as _core_threads
 
-__all__ = ["SPLIT_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
+__all__ = ["SPLIT_WORK", "STACK_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
 
 #: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.15 ms on one thread).
 SPLIT_WORK = 1 << 24
 #: Multiply-adds of a piece at least, and the most pieces of a product: on one thread, 8 pieces of 700x128x1000
 #: take 1.15x the whole product's time, 16 pieces 1.24x (each piece packs the other operand again).
 PIECE_WORK, MAX_PIECES = 1 << 23, 8
+#: Multiply-adds of each matrix of a 3-D stack from which the stack is split: below, two threads' many small
+#: BLAS calls at once cost more than the second thread gives (the caller's CPU time at 2 threads over 1:
+#: (128, 64, 32) @ (128, 32, 64) 1.65, (128, 128, 32) @ (128, 32, 128) 1.13, (128, 64, 64) @ (128, 64, 64) 0.91).
+STACK_WORK = 1 << 18
 #: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
 #: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
 #: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
@@ -64,11 +70,11 @@ follow_load = True
 #: The kernels that run their blocks on several threads (``ferro info`` lists them).
 THREADED_KERNELS = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
                     "layer_norm_backward", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid",
-                    "matmul", "linear_forward", "linear_backward")
+                    "matmul", "linear_forward", "linear_backward", "elementwise ufuncs of 2 MiB and more")
 
 #: How often the threaded paths ran (tests read it): "blocks" (a kernel's blocks on several threads),
-#: "products" (a product split over several threads).
-counts: dict[str, int] = {"blocks": 0, "products": 0}
+#: "products" (a product split over several threads), "elementwise" (a ufunc's pieces, ``_split.py``).
+counts: dict[str, int] = {"blocks": 0, "products": 0, "elementwise": 0}
 
 get_num_threads = _core_threads.get_num_threads
 
@@ -150,7 +156,8 @@ def _blas_threads(n: int) -> None:
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of 3-D stacks
-    of one length, of :data:`SPLIT_WORK` multiply-adds or more split over ``get_num_threads()`` threads."""
+    of one length (of matrices of :data:`STACK_WORK` multiply-adds each), of :data:`SPLIT_WORK` multiply-adds or
+    more split over ``get_num_threads()`` threads."""
     n = b.shape[-1]
     work = a.size * n  # (stack x m x k) x n where the checks below pass
     if work < SPLIT_WORK or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]) \
@@ -161,6 +168,8 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     if out is None:
         out = np.empty((*a.shape[:-1], n), np.result_type(a, b))
     if a.ndim == 3:
+        if m * a.shape[-1] * n < STACK_WORK:
+            return np.matmul(a, b, out=out)
         along = 0
         length = stack
     else:

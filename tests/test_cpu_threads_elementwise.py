@@ -1,0 +1,126 @@
+"""ferro-cpu's split elementwise kernels (ferro_cpu/_split.py) and stacked products (ferro_cpu/_threads.py): on 2
+threads the large ufunc calls run their pieces on the block pool and give the one-thread bits (and NumPy's /
+PyTorch's values, gradients too); small arrays, and stacks of small matrices, stay on the calling thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ferro
+
+torch = pytest.importorskip("torch")
+threads = pytest.importorskip("ferro_cpu._threads")
+split = pytest.importorskip("ferro_cpu._split")
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def restore_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(threads, "follow_load", False)  # the threads asked for, however busy the machine is
+    before = ferro.get_num_threads()
+    ferro.tensor([0.0]) + 1  # the cpu backend loaded (its threads set up)
+    yield
+    ferro.set_num_threads(before)
+
+
+# (op on ferro / torch tensors, the NumPy function it computes): unary, binary, broadcast, scalar, comparison
+OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "add": (lambda xp, a, b: a + b, np.add),
+    "sub": (lambda xp, a, b: a - b, np.subtract),
+    "mul": (lambda xp, a, b: a * b, np.multiply),
+    "div": (lambda xp, a, b: a / b, np.true_divide),
+    "maximum": (lambda xp, a, b: xp.maximum(a, b), np.maximum),
+    "tanh": (lambda xp, a, b: xp.tanh(a), lambda a, b: np.tanh(a)),
+    "exp": (lambda xp, a, b: xp.exp(a), lambda a, b: np.exp(a)),
+    "relu": (lambda xp, a, b: xp.relu(a), lambda a, b: np.maximum(a, 0)),
+    "scalar": (lambda xp, a, b: a * 1.5, lambda a, b: a * a.dtype.type(1.5)),
+    "lt": (lambda xp, a, b: a < b, np.less),
+}
+# (shape of a, shape of b): flat pieces (same shapes), a bias row, a leading broadcast dim, a transposed operand,
+# a length not a multiple of the pieces' alignment; each of at least split.SPLIT_BYTES as float32 (bool: 1 byte)
+SHAPES = [((1100, 1024), (1100, 1024)), ((1100, 1024), (1024,)), ((4, 600, 512), (1, 600, 512)),
+          ((1024, 1100), "T"), ((3, 700001), (3, 700001))]
+
+
+def _arrays(sa: tuple[int, ...], sb: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    a = RNG.standard_normal(sa).astype(dtype)
+    b = RNG.standard_normal(sa[::-1]).astype(dtype).T if sb == "T" else RNG.standard_normal(sb).astype(dtype)
+    return a, b + 3.0  # (no zero to divide by)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("sa", "sb"), SHAPES)
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_two_threads_give_the_one_thread_bits(op: str, sa: tuple[int, ...], sb: Any, dtype: Any) -> None:
+    fn, ref = OPS[op]
+    a, b = _arrays(sa, sb, dtype)
+    want = ref(a, b)
+    got = {}
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        before = threads.counts["elementwise"]
+        got[n] = fn(ferro, ferro.tensor(a), ferro.tensor(b)).numpy()
+        ran = threads.counts["elementwise"] - before
+        assert ran == (n > 1 and want.nbytes >= split.SPLIT_BYTES)
+    assert got[1].dtype == got[2].dtype == want.dtype
+    assert np.array_equal(got[2], got[1]) and np.array_equal(got[2], want)  # the same loops: the same bits
+    expect = fn(torch, torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_allclose(got[2], expect, rtol=2e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_gradients_on_two_threads_give_the_one_thread_bits_and_torch_values() -> None:
+    a, b = _arrays((1100, 1024), (1024,), np.float32)
+    g = RNG.standard_normal(a.shape).astype(np.float32)
+
+    def step(xp: Any, n: int | None) -> list[np.ndarray]:
+        if n is not None:
+            ferro.set_num_threads(n)
+        ta, tb = xp.tensor(a, requires_grad=True), xp.tensor(b, requires_grad=True)
+        y = xp.tanh(ta * tb + ta).relu() / tb
+        y.backward(xp.tensor(g))
+        return [y.detach().numpy(), ta.grad.numpy(), tb.grad.numpy()]
+    before = threads.counts["elementwise"]
+    one = step(ferro, 1)
+    assert threads.counts["elementwise"] == before
+    two = step(ferro, 2)
+    assert threads.counts["elementwise"] - before >= 6  # mul, add, tanh, relu, div forward; the backward's products
+    for x, y in zip(one, two):
+        assert np.array_equal(x, y)
+    for x, r in zip(two, step(torch, None)):
+        np.testing.assert_allclose(x, r, rtol=1e-4, atol=1e-4)
+
+
+def test_small_arrays_stay_on_the_calling_thread() -> None:
+    ferro.set_num_threads(2)
+    before = threads.counts["elementwise"]
+    a = RNG.standard_normal((511, 1024)).astype(np.float32)  # just under 2 MiB
+    assert a.nbytes < split.SPLIT_BYTES
+    np.testing.assert_array_equal((ferro.tensor(a) + ferro.tensor(a)).numpy(), a + a)
+    assert threads.counts["elementwise"] == before
+
+
+def test_errors_in_a_piece_reach_the_caller() -> None:
+    ferro.set_num_threads(2)
+    a = np.ones((1100, 1024), np.float32)
+    with pytest.raises(TypeError):
+        split.into(np.add, (a, np.ones((1100, 1024), object)), np.empty_like(a))  # (no object loop into float32)
+
+
+@pytest.mark.parametrize(("sa", "sb", "splits"), [((128, 64, 32), (128, 32, 64), False),
+                                                  ((64, 128, 64), (64, 64, 64), True)])
+def test_stacks_of_small_matrices_stay_on_the_calling_thread(sa: tuple[int, ...], sb: tuple[int, ...],
+                                                             splits: bool) -> None:
+    """A stack is split only where each matrix's product has ``STACK_WORK`` multiply-adds (many small BLAS calls
+    on two threads at once cost more than they give)."""
+    a, b = RNG.standard_normal(sa).astype(np.float32), RNG.standard_normal(sb).astype(np.float32)
+    assert a.size * b.shape[-1] >= threads.SPLIT_WORK
+    assert (sa[1] * sa[2] * sb[2] >= threads.STACK_WORK) == splits
+    ferro.set_num_threads(2)
+    before = threads.counts["products"]
+    got = (ferro.tensor(a) @ ferro.tensor(b)).numpy()
+    assert threads.counts["products"] - before == splits
+    np.testing.assert_allclose(got, (torch.tensor(a) @ torch.tensor(b)).numpy(), rtol=1e-4, atol=1e-4)
