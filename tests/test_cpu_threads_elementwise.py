@@ -15,6 +15,7 @@ import ferro
 torch = pytest.importorskip("torch")
 threads = pytest.importorskip("ferro_cpu._threads")
 split = pytest.importorskip("ferro_cpu._split")
+blocked = pytest.importorskip("ferro_cpu._blocked")
 RNG = np.random.default_rng(0)
 
 
@@ -124,3 +125,31 @@ def test_stacks_of_small_matrices_stay_on_the_calling_thread(sa: tuple[int, ...]
     got = (ferro.tensor(a) @ ferro.tensor(b)).numpy()
     assert threads.counts["products"] - before == splits
     np.testing.assert_allclose(got, (torch.tensor(a) @ torch.tensor(b)).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_of_four_blocks_runs_on_two_threads(approximate: str, dtype: Any) -> None:
+    """gelu's blocks (many passes each) go to the pool from ``COSTLY_BLOCKS`` blocks, silu's from ``MIN_BLOCKS``."""
+    x = (RNG.standard_normal((1024, 256)) * 3).astype(dtype)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    assert threads.COSTLY_BLOCKS <= x.size // blocked.BLOCK < threads.MIN_BLOCKS
+    got, ran = {}, {}
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        before = threads.counts["blocks"]
+        t = ferro.tensor(x, requires_grad=True)
+        y = ferro.nn.functional.gelu(t, approximate=approximate)
+        y.backward(ferro.tensor(g))
+        got[n] = (y.detach().numpy(), t.grad.numpy())
+        ran[n] = threads.counts["blocks"] - before
+        ferro.nn.functional.silu(ferro.tensor(x))
+        assert threads.counts["blocks"] - before == ran[n]  # silu's 4 blocks: on the calling thread
+    assert ran == {1: 0, 2: 2}  # forward and backward
+    assert all(np.array_equal(a, b) for a, b in zip(got[1], got[2]))
+    t = torch.tensor(x, requires_grad=True)
+    ref = torch.nn.functional.gelu(t, approximate=approximate)
+    ref.backward(torch.tensor(g))
+    tol = {"rtol": 2e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
+    np.testing.assert_allclose(got[2][0], ref.detach().numpy(), **tol)
+    np.testing.assert_allclose(got[2][1], t.grad.numpy(), **tol)

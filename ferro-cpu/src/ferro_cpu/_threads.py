@@ -47,7 +47,8 @@ import numpy as np
 
 from ferro._core import threads as _core_threads
 
-__all__ = ["SPLIT_WORK", "STACK_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
+__all__ = ["SPLIT_WORK", "STACK_WORK", "MIN_BLOCKS", "COSTLY_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run",
+           "counts", "setup"]
 
 #: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.15 ms on one thread).
 SPLIT_WORK = 1 << 24
@@ -62,6 +63,10 @@ STACK_WORK = 1 << 18
 #: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
 #: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
 MIN_BLOCKS = 16
+#: Blocks from which a kernel of many NumPy passes over each block (gelu's, ``_erf.py``) runs on several threads:
+#: its blocks cost enough that the hand-overs pay from 4 on (gelu forward + backward of 1024 x 256 float32, 4
+#: blocks: the caller's CPU time 0.71-0.84x its one-thread time; softmax, silu, sigmoid, layer_norm: 1.2-1.8x).
+COSTLY_BLOCKS = 4
 #: Seconds between two looks at the machine's idle time.
 LOOK = 0.1
 #: Whether the threads follow the machine's idle cores (see the module's docstring).
@@ -270,11 +275,10 @@ def _queues(k: int) -> list[Any]:
     return _workers[:k]
 
 
-def slots(blocks: int) -> int:
-    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from :data:`MIN_BLOCKS` blocks on
-    (at most one per block, and as many as the machine has cores free), else 1. Kernels allocate one scratch
-    per slot."""
-    if blocks < MIN_BLOCKS:
+def slots(blocks: int, least: int = MIN_BLOCKS) -> int:
+    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from ``least`` blocks on (at most
+    one per block, and as many as the machine has cores free), else 1. Kernels allocate one scratch per slot."""
+    if blocks < least:
         return 1
     return _usable(min(get_num_threads(), blocks))
 
