@@ -275,10 +275,11 @@ def _queues(k: int) -> list[Any]:
     return _workers[:k]
 
 
-def slots(blocks: int, least: int = MIN_BLOCKS) -> int:
-    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from ``least`` blocks on (at most
-    one per block, and as many as the machine has cores free), else 1. Kernels allocate one scratch per slot."""
-    if blocks < least:
+def slots(blocks: int, least: int | None = None) -> int:
+    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from ``least`` blocks on (None:
+    :data:`MIN_BLOCKS`; at most one per block, and as many as the machine has cores free), else 1. Kernels
+    allocate one scratch per slot."""
+    if blocks < (MIN_BLOCKS if least is None else least):
         return 1
     return _usable(min(get_num_threads(), blocks))
 
