@@ -60,12 +60,15 @@ PIECE_WORK, MAX_PIECES = 1 << 23, 8
 #: (128, 64, 32) @ (128, 32, 64) 1.65, (128, 128, 32) @ (128, 32, 128) 1.13, (128, 64, 64) @ (128, 64, 64) 0.91).
 STACK_WORK = 1 << 18
 #: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
-#: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
-#: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
-MIN_BLOCKS = 16
+#: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives. The
+#: calling thread's CPU time at 2 threads over 1 (what the wall time follows where the worker has a core):
+#: 8 blocks, forward + backward: softmax (32, 4, 64, 64) 0.85-0.91, layer_norm 4096x128 0.70, silu 0.73,
+#: sigmoid 0.77, log_softmax 700x1000 (11 blocks) 0.75; 4 blocks: 1.2-1.8 (softmax in wall time, 4 blocks
+#: 1.18x, 8: 0.97x, 16: 0.84x).
+MIN_BLOCKS = 8
 #: Blocks from which a kernel of many NumPy passes over each block (gelu's, ``_erf.py``) runs on several threads:
 #: its blocks cost enough that the hand-overs pay from 4 on (gelu forward + backward of 1024 x 256 float32, 4
-#: blocks: the caller's CPU time 0.71-0.84x its one-thread time; softmax, silu, sigmoid, layer_norm: 1.2-1.8x).
+#: blocks: the caller's CPU time 0.64-0.84x its one-thread time; softmax, silu, sigmoid, layer_norm: 1.2-1.8x).
 COSTLY_BLOCKS = 4
 #: Seconds between two looks at the machine's idle time.
 LOOK = 0.1
