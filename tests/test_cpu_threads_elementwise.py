@@ -98,7 +98,7 @@ def test_gradients_on_two_threads_give_the_one_thread_bits_and_torch_values() ->
 def test_small_arrays_stay_on_the_calling_thread() -> None:
     ferro.set_num_threads(2)
     before = threads.counts["elementwise"]
-    a = RNG.standard_normal((511, 1024)).astype(np.float32)  # just under 2 MiB
+    a = RNG.standard_normal((1023, 1024)).astype(np.float32)  # just under 4 MiB
     assert a.nbytes < split.SPLIT_BYTES
     np.testing.assert_array_equal((ferro.tensor(a) + ferro.tensor(a)).numpy(), a + a)
     assert threads.counts["elementwise"] == before

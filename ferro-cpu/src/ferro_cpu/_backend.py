@@ -705,7 +705,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
         shapes = [a.shape for a in args if hasattr(a, "shape")]
         shape = shapes[0] if len(shapes) == 1 or shapes[0] == shapes[-1] else broadcast(*shapes)
         out = pool.empty(shape, bool_ if bool_result else args[0].dtype)
-        return split_into(ufunc, args, out)  # (from 2 MiB, its pieces on the threads)
+        return split_into(ufunc, args, out)  # (from 4 MiB, its pieces on the threads)
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:

@@ -7,9 +7,11 @@ the first axis, broadcast operands passed whole) that the block pool runs, the c
 one piece at a time. NumPy releases the GIL inside its loops, so the pieces run side by side; each element is
 computed by the same loop as on one thread, so the result is the same bit for bit on any number of threads.
 
-Below 2 MiB the pool's hand-overs cost the calling thread more than the second thread takes off it (measured
-on float32 ``add`` / ``tanh``, caller's CPU time at 2 threads over 1: 1 MiB 1.08 / 0.94, 2 MiB 0.87 / 0.80,
-4 MiB 0.76 / 0.68; docs/benchmarks.md, "Threads, third pass").
+Below 4 MiB the split costs more than it gives. In a loop over one pair of arrays, float32 ``add`` / ``tanh``
+took the calling thread 1.08 / 0.94 of its one-thread CPU time at 2 threads for 1 MiB, 0.87-0.90 / 0.80 for
+2 MiB, 0.68-0.76 / 0.68 for 4 MiB (0.69 for 8 MiB); but inside the Transformer step, 2 MiB ``relu`` and
+``mul`` split in two took 1.3x / 1.1-1.3x their one-thread time: their operands come from the previous op
+and sit half in the other core's cache (docs/benchmarks.md, "Threads, third pass").
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from ._threads import _usable, counts, get_num_threads, run
 __all__ = ["SPLIT_BYTES", "PIECE_BYTES", "into"]
 
 #: Output bytes from which an elementwise call is split over the threads.
-SPLIT_BYTES = 1 << 21
+SPLIT_BYTES = 1 << 22
 #: Output bytes of a piece at least (and at most 8 pieces).
-PIECE_BYTES, MAX_PIECES = 1 << 20, 8
+PIECE_BYTES, MAX_PIECES = 1 << 21, 8
 #: Flat pieces start at multiples of this many elements (whole SIMD vectors and cache lines).
 _ALIGN = 64
 

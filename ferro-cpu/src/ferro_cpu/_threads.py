@@ -20,7 +20,7 @@
   is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
   do not depend on the number of threads nor on the machine's load, so every count above one gives the same
   bits, and a product split while no core is idle runs its pieces on the calling thread.)
-* The elementwise ufunc calls of 2 MiB of output and more (``_split.py``) cut their output into pieces run
+* The elementwise ufunc calls of 4 MiB of output and more (``_split.py``) cut their output into pieces run
   by the same pool, each piece by the loop one thread runs: the same bits.
 
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
@@ -78,7 +78,7 @@ follow_load = True
 #: The kernels that run their blocks on several threads (``ferro info`` lists them).
 THREADED_KERNELS = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
                     "layer_norm_backward", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid",
-                    "matmul", "linear_forward", "linear_backward", "elementwise ufuncs of 2 MiB and more")
+                    "matmul", "linear_forward", "linear_backward", "elementwise ufuncs of 4 MiB and more")
 
 #: How often the threaded paths ran (tests read it): "blocks" (a kernel's blocks on several threads),
 #: "products" (a product split over several threads), "elementwise" (a ufunc's pieces, ``_split.py``).
