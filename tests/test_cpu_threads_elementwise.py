@@ -153,3 +153,35 @@ def test_gelu_of_four_blocks_runs_on_two_threads(approximate: str, dtype: Any) -
     tol = {"rtol": 2e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
     np.testing.assert_allclose(got[2][0], ref.detach().numpy(), **tol)
     np.testing.assert_allclose(got[2][1], t.grad.numpy(), **tol)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "silu", "sigmoid"])
+def test_row_and_blocked_kernels_of_eight_blocks_run_on_two_threads(op: str) -> None:
+    """From ``MIN_BLOCKS`` (8) blocks of 256 KiB: forward and backward on the pool, the one-thread bits."""
+    x = (RNG.standard_normal((600, 1024)) * 3).astype(np.float32)  # 2.3 MiB: 9 blocks of rows / flat blocks
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    assert threads.MIN_BLOCKS <= x.nbytes // (1 << 18) < 16
+
+    def call(xp: Any, t: Any) -> Any:
+        f = ferro.nn.functional if xp is ferro else torch.nn.functional
+        if op in ("softmax", "log_softmax"):
+            return getattr(f, op)(t, dim=-1)
+        if op == "layer_norm":
+            return f.layer_norm(t, (1024,))
+        return xp.sigmoid(t) if op == "sigmoid" else f.silu(t)
+    got, ran = {}, {}
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        before = threads.counts["blocks"]
+        t = ferro.tensor(x, requires_grad=True)
+        y = call(ferro, t)
+        y.backward(ferro.tensor(g))
+        got[n] = (y.detach().numpy(), t.grad.numpy())
+        ran[n] = threads.counts["blocks"] - before
+    assert ran[1] == 0 and ran[2] >= (1 if op == "sigmoid" else 2)  # (sigmoid's backward: ops on its output)
+    assert all(np.array_equal(a, b) for a, b in zip(got[1], got[2]))
+    t = torch.tensor(x, requires_grad=True)
+    ref = call(torch, t)
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(got[2][0], ref.detach().numpy(), rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(got[2][1], t.grad.numpy(), rtol=2e-4, atol=1e-4)
