@@ -111,20 +111,48 @@ def test_errors_in_a_piece_reach_the_caller() -> None:
         split.into(np.add, (a, np.ones((1100, 1024), object)), np.empty_like(a))  # (no object loop into float32)
 
 
-@pytest.mark.parametrize(("sa", "sb", "splits"), [((128, 64, 32), (128, 32, 64), False),
-                                                  ((64, 128, 64), (64, 64, 64), True)])
-def test_stacks_of_small_matrices_stay_on_the_calling_thread(sa: tuple[int, ...], sb: tuple[int, ...],
-                                                             splits: bool) -> None:
-    """A stack is split only where each matrix's product has ``STACK_WORK`` multiply-adds (many small BLAS calls
-    on two threads at once cost more than they give)."""
+@pytest.mark.parametrize(("sa", "sb", "splits"), [((128, 64, 32), (128, 32, 64), True),
+                                                  ((32, 4, 64, 32), (32, 4, 32, 64), True),
+                                                  ((32, 4, 64, 64), (32, 4, 64, 32), True),
+                                                  ((32, 4, 64, 64), (1, 4, 64, 32), False),
+                                                  ((16, 4, 64, 16), (16, 4, 16, 64), False)])
+def test_stacks_of_products_split_along_their_first_dim(sa: tuple[int, ...], sb: tuple[int, ...],
+                                                         splits: bool) -> None:
+    """A stack of one shape (the attention products: 4-D, a transposed operand) of ``SPLIT_WORK``
+    multiply-adds or more runs its pieces on the pool, the same bits as NumPy's whole product (a stack's
+    matrices are whole in every piece); a broadcast stack, or a small one, stays on the calling thread."""
     a, b = RNG.standard_normal(sa).astype(np.float32), RNG.standard_normal(sb).astype(np.float32)
-    assert a.size * b.shape[-1] >= threads.SPLIT_WORK
-    assert (sa[1] * sa[2] * sb[2] >= threads.STACK_WORK) == splits
-    ferro.set_num_threads(2)
-    before = threads.counts["products"]
-    got = (ferro.tensor(a) @ ferro.tensor(b)).numpy()
-    assert threads.counts["products"] - before == splits
-    np.testing.assert_allclose(got, (torch.tensor(a) @ torch.tensor(b)).numpy(), rtol=1e-4, atol=1e-4)
+    if len(sa) == 4:  # (batch, seq, heads, d) seen as (batch, heads, seq, d), as attention's q
+        a = np.ascontiguousarray(a.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+    assert (a.size * b.shape[-1] >= threads.SPLIT_WORK) == (sa[0] != 16)  # (the last case: below the size)
+    got = {}
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        before = threads.counts["products"]
+        got[n] = (ferro.tensor(a) @ ferro.tensor(b)).numpy()
+        assert threads.counts["products"] - before == (splits and n > 1)
+    assert np.array_equal(got[1], got[2]) and np.array_equal(got[2], np.matmul(a, b))
+    np.testing.assert_allclose(got[2], (torch.tensor(a) @ torch.tensor(b)).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_attention_products_on_two_threads_give_the_one_thread_gradients() -> None:
+    q, k = (RNG.standard_normal((32, 4, 64, 32)).astype(np.float32) for _ in range(2))
+    g = RNG.standard_normal((32, 4, 64, 64)).astype(np.float32)
+    got = {}
+    for n in (1, 2):
+        ferro.set_num_threads(n)
+        before = threads.counts["products"]
+        tq, tk = ferro.tensor(q, requires_grad=True), ferro.tensor(k, requires_grad=True)
+        y = tq @ tk.transpose(-2, -1)
+        y.backward(ferro.tensor(g))
+        got[n] = [y.detach().numpy(), tq.grad.numpy(), tk.grad.numpy()]
+        assert threads.counts["products"] - before == (3 if n > 1 else 0)  # y, dq, dk
+    assert all(np.array_equal(x, z) for x, z in zip(got[1], got[2]))
+    tq, tk = torch.tensor(q, requires_grad=True), torch.tensor(k, requires_grad=True)
+    ref = tq @ tk.transpose(-2, -1)
+    ref.backward(torch.tensor(g))
+    for x, r in zip(got[2], (ref.detach().numpy(), tq.grad.numpy(), tk.grad.numpy())):
+        np.testing.assert_allclose(x, r, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

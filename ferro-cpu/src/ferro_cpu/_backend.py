@@ -192,7 +192,7 @@ class NumpyBackend(ArrayAPIBackend):
         np_zeros, np_empty, prod = np.zeros, np.empty, math.prod
         quiet = ignoring(np)  # np.errstate(all="ignore")'s decorator, its state object made once (see _quiet)
         pool = self.pool
-        setup_threads()  # BLAS on one thread; large products and blocked kernels on ferro.set_num_threads' threads
+        setup_threads(pool.empty)  # BLAS on one thread; large products, blocked kernels on set_num_threads' threads
         half = self._half()  # float16 and bfloat16: computed in float32, rounded once (see _half)
         halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}

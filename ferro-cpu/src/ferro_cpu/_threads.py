@@ -47,7 +47,7 @@ import numpy as np
 
 from ferro._core import threads as _core_threads
 
-__all__ = ["SPLIT_WORK", "STACK_WORK", "MIN_BLOCKS", "COSTLY_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run",
+__all__ = ["SPLIT_WORK", "MIN_BLOCKS", "COSTLY_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run",
            "counts", "setup"]
 
 #: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.15 ms on one thread).
@@ -55,10 +55,6 @@ SPLIT_WORK = 1 << 24
 #: Multiply-adds of a piece at least, and the most pieces of a product: on one thread, 8 pieces of 700x128x1000
 #: take 1.15x the whole product's time, 16 pieces 1.24x (each piece packs the other operand again).
 PIECE_WORK, MAX_PIECES = 1 << 23, 8
-#: Multiply-adds of each matrix of a 3-D stack from which the stack is split: below, two threads' many small
-#: BLAS calls at once cost more than the second thread gives (the caller's CPU time at 2 threads over 1:
-#: (128, 64, 32) @ (128, 32, 64) 1.65, (128, 128, 32) @ (128, 32, 128) 1.13, (128, 64, 64) @ (128, 64, 64) 0.91).
-STACK_WORK = 1 << 18
 #: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
 #: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives. The
 #: calling thread's CPU time at 2 threads over 1 (what the wall time follows where the worker has a core):
@@ -153,6 +149,10 @@ def _openblas_setter() -> tuple[Callable[[int], Any] | None, str | None]:
 
 #: "set": the setter (None: not OpenBLAS), "path": its library, "now": the pool's size as last set
 _blas: dict[str, Any] = {}
+#: The results of split products: pooled buffers once :func:`setup` has the backend's (a fresh array's pages,
+#: faulted in by two threads, cost the caller more than its piece: 57 faults and 1.4x the time of a
+#: (128, 64, 32) @ (128, 32, 64) product at 2 threads against none at 1)
+_empty: list[Callable[..., Any]] = [np.empty]
 
 
 def _blas_threads(n: int) -> None:
@@ -163,33 +163,31 @@ def _blas_threads(n: int) -> None:
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
-    """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of 3-D stacks
-    of one length (of matrices of :data:`STACK_WORK` multiply-adds each), of :data:`SPLIT_WORK` multiply-adds or
-    more split over ``get_num_threads()`` threads."""
+    """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of stacks of one
+    shape (3-D or more: the Transformer's attention products), of :data:`SPLIT_WORK` multiply-adds or more split
+    over ``get_num_threads()`` threads (a stack along its first dim)."""
     n = b.shape[-1]
     work = a.size * n  # (stack x m x k) x n where the checks below pass
-    if work < SPLIT_WORK or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]) \
-            or (threads := get_num_threads()) == 1:
+    nd = a.ndim
+    if work < SPLIT_WORK or nd != b.ndim or nd < 2 or (threads := get_num_threads()) == 1:
         return np.matmul(a, b, out=out)
     m = a.shape[-2]
-    stack = a.shape[0] if a.ndim == 3 else 1
-    if out is None:
-        out = np.empty((*a.shape[:-1], n), np.result_type(a, b))
-    if a.ndim == 3:
-        if m * a.shape[-1] * n < STACK_WORK:
-            return np.matmul(a, b, out=out)
-        along = 0
-        length = stack
-    else:
+    if nd == 2:
         along, length = (0, m) if m >= n else (1, n)
+    elif a.shape[:-2] != b.shape[:-2]:  # (a broadcast stack: NumPy's own loop)
+        return np.matmul(a, b, out=out)
+    else:
+        along, length = 0, a.shape[0]
     pieces = min(length, work // PIECE_WORK, MAX_PIECES)
     if pieces < 2:
         return np.matmul(a, b, out=out)
+    if out is None:
+        out = _empty[0]((*a.shape[:-1], n), np.result_type(a, b))
     cut = [length * i // pieces for i in range(pieces + 1)]
 
     def nth(j: int, slot: int) -> None:
         lo, hi = cut[j], cut[j + 1]
-        if a.ndim == 3:
+        if nd > 2:
             np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
         elif along == 0:
             np.matmul(a[lo:hi], b, out=out[lo:hi])
@@ -209,8 +207,11 @@ def _limited(n: int) -> None:
     _blas_threads(1)
 
 
-def setup() -> None:
-    """Once, when the backend loads: find OpenBLAS, set its pool to one thread, follow ``set_num_threads``."""
+def setup(empty: Callable[[tuple[int, ...], Any], Any] | None = None) -> None:
+    """Once, when the backend loads: find OpenBLAS, set its pool to one thread, follow ``set_num_threads``;
+    ``empty(shape, dtype)`` (the backend's pooled buffers) makes the results of split products."""
+    if empty is not None:
+        _empty[0] = empty
     if "set" in _blas:
         return
     _blas["set"], _blas["path"] = _openblas_setter()
@@ -257,6 +258,7 @@ def _worker(jobs: Any) -> None:  # (a queue.SimpleQueue of (job, slot))
                 job.work(slot)
             finally:
                 np.setbufsize(old)
+        job = None  # (its arrays, a split product's pooled result among them, go back while the worker waits)
 
 
 _workers: list[Any] = []  # the workers' queues
