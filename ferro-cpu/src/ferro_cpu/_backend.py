@@ -46,6 +46,7 @@ from ._recurrent import recurrent_kernels
 from ._rows import BLAS_ROW, last_axis_sums, row_kernels
 from ._sigmoid import sigmoid_kernels
 from ._sparse import sparse_kernels
+from ._split import into as split_into
 from ._threads import SPLIT_WORK, THREADED_KERNELS
 from ._threads import matmul as split_matmul
 from ._threads import setup as setup_threads
@@ -191,7 +192,7 @@ class NumpyBackend(ArrayAPIBackend):
         np_zeros, np_empty, prod = np.zeros, np.empty, math.prod
         quiet = ignoring(np)  # np.errstate(all="ignore")'s decorator, its state object made once (see _quiet)
         pool = self.pool
-        setup_threads()  # BLAS on one thread; large products and blocked kernels on ferro.set_num_threads' threads
+        setup_threads(pool.empty)  # BLAS on one thread; large products, blocked kernels on set_num_threads' threads
         half = self._half()  # float16 and bfloat16: computed in float32, rounded once (see _half)
         halves = half.dtypes
         table: dict[str, Callable[..., Any]] = {}
@@ -227,7 +228,7 @@ class NumpyBackend(ArrayAPIBackend):
                     z.flags.writeable = False
                 return np.maximum(x, z, out=...)
             z = pool.zeros(x.shape, x.dtype)
-            return np.maximum(x, z, out=z)
+            return split_into(np.maximum, (x, z), z)
 
         def relu_into(x: Any, out: Any) -> Any:
             return np.maximum(x, 0, out=out, dtype=x.dtype)
@@ -704,7 +705,7 @@ def _ufunc_kernel(ufunc: Any, quiet: Callable[..., Any] | None, bool_result: boo
         shapes = [a.shape for a in args if hasattr(a, "shape")]
         shape = shapes[0] if len(shapes) == 1 or shapes[0] == shapes[-1] else broadcast(*shapes)
         out = pool.empty(shape, bool_ if bool_result else args[0].dtype)
-        return ufunc(*args, out=out)
+        return split_into(ufunc, args, out)  # (from 4 MiB, its pieces on the threads)
 
     if ufunc.nin == 1:
         def k1(x: Any) -> Any:

@@ -20,10 +20,11 @@ __all__ = ["BLOCK", "block_runner"]
 BLOCK = 1 << 16
 
 
-def block_runner(np: Any, pool: Any, scratches: int = 3) -> Callable[..., Any]:
+def block_runner(np: Any, pool: Any, scratches: int = 3, least: int | None = None) -> Callable[..., Any]:
     """``blocked(fn, arrays, *params)``: ``fn(*blocks_of_arrays, out_block, *params, *scratch_blocks)`` over
     flat blocks of :data:`BLOCK` elements of the equally shaped ``arrays``, into a new array (from ``pool``)
-    of the last one's shape and dtype, which it returns. ``fn`` gets ``scratches`` scratch blocks."""
+    of the last one's shape and dtype, which it returns. ``fn`` gets ``scratches`` scratch blocks; arrays of
+    ``least`` blocks or more (None: ``_threads.MIN_BLOCKS``) run them on several threads (``_threads.slots``)."""
     kept = threading.local()  # per thread: the scratch blocks of each dtype
 
     def scratch(dtype: Any) -> tuple[Any, ...]:
@@ -49,6 +50,6 @@ def block_runner(np: Any, pool: Any, scratches: int = 3) -> Callable[..., Any]:
             m = hi - lo
             fn(*(a[lo:hi] for a in src), flat[lo:hi], *params, *(t[:m] for t in scratch(dt)))
         blocks = -(-n // BLOCK)
-        run(nth, blocks, slots(blocks))
+        run(nth, blocks, slots(blocks, least))
         return out
     return blocked

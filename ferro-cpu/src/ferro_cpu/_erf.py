@@ -21,6 +21,7 @@ from typing import Any
 
 from ._blocked import BLOCK, block_runner
 from ._quiet import ignoring
+from ._threads import COSTLY_BLOCKS
 
 __all__ = ["gelu_kernels", "BLOCK"]
 
@@ -127,7 +128,7 @@ def gelu_kernels(np: Any, pool: Any, erf: Callable[[Any], Any]) -> dict[str, Cal
             add(h, s, out=h)
         multiply(out, g, out=out)
 
-    blocked = block_runner(np, pool)
+    blocked = block_runner(np, pool, least=COSTLY_BLOCKS)  # (its ~20 passes a block pay for a thread)
 
     def wide(x: Any) -> Any:  # float16 and bfloat16 (where the op hands it over) compute in float32
         return x if x.dtype in wide_dtypes else x.astype(f32)

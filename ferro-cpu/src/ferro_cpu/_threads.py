@@ -20,6 +20,8 @@
   is not: BLAS sums a piece's products in another order than the whole's, as its own threads do; the pieces
   do not depend on the number of threads nor on the machine's load, so every count above one gives the same
   bits, and a product split while no core is idle runs its pieces on the calling thread.)
+* The elementwise ufunc calls of 4 MiB of output and more (``_split.py``) cut their output into pieces run
+  by the same pool, each piece by the loop one thread runs: the same bits.
 
 A second thread gains only where a core is free: on a machine whose cores are all busy with other work, the
 caller ends up waiting for a worker the scheduler runs late (a matmul split in two measured 1.6-3x slower
@@ -45,7 +47,8 @@ import numpy as np
 
 from ferro._core import threads as _core_threads
 
-__all__ = ["SPLIT_WORK", "MIN_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run", "counts", "setup"]
+__all__ = ["SPLIT_WORK", "MIN_BLOCKS", "COSTLY_BLOCKS", "THREADED_KERNELS", "matmul", "slots", "run",
+           "counts", "setup"]
 
 #: Multiply-adds (m * n * k) from which a product is split over the threads (about 0.15 ms on one thread).
 SPLIT_WORK = 1 << 24
@@ -53,9 +56,16 @@ SPLIT_WORK = 1 << 24
 #: take 1.15x the whole product's time, 16 pieces 1.24x (each piece packs the other operand again).
 PIECE_WORK, MAX_PIECES = 1 << 23, 8
 #: Blocks (of ``_rows.BLOCK_BYTES`` / ``_blocked.BLOCK``) from which a blocked kernel runs on several threads:
-#: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives
-#: (softmax forward + backward of 256 x 1024 float32, 4 blocks: 1.18x the one-thread time; 8: 0.97x; 16: 0.84x).
-MIN_BLOCKS = 16
+#: below, the GIL's hand-overs between the threads' NumPy calls cost more than the second thread gives. The
+#: calling thread's CPU time at 2 threads over 1 (what the wall time follows where the worker has a core):
+#: 8 blocks, forward + backward: softmax (32, 4, 64, 64) 0.85-0.91, layer_norm 4096x128 0.70, silu 0.73,
+#: sigmoid 0.77, log_softmax 700x1000 (11 blocks) 0.75; 4 blocks: 1.2-1.8 (softmax in wall time, 4 blocks
+#: 1.18x, 8: 0.97x, 16: 0.84x).
+MIN_BLOCKS = 8
+#: Blocks from which a kernel of many NumPy passes over each block (gelu's, ``_erf.py``) runs on several threads:
+#: its blocks cost enough that the hand-overs pay from 4 on (gelu forward + backward of 1024 x 256 float32, 4
+#: blocks: the caller's CPU time 0.64-0.84x its one-thread time; softmax, silu, sigmoid, layer_norm: 1.2-1.8x).
+COSTLY_BLOCKS = 4
 #: Seconds between two looks at the machine's idle time.
 LOOK = 0.1
 #: Whether the threads follow the machine's idle cores (see the module's docstring).
@@ -64,11 +74,11 @@ follow_load = True
 #: The kernels that run their blocks on several threads (``ferro info`` lists them).
 THREADED_KERNELS = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm_forward",
                     "layer_norm_backward", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid",
-                    "matmul", "linear_forward", "linear_backward")
+                    "matmul", "linear_forward", "linear_backward", "elementwise ufuncs of 4 MiB and more")
 
 #: How often the threaded paths ran (tests read it): "blocks" (a kernel's blocks on several threads),
-#: "products" (a product split over several threads).
-counts: dict[str, int] = {"blocks": 0, "products": 0}
+#: "products" (a product split over several threads), "elementwise" (a ufunc's pieces, ``_split.py``).
+counts: dict[str, int] = {"blocks": 0, "products": 0, "elementwise": 0}
 
 get_num_threads = _core_threads.get_num_threads
 
@@ -139,6 +149,10 @@ def _openblas_setter() -> tuple[Callable[[int], Any] | None, str | None]:
 
 #: "set": the setter (None: not OpenBLAS), "path": its library, "now": the pool's size as last set
 _blas: dict[str, Any] = {}
+#: The results of split products: pooled buffers once :func:`setup` has the backend's (a fresh array's pages,
+#: faulted in by two threads, cost the caller more than its piece: 57 faults and 1.4x the time of a
+#: (128, 64, 32) @ (128, 32, 64) product at 2 threads against none at 1)
+_empty: list[Callable[..., Any]] = [np.empty]
 
 
 def _blas_threads(n: int) -> None:
@@ -149,30 +163,31 @@ def _blas_threads(n: int) -> None:
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
-    """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of 3-D stacks
-    of one length, of :data:`SPLIT_WORK` multiply-adds or more split over ``get_num_threads()`` threads."""
+    """``np.matmul(a, b, out=out)`` (``out``: None for a new array): products of 2-D arrays, or of stacks of one
+    shape (3-D or more: the Transformer's attention products), of :data:`SPLIT_WORK` multiply-adds or more split
+    over ``get_num_threads()`` threads (a stack along its first dim)."""
     n = b.shape[-1]
     work = a.size * n  # (stack x m x k) x n where the checks below pass
-    if work < SPLIT_WORK or a.ndim != b.ndim or a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[0] != b.shape[0]) \
-            or (threads := get_num_threads()) == 1:
+    nd = a.ndim
+    if work < SPLIT_WORK or nd != b.ndim or nd < 2 or (threads := get_num_threads()) == 1:
         return np.matmul(a, b, out=out)
     m = a.shape[-2]
-    stack = a.shape[0] if a.ndim == 3 else 1
-    if out is None:
-        out = np.empty((*a.shape[:-1], n), np.result_type(a, b))
-    if a.ndim == 3:
-        along = 0
-        length = stack
-    else:
+    if nd == 2:
         along, length = (0, m) if m >= n else (1, n)
+    elif a.shape[:-2] != b.shape[:-2]:  # (a broadcast stack: NumPy's own loop)
+        return np.matmul(a, b, out=out)
+    else:
+        along, length = 0, a.shape[0]
     pieces = min(length, work // PIECE_WORK, MAX_PIECES)
     if pieces < 2:
         return np.matmul(a, b, out=out)
+    if out is None:
+        out = _empty[0]((*a.shape[:-1], n), np.result_type(a, b))
     cut = [length * i // pieces for i in range(pieces + 1)]
 
     def nth(j: int, slot: int) -> None:
         lo, hi = cut[j], cut[j + 1]
-        if a.ndim == 3:
+        if nd > 2:
             np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
         elif along == 0:
             np.matmul(a[lo:hi], b, out=out[lo:hi])
@@ -192,8 +207,11 @@ def _limited(n: int) -> None:
     _blas_threads(1)
 
 
-def setup() -> None:
-    """Once, when the backend loads: find OpenBLAS, set its pool to one thread, follow ``set_num_threads``."""
+def setup(empty: Callable[[tuple[int, ...], Any], Any] | None = None) -> None:
+    """Once, when the backend loads: find OpenBLAS, set its pool to one thread, follow ``set_num_threads``;
+    ``empty(shape, dtype)`` (the backend's pooled buffers) makes the results of split products."""
+    if empty is not None:
+        _empty[0] = empty
     if "set" in _blas:
         return
     _blas["set"], _blas["path"] = _openblas_setter()
@@ -240,6 +258,7 @@ def _worker(jobs: Any) -> None:  # (a queue.SimpleQueue of (job, slot))
                 job.work(slot)
             finally:
                 np.setbufsize(old)
+        job = None  # (its arrays, a split product's pooled result among them, go back while the worker waits)
 
 
 _workers: list[Any] = []  # the workers' queues
@@ -261,11 +280,11 @@ def _queues(k: int) -> list[Any]:
     return _workers[:k]
 
 
-def slots(blocks: int) -> int:
-    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from :data:`MIN_BLOCKS` blocks on
-    (at most one per block, and as many as the machine has cores free), else 1. Kernels allocate one scratch
-    per slot."""
-    if blocks < MIN_BLOCKS:
+def slots(blocks: int, least: int | None = None) -> int:
+    """The threads a kernel of ``blocks`` blocks runs on: ``get_num_threads()`` from ``least`` blocks on (None:
+    :data:`MIN_BLOCKS`; at most one per block, and as many as the machine has cores free), else 1. Kernels
+    allocate one scratch per slot."""
+    if blocks < (MIN_BLOCKS if least is None else least):
         return 1
     return _usable(min(get_num_threads(), blocks))
 
