@@ -523,7 +523,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, conv_transpose2d (ferro/_ops/fused.py)
         table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
-        table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
+        table.update(linear_kernels(np, pool, half))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
         table.update(bce_kernels(np))  # binary_cross_entropy, float32 / float64 (ferro/_ops/fused.py)
         table.update(half.kernels(nll_kernels(np)))  # nll_loss (ferro/_ops/fused.py)
