@@ -160,6 +160,43 @@ def test_cat_and_stack_as_torch(name: str, dim: int) -> None:
         assert_close(f.grad, t.grad)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize(("name", "dim"), [("cat", 0), ("cat", 1), ("cat", -1), ("stack", 0), ("stack", 2)])
+def test_cat_and_stack_fast_path_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, dim: int, count: int,
+                                          grad: bool) -> None:
+    """cat / stack of one dtype on one device run in their public function (two inputs in one step, no loop),
+    never in the checked path, with torch's values and gradients; inputs of other sizes along a cat's dim too."""
+    from ferro._ops import shape
+    checked = []
+    real = shape._join
+    monkeypatch.setattr(shape, "_join", lambda *a: checked.append(1) or real(*a))
+    shapes = []
+    for n in [2, 3, 1][:count]:
+        s = [4, 3, 2]
+        if name == "cat":  # (stack: one shape)
+            s[dim] = n
+        shapes.append(tuple(s))
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    fs = [ferro.tensor(x, requires_grad=grad) for x in xs]
+    ts = [torch.tensor(x, requires_grad=grad) for x in xs]
+    got, ref = getattr(ferro, name)(fs, dim), getattr(torch, name)(ts, dim)
+    assert not checked and got.requires_grad is grad and got.is_contiguous()
+    assert_close(got, ref.detach())
+    if grad:
+        w = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+        (got * ferro.tensor(w)).sum().backward()
+        (ref * torch.tensor(w)).sum().backward()
+        for f, t in zip(fs, ts, strict=True):
+            assert_close(f.grad, t.grad)
+    if count == 2:  # the second input of another dtype or of a misfitting shape: the checked path, its answer
+        mixed = getattr(ferro, name)([fs[0], fs[1].double()], dim)
+        assert len(checked) == 1 and mixed.dtype == ferro.float64
+        assert_close(mixed, getattr(torch, name)([ts[0], ts[1].double()], dim).detach())
+        with pytest.raises(ferro.errors.ShapeError, match=name):
+            getattr(ferro, name)([fs[0], ferro.zeros(5, 5, 5)], dim)
+
+
 def test_cat_of_other_shapes_and_dtypes_as_torch() -> None:
     a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
     assert_close(ferro.cat([ferro.tensor(a), ferro.tensor(b)]), torch.cat([torch.tensor(a), torch.tensor(b)]))
