@@ -399,3 +399,35 @@ def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, .
     assert np.geterr() == before and got.dtype == getattr(ferro, dtype) and got.shape == want.shape
     assert_close(got, want, equal_nan=True)
     np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_whole_reduction_with_grad_records_in_its_function(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                         dtype: str) -> None:
+    """``x.sum()`` / ``x.mean()`` of a tensor that requires grad record their node in the public function
+    (not through ``_reduced`` or the entry): torch's value and gradient, of a view too (its node refreshed after
+    an in-place change of its base)."""
+    from ferro._ops import reduction
+    slow = []
+    real = reduction._reduced
+    monkeypatch.setattr(reduction, "_reduced", lambda *a: slow.append(1) or real(*a))
+    x = rng.standard_normal((5, 6)).astype(dtype)
+    f, t = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, ref = getattr(f, name)(), getattr(t, name)()
+    assert got.grad_fn.name == name and got.requires_grad and not slow
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    (got * 3.0).backward()
+    (ref * 3.0).backward()
+    assert_close(f.grad, t.grad)
+    fl, tl = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fb, tb = fl * 1.0, tl * 1.0
+    fv, tv = fb[1:], tb[1:]
+    fb.mul_(2.0)
+    tb.mul_(2.0)
+    got, ref = getattr(fv, name)(), getattr(tv, name)()
+    assert not slow
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    got.backward()
+    ref.backward()
+    assert_close(fl.grad, tl.grad)
