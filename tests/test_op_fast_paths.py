@@ -431,3 +431,27 @@ def test_whole_reduction_with_grad_records_in_its_function(monkeypatch: pytest.M
     got.backward()
     ref.backward()
     assert_close(fl.grad, tl.grad)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("dtype", [None, "float64", "int64", "bool", "float16"])
+@pytest.mark.parametrize("size", [((3, 4),), (3, 4), ([3, 4],), ((),), ((600, 600),), ((3, 0),)])
+def test_filled_sizes_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, dtype: str | None,
+                               size: tuple[Any, ...]) -> None:
+    """zeros / ones / empty of a shape given as ints or as one tuple read the sizes in their own frame (the
+    other spellings through ``_shape_of``), and zeros is NumPy's (the pool's when large): torch's shape, dtype and
+    values."""
+    from ferro import _creation
+    spelled = []
+    real = _creation._shape_of
+    monkeypatch.setattr(_creation, "_shape_of", lambda s: spelled.append(s) or real(s))
+    kw = {} if dtype is None else {"dtype": getattr(ferro, dtype)}
+    got = getattr(ferro, name)(*size, **kw)
+    ref = getattr(torch, name)(*size, **({} if dtype is None else {"dtype": getattr(torch, dtype)}))
+    assert tuple(got.shape) == tuple(ref.shape) and str(got.dtype)[6:] == str(ref.dtype)[6:]
+    assert bool(spelled) is (type(size[0]) is list)
+    if name != "empty":
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    if name != "empty" and got.numel():  # (fill_ of an empty tensor is refused: a defect outside these paths)
+        got.fill_(1)  # a fresh array each call: a write reaches no later result
+        np.testing.assert_array_equal(getattr(ferro, name)(*size, **kw).numpy(), ref.numpy())

@@ -353,13 +353,12 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
     @functools.wraps(slow)
     def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         if not (kwargs or requires_grad):
-            # _run's checks, _shape_of's usual case and _made inlined: at ~1 us a call, each frame counts
-            for n in size:
+            # _run's checks, _shape_of's usual cases and _made inlined: at ~1 us a call, each frame counts
+            shape = size[0] if len(size) == 1 and type(size[0]) is tuple else size  # (zeros((2, 3)) or zeros(2, 3))
+            for n in shape:
                 if type(n) is not int or n < 0:
                     shape = _shape_of(size)
                     break
-            else:
-                shape = size
             dt = _default_float[0] if dtype is None else dtype
             dev = current_device() if device is None else device
             if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes

@@ -435,6 +435,11 @@ class NumpyBackend(ArrayAPIBackend):
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
             tv = type(value)
+            if tv is int and value == 0:  # zeros (never a template): NumPy's, or the pool's when large
+                d = native.get(dtype)
+                if d is None:
+                    d = nd(dtype)
+                return np_zeros(shape, d) if prod(shape) * d.itemsize < MIN_BYTES else pool.zeros(shape, d)
             key = (shape, dtype, tv, value)
             try:
                 t = templates.get(key)  # (never holds a zero, -0.0 or NaN: 0.0 and -0.0 hash alike)
