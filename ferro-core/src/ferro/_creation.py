@@ -369,8 +369,12 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
                     data = None
                 if data is not None:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
-                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    t._data = data
+                    t._dtype = dt
+                    t._device = dev
+                    t._rg = False
+                    t._vc = [0]
+                    t.grad_fn = t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kwargs)
     return make
@@ -397,8 +401,12 @@ def _full(slow: Any) -> Any:
                     data = None
                 if data is not None:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
-                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    t._data = data
+                    t._dtype = dt
+                    t._device = dev
+                    t._rg = False
+                    t._vc = [0]
+                    t.grad_fn = t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     return full

@@ -450,8 +450,12 @@ def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Ten
         except (AttributeError, KeyError, TypeError):
             return public(x, weight, bias, **kwargs)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = kernels[0](xd, wd, bd), dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = kernels[0](xd, wd, bd)
+        r._dtype = dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         if not (rg and _mode._state.enabled):
             return r
         needs = (x._rg, weight._rg, bias is not None and bias._rg)  # (as _linear records it)

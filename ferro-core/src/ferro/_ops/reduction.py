@@ -148,8 +148,12 @@ def _reduced(op: OpDef, x: Any, dim: Any, keepdim: bool) -> Tensor | None:
     dims = None if dim is None else reduce_dims(x, dim, op.name)
     result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = result, out_dt, dev, False, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
+    r._data = result
+    r._dtype = out_dt
+    r._device = dev
+    r._rg = False
+    r._vc = [0]
+    r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
     if x._rg and _mode._state.enabled:
         record1(r, op, x, (x, OUT) if op.saves else (), {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
     return r
@@ -220,8 +224,12 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
             in_op(name, e)
             raise
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, out_dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = data
+        r._dtype = out_dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         if rg and _mode._state.enabled and out_dt.category >= 2:
             # a node to record (no layer wants the op: _fast had it): record1's steps, inlined
             gf = x.grad_fn
@@ -383,8 +391,12 @@ def _extreme(op: OpDef, checked: Callable[..., Any]) -> Callable[..., Any]:
         except (AttributeError, KeyError, TypeError):
             return slow(x, dim, keepdim)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = k(data, None, False), out_dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = k(data, None, False)
+        r._dtype = out_dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
 
     fn.__name__ = fn.__qualname__ = checked.__name__

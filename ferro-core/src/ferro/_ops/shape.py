@@ -620,8 +620,12 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
         if rg and _mode._state.enabled:
             return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = data
+        r._dtype = dtype
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
 
     def misfit(s: tuple[int, ...], ref: tuple[int, ...], d: int) -> bool:
@@ -645,6 +649,8 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
     its slice (cat) or index (stack)."""
     if new_dim:
         key: tuple[Any, ...] = (True, d, len(shaped))
+    elif len(datas) == 2:
+        key = (False, d, datas[0].shape[d], datas[1].shape[d])
     else:
         sizes = [False, d]
         for a in datas:
@@ -654,8 +660,11 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
     if fns is None:
         fns = _join_grads(key)
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r.grad_fn, r._vc = data, dtype, dev, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
+    r._data = data
+    r._dtype = dtype
+    r._device = dev
+    r._vc = [0]
+    r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
     return record_n(r, op, shaped, fns)
 
 
