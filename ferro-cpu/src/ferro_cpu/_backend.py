@@ -496,17 +496,18 @@ class NumpyBackend(ArrayAPIBackend):
         # (NumPy's C function under its __array_function__ dispatcher, ~0.15 us less a call: ferro's arrays are
         # plain ndarrays, which that protocol would hand to this very function)
         concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
-        ascontiguous = np.ascontiguousarray
+        ascontiguous, np_array = np.ascontiguousarray, np.array
 
         def cat(xs: list[Any], dim: int) -> Any:
             # row-major, as PyTorch's: concatenate follows its inputs' order (a copy only for column-major ones)
             return ascontiguous(concatenate(xs, dim))
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
-            if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
-                first, n = xs[0], len(xs)
+            first = xs[0]
+            if dim == 0 and first.ndim:  # a new first axis: the arrays (of one shape) end to end, then split
+                n = len(xs)
                 if first.size * n <= 2048:  # np.array stacks a list of small arrays in fewer steps (for
-                    return np.array(xs)  # big ones it is slower, much so for transposed ones)
+                    return np_array(xs)  # big ones it is slower, much so for transposed ones)
                 # into a row-major result: concatenate alone follows its inputs' order (column-major ones
                 # would give a result whose split is no row-major tensor)
                 out = np.empty((n, *first.shape), first.dtype)
