@@ -7,8 +7,8 @@ all leading dimensions (the weight's transpose is BLAS's flag, not a copy) with 
 the (pooled) result, and one backward that runs only the products asked for: ``dx = g @ w``, ``dw = g.T @ x``
 (one GEMM over all rows: no per-batch products summed afterwards) and ``db`` the column sums of ``g``.
 Float32 and float64 run as they are; ``x``, ``weight`` and ``bias`` are of one dtype (core checks). 16-bit inputs
-are widened to float32 and the results rounded once (``_half.Half.kernel``): each kernel tests ``x``'s dtype
-itself, so a float32 call pays one set lookup instead of the generic wrapper's loop over its arguments.
+are widened to float32 and the results rounded once (``_half.Half.kernel``): each kernel tests ``x``'s item size
+itself, so a float32 call pays one comparison instead of the generic wrapper's loop over its arguments.
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ def linear_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., Any
     """The fused linear kernels over NumPy ``np``, large results from ``pool``; ``half`` is the backend's
     16-bit tools."""
     add_reduce = np.add.reduce
-    halves = half.dtypes
 
     def rows(a: Any) -> Any:
         """``a`` as a matrix of its last axis' vectors (a view where the layout allows one)."""
         return a.reshape(-1, a.shape[-1])
 
     def linear_forward(x: Any, weight: Any, bias: Any) -> Any:
-        if x.dtype in halves:
+        size = x.itemsize  # (2: float16 or bfloat16, the only 2-byte dtypes core sends here)
+        if size == 2:
             return wide_forward(x, weight, bias)
         shape = x.shape
-        if len(shape) == 2 and shape[0] * weight.shape[0] * x.itemsize < MIN_BYTES:
+        if len(shape) == 2 and shape[0] * weight.shape[0] * size < MIN_BYTES:
             out = x.dot(weight.T)  # a small matrix: ndarray.dot, the same GEMM without matmul's gufunc steps
         else:
             out_f = weight.shape[0]
@@ -47,7 +47,7 @@ def linear_kernels(np: Any, pool: Any, half: Any) -> dict[str, Callable[..., Any
         return out
 
     def linear_backward(grad: Any, x: Any, weight: Any, needs: tuple[bool, bool, bool]) -> tuple[Any, ...]:
-        if x.dtype in halves:
+        if x.itemsize == 2:
             return wide_backward(grad, x, weight, needs)
         g = rows(grad)
         dx = None
