@@ -206,7 +206,14 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
         if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
             return slow(x, **_given(kwargs, dim, keepdim))
         if dim is not None:
-            return slow(x, dim, keepdim)
+            if type(dim) is not int:
+                return slow(x, dim, keepdim)
+            try:  # (one int dim: _reduced's steps, or None where the entry must run)
+                r = _reduced(op, x, dim, keepdim)
+            except RENAMED as e:
+                in_op(name, e)
+                raise
+            return slow(x, dim, keepdim) if r is None else r
         try:
             dt = x._dtype
             dev = x._device
