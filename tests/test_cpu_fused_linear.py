@@ -164,3 +164,37 @@ def test_without_grad_the_front_runs_the_forward_kernel(calls: dict[str, int], d
         F.linear(fx, fw, ferro.ones(5, dtype=fd))
     with pytest.raises(TypeError, match="linear"):
         F.linear(fx, fw, fb, scale=2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("wanted", [(True, True, True), (False, True, True), (True, False, False)])
+def test_with_grad_the_front_records_the_node(calls: dict[str, int], monkeypatch: pytest.MonkeyPatch,
+                                              dtype: str, wanted: tuple[bool, ...]) -> None:
+    """``linear`` with a node to record makes it in its front (not through the entry and ``fused.run``): the
+    same one node as the entry's, with torch's values and gradients; a call it does not take (a 2-D bias) still
+    goes through the entry."""
+    from ferro._ops import fused
+    entered = []
+    real_run = fused.run
+    monkeypatch.setattr(fused, "run", lambda *a: entered.append(1) or real_run(*a))
+    fd, td = getattr(ferro, dtype), getattr(torch, dtype)
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype == "float16" else TOL[dtype]
+    arrays = [RNG.standard_normal(s) for s in ((6, 7), (5, 7), (5,))]
+    fs = [ferro.tensor(a, dtype=fd, requires_grad=g) for a, g in zip(arrays, wanted)]
+    ts = [torch.tensor(a, dtype=td, requires_grad=g) for a, g in zip(arrays, wanted)]
+    got, want = F.linear(*fs), torch.nn.functional.linear(*ts)
+    assert got.requires_grad and got.grad_fn is not None and got.grad_fn.name == "linear" and not entered
+    np.testing.assert_allclose(got.detach().double().numpy(), want.detach().double().numpy(), **tol)
+    g = RNG.standard_normal((6, 5))
+    got.backward(ferro.tensor(g, dtype=fd))
+    want.backward(torch.tensor(g, dtype=td))
+    for f, t in zip(fs, ts, strict=True):
+        assert (f.grad is None) == (t.grad is None)
+        if t.grad is not None:
+            np.testing.assert_allclose(f.grad.double().numpy(), t.grad.double().numpy(), **tol)
+    assert calls == {"linear_forward": 1, "linear_backward": 1}
+    wide_bias = RNG.standard_normal((6, 5))
+    got = F.linear(fs[0], fs[1], ferro.tensor(wide_bias, dtype=fd, requires_grad=True))
+    assert entered == [1] and got.requires_grad
+    want = torch.nn.functional.linear(ts[0], ts[1], torch.tensor(wide_bias, dtype=td))
+    np.testing.assert_allclose(got.detach().double().numpy(), want.detach().double().numpy(), **tol)

@@ -160,6 +160,43 @@ def test_cat_and_stack_as_torch(name: str, dim: int) -> None:
         assert_close(f.grad, t.grad)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize(("name", "dim"), [("cat", 0), ("cat", 1), ("cat", -1), ("stack", 0), ("stack", 2)])
+def test_cat_and_stack_fast_path_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, dim: int, count: int,
+                                          grad: bool) -> None:
+    """cat / stack of one dtype on one device run in their public function (two inputs in one step, no loop),
+    never in the checked path, with torch's values and gradients; inputs of other sizes along a cat's dim too."""
+    from ferro._ops import shape
+    checked = []
+    real = shape._join
+    monkeypatch.setattr(shape, "_join", lambda *a: checked.append(1) or real(*a))
+    shapes = []
+    for n in [2, 3, 1][:count]:
+        s = [4, 3, 2]
+        if name == "cat":  # (stack: one shape)
+            s[dim] = n
+        shapes.append(tuple(s))
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    fs = [ferro.tensor(x, requires_grad=grad) for x in xs]
+    ts = [torch.tensor(x, requires_grad=grad) for x in xs]
+    got, ref = getattr(ferro, name)(fs, dim), getattr(torch, name)(ts, dim)
+    assert not checked and got.requires_grad is grad and got.is_contiguous()
+    assert_close(got, ref.detach())
+    if grad:
+        w = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+        (got * ferro.tensor(w)).sum().backward()
+        (ref * torch.tensor(w)).sum().backward()
+        for f, t in zip(fs, ts, strict=True):
+            assert_close(f.grad, t.grad)
+    if count == 2:  # the second input of another dtype or of a misfitting shape: the checked path, its answer
+        mixed = getattr(ferro, name)([fs[0], fs[1].double()], dim)
+        assert len(checked) == 1 and mixed.dtype == ferro.float64
+        assert_close(mixed, getattr(torch, name)([ts[0], ts[1].double()], dim).detach())
+        with pytest.raises(ferro.errors.ShapeError, match=name):
+            getattr(ferro, name)([fs[0], ferro.zeros(5, 5, 5)], dim)
+
+
 def test_cat_of_other_shapes_and_dtypes_as_torch() -> None:
     a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
     assert_close(ferro.cat([ferro.tensor(a), ferro.tensor(b)]), torch.cat([torch.tensor(a), torch.tensor(b)]))
@@ -362,3 +399,105 @@ def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, .
     assert np.geterr() == before and got.dtype == getattr(ferro, dtype) and got.shape == want.shape
     assert_close(got, want, equal_nan=True)
     np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_whole_reduction_with_grad_records_in_its_function(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                         dtype: str) -> None:
+    """``x.sum()`` / ``x.mean()`` of a tensor that requires grad record their node in the public function
+    (not through ``_reduced`` or the entry): torch's value and gradient, of a view too (its node refreshed after
+    an in-place change of its base)."""
+    from ferro._ops import reduction
+    slow = []
+    real = reduction._reduced
+    monkeypatch.setattr(reduction, "_reduced", lambda *a: slow.append(1) or real(*a))
+    x = rng.standard_normal((5, 6)).astype(dtype)
+    f, t = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got, ref = getattr(f, name)(), getattr(t, name)()
+    assert got.grad_fn.name == name and got.requires_grad and not slow
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (got * 3.0).backward()
+    (ref * 3.0).backward()
+    assert_close(f.grad, t.grad)
+    fl, tl = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fb, tb = fl * 1.0, tl * 1.0
+    fv, tv = fb[1:], tb[1:]
+    fb.mul_(2.0)
+    tb.mul_(2.0)
+    got, ref = getattr(fv, name)(), getattr(tv, name)()
+    assert not slow
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    got.backward()
+    ref.backward()
+    assert_close(fl.grad, tl.grad)
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("dtype", [None, "float64", "int64", "bool", "float16"])
+@pytest.mark.parametrize("size", [((3, 4),), (3, 4), ([3, 4],), ((),), ((600, 600),), ((3, 0),)])
+def test_filled_sizes_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, dtype: str | None,
+                               size: tuple[Any, ...]) -> None:
+    """zeros / ones / empty of a shape given as ints or as one tuple read the sizes in their own frame (the
+    other spellings through ``_shape_of``), and zeros is NumPy's (the pool's when large): torch's shape, dtype and
+    values."""
+    from ferro import _creation
+    spelled = []
+    real = _creation._shape_of
+    monkeypatch.setattr(_creation, "_shape_of", lambda s: spelled.append(s) or real(s))
+    kw = {} if dtype is None else {"dtype": getattr(ferro, dtype)}
+    got = getattr(ferro, name)(*size, **kw)
+    ref = getattr(torch, name)(*size, **({} if dtype is None else {"dtype": getattr(torch, dtype)}))
+    assert tuple(got.shape) == tuple(ref.shape) and str(got.dtype)[6:] == str(ref.dtype)[6:]
+    assert bool(spelled) is (type(size[0]) is list)
+    if name != "empty":
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    if name != "empty" and got.numel():  # (fill_ of an empty tensor is refused: a defect outside these paths)
+        got.fill_(1)  # a fresh array each call: a write reaches no later result
+        np.testing.assert_array_equal(getattr(ferro, name)(*size, **kw).numpy(), ref.numpy())
+
+
+def _frames_in(path_end: str, call: Any) -> int:
+    """How many Python frames of files whose path ends with ``path_end`` ``call()`` enters."""
+    import sys
+    seen = []
+
+    def prof(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.endswith(path_end):
+            seen.append(frame.f_code.co_name)
+    sys.setprofile(prof)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return len(seen)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_reduction_over_one_int_dim_skips_the_entry(name: str, dim: int, grad: bool) -> None:
+    """``x.sum(dim)`` / ``x.mean(dim)`` with one int dim run ``_reduced`` from the public function, without the
+    dispatch entry's frame: torch's values and gradients; a dim out of range is still the op's IndexError."""
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    f, t = ferro.tensor(x, requires_grad=grad), torch.tensor(x, requires_grad=grad)
+    for keepdim in (False, True):
+        got = getattr(f, name)(dim, keepdim=keepdim)
+        ref = getattr(t, name)(dim, keepdim=keepdim)
+        np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert got.requires_grad is grad
+        if grad:
+            w = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+            (got * ferro.tensor(w)).sum().backward()
+            (ref * torch.tensor(w)).sum().backward()
+            assert_close(f.grad, t.grad)
+    assert _frames_in("_core/modes.py", lambda: getattr(f, name)(dim)) == 0
+    assert _frames_in("_core/modes.py", lambda: getattr(f, name)((dim,))) > 0  # (a tuple: the entry's path)
+    with pytest.raises(IndexError, match=name):
+        getattr(f, name)(2)
+    ints = ferro.tensor(np.arange(20).reshape(4, 5))
+    if name == "sum":
+        assert_close(ints.sum(dim), torch.tensor(np.arange(20).reshape(4, 5)).sum(dim))
+    else:
+        with pytest.raises(ferro.errors.DTypeError, match="mean"):
+            ints.mean(dim)

@@ -353,13 +353,12 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
     @functools.wraps(slow)
     def make(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
         if not (kwargs or requires_grad):
-            # _run's checks, _shape_of's usual case and _made inlined: at ~1 us a call, each frame counts
-            for n in size:
+            # _run's checks, _shape_of's usual cases and _made inlined: at ~1 us a call, each frame counts
+            shape = size[0] if len(size) == 1 and type(size[0]) is tuple else size  # (zeros((2, 3)) or zeros(2, 3))
+            for n in shape:
                 if type(n) is not int or n < 0:
                     shape = _shape_of(size)
                     break
-            else:
-                shape = size
             dt = _default_float[0] if dtype is None else dtype
             dev = current_device() if device is None else device
             if (shape is not None and type(dt) is DType and type(dev) is _device_cls and dt in dev._dtypes
@@ -370,8 +369,12 @@ def _filled(slow: Any, kind: str, value: Any) -> Any:
                     data = None
                 if data is not None:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
-                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    t._data = data
+                    t._dtype = dt
+                    t._device = dev
+                    t._rg = False
+                    t._vc = [0]
+                    t.grad_fn = t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kwargs)
     return make
@@ -398,8 +401,12 @@ def _full(slow: Any) -> Any:
                     data = None
                 if data is not None:
                     t = _new_object(Tensor)
-                    t._data, t._dtype, t._device, t._rg, t.grad_fn, t._vc = data, dt, dev, False, None, [0]
-                    t._grad = t._base = t._hooks = t._retains = t._view = None
+                    t._data = data
+                    t._dtype = dt
+                    t._device = dev
+                    t._rg = False
+                    t._vc = [0]
+                    t.grad_fn = t._grad = t._base = t._hooks = t._retains = t._view = None
                     return t
         return slow(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
     return full

@@ -438,6 +438,11 @@ class NumpyBackend(ArrayAPIBackend):
 
         def full(shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
             tv = type(value)
+            if tv is int and value == 0:  # zeros (never a template): NumPy's, or the pool's when large
+                d = native.get(dtype)
+                if d is None:
+                    d = nd(dtype)
+                return np_zeros(shape, d) if prod(shape) * d.itemsize < MIN_BYTES else pool.zeros(shape, d)
             key = (shape, dtype, tv, value)
             try:
                 t = templates.get(key)  # (never holds a zero, -0.0 or NaN: 0.0 and -0.0 hash alike)
@@ -494,17 +499,18 @@ class NumpyBackend(ArrayAPIBackend):
         # (NumPy's C function under its __array_function__ dispatcher, ~0.15 us less a call: ferro's arrays are
         # plain ndarrays, which that protocol would hand to this very function)
         concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
-        ascontiguous = np.ascontiguousarray
+        ascontiguous, np_array = np.ascontiguousarray, np.array
 
         def cat(xs: list[Any], dim: int) -> Any:
             # row-major, as PyTorch's: concatenate follows its inputs' order (a copy only for column-major ones)
             return ascontiguous(concatenate(xs, dim))
 
         def stack(xs: list[Any], dim: int) -> Any:  # np.stack's steps, without its checks (the core made them)
-            if dim == 0 and xs[0].ndim:  # a new first axis: the arrays (of one shape) end to end, then split
-                first, n = xs[0], len(xs)
+            first = xs[0]
+            if dim == 0 and first.ndim:  # a new first axis: the arrays (of one shape) end to end, then split
+                n = len(xs)
                 if first.size * n <= 2048:  # np.array stacks a list of small arrays in fewer steps (for
-                    return np.array(xs)  # big ones it is slower, much so for transposed ones)
+                    return np_array(xs)  # big ones it is slower, much so for transposed ones)
                 # into a row-major result: concatenate alone follows its inputs' order (column-major ones
                 # would give a result whose split is no row-major tensor)
                 out = np.empty((n, *first.shape), first.dtype)
@@ -526,7 +532,7 @@ class NumpyBackend(ArrayAPIBackend):
         table.update(half.kernels(conv_kernels(np, pool)))  # conv2d, conv_transpose2d (ferro/_ops/fused.py)
         table.update(half.kernels(maxpool_kernels(np, pool)))  # max_pool2d (ferro/_ops/fused.py)
         table.update(recurrent_kernels(np, pool))  # LSTM / GRU sequences (ferro/nn/modules/rnn.py)
-        table.update(half.kernels(linear_kernels(np, pool)))  # linear (ferro/_ops/fused.py)
+        table.update(linear_kernels(np, pool, half))  # linear (ferro/_ops/fused.py)
         table.update(half.kernels(loss_kernels(np)))  # cross_entropy (ferro/_ops/fused.py)
         table.update(bce_kernels(np))  # binary_cross_entropy, float32 / float64 (ferro/_ops/fused.py)
         table.update(half.kernels(nll_kernels(np)))  # nll_loss (ferro/_ops/fused.py)

@@ -422,41 +422,47 @@ def _plain(t: Any) -> bool:
 
 
 def _linear_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """The public ``linear``: the call with nothing to record that :func:`_linear` would hand to the forward
-    kernel, made here without the frames of the entry, the rule and :func:`run`; any other call (a layer on,
-    keywords, autograd, anything :func:`_linear` would not take) goes to ``public``, the op's entry."""
-    name = op.name
+    """The public ``linear``: the call :func:`_linear` would hand to the fused kernels (dense tensors of one
+    dtype and device that the kernels take, shapes that fit, no layer on) runs them here, its node recorded
+    here too, without the frames of the entry, the rule and :func:`run`; any other call (a layer on, keywords,
+    anything :func:`_linear` would not take) goes to ``public``, the op's entry."""
+    name, registered = op.name, REGISTRY[op.name]
+    decomposition = public.__wrapped__.__wrapped__  # type: ignore[attr-defined]  # (fusable's fn, as _linear's)
 
     def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, **kwargs: Any) -> Tensor:
-        try:  # a node to record (or keywords): the entry's path at once, without an exception
-            other = kwargs or ((x._rg or weight._rg or (bias is not None and bias._rg)) and _mode._state.enabled)
-        except AttributeError:
-            other = True
-        if other:
-            return public(x, weight, bias, **kwargs)
         try:
             dt, dev = x._dtype, x._device
             kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
-            if (dt not in dtypes or weight._dtype is not dt or weight._device is not dev or not _plain(x)
-                    or not _plain(weight)):
-                raise KeyError
             xd, wd = x._data, weight._data
             xs, ws = xd.shape, wd.shape
-            if len(ws) != 2 or not xs or xs[-1] != ws[1] or 0 in xs or 0 in ws:
+            if (kwargs or dt not in dtypes or weight._dtype is not dt or weight._device is not dev
+                    or (type(x) is not Tensor and not _plain(x)) or (type(weight) is not Tensor and not _plain(weight))
+                    or len(ws) != 2 or not xs or xs[-1] != ws[1] or 0 in xs or 0 in ws):
                 raise KeyError
             if bias is None:
                 bd = None
+                rg = x._rg or weight._rg
             else:
-                if (bias._dtype is not dt or bias._device is not dev or not _plain(bias)
+                if (bias._dtype is not dt or bias._device is not dev or (type(bias) is not Tensor and not _plain(bias))
                         or bias._data.shape != (ws[0],)):
                     raise KeyError
                 bd = bias._data
+                rg = x._rg or weight._rg or bias._rg
         except (AttributeError, KeyError, TypeError):
             return public(x, weight, bias, **kwargs)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = kernels[0](xd, wd, bd), dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
-        return r
+        r._data = kernels[0](xd, wd, bd)
+        r._dtype = dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
+        if not (rg and _mode._state.enabled):
+            return r
+        needs = (x._rg, weight._rg, bias is not None and bias._rg)  # (as _linear records it)
+        return record(r, registered, (x, weight, bias), (x, weight, bias),
+                      {"kernels": kernels, "decomposition": decomposition, "needs": needs}, (_linear_backward,),
+                      JointNode)
 
     functools.update_wrapper(linear, public)
     linear.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers

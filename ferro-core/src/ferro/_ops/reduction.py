@@ -147,8 +147,12 @@ def _reduced(op: OpDef, x: Any, dim: Any, keepdim: bool) -> Tensor | None:
     dims = None if dim is None else reduce_dims(x, dim, op.name)
     result = k(data, dims, keepdim, out_dt) if op is _SUM else k(data, dims, keepdim)
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = result, out_dt, dev, False, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
+    r._data = result
+    r._dtype = out_dt
+    r._device = dev
+    r._rg = False
+    r._vc = [0]
+    r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
     if x._rg and _mode._state.enabled:
         record1(r, op, x, (x, OUT) if op.saves else (), {"in_shape": data.shape, "dims": dims, "keepdim": keepdim})
     return r
@@ -201,7 +205,14 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
         if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
             return slow(x, **_given(kwargs, dim, keepdim))
         if dim is not None:
-            return slow(x, dim, keepdim)
+            if type(dim) is not int:
+                return slow(x, dim, keepdim)
+            try:  # (one int dim: _reduced's steps, or None where the entry must run)
+                r = _reduced(op, x, dim, keepdim)
+            except RENAMED as e:
+                in_op(name, e)
+                raise
+            return slow(x, dim, keepdim) if r is None else r
         try:
             dt = x._dtype
             dev = x._device
@@ -212,21 +223,21 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
             return slow(x, dim, keepdim)
         if compute is not dt:
             return slow(x, dim, keepdim)
-        if rg and _mode._state.enabled:  # a node to record: _reduced's (no layer wants the op: _fast had it)
-            try:
-                r = _reduced(op, x, None, keepdim)
-            except RENAMED as e:
-                in_op(name, e)
-                raise
-            return slow(x, dim, keepdim) if r is None else r
+        xd = x._data
         try:
-            data = k(x._data, None, keepdim, out_dt) if is_sum else k(x._data, None, keepdim)
+            data = k(xd, None, keepdim, out_dt) if is_sum else k(xd, None, keepdim)
         except RENAMED as e:
             in_op(name, e)
             raise
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, out_dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = data
+        r._dtype = out_dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
+        if rg and _mode._state.enabled:  # a node to record (no layer wants the op: _fast had it)
+            record1(r, op, x, (), {"in_shape": xd.shape, "dims": None, "keepdim": keepdim})
         return r
 
     fn.__name__ = fn.__qualname__ = name
@@ -372,8 +383,12 @@ def _extreme(op: OpDef, checked: Callable[..., Any]) -> Callable[..., Any]:
         except (AttributeError, KeyError, TypeError):
             return slow(x, dim, keepdim)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = k(data, None, False), out_dt, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = k(data, None, False)
+        r._dtype = out_dt
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
 
     fn.__name__ = fn.__qualname__ = checked.__name__

@@ -581,47 +581,56 @@ def _joiner(op: OpDef, new_dim: bool, doc: str) -> Callable[..., Tensor]:
             if type(dim) is not int or dim != 0:
                 kwargs["dim"] = dim
             return slow(tensors, **kwargs)
-        if type(tensors) is not list and type(tensors) is not tuple:
-            return slow(tensors, dim)
-        try:
+        try:  # (anything but a list or tuple of tensors: an exception, the checked path says what is wrong)
+            if type(tensors) is not list and type(tensors) is not tuple:
+                raise TypeError
             first = tensors[0]
-            dev, dtype, ref = first._device, first._dtype, first._data.shape
+            dev, dtype, a = first._device, first._dtype, first._data
             k, table = dev._fast[name]
-            alike = table[dtype][0] is dtype
-        except (AttributeError, IndexError, KeyError, TypeError):
-            alike = False
-        if not alike:
-            return slow(tensors, dim)
-        nd = len(ref) + new_dim
-        if type(dim) is not int or not -nd <= dim < nd:
-            return slow(tensors, dim)
-        d = dim + nd if dim < 0 else dim
-        datas = []
-        rg = fits = False
-        try:
-            for t in tensors:
-                a = t._data  # (anything but a tensor: an AttributeError, the checked path says what is wrong)
-                s = a.shape
-                if t._dtype is not dtype or t._device is not dev or (s != ref and (
-                        new_dim or len(s) != nd or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:])):
-                    # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
-                    break
-                if t._rg:
-                    rg = True
-                datas.append(a)
+            if table[dtype][0] is not dtype:
+                raise KeyError
+            ref = a.shape
+            nd = len(ref) + new_dim
+            d = dim + nd if dim < 0 else dim
+            if type(dim) is not int or not 0 <= d < nd:
+                raise KeyError
+            rg = first._rg
+            if len(tensors) == 2:  # (the usual call: one step, no loop)
+                t = tensors[1]
+                b = t._data
+                s = b.shape
+                if t._dtype is not dtype or t._device is not dev or (s != ref and misfit(s, ref, d)):
+                    raise KeyError
+                datas = [a, b]
+                rg = rg or t._rg
             else:
-                fits = True
-        except AttributeError:
-            pass
-        if not fits:
+                datas = []
+                for t in tensors:
+                    b = t._data
+                    s = b.shape
+                    if t._dtype is not dtype or t._device is not dev or (s != ref and misfit(s, ref, d)):
+                        # (a 1-d empty tensor among others of more dims, which cat skips, goes this way too)
+                        raise KeyError
+                    if t._rg:
+                        rg = True
+                    datas.append(b)
+        except (AttributeError, IndexError, KeyError, TypeError):
             return slow(tensors, dim)
         data = k(datas, d)
         if rg and _mode._state.enabled:
             return _recorded(op, data, dtype, dev, tensors, datas, d, new_dim)
         r = _new(Tensor)  # _wrap, inlined
-        r._data, r._dtype, r._device, r._rg, r.grad_fn, r._vc = data, dtype, dev, False, None, [0]
-        r._grad = r._base = r._hooks = r._retains = r._view = None
+        r._data = data
+        r._dtype = dtype
+        r._device = dev
+        r._rg = False
+        r._vc = [0]
+        r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
         return r
+
+    def misfit(s: tuple[int, ...], ref: tuple[int, ...], d: int) -> bool:
+        """Whether an input of shape ``s`` (not the first's, ``ref``) does not join the first along ``d``."""
+        return new_dim or len(s) != len(ref) or s[:d] != ref[:d] or s[d + 1:] != ref[d + 1:]
 
     def checked(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         return _join(op, tensors, dim, new_dim)
@@ -640,6 +649,8 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
     its slice (cat) or index (stack)."""
     if new_dim:
         key: tuple[Any, ...] = (True, d, len(shaped))
+    elif len(datas) == 2:
+        key = (False, d, datas[0].shape[d], datas[1].shape[d])
     else:
         sizes = [False, d]
         for a in datas:
@@ -649,8 +660,11 @@ def _recorded(op: OpDef, data: Any, dtype: Any, dev: Any, shaped: Sequence[Tenso
     if fns is None:
         fns = _join_grads(key)
     r = _new(Tensor)  # _wrap, inlined
-    r._data, r._dtype, r._device, r.grad_fn, r._vc = data, dtype, dev, None, [0]
-    r._grad = r._base = r._hooks = r._retains = r._view = None
+    r._data = data
+    r._dtype = dtype
+    r._device = dev
+    r._vc = [0]
+    r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
     return record_n(r, op, shaped, fns)
 
 
