@@ -311,7 +311,7 @@ def test_one_block_softmax_path_as_torch(calls: dict[str, int], dtype: str, shap
     ref = TF.softmax(torch.tensor(x), -1).numpy()
     tol = 1e-6 if dtype == "float32" else 1e-14
     np.testing.assert_allclose(got[0].numpy(), ref, rtol=tol, atol=tol, equal_nan=True)
-    assert path[:2] == ["softmax", "small_softmax"] and "softmax_rows" not in path[:3]
+    assert path[0] == "softmax" and "small_softmax" in path[:3] and "softmax_rows" not in path[:4]
     assert ("redo_rows" in path) == (extreme is not None) and calls["softmax"] == 1
 
 
