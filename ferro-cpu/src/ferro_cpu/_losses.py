@@ -89,10 +89,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         narrow_buffers(np, xr)
         at = flat_rows(xr)
         if at is not None:  # the row maxima and the targets' scores picked from xr flat, sums by BLAS
-            m = row_max(xr, at)
-            finite = np.isfinite(m)
-            if count_nonzero(finite) != len(m):
-                m = np.where(finite, m, 0)
+            m = row_max(xr, at)  # (a row whose maximum is +-inf or NaN gives NaN throughout, as PyTorch's)
             e = np.empty(xr.shape, xr.dtype)
             by_rows(subtract, xr, m, e, e)
             log_sum = log(row_sums(exp(e, out=e)))
@@ -100,7 +97,6 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         else:
             idx = row_index(len(cls))
             m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
-            m = np.where(np.isfinite(m), m, 0)
             e = subtract(xr, m[:, None])
             log_sum = log(add(exp(e, out=e), axis=1))
             loss = subtract(m, xr[idx, cls])  # ((m - x[target]) + log_sum) * w, in one buffer
