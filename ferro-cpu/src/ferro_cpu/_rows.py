@@ -407,9 +407,14 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
 
     @quiet
     def log_softmax_backward_block(gb: Any, yb: Any, eb: Any, tb: Any, v: Any) -> None:
-        """``g - exp(y) * sum(g)`` of the rows ``gb``, ``yb`` into ``eb`` (``tb``: scratch of their shape)."""
+        """``g - exp(y) * sum(g)`` of the rows ``gb``, ``yb`` into ``eb`` (``tb``: scratch of their shape for the
+        row sums spread, or None: broadcast)."""
         exp(yb, out=eb)
-        by_rows(multiply, eb, gb.dot(v), eb, tb)
+        s = gb.dot(v)
+        if tb is None:
+            multiply(eb, s[:, None], out=eb)
+        else:
+            by_rows(multiply, eb, s, eb, tb)
         subtract(gb, eb, out=eb)
 
     @quiet
@@ -426,12 +431,10 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         step, blocks, threads = plan(yr)
         narrow_buffers(np, yr)
         v = ones_of(yr.shape[1], yr.dtype)
-        t = np.empty((threads, min(step, len(yr)), yr.shape[1]), yr.dtype)  # scratch per thread
 
-        def nth(j: int, slot: int) -> None:
+        def nth(j: int, slot: int) -> None:  # (the row sums broadcast: a block's scratch would cost its page faults)
             i = j * step
-            gb = gr[i:i + step]
-            log_softmax_backward_block(gb, yr[i:i + step], er[i:i + step], t[slot][:len(gb)], v)
+            log_softmax_backward_block(gr[i:i + step], yr[i:i + step], er[i:i + step], None, v)
         run(nth, blocks, threads)
         return back(e, y.dtype)
 
