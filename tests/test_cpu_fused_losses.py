@@ -11,7 +11,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls
+from conftest import count_calls, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -122,4 +122,41 @@ def test_every_row_counting_or_an_ignore_index_among_the_classes(calls: dict[str
     got.backward()
     ref.backward()
     np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", ["plain", "ignored", "weighted", "extreme", "strided"])
+def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -> None:
+    # C-contiguous (N, C) scores (a classifier's): the row maxima by argmax, the targets' scores taken from x
+    # flat, the row sums by BLAS, one value per row spread before the ufunc; a strided x takes the general steps
+    n, c = (64, 10) if case != "weighted" else (40, 600)
+    x = (RNG.standard_normal((n, c)) * 3).astype(np.float32 if dtype == "bfloat16" else dtype)
+    target = RNG.integers(0, c, n)
+    ignore = 3 if case == "ignored" else -100
+    if case == "ignored":
+        target[:5] = 3
+    if case == "extreme":
+        x[0, 1], x[1, :], x[2, 4], x[3, 0] = np.inf, -np.inf, np.nan, 1e4
+    w = RNG.random(c).astype(x.dtype) if case == "weighted" else None
+    leaf = ferro.tensor(np.ascontiguousarray(x.T) if case == "strided" else x).to(getattr(ferro, dtype))
+    leaf.requires_grad_()
+    fx = leaf.t() if case == "strided" else leaf  # (strided: a transposed view, its kernels' input column-major)
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    fw = None if w is None else ferro.tensor(w).to(fx.dtype)
+    tw = None if w is None else torch.tensor(w).to(tx.dtype)
+    got: list[ferro.Tensor] = []
+    forward = functions_entered(
+        lambda: got.append(F.cross_entropy(fx, ferro.tensor(target), fw, ignore_index=ignore)), "ferro_cpu/_losses.py")
+    ref = TF.cross_entropy(tx, torch.tensor(target), tw, ignore_index=ignore)
+    backward = functions_entered(lambda: got[0].backward(), "ferro_cpu/_rows.py")
+    ref.backward()
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 4e-3, "bfloat16": 3e-2}[dtype]
+    assert got[0].dtype is fx.dtype
+    np.testing.assert_allclose(got[0].detach().float().numpy(), ref.detach().float().numpy(), rtol=tol, atol=tol,
+                               equal_nan=True)
+    grad = leaf.grad.t() if case == "strided" else leaf.grad
+    np.testing.assert_allclose(grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol, equal_nan=True)
+    flat = case != "strided"  # (a 16-bit strided input is widened in its own order: column-major too)
+    assert ("row_sums" in forward) == flat and ("by_rows" in backward) == flat
     assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}

@@ -11,7 +11,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls
+from conftest import count_calls, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -150,4 +150,36 @@ def test_empty_batches_match_torch(calls: dict[str, int], shapes: Any, reduction
     got.sum().backward()
     ref.sum().backward()
     np.testing.assert_array_equal(fx.grad.numpy(), tx.grad.numpy())
+    assert calls == {"nll_loss_forward": 1, "nll_loss_backward": 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", ["plain", "ignored", "weighted", "none", "strided"])
+def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -> None:
+    # C-contiguous (N, C) log-probabilities: the targets' entries taken from x flat, the gradient put into dx flat
+    x = RNG.standard_normal((64, 10)).astype(np.float32 if dtype == "bfloat16" else dtype)
+    target = RNG.integers(0, 10, 64)
+    ignore = 3 if case == "ignored" else -100
+    w = RNG.random(10).astype(x.dtype) if case == "weighted" else None
+    reduction = "none" if case == "none" else "mean"
+    leaf = ferro.tensor(np.ascontiguousarray(x.T) if case == "strided" else x).to(getattr(ferro, dtype))
+    leaf.requires_grad_()
+    fx = leaf.t() if case == "strided" else leaf  # (strided: a transposed view, its kernels' input column-major)
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    fw = None if w is None else ferro.tensor(w).to(fx.dtype)
+    tw = None if w is None else torch.tensor(w).to(tx.dtype)
+    got: list[ferro.Tensor] = []
+    forward = functions_entered(lambda: got.append(F.nll_loss(fx, ferro.tensor(target), fw, ignore_index=ignore,
+                                                              reduction=reduction)), "ferro_cpu/_rows.py")
+    ref = TF.nll_loss(tx, torch.tensor(target), tw, ignore_index=ignore, reduction=reduction)
+    g = RNG.standard_normal(tuple(ref.shape)).astype(np.float32)
+    backward = functions_entered(lambda: got[0].backward(ferro.tensor(g).to(fx.dtype)), "ferro_cpu/_rows.py")
+    ref.backward(torch.tensor(g).to(tx.dtype))
+    tol = {"float32": 1e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 2e-2}[dtype]
+    np.testing.assert_allclose(got[0].detach().float().numpy(), ref.detach().float().numpy(), rtol=tol, atol=tol)
+    grad = leaf.grad.t() if case == "strided" else leaf.grad
+    np.testing.assert_allclose(grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
+    # (a 16-bit strided input is widened in its own order: column-major too; the backward writes a new dx: flat
+    # whenever every sample counts)
+    assert ("starts" in forward) == (case != "strided") and ("starts" in backward) == (case != "ignored")
     assert calls == {"nll_loss_forward": 1, "nll_loss_backward": 1}

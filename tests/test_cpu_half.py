@@ -10,6 +10,7 @@ widened inputs rounded once, and PyTorch's 16-bit results within the error of on
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls
+from conftest import count_calls, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -256,3 +257,36 @@ def test_bfloat16_zero_dim_tensors_stay_zero_dim(case: str) -> None:
     got, want = ours(a, b), theirs(ta, tb)
     assert got.shape == () and got.dtype == ferro.bfloat16
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_16_bit_fronts_call_other_dtypes_straight() -> None:
+    # the kernel table's 16-bit kernels are fronts of the kernel's own parameters: float32 / float64 reach the
+    # kernel without the widening wrapper (nothing of _half.py runs); a 16-bit input goes through it
+    from ferro_cpu._half import Half
+    kernels = ferro.tensor([0.0])._device._kernels
+    x = np.random.default_rng(0).standard_normal((8, 5)).astype(np.float32)
+    t = np.arange(8) % 5
+    for dtype in (np.float32, np.float64):
+        assert functions_entered(lambda d=dtype: kernels["log_softmax"](x.astype(d), -1), "ferro_cpu/_half.py") == []
+    assert "widened" in functions_entered(lambda: kernels["log_softmax"](x.astype(np.float16), -1),
+                                          "ferro_cpu/_half.py")
+    # cross_entropy's backward: the input decides, not the gradient (float32 for a 16-bit 'mean' loss)
+    _, lse, _ = kernels["cross_entropy_forward"](x.astype(np.float16), t, None, -100)
+    dx = kernels["cross_entropy_backward"](np.full(1, 0.125, np.float32), x.astype(np.float16), t, None, lse)
+    want = kernels["cross_entropy_backward"](np.full(1, 0.125, np.float32), x.astype(np.float16).astype(np.float32),
+                                             t, None, lse)
+    assert dx.dtype == np.float16
+    np.testing.assert_array_equal(dx, want.astype(np.float16))
+    # the front keeps the kernel's signature: defaults, keyword-only parameters, *args and **kwargs
+    half = Half(np)
+
+    def kernel(x: Any, n: int = 2, *rest: Any, scale: float = 1.0, **extra: Any) -> Any:
+        return x * n * scale + len(rest) + len(extra)
+    front = half.kernel(kernel)
+    assert inspect.signature(front).parameters.keys() == inspect.signature(kernel).parameters.keys()
+    assert front.__name__ == "kernel"
+    one = np.ones(2, np.float32)
+    np.testing.assert_array_equal(front(one), kernel(one))
+    np.testing.assert_array_equal(front(one, 3, 0, 0, scale=0.5, a=1), kernel(one, 3, 0, 0, scale=0.5, a=1))
+    got = front(one.astype(np.float16), 3, scale=0.5)
+    assert got.dtype == np.float16 and got.tolist() == [1.5, 1.5]
