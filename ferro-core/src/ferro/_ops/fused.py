@@ -617,19 +617,13 @@ def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: An
                    "needs": needs}, (_conv_backward,), JointNode)
 
 
-def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-            args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("weight", "bias", "stride", "padding", "dilation", "groups")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+def _conv2d_geometry(kernel: tuple[int, ...], stride: Any, padding: Any, dilation: Any,
+                     groups: Any) -> tuple[tuple[Any, ...], tuple[int, int]] | None:
+    """conv2d's geometry as its kernels take it, ``(stride, padding, dilation, groups)`` in pairs, and the least
+    input height and width that give an output; None where the rule leaves the call to the decomposition."""
+    stride, dilation = _pair(stride), _pair(dilation)
+    if stride is None or dilation is None or not isinstance(groups, int) or groups < 1:
         return None
-    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
-    stride, dilation = _pair(bound.get("stride", 1)), _pair(bound.get("dilation", 1))
-    padding = bound.get("padding", 0)
-    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
-            or stride is None or dilation is None or 0 in x.shape or 0 in weight.shape):
-        return None
-    kernel = tuple(weight.shape[2:])
     if padding == "valid":
         padding = (0, 0)
     elif padding == "same":
@@ -637,38 +631,128 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
             return None  # a strided 'same' raises; an odd total padding is asymmetric
         padding = tuple(d * (k - 1) // 2 for d, k in zip(dilation, kernel))
     padding = None if isinstance(padding, str) else _pair(padding)
-    c_out = weight.shape[0]
-    if (padding is None or x.shape[1] != weight.shape[1] * groups or c_out % groups
-            or not _has_output(x, kernel, stride, padding, dilation)):
+    if padding is None or min(*stride, *dilation) <= 0 or min(padding) < 0:
         return None
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
-           for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
-        return None
-    return _conv(name, x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return (stride, padding, dilation, groups), tuple(  # type: ignore[return-value]
+        dilation[i] * (kernel[i] - 1) + 1 - 2 * padding[i] for i in range(2))
 
 
-def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-                      args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
+def _conv2d_fits(xs: tuple[int, ...], ws: tuple[int, ...], groups: int, least: tuple[int, int]) -> bool:
+    """Whether x (N, C, H, W) and weight (O, C / groups, kH, kW) of these shapes make a conv2d with an output."""
+    return (len(xs) == 4 and len(ws) == 4 and xs[1] == ws[1] * groups and not ws[0] % groups
+            and xs[2] >= least[0] and xs[3] >= least[1] and 0 not in xs and 0 not in ws)
+
+
+def _conv_transpose2d_geometry(kernel: tuple[int, ...], stride: Any, padding: Any, output_padding: Any,
+                               groups: Any, dilation: Any) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
+    """conv_transpose2d's geometry as its kernels take it, ``(stride, padding, output_padding, groups,
+    dilation)``, and per spatial dim ``(stride, extent)``: the output size is ``(size - 1) * stride + extent``;
+    None where the rule leaves the call to the decomposition (which raises where PyTorch does)."""
+    stride, padding = _pair(stride), _pair(padding)
+    extra, dilation = _pair(output_padding), _pair(dilation)
+    if (not isinstance(groups, int) or groups < 1 or stride is None or padding is None or extra is None
+            or dilation is None or min(*stride, *dilation) < 1 or min(*padding, *extra) < 0
+            or any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation))):
+        return None
+    extent = tuple(dilation[i] * (kernel[i] - 1) + extra[i] - 2 * padding[i] for i in range(2))
+    return (stride, padding, extra, groups, dilation), (stride[0], extent[0], stride[1], extent[1])
+
+
+def _conv_transpose2d_fits(xs: tuple[int, ...], ws: tuple[int, ...], groups: int, least: tuple[int, ...]) -> bool:
+    """Whether x (N, C, H, W) and weight (C, O / groups, kH, kW) make a conv_transpose2d with an output."""
+    return (len(xs) == 4 and len(ws) == 4 and xs[1] == ws[0] and not ws[0] % groups
+            and (xs[2] - 1) * least[0] + least[1] >= 0 and (xs[3] - 1) * least[2] + least[3] >= 0
+            and 0 not in xs and 0 not in ws)
+
+
+#: op -> (its geometry's argument names after weight and bias, their defaults, the geometry's normalizer, the
+#: shape check, the output's channels from the weight's shape and groups). Either geometry has groups at 3.
+_CONVS: dict[str, tuple[tuple[str, ...], tuple[Any, ...], Callable[..., Any], Callable[..., bool],
+                        Callable[[tuple[int, ...], int], int]]] = {
+    "conv2d": (("stride", "padding", "dilation", "groups"), (1, 0, 1, 1), _conv2d_geometry, _conv2d_fits,
+               lambda ws, groups: ws[0]),
+    "conv_transpose2d": (("stride", "padding", "output_padding", "groups", "dilation"), (1, 0, 0, 1, 1),
+                         _conv_transpose2d_geometry, _conv_transpose2d_fits, lambda ws, groups: ws[1] * groups),
+}
+
+
+def _conv_rule(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    """conv2d / conv_transpose2d's rule: the arguments bound, their geometry normalized and checked."""
+    names, defaults, geometry_of, fits, c_out_of = _CONVS[name]
+    names = ("weight", "bias", *names)
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+    if len(args) > len(names) or set(bound) - set(names):
         return None
-    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
-    stride, padding = _pair(bound.get("stride", 1)), _pair(bound.get("padding", 0))
-    extra, dilation = _pair(bound.get("output_padding", 0)), _pair(bound.get("dilation", 1))
-    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
-            or None in (stride, padding, extra, dilation) or 0 in x.shape or 0 in weight.shape
-            or x.shape[1] != weight.shape[0] or weight.shape[0] % groups or min(*stride, *dilation) < 1
-            or min(*padding, *extra) < 0 or any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation))):
-        return None  # the decomposition raises where PyTorch does
-    if any((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1) + extra[i] < 0
-           for i in range(2)):
+    weight, bias = bound.get("weight"), bound.get("bias")
+    if not isinstance(weight, Tensor):
         return None
-    c_out = weight.shape[1] * groups
+    ws = tuple(weight.shape)
+    got = geometry_of(ws[2:], *(bound.get(n, d) for n, d in zip(names[2:], defaults)))
+    if got is None or not fits(tuple(x.shape), ws, got[0][3], got[1]):
+        return None
+    c_out = c_out_of(ws, got[0][3])
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _conv(name, x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
+    return _conv(name, x, weight, bias, kernels, got[0], decomposition)
+
+
+_conv2d = _conv_transpose2d = _conv_rule
+
+
+def _conv_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``conv2d`` / ``conv_transpose2d``: dense tensors of one dtype and device that the fused kernels
+    take, the geometry positional (as the modules pass it), no layer on, run the kernels here (what
+    :func:`_conv_rule` would, without the frames of the entry, the rule and :func:`run`, and with the geometry's
+    normalization kept per call site); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+    _, defaults, geometry_of, fits, c_out_of = _CONVS[name]
+    n_geometry = len(defaults)
+    # (kernel size, the geometry arguments' ids) -> (those arguments, kept alive so that no id is reused while
+    # cached; the normalized geometry or None). Only immutable arguments are cached: ints, strings, tuples.
+    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+    def conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, *geometry: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or len(geometry) > n_geometry:
+                raise KeyError
+            dt, dev = x._dtype, x._device
+            kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
+            if (dt not in dtypes or dt not in table or weight._dtype is not dt or weight._device is not dev
+                    or not _plain(x) or not _plain(weight)):
+                raise KeyError
+            xs, ws = x._data.shape, weight._data.shape
+            key = (ws[2:], *map(id, geometry))
+            hit = cache.get(key)
+            if hit is None:
+                given = geometry + defaults[len(geometry):]
+                got = geometry_of(ws[2:], *given)
+                if all(type(a) in _IMMUTABLE for a in geometry):
+                    if len(cache) >= 256:
+                        cache.clear()
+                    cache[key] = (geometry, got)
+            else:
+                got = hit[1]
+            if got is None:
+                raise KeyError
+            geo, least = got
+            if not fits(xs, ws, geo[3], least):
+                raise KeyError
+            if bias is not None and (bias._dtype is not dt or bias._device is not dev or not _plain(bias)
+                                     or bias._data.shape != (c_out_of(ws, geo[3]),)):
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, weight, bias, *geometry, **kwargs)
+        return _conv(name, x, weight, bias, kernels, geo, decomposition)
+
+    functools.update_wrapper(conv, public)
+    conv.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return conv
+
+
+_IMMUTABLE = frozenset({int, str, tuple})
+_FRONTS.update(conv2d=_conv_front, conv_transpose2d=_conv_front)
 
 
 def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...], argmax: Any,
