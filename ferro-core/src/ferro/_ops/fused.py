@@ -855,6 +855,32 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
                    "needs": needs}, (_batch_norm_backward,), JointNode)
 
 
+def _batch_norm_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``batch_norm``: a call by position (as the modules make it) of a tensor whose dtype the fused
+    kernels take, no layer on, goes to :func:`_batch_norm` at once (without the frames of the entry and
+    :func:`run`); any other call, or one the rule leaves to the decomposition, goes to ``public``."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+
+    def batch_norm(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or len(args) != 7:
+                raise KeyError
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            if dt not in dtypes or dt not in table:
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *args, **kwargs)
+        out = _batch_norm(name, kernels, decomposition, x, args, {})
+        return public(x, *args) if out is None else out
+
+    functools.update_wrapper(batch_norm, public)
+    batch_norm.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return batch_norm
+
+
+_FRONTS["batch_norm"] = _batch_norm_front
+
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
                 "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
 

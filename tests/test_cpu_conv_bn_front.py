@@ -1,7 +1,8 @@
-"""The public ``conv2d`` / ``conv_transpose2d`` fronts (``ferro/_ops/fused.py``): positional geometry, as the
-modules pass it, runs the fused kernels without the entry and the rule (the rule's calls are counted), with
-PyTorch's values and gradients; the geometry's normalization is kept per call site, never for a mutable or a
-look-alike argument (``True``, ``1.0``); anything else goes the entry's way, with its named errors."""
+"""The public ``conv2d`` / ``conv_transpose2d`` / ``batch_norm`` fronts (``ferro/_ops/fused.py``): positional
+arguments, as the modules pass them, run the fused kernels without the entry and the op's rule (the rule's calls
+are counted), with PyTorch's values and gradients; conv's geometry normalization is kept per call site, never for
+a mutable or a look-alike argument (``True``, ``1.0``); anything else goes the entry's way, with its named errors.
+``BatchNorm2d`` counts its batches in place (by ``add_`` for a counter that is a view)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,15 @@ TF = torch.nn.functional
 RNG = np.random.default_rng(3)
 TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11},
        "float16": {"rtol": 2e-3, "atol": 2e-3}}
-NAMES = ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward")
+NAMES = ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
+         "batch_norm_forward", "batch_norm_backward")
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Counts of the fused kernels' calls and of the ops' rules (the entry's path) during the test."""
     counts = count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
-    for name in ("conv2d", "conv_transpose2d"):
+    for name in ("conv2d", "conv_transpose2d", "batch_norm"):
         op = REGISTRY[name]
         rule = op.rule
 
@@ -151,3 +153,51 @@ def test_front_errors_name_the_op(call: Any, words: tuple[str, ...]) -> None:
     with pytest.raises(Exception) as err:
         call()
     assert all(w in str(err.value) for w in words), err.value
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_module_takes_the_front(dtype: str, calls: dict[str, int]) -> None:
+    ours = ferro.nn.BatchNorm2d(3, momentum=0.3).to(getattr(ferro, dtype))
+    theirs = torch.nn.BatchNorm2d(3, momentum=0.3).to(getattr(torch, dtype))
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor([0.5, 2.0, -1.0])), theirs.bias.copy_(torch.tensor([0.1, 0.0, -0.3]))
+    ours.load_state_dict({k: ferro.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    version = ours.num_batches_tracked._version
+    for step in range(2):
+        x = RNG.standard_normal((4, 3, 5, 6)).astype(dtype) * 2 + step
+        g = RNG.standard_normal(x.shape).astype(dtype)
+        fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        y, ty = ours(fx), theirs(tx)
+        _close(y, ty, dtype)
+        y.backward(ferro.tensor(g))
+        ty.backward(torch.tensor(g))
+        _close(fx.grad, tx.grad, dtype)
+    for name, t in theirs.state_dict().items():
+        np.testing.assert_allclose(getattr(ours, name).detach().numpy(), t.numpy(), **TOL[dtype])
+    _close(ours.weight.grad, theirs.weight.grad, dtype)
+    _close(ours.bias.grad, theirs.bias.grad, dtype)
+    assert int(ours.num_batches_tracked) == 2 and ours.num_batches_tracked._version == version + 2
+    assert calls["batch_norm_forward"] == calls["batch_norm_backward"] == 2, calls
+    assert calls["batch_norm rule"] == 0, calls
+    ours.eval()
+    fx = ferro.tensor(x)
+    _close(ours(fx), theirs.eval()(torch.tensor(x)), dtype)  # the running statistics, by the front as well
+    assert int(ours.num_batches_tracked) == 2 and calls["batch_norm_forward"] == 3 and calls["batch_norm rule"] == 0
+
+
+def test_batch_norm_counter_views_errors_and_fallback() -> None:
+    bn = ferro.nn.BatchNorm2d(2)
+    x = ferro.randn(3, 2, 4, 4)
+    counter = bn.num_batches_tracked
+    view = counter.view(1)  # a view of the counter sees the count
+    bn(x)
+    assert int(counter) == 1 and int(view[0]) == 1
+    bn.num_batches_tracked = view[0]  # a counter that is itself a view: counted by add_, into its base
+    bn(x)
+    assert int(counter) == 2 and int(bn.num_batches_tracked) == 2
+    with pytest.raises(Exception) as err:  # a bad call still names the op
+        F.batch_norm(x, bn.running_mean, bn.running_var, ferro.randn(3), None, True, 0.1, 1e-5)
+    assert "batch_norm" in str(err.value)
+    half = F.batch_norm(x.half(), None, None, None, None, True, 0.1, 1e-5)  # float16: the decomposition
+    expected = TF.batch_norm(torch.tensor(x.numpy()).half().float(), None, None, None, None, True, 0.1, 1e-5)
+    _close(half, expected.half(), "float16")
