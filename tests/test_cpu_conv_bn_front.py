@@ -1,8 +1,8 @@
-"""The public ``conv2d`` / ``conv_transpose2d`` / ``batch_norm`` fronts (``ferro/_ops/fused.py``): positional
-arguments, as the modules pass them, run the fused kernels without the entry and the op's rule (the rule's calls
-are counted), with PyTorch's values and gradients; conv's geometry normalization is kept per call site, never for
-a mutable or a look-alike argument (``True``, ``1.0``); anything else goes the entry's way, with its named errors.
-``BatchNorm2d`` counts its batches in place (by ``add_`` for a counter that is a view)."""
+"""The public ``conv2d`` / ``conv_transpose2d`` / ``max_pool2d`` / ``batch_norm`` fronts (``ferro/_ops/fused.py``):
+positional arguments, as the modules pass them, run the fused kernels without the entry and the op's rule (the
+rule's calls are counted), with PyTorch's values and gradients; the geometry's normalization is kept per call
+site, never for a mutable or a look-alike argument (``True``, ``1.0``); anything else goes the entry's way, with
+its named errors. ``BatchNorm2d`` counts its batches in place (by ``add_`` for a counter that is a view)."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ RNG = np.random.default_rng(3)
 TOL = {"float32": {"rtol": 2e-5, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-11},
        "float16": {"rtol": 2e-3, "atol": 2e-3}}
 NAMES = ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward",
-         "batch_norm_forward", "batch_norm_backward")
+         "batch_norm_forward", "batch_norm_backward", "max_pool2d_forward", "max_pool2d_backward")
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     """Counts of the fused kernels' calls and of the ops' rules (the entry's path) during the test."""
     counts = count_calls(monkeypatch, ferro.tensor([0.0])._device, NAMES)
-    for name in ("conv2d", "conv_transpose2d", "batch_norm"):
+    for name in ("conv2d", "conv_transpose2d", "batch_norm", "max_pool2d"):
         op = REGISTRY[name]
         rule = op.rule
 
@@ -201,3 +201,35 @@ def test_batch_norm_counter_views_errors_and_fallback() -> None:
     half = F.batch_norm(x.half(), None, None, None, None, True, 0.1, 1e-5)  # float16: the decomposition
     expected = TF.batch_norm(torch.tensor(x.numpy()).half().float(), None, None, None, None, True, 0.1, 1e-5)
     _close(half, expected.half(), "float16")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("geometry", [(2,), (2, None), (3, 2, 1), ((2, 3), (1, 2), (1, 0), (2, 1))])
+def test_max_pool2d_front(geometry: tuple[Any, ...], dtype: str, calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((2, 3, 9, 8)).astype(dtype)
+    g_shape = tuple(TF.max_pool2d(torch.tensor(x), *geometry).shape)
+    for _ in range(2):  # the second call finds its geometry kept
+        fx, tx = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        y, ty = F.max_pool2d(fx, *geometry), TF.max_pool2d(tx, *geometry)
+        _close(y, ty, dtype)
+        g = RNG.standard_normal(g_shape).astype(dtype)
+        y.backward(ferro.tensor(g))
+        ty.backward(torch.tensor(g))
+        _close(fx.grad, tx.grad, dtype)
+    assert calls["max_pool2d_forward"] == calls["max_pool2d_backward"] == 2, calls
+    assert calls["max_pool2d rule"] == 0, calls
+
+
+def test_max_pool2d_module_and_fallbacks(calls: dict[str, int]) -> None:
+    x = RNG.standard_normal((2, 3, 6, 6)).astype("float32")
+    _close(ferro.nn.MaxPool2d(2)(ferro.tensor(x)), torch.nn.MaxPool2d(2)(torch.tensor(x)), "float32")
+    y16 = F.max_pool2d(ferro.tensor(x).half(), 3, 2, 1)
+    _close(y16, TF.max_pool2d(torch.tensor(x).half().float(), 3, 2, 1).half(), "float16")
+    assert calls["max_pool2d_forward"] == 2 and calls["max_pool2d rule"] == 0, calls
+    y, i = F.max_pool2d(ferro.tensor(x), 2, 2, 0, 1, False, True)  # indices: the entry's way
+    ty, ti = TF.max_pool2d(torch.tensor(x), 2, 2, 0, 1, False, True)
+    _close(y, ty, "float32")
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    with pytest.raises(Exception) as err:  # a padding over half the window: the entry's named error
+        F.max_pool2d(ferro.tensor(x), 2, 2, 2)
+    assert "max_pool2d" in str(err.value) and "pad" in str(err.value)

@@ -709,9 +709,7 @@ def _conv_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tenso
     name, table, decomposition = op.name, op.table, op.decomposition
     _, defaults, geometry_of, fits, c_out_of = _CONVS[name]
     n_geometry = len(defaults)
-    # (kernel size, the geometry arguments' ids) -> (those arguments, kept alive so that no id is reused while
-    # cached; the normalized geometry or None). Only immutable arguments are cached: ints, strings, tuples.
-    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (see _kept)
 
     def conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, *geometry: Any, **kwargs: Any) -> Tensor:
         try:
@@ -723,17 +721,7 @@ def _conv_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tenso
                     or not _plain(x) or not _plain(weight)):
                 raise KeyError
             xs, ws = x._data.shape, weight._data.shape
-            key = (ws[2:], *map(id, geometry))
-            hit = cache.get(key)
-            if hit is None:
-                given = geometry + defaults[len(geometry):]
-                got = geometry_of(ws[2:], *given)
-                if all(type(a) in _IMMUTABLE for a in geometry):
-                    if len(cache) >= 256:
-                        cache.clear()
-                    cache[key] = (geometry, got)
-            else:
-                got = hit[1]
+            got = _kept(cache, ws[2:], geometry, defaults, geometry_of)
             if got is None:
                 raise KeyError
             geo, least = got
@@ -751,7 +739,26 @@ def _conv_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tenso
     return conv
 
 
-_IMMUTABLE = frozenset({int, str, tuple})
+_IMMUTABLE = frozenset({int, str, tuple, type(None)})
+
+
+def _kept(cache: dict[tuple[Any, ...], tuple[Any, Any]], kernel: Any, geometry: tuple[Any, ...],
+          defaults: tuple[Any, ...], normalize: Callable[..., Any]) -> Any:
+    """``normalize(kernel, *geometry)`` (``geometry`` completed by ``defaults``), kept in ``cache`` per call site.
+    The key is the kernel size and the arguments' ids; the entry holds the arguments, so that no id is reused
+    while it is kept. Only immutable arguments are kept (ints, strings, None, tuples): a list may change."""
+    key = (kernel, *map(id, geometry))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    got = normalize(kernel, *geometry, *defaults[len(geometry):])
+    if all(type(a) in _IMMUTABLE for a in geometry):
+        if len(cache) >= 256:
+            cache.clear()
+        cache[key] = (geometry, got)
+    return got
+
+
 _FRONTS.update(conv2d=_conv_front, conv_transpose2d=_conv_front)
 
 
@@ -763,29 +770,82 @@ def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any,
     return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
 
 
-def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if (len(args) > len(names) or set(bound) - set(names) or x.ndim != 4
-            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
-        return None
-    kernel = _pair(bound.get("kernel_size"))
-    stride = bound.get("stride")
+def _max_pool2d_geometry(_: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                         dilation: Any = 1) -> tuple[tuple[Any, ...], tuple[int, int]] | None:
+    """max_pool2d's geometry as its kernels take it, ``(kernel, stride, padding, dilation)`` in pairs, and the
+    least input height and width that give an output; None where the rule leaves the call to the
+    decomposition (which raises where PyTorch does)."""
+    kernel = _pair(kernel_size)
     stride = kernel if stride is None or stride == [] else _pair(stride)
-    padding, dilation = _pair(bound.get("padding", 0)), _pair(bound.get("dilation", 1))
-    if kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1 or 0 in x.shape:
+    padding, dilation = _pair(padding), _pair(dilation)
+    if (kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1
+            or min(*stride, *dilation) <= 0 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel))):
         return None
-    if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
-        return None  # the decomposition raises
-    geometry = (kernel, stride, padding, dilation)
+    return (kernel, stride, padding, dilation), tuple(  # type: ignore[return-value]
+        dilation[i] * (kernel[i] - 1) + 1 - 2 * padding[i] for i in range(2))
+
+
+def _max_pool(name: str, kernels: Any, decomposition: Callable[..., Tensor], x: Tensor,
+              geometry: tuple[Any, ...]) -> Tensor:
+    """max_pool2d by its kernels: ``forward(x, *geometry) -> (y, argmax)``; a node over x."""
     y, argmax = kernels[0](x._data, *geometry)
     out = _wrap(y, x._dtype, x._device)
     if not (x._rg and _mode._state.enabled):
         return out
     # one node (no Function: its bookkeeping cost about a tenth of the digits CNN's pools)
-    return record(out, REGISTRY[name], (x,), (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
-                                                   "decomposition": decomposition}, (_max_pool2d_grad,))
+    return record1(out, REGISTRY[name], x, (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
+                                                  "decomposition": decomposition}, False, (_max_pool2d_grad,))
+
+
+_POOL_NAMES = ("kernel_size", "stride", "padding", "dilation")
+_POOL_DEFAULTS = (None, None, 0, 1)
+
+
+def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = (*_POOL_NAMES, "ceil_mode", "return_indices")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if (len(args) > len(names) or set(bound) - set(names) or x.ndim != 4
+            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
+        return None
+    got = _max_pool2d_geometry(None, *(bound.get(n, d) for n, d in zip(_POOL_NAMES, _POOL_DEFAULTS)))
+    xs = tuple(x.shape)
+    if got is None or 0 in xs or xs[2] < got[1][0] or xs[3] < got[1][1]:
+        return None  # the decomposition raises
+    return _max_pool(name, kernels, decomposition, x, got[0])
+
+
+def _max_pool2d_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``max_pool2d``: a dense 4-d tensor whose dtype the fused kernels take, the geometry positional
+    (as ``MaxPool2d`` passes it), no layer on, runs the kernels here (what :func:`_max_pool2d` would, the
+    geometry's normalization kept per call site); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (see _kept)
+
+    def max_pool2d(x: Tensor, *geometry: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or not 0 < len(geometry) <= 4:
+                raise KeyError
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            if dt not in dtypes or dt not in table or not _plain(x):
+                raise KeyError
+            got = _kept(cache, None, geometry, _POOL_DEFAULTS, _max_pool2d_geometry)
+            if got is None:
+                raise KeyError
+            xs = x._data.shape
+            if len(xs) != 4 or 0 in xs or xs[2] < got[1][0] or xs[3] < got[1][1]:
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *geometry, **kwargs)
+        return _max_pool(name, kernels, decomposition, x, got[0])
+
+    functools.update_wrapper(max_pool2d, public)
+    max_pool2d.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return max_pool2d
+
+
+_FRONTS["max_pool2d"] = _max_pool2d_front
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
