@@ -233,3 +233,20 @@ def test_max_pool2d_module_and_fallbacks(calls: dict[str, int]) -> None:
     with pytest.raises(Exception) as err:  # a padding over half the window: the entry's named error
         F.max_pool2d(ferro.tensor(x), 2, 2, 2)
     assert "max_pool2d" in str(err.value) and "pad" in str(err.value)
+
+
+def test_fronts_leave_calls_under_a_layer_to_the_entry(calls: dict[str, int]) -> None:
+    """autocast is a dispatch layer: the fronts hand the calls of the ops it wants (conv2d) to the entry, which
+    casts as PyTorch's; max_pool2d, which it leaves alone, still takes the front."""
+    x, w = ferro.randn(2, 2, 5, 5), ferro.randn(3, 2, 3, 3)
+    with ferro.autocast("cpu", dtype=ferro.bfloat16):
+        y = F.conv2d(x, w, None, 1, 1)
+        pooled = F.max_pool2d(x, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ty = TF.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), None, 1, 1)
+        tpooled = TF.max_pool2d(torch.tensor(x.numpy()), 2)
+    assert str(y.dtype) == "ferro.bfloat16" and ty.dtype == torch.bfloat16
+    assert str(pooled.dtype) == "ferro.float32" and tpooled.dtype == torch.float32
+    np.testing.assert_allclose(y.float().numpy(), ty.float().numpy(), rtol=2e-2, atol=5e-2)
+    assert calls["conv2d rule"] == 1 and calls["max_pool2d rule"] == 0, calls
+    assert calls["conv2d_forward"] == calls["max_pool2d_forward"] == 1, calls
