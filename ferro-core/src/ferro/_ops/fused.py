@@ -592,9 +592,12 @@ def _conv_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *,
                    kept: Any) -> tuple[Any, ...]:
     if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
         return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-    extra = {} if kept is None else {"kept": kept}
-    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
-    return tuple(None if a is None else _wrap(a, x._dtype, x._device) for a in got)
+    if kept is None:
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs)
+    else:
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, kept=kept)
+    dt, dev = x._dtype, x._device
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
 
 
 def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
@@ -862,8 +865,8 @@ def _batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, *, needs: 
         return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
                              g)
     dev, dt = x._device, x._dtype
-    return tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
-        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in kernels[1](
+        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)])
 
 
 _BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
