@@ -598,9 +598,12 @@ def _conv_backward(g: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, *,
                    kept: Any) -> tuple[Any, ...]:
     if _mode._state.enabled:  # create_graph: through the decomposition (exact to any order)
         return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, weight, bias, *geometry), g)
-    extra = {} if kept is None else {"kept": kept}
-    got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, **extra)
-    return tuple(None if a is None else _wrap(a, x._dtype, x._device) for a in got)
+    if kept is None:
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs)
+    else:
+        got = kernels[1](g._data, x._data, weight._data, bias is not None, *geometry, needs, kept=kept)
+    dt, dev = x._dtype, x._device
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in got])
 
 
 def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: Any, geometry: tuple[Any, ...],
@@ -623,19 +626,13 @@ def _conv(name: str, x: Tensor, weight: Tensor, bias: Tensor | None, kernels: An
                    "needs": needs}, (_conv_backward,), JointNode)
 
 
-def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-            args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("weight", "bias", "stride", "padding", "dilation", "groups")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+def _conv2d_geometry(kernel: tuple[int, ...], stride: Any, padding: Any, dilation: Any,
+                     groups: Any) -> tuple[tuple[Any, ...], tuple[int, int]] | None:
+    """conv2d's geometry as its kernels take it, ``(stride, padding, dilation, groups)`` in pairs, and the least
+    input height and width that give an output; None where the rule leaves the call to the decomposition."""
+    stride, dilation = _pair(stride), _pair(dilation)
+    if stride is None or dilation is None or not isinstance(groups, int) or groups < 1:
         return None
-    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
-    stride, dilation = _pair(bound.get("stride", 1)), _pair(bound.get("dilation", 1))
-    padding = bound.get("padding", 0)
-    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
-            or stride is None or dilation is None or 0 in x.shape or 0 in weight.shape):
-        return None
-    kernel = tuple(weight.shape[2:])
     if padding == "valid":
         padding = (0, 0)
     elif padding == "same":
@@ -643,38 +640,135 @@ def _conv2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Te
             return None  # a strided 'same' raises; an odd total padding is asymmetric
         padding = tuple(d * (k - 1) // 2 for d, k in zip(dilation, kernel))
     padding = None if isinstance(padding, str) else _pair(padding)
-    c_out = weight.shape[0]
-    if (padding is None or x.shape[1] != weight.shape[1] * groups or c_out % groups
-            or not _has_output(x, kernel, stride, padding, dilation)):
+    if padding is None or min(*stride, *dilation) <= 0 or min(padding) < 0:
         return None
-    if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
-           for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
-        return None
-    return _conv(name, x, weight, bias, kernels, (stride, padding, dilation, groups), decomposition)
+    return (stride, padding, dilation, groups), tuple(  # type: ignore[return-value]
+        dilation[i] * (kernel[i] - 1) + 1 - 2 * padding[i] for i in range(2))
 
 
-def _conv_transpose2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-                      args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
+def _conv2d_fits(xs: tuple[int, ...], ws: tuple[int, ...], groups: int, least: tuple[int, int]) -> bool:
+    """Whether x (N, C, H, W) and weight (O, C / groups, kH, kW) of these shapes make a conv2d with an output."""
+    return (len(xs) == 4 and len(ws) == 4 and xs[1] == ws[1] * groups and not ws[0] % groups
+            and xs[2] >= least[0] and xs[3] >= least[1] and 0 not in xs and 0 not in ws)
+
+
+def _conv_transpose2d_geometry(kernel: tuple[int, ...], stride: Any, padding: Any, output_padding: Any,
+                               groups: Any, dilation: Any) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
+    """conv_transpose2d's geometry as its kernels take it, ``(stride, padding, output_padding, groups,
+    dilation)``, and per spatial dim ``(stride, extent)``: the output size is ``(size - 1) * stride + extent``;
+    None where the rule leaves the call to the decomposition (which raises where PyTorch does)."""
+    stride, padding = _pair(stride), _pair(padding)
+    extra, dilation = _pair(output_padding), _pair(dilation)
+    if (not isinstance(groups, int) or groups < 1 or stride is None or padding is None or extra is None
+            or dilation is None or min(*stride, *dilation) < 1 or min(*padding, *extra) < 0
+            or any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation))):
+        return None
+    extent = tuple(dilation[i] * (kernel[i] - 1) + extra[i] - 2 * padding[i] for i in range(2))
+    return (stride, padding, extra, groups, dilation), (stride[0], extent[0], stride[1], extent[1])
+
+
+def _conv_transpose2d_fits(xs: tuple[int, ...], ws: tuple[int, ...], groups: int, least: tuple[int, ...]) -> bool:
+    """Whether x (N, C, H, W) and weight (C, O / groups, kH, kW) make a conv_transpose2d with an output."""
+    return (len(xs) == 4 and len(ws) == 4 and xs[1] == ws[0] and not ws[0] % groups
+            and (xs[2] - 1) * least[0] + least[1] >= 0 and (xs[3] - 1) * least[2] + least[3] >= 0
+            and 0 not in xs and 0 not in ws)
+
+
+#: op -> (its geometry's argument names after weight and bias, their defaults, the geometry's normalizer, the
+#: shape check, the output's channels from the weight's shape and groups). Either geometry has groups at 3.
+_CONVS: dict[str, tuple[tuple[str, ...], tuple[Any, ...], Callable[..., Any], Callable[..., bool],
+                        Callable[[tuple[int, ...], int], int]]] = {
+    "conv2d": (("stride", "padding", "dilation", "groups"), (1, 0, 1, 1), _conv2d_geometry, _conv2d_fits,
+               lambda ws, groups: ws[0]),
+    "conv_transpose2d": (("stride", "padding", "output_padding", "groups", "dilation"), (1, 0, 0, 1, 1),
+                         _conv_transpose2d_geometry, _conv_transpose2d_fits, lambda ws, groups: ws[1] * groups),
+}
+
+
+def _conv_rule(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    """conv2d / conv_transpose2d's rule: the arguments bound, their geometry normalized and checked."""
+    names, defaults, geometry_of, fits, c_out_of = _CONVS[name]
+    names = ("weight", "bias", *names)
     bound = dict(zip(names, args, strict=False)) | kwargs
-    if len(args) > len(names) or set(bound) - set(names) or x.ndim != 4:
+    if len(args) > len(names) or set(bound) - set(names):
         return None
-    weight, bias, groups = bound.get("weight"), bound.get("bias"), bound.get("groups", 1)
-    stride, padding = _pair(bound.get("stride", 1)), _pair(bound.get("padding", 0))
-    extra, dilation = _pair(bound.get("output_padding", 0)), _pair(bound.get("dilation", 1))
-    if (not isinstance(weight, Tensor) or weight.ndim != 4 or not isinstance(groups, int) or groups < 1
-            or None in (stride, padding, extra, dilation) or 0 in x.shape or 0 in weight.shape
-            or x.shape[1] != weight.shape[0] or weight.shape[0] % groups or min(*stride, *dilation) < 1
-            or min(*padding, *extra) < 0 or any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation))):
-        return None  # the decomposition raises where PyTorch does
-    if any((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1) + extra[i] < 0
-           for i in range(2)):
+    weight, bias = bound.get("weight"), bound.get("bias")
+    if not isinstance(weight, Tensor):
         return None
-    c_out = weight.shape[1] * groups
+    ws = tuple(weight.shape)
+    got = geometry_of(ws[2:], *(bound.get(n, d) for n, d in zip(names[2:], defaults)))
+    if got is None or not fits(tuple(x.shape), ws, got[0][3], got[1]):
+        return None
+    c_out = c_out_of(ws, got[0][3])
     if any(t is not None and (not isinstance(t, Tensor) or t._dtype is not x._dtype or t._device is not x._device)
            for t in (weight, bias)) or (bias is not None and tuple(bias.shape) != (c_out,)):
         return None
-    return _conv(name, x, weight, bias, kernels, (stride, padding, extra, groups, dilation), decomposition)
+    return _conv(name, x, weight, bias, kernels, got[0], decomposition)
+
+
+_conv2d = _conv_transpose2d = _conv_rule
+
+
+def _conv_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``conv2d`` / ``conv_transpose2d``: dense tensors of one dtype and device that the fused kernels
+    take, the geometry positional (as the modules pass it), no layer on, run the kernels here (what
+    :func:`_conv_rule` would, without the frames of the entry, the rule and :func:`run`, and with the geometry's
+    normalization kept per call site); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+    _, defaults, geometry_of, fits, c_out_of = _CONVS[name]
+    n_geometry = len(defaults)
+    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (see _kept)
+
+    def conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, *geometry: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or len(geometry) > n_geometry:
+                raise KeyError
+            dt, dev = x._dtype, x._device
+            kernels, dtypes = dev._fast[name]  # (a layer on: a KeyError)
+            if (dt not in dtypes or dt not in table or weight._dtype is not dt or weight._device is not dev
+                    or not _plain(x) or not _plain(weight)):
+                raise KeyError
+            xs, ws = x._data.shape, weight._data.shape
+            got = _kept(cache, ws[2:], geometry, defaults, geometry_of)
+            if got is None:
+                raise KeyError
+            geo, least = got
+            if not fits(xs, ws, geo[3], least):
+                raise KeyError
+            if bias is not None and (bias._dtype is not dt or bias._device is not dev or not _plain(bias)
+                                     or bias._data.shape != (c_out_of(ws, geo[3]),)):
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, weight, bias, *geometry, **kwargs)
+        return _conv(name, x, weight, bias, kernels, geo, decomposition)
+
+    functools.update_wrapper(conv, public)
+    conv.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return conv
+
+
+_IMMUTABLE = frozenset({int, str, tuple, type(None)})
+
+
+def _kept(cache: dict[tuple[Any, ...], tuple[Any, Any]], kernel: Any, geometry: tuple[Any, ...],
+          defaults: tuple[Any, ...], normalize: Callable[..., Any]) -> Any:
+    """``normalize(kernel, *geometry)`` (``geometry`` completed by ``defaults``), kept in ``cache`` per call site.
+    The key is the kernel size and the arguments' ids; the entry holds the arguments, so that no id is reused
+    while it is kept. Only immutable arguments are kept (ints, strings, None, tuples): a list may change."""
+    key = (kernel, *map(id, geometry))
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    got = normalize(kernel, *geometry, *defaults[len(geometry):])
+    if all(type(a) in _IMMUTABLE for a in geometry):
+        if len(cache) >= 256:
+            cache.clear()
+        cache[key] = (geometry, got)
+    return got
+
+
+_FRONTS.update(conv2d=_conv_front, conv_transpose2d=_conv_front)
 
 
 def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any, ...], argmax: Any,
@@ -685,29 +779,82 @@ def _max_pool2d_grad(g: Tensor, x: Tensor, *, kernels: Any, geometry: tuple[Any,
     return _wrap(kernels[1](g._data, x._data, argmax, *geometry), x._dtype, x._device)
 
 
-def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
-                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
-    names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-    bound = dict(zip(names, args, strict=False)) | kwargs
-    if (len(args) > len(names) or set(bound) - set(names) or x.ndim != 4
-            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
-        return None
-    kernel = _pair(bound.get("kernel_size"))
-    stride = bound.get("stride")
+def _max_pool2d_geometry(_: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                         dilation: Any = 1) -> tuple[tuple[Any, ...], tuple[int, int]] | None:
+    """max_pool2d's geometry as its kernels take it, ``(kernel, stride, padding, dilation)`` in pairs, and the
+    least input height and width that give an output; None where the rule leaves the call to the
+    decomposition (which raises where PyTorch does)."""
+    kernel = _pair(kernel_size)
     stride = kernel if stride is None or stride == [] else _pair(stride)
-    padding, dilation = _pair(bound.get("padding", 0)), _pair(bound.get("dilation", 1))
-    if kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1 or 0 in x.shape:
+    padding, dilation = _pair(padding), _pair(dilation)
+    if (kernel is None or stride is None or padding is None or dilation is None or min(kernel) < 1
+            or min(*stride, *dilation) <= 0 or min(padding) < 0 or any(2 * p > k for p, k in zip(padding, kernel))):
         return None
-    if any(2 * p > k for p, k in zip(padding, kernel)) or not _has_output(x, kernel, stride, padding, dilation):
-        return None  # the decomposition raises
-    geometry = (kernel, stride, padding, dilation)
+    return (kernel, stride, padding, dilation), tuple(  # type: ignore[return-value]
+        dilation[i] * (kernel[i] - 1) + 1 - 2 * padding[i] for i in range(2))
+
+
+def _max_pool(name: str, kernels: Any, decomposition: Callable[..., Tensor], x: Tensor,
+              geometry: tuple[Any, ...]) -> Tensor:
+    """max_pool2d by its kernels: ``forward(x, *geometry) -> (y, argmax)``; a node over x."""
     y, argmax = kernels[0](x._data, *geometry)
     out = _wrap(y, x._dtype, x._device)
     if not (x._rg and _mode._state.enabled):
         return out
     # one node (no Function: its bookkeeping cost about a tenth of the digits CNN's pools)
-    return record(out, REGISTRY[name], (x,), (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
-                                                   "decomposition": decomposition}, (_max_pool2d_grad,))
+    return record1(out, REGISTRY[name], x, (x,), {"kernels": kernels, "geometry": geometry, "argmax": argmax,
+                                                  "decomposition": decomposition}, False, (_max_pool2d_grad,))
+
+
+_POOL_NAMES = ("kernel_size", "stride", "padding", "dilation")
+_POOL_DEFAULTS = (None, None, 0, 1)
+
+
+def _max_pool2d(name: str, kernels: tuple[Any, Any], decomposition: Callable[..., Tensor], x: Any,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor | None:
+    names = (*_POOL_NAMES, "ceil_mode", "return_indices")
+    bound = dict(zip(names, args, strict=False)) | kwargs
+    if (len(args) > len(names) or set(bound) - set(names) or x.ndim != 4
+            or bound.get("ceil_mode") or bound.get("return_indices")):  # those options: the decomposition
+        return None
+    got = _max_pool2d_geometry(None, *(bound.get(n, d) for n, d in zip(_POOL_NAMES, _POOL_DEFAULTS)))
+    xs = tuple(x.shape)
+    if got is None or 0 in xs or xs[2] < got[1][0] or xs[3] < got[1][1]:
+        return None  # the decomposition raises
+    return _max_pool(name, kernels, decomposition, x, got[0])
+
+
+def _max_pool2d_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``max_pool2d``: a dense 4-d tensor whose dtype the fused kernels take, the geometry positional
+    (as ``MaxPool2d`` passes it), no layer on, runs the kernels here (what :func:`_max_pool2d` would, the
+    geometry's normalization kept per call site); any other call goes to ``public``, the op's entry."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+    cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (see _kept)
+
+    def max_pool2d(x: Tensor, *geometry: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or not 0 < len(geometry) <= 4:
+                raise KeyError
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            if dt not in dtypes or dt not in table or not _plain(x):
+                raise KeyError
+            got = _kept(cache, None, geometry, _POOL_DEFAULTS, _max_pool2d_geometry)
+            if got is None:
+                raise KeyError
+            xs = x._data.shape
+            if len(xs) != 4 or 0 in xs or xs[2] < got[1][0] or xs[3] < got[1][1]:
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *geometry, **kwargs)
+        return _max_pool(name, kernels, decomposition, x, got[0])
+
+    functools.update_wrapper(max_pool2d, public)
+    max_pool2d.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return max_pool2d
+
+
+_FRONTS["max_pool2d"] = _max_pool2d_front
 
 
 # -- batch_norm: forward(x, weight|None, bias|None, running_mean|None, running_var|None, training, momentum, eps)
@@ -724,8 +871,8 @@ def _batch_norm_backward(g: Tensor, x: Tensor, weight: Tensor | None, *, needs: 
         return _grad_through(decomposition, (x, weight, bias), lambda f: f(x, *stats, weight, bias, training, 0.0, eps),
                              g)
     dev, dt = x._device, x._dtype
-    return tuple(None if a is None else _wrap(a, dt, dev) for a in kernels[1](
-        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs))
+    return tuple([None if a is None else _wrap(a, dt, dev) for a in kernels[1](
+        g._data, x._data, None if weight is None else weight._data, mean, rstd, training, needs)])
 
 
 _BN_ARGS = ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
@@ -776,6 +923,32 @@ def _batch_norm(name: str, kernels: tuple[Any, Any], decomposition: Callable[...
                    "training": training, "eps": eps, "decomposition": decomposition, "mean": mean, "rstd": rstd,
                    "needs": needs}, (_batch_norm_backward,), JointNode)
 
+
+def _batch_norm_front(op: OpDef, public: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The public ``batch_norm``: a call by position (as the modules make it) of a tensor whose dtype the fused
+    kernels take, no layer on, goes to :func:`_batch_norm` at once (without the frames of the entry and
+    :func:`run`); any other call, or one the rule leaves to the decomposition, goes to ``public``."""
+    name, table, decomposition = op.name, op.table, op.decomposition
+
+    def batch_norm(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            if kwargs or len(args) != 7:
+                raise KeyError
+            dt = x._dtype
+            kernels, dtypes = x._device._fast[name]  # (a layer on: a KeyError)
+            if dt not in dtypes or dt not in table:
+                raise KeyError
+        except (AttributeError, KeyError, TypeError):
+            return public(x, *args, **kwargs)
+        out = _batch_norm(name, kernels, decomposition, x, args, {})
+        return public(x, *args) if out is None else out
+
+    functools.update_wrapper(batch_norm, public)
+    batch_norm.__dispatches__ = True  # type: ignore[attr-defined]  # its other calls step into the layers
+    return batch_norm
+
+
+_FRONTS["batch_norm"] = _batch_norm_front
 
 _ACTIVATIONS = ("gelu", "silu", "softplus", "mish", "elu", "celu", "selu", "leaky_relu", "hardtanh", "relu6",
                 "hardsigmoid", "hardswish", "softsign", "logsigmoid", "tanhshrink")
