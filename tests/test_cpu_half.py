@@ -284,7 +284,11 @@ def test_16_bit_fronts_call_other_dtypes_straight() -> None:
         return x * n * scale + len(rest) + len(extra)
     front = half.kernel(kernel)
     assert inspect.signature(front).parameters.keys() == inspect.signature(kernel).parameters.keys()
-    assert front.__name__ == "kernel"
+    assert front.__name__ == "kernel" and front.__module__ == kernel.__module__ == __name__
+    # every front of the table is named for its kernel's module (ferro.compile reads it to find its kernels)
+    fronts = [k for k in kernels.values() if getattr(getattr(k, "__code__", None), "co_filename", "").endswith(
+        "16-bit front>")]
+    assert fronts and all(isinstance(k.__module__, str) and k.__module__.startswith("ferro_cpu") for k in fronts)
     one = np.ones(2, np.float32)
     np.testing.assert_array_equal(front(one), kernel(one))
     np.testing.assert_array_equal(front(one, 3, 0, 0, scale=0.5, a=1), kernel(one, 3, 0, 0, scale=0.5, a=1))

@@ -187,4 +187,8 @@ def _front(fn: Callable[..., Any], widened: Callable[..., Any], halves: set[Any]
         scope: dict[str, Any] = {}
         exec(compile(source, "<ferro_cpu 16-bit front>", "exec"), scope)
         make = _MAKERS[key] = scope["make"]
-    return make(fn, widened, halves, defaults, kwdefaults)
+    front = make(fn, widened, halves, defaults, kwdefaults)
+    # named as the kernel it fronts (the compiler and the error messages read these; exec'd code has no module)
+    front.__module__, front.__doc__ = getattr(fn, "__module__", __name__), getattr(fn, "__doc__", None)
+    front.__name__ = front.__qualname__ = getattr(fn, "__name__", "kernel")
+    return front
