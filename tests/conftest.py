@@ -106,3 +106,33 @@ def functions_entered(call: Any, module: str) -> list[str]:
     finally:
         sys.setprofile(None)
     return names
+
+
+@pytest.fixture
+def threads_as_asked(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """ferro-cpu's threads as many as asked, however busy the machine is (its idle-core look off), and the
+    thread count put back after the test; the cpu backend loaded (its threads set up)."""
+    import ferro
+    threads = pytest.importorskip("ferro_cpu._threads")
+    monkeypatch.setattr(threads, "follow_load", False)
+    before = ferro.get_num_threads()
+    ferro.tensor([0.0]) + 1
+    yield
+    ferro.set_num_threads(before)
+
+
+def ferro_torch_scores(x: Any, w: Any, dtype: str, strided: bool) -> tuple[Any, Any, Any, Any, Any]:
+    """Scores ``x`` (a NumPy array) as a ferro leaf and a torch leaf that require grad, in ``dtype``, and class
+    weights ``w`` (None or an array) beside each: ``(leaf, fx, tx, fw, tw)``, ``fx`` ferro's scores. ``strided``:
+    those are a transposed view of the leaf, a column-major copy, so that the loss kernels get a column-major
+    input."""
+    import torch
+
+    import ferro
+    leaf = ferro.tensor(x.T.copy(order="C") if strided else x).to(getattr(ferro, dtype))
+    leaf.requires_grad_()
+    fx = leaf.t() if strided else leaf
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    fw = None if w is None else ferro.tensor(w).to(fx.dtype)
+    tw = None if w is None else torch.tensor(w).to(tx.dtype)
+    return leaf, fx, tx, fw, tw

@@ -11,7 +11,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls, functions_entered
+from conftest import count_calls, ferro_torch_scores, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -139,12 +139,7 @@ def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -
     if case == "extreme":
         x[0, 1], x[1, :], x[2, 4], x[3, 0] = np.inf, -np.inf, np.nan, 1e4
     w = RNG.random(c).astype(x.dtype) if case == "weighted" else None
-    leaf = ferro.tensor(np.ascontiguousarray(x.T) if case == "strided" else x).to(getattr(ferro, dtype))
-    leaf.requires_grad_()
-    fx = leaf.t() if case == "strided" else leaf  # (strided: a transposed view, its kernels' input column-major)
-    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
-    fw = None if w is None else ferro.tensor(w).to(fx.dtype)
-    tw = None if w is None else torch.tensor(w).to(tx.dtype)
+    leaf, fx, tx, fw, tw = ferro_torch_scores(x, w, dtype, case == "strided")
     got: list[ferro.Tensor] = []
     forward = functions_entered(
         lambda: got.append(F.cross_entropy(fx, ferro.tensor(target), fw, ignore_index=ignore)), "ferro_cpu/_losses.py")

@@ -11,7 +11,7 @@ import pytest
 import ferro
 import ferro.nn.functional as F
 
-from conftest import count_calls, functions_entered
+from conftest import count_calls, ferro_torch_scores, functions_entered
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -162,12 +162,7 @@ def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -
     ignore = 3 if case == "ignored" else -100
     w = RNG.random(10).astype(x.dtype) if case == "weighted" else None
     reduction = "none" if case == "none" else "mean"
-    leaf = ferro.tensor(np.ascontiguousarray(x.T) if case == "strided" else x).to(getattr(ferro, dtype))
-    leaf.requires_grad_()
-    fx = leaf.t() if case == "strided" else leaf  # (strided: a transposed view, its kernels' input column-major)
-    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
-    fw = None if w is None else ferro.tensor(w).to(fx.dtype)
-    tw = None if w is None else torch.tensor(w).to(tx.dtype)
+    leaf, fx, tx, fw, tw = ferro_torch_scores(x, w, dtype, case == "strided")
     got: list[ferro.Tensor] = []
     forward = functions_entered(lambda: got.append(F.nll_loss(fx, ferro.tensor(target), fw, ignore_index=ignore,
                                                               reduction=reduction)), "ferro_cpu/_rows.py")

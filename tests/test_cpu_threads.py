@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,13 +25,7 @@ TF = torch.nn.functional
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def restore_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(threads, "follow_load", False)  # the threads asked for, however busy the machine is
-    before = ferro.get_num_threads()
-    ferro.tensor([0.0]) + 1  # the cpu backend loaded (its threads set up)
-    yield
-    ferro.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("threads_as_asked")  # (conftest.py)
 
 
 def _run(fn: Callable[..., Any], arrays: list[np.ndarray], grad: np.ndarray, n: int) -> tuple[list[np.ndarray], int]:

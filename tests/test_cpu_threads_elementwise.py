@@ -4,7 +4,7 @@ PyTorch's values, gradients too); small arrays, and stacks of small matrices, st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,13 +19,7 @@ blocked = pytest.importorskip("ferro_cpu._blocked")
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def restore_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(threads, "follow_load", False)  # the threads asked for, however busy the machine is
-    before = ferro.get_num_threads()
-    ferro.tensor([0.0]) + 1  # the cpu backend loaded (its threads set up)
-    yield
-    ferro.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("threads_as_asked")  # (conftest.py)
 
 
 # (op on ferro / torch tensors, the NumPy function it computes): unary, binary, broadcast, scalar, comparison

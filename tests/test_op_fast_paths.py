@@ -12,6 +12,8 @@ import pytest
 import ferro
 from ferro.testing import assert_close
 
+from conftest import functions_entered
+
 torch = pytest.importorskip("torch")
 rng = np.random.default_rng(11)
 
@@ -459,18 +461,7 @@ def test_filled_sizes_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, dtype
 
 def _frames_in(path_end: str, call: Any) -> int:
     """How many Python frames of files whose path ends with ``path_end`` ``call()`` enters."""
-    import sys
-    seen = []
-
-    def prof(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename.endswith(path_end):
-            seen.append(frame.f_code.co_name)
-    sys.setprofile(prof)
-    try:
-        call()
-    finally:
-        sys.setprofile(None)
-    return len(seen)
+    return len(functions_entered(call, path_end))
 
 
 @pytest.mark.parametrize("grad", [False, True])
