@@ -203,6 +203,27 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         last = 0 if reverse else steps
         return out, np.ascontiguousarray(hz[last].T), np.ascontiguousarray(acts[last, h4:].T), acts, z, tcs
 
+    def slopes(s: Any, ks: Any, k_o: Any, k_if: Any, carried: Any, g: Any, kg: Any, i: Any, o: Any, f: Any,
+               tcs: Any, fa: Any, reverse: bool) -> None:
+        """The LSTM backward's per-step coefficients, in either layout (views of its gates ``o, i, f, g`` and
+        ``c_prev``): d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g), dc = dh * a + dc_carry * f_carry.
+        ``s``: the three sigmoid gates, ``ks`` / ``k_o`` / ``k_if`` / ``kg``: where their slopes go (k's parts),
+        ``carried``: what i and f multiply (g, c_prev); ``fa[t]`` gets [a_t, f of the step the loop ran
+        before t] (1 for the first: dc starts as d_cn)."""
+        np.multiply(s, s, out=ks)
+        np.subtract(s, ks, out=ks)  # s (1 - s), the sigmoids' slope
+        k_o *= tcs
+        k_if *= carried  # i by g, f by c_prev
+        np.multiply(g, g, out=kg)
+        np.subtract(1, kg, out=kg)
+        kg *= i
+        a = np.multiply(tcs, tcs, out=fa[:, 0])
+        np.subtract(1, a, out=a)
+        a *= o
+        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+        fa[first, 1] = 1
+        fa[rest, 1] = prior
+
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         if in_blocks(x.shape[1], w_hh.shape[1], x.shape[2], has_bias):
@@ -223,21 +244,8 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                                             (2, hidden, batch))
         dst = dm.transpose(1, 0, 2) if direct else dpre  # step t's: dst[t]
         # d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
-        s = gates[:, :h3]
-        np.multiply(s, s, out=k[:, :h3])
-        np.subtract(s, k[:, :h3], out=k[:, :h3])  # s (1 - s), the sigmoids' slope
-        k[:, :hidden] *= tcs
-        k[:, hidden:h3] *= gates[:, h3:]  # i by g, f by c_prev
-        kg = np.multiply(g, g, out=k[:, h3:])
-        np.subtract(1, kg, out=kg)
-        kg *= gates[:, hidden:h2]
-        a = np.multiply(tcs, tcs, out=fa[:, 0])
-        np.subtract(1, a, out=a)
-        a *= o
-        # fa[t] = [a_t; f of the step the loop ran before t] (1 for the first: dc starts as d_cn)
-        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
-        fa[first, 1] = 1
-        fa[rest, 1] = prior
+        slopes(gates[:, :h3], k[:, :h3], k[:, :hidden], k[:, hidden:h3], gates[:, h3:], g, k[:, h3:],
+               gates[:, hidden:h2], o, f, tcs, fa, reverse)
         to_ogif(w.T, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
@@ -339,21 +347,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         k, fa, dpre, w, e, pair = carve(dtype, (steps, 4, batch, hidden), (steps, 2, batch, hidden),
                                         (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
         # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
-        s = gates[:, :3]
-        np.multiply(s, s, out=k[:, :3])
-        np.subtract(s, k[:, :3], out=k[:, :3])  # s (1 - s), the sigmoids' slope
-        k[:, 0] *= tcs
-        k[:, 1:3] *= gates[:, 3:]  # i by g, f by c_prev
-        kg = np.multiply(g, g, out=k[:, 3])
-        np.subtract(1, kg, out=kg)
-        kg *= i
-        a = np.multiply(tcs, tcs, out=fa[:, 0])
-        np.subtract(1, a, out=a)
-        a *= o
-        # fa[t] = [a_t, f of the step the loop ran before t] (1 for the first: dc starts as d_cn)
-        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
-        fa[first, 1] = 1
-        fa[rest, 1] = prior
+        slopes(gates[:, :3], k[:, :3], k[:, 0], k[:, 1:3], gates[:, 3:], g, k[:, 3], i, o, f, tcs, fa, reverse)
         to_ogif(w, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
