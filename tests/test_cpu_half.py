@@ -286,11 +286,43 @@ def test_16_bit_fronts_call_other_dtypes_straight() -> None:
     assert inspect.signature(front).parameters.keys() == inspect.signature(kernel).parameters.keys()
     assert front.__name__ == "kernel" and front.__module__ == kernel.__module__ == __name__
     # every front of the table is named for its kernel's module (ferro.compile reads it to find its kernels)
+    # (compiled at the binding, or with the package in _half_fronts.py)
     fronts = [k for k in kernels.values() if getattr(getattr(k, "__code__", None), "co_filename", "").endswith(
-        "16-bit front>")]
+        ("16-bit front>", "_half_fronts.py"))]
     assert fronts and all(isinstance(k.__module__, str) and k.__module__.startswith("ferro_cpu") for k in fronts)
     one = np.ones(2, np.float32)
     np.testing.assert_array_equal(front(one), kernel(one))
     np.testing.assert_array_equal(front(one, 3, 0, 0, scale=0.5, a=1), kernel(one, 3, 0, 0, scale=0.5, a=1))
     got = front(one.astype(np.float16), 3, scale=0.5)
     assert got.dtype == np.float16 and got.tolist() == [1.5, 1.5]
+
+
+def test_precompiled_16_bit_fronts_are_the_compiled_ones() -> None:
+    """``_half_fronts.py`` holds, for each signature, the maker ``_half.maker_source`` would compile, and every
+    front a cpu device's binding makes is in it (regenerate with ``python -m ferro_cpu._half``)."""
+    from ferro_cpu import _half
+    from ferro_cpu._half_fronts import PRECOMPILED
+
+    def kernel_code(make: Callable[..., Any]) -> Any:
+        return next(c for c in make.__code__.co_consts if inspect.iscode(c))
+    assert PRECOMPILED
+    for key, make in PRECOMPILED.items():
+        scope: dict[str, Any] = {}
+        exec(compile(_half.maker_source(key), "<front>", "exec", dont_inherit=True), scope)  # as _half does
+        want, got = kernel_code(scope["make"]), kernel_code(make)
+        assert (got.co_code, got.co_varnames, got.co_names, got.co_consts, got.co_argcount,
+                got.co_kwonlyargcount, got.co_flags) == (want.co_code, want.co_varnames, want.co_names,
+                                                         want.co_consts, want.co_argcount,
+                                                         want.co_kwonlyargcount, want.co_flags), key
+    seen = set(_half._MAKERS)
+    kernels = ferro.device("cpu").backend.kernels(0)
+    made = [k for k in set(_half._MAKERS) - seen]
+    assert made == [], f"fronts compiled at binding, not in _half_fronts.py (python -m ferro_cpu._half): {made}"
+    # and a precompiled front runs as a compiled one: straight for float32, widened for float16
+    x = np.array([[1.0, -2.0, 3.0]], np.float32)
+    np.testing.assert_allclose(kernels["log_softmax"](x, -1), kernels["log_softmax"](x.astype(np.float64), -1),
+                               rtol=1e-6)
+    x16 = x.astype(np.float16)
+    got = kernels["log_softmax"](x16, -1)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, kernels["log_softmax"](x16.astype(np.float32), -1).astype(np.float16))

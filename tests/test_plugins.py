@@ -552,3 +552,35 @@ def test_a_second_plugin_with_a_taken_name_leaves_the_first_alone() -> None:
     assert "toy" in installed, "the plugin already registered under that name keeps its backends"
     assert testgood_broken is False, "the good plugin is not reported broken for someone else's mistake"
     assert values == [2.0, 2.0]
+
+
+def test_manager_reads_module_hooks_as_pluggy_does() -> None:
+    """ferro's plugin manager answers ``parse_hookimpl_opts`` for a module plugin from its ``__dict__``: the
+    same answer as pluggy's own for every name of every installed plugin (and for a module holding a
+    ``staticmethod``, a class and a bound method, which go to pluggy)."""
+    import types
+
+    import pluggy
+
+    from ferro.backends import _hookspec, _registry
+    _registry.load()
+    pm = _registry._manager()
+    assert isinstance(pm, _hookspec.Manager)
+    plain = pluggy.PluginManager(_hookspec.PROJECT)
+    odd = types.ModuleType("odd")
+
+    class Holder:
+        @_hookspec.hookimpl
+        def ferro_report_info(self) -> None:
+            return None
+    odd.static = staticmethod(_hookspec.hookimpl(lambda: 1))
+    odd.bound = Holder().ferro_report_info
+    odd.Holder = Holder
+    plugins = [p for p in pm.get_plugins() if isinstance(p, types.ModuleType)] + [odd]
+    seen = 0
+    for plugin in plugins:
+        for name in dir(plugin):
+            got, want = pm.parse_hookimpl_opts(plugin, name), plain.parse_hookimpl_opts(plugin, name)
+            assert got == want, (plugin, name)
+            seen += got is not None
+    assert seen >= 2 * len(plugins) - 2  # every plugin has its version hook and one more, at least

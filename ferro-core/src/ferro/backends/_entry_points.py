@@ -108,6 +108,9 @@ def _infos(root: Any) -> list[str]:
         raise _Unusual from None  # a zip: importlib.metadata reads it through zipfile
     except OSError:
         return []
+    listing = "\n".join(children).lower()
+    if ".dist-info" not in listing and ".egg-info" not in listing:
+        return []  # (the standard library's folders, a project's sources: hundreds of names, none of them)
     by_name: dict[str, list[str]] = {}
     for child in children:
         low = child.lower()
@@ -150,7 +153,9 @@ def _scan(group: str) -> list[EntryPoint]:
             if key in seen:
                 continue
             seen.add(key)
-            text = _read(os.path.join(path, "entry_points.txt"))
+            file = os.path.join(path, "entry_points.txt")
+            # (most distributions have none: asking costs one system call, a failed open() an exception too)
+            text = _read(file) if os.access(file, os.F_OK) else None
             if text:
                 out.extend(_parse(text, group, Distribution(path)))
     return out

@@ -69,10 +69,8 @@ _state = _State()
 
 def _manager() -> pluggy.PluginManager:
     if _state.pm is None:
-        import pluggy
-
-        from ._hookspec import PROJECT, FerroHookSpec
-        pm = pluggy.PluginManager(PROJECT)
+        from ._hookspec import PROJECT, FerroHookSpec, Manager
+        pm = Manager(PROJECT)
         pm.add_hookspecs(FerroHookSpec)
         _state.pm = pm
     return _state.pm
