@@ -584,3 +584,15 @@ def test_manager_reads_module_hooks_as_pluggy_does() -> None:
             assert got == want, (plugin, name)
             seen += got is not None
     assert seen >= 2 * len(plugins) - 2  # every plugin has its version hook and one more, at least
+
+
+def test_known_kernel_names_answer_as_the_gathered_set() -> None:
+    """The names a kernel hook may hand over, asked one by one (``_Known``), are those of ``_known_kernels``."""
+    from ferro.backends._registry import REGISTRY, _Known, _known_kernels
+    ferro.backends.installed()
+    own = {"my_own_kernel": abs}
+    known, every = _Known(own), _known_kernels(own)
+    names = set(every) | {"nope", "add_forward_backward", "add_backward_forward", "my_own_kernel_forward", "", 3}
+    names |= {f"{n}x" for n in REGISTRY}
+    for name in names:
+        assert (name in known) == (name in every), name

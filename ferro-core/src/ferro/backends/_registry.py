@@ -332,7 +332,7 @@ def _overrides(backend: Backend, own: Mapping[str, Any]) -> dict[str, Callable[.
     """Kernels other plugins contribute to ``backend``, whose own table is ``own``, by the hook's precedence."""
     pm = _manager()
     merged: dict[str, Callable[..., Any]] = {}
-    known: set[str] | None = None  # the valid names (:func:`_known_kernels`), once a plugin hands a table over
+    known = _Known(own)  # the valid names (:func:`_known_kernels`)
     # get_hookimpls() lists implementations in reverse call order: applying
     # them in list order lets the first in call order win.
     for impl in list(pm.hook.ferro_register_kernels.get_hookimpls()):
@@ -347,8 +347,6 @@ def _overrides(backend: Backend, own: Mapping[str, Any]) -> dict[str, Callable[.
             continue
         if result is None:
             continue
-        if known is None:
-            known = _known_kernels(own)
         error = _table_error(result, known)
         if error is not None:
             _mark_broken(plugin_name, f"{what} {error}")
@@ -367,6 +365,29 @@ def _known_kernels(own: Mapping[str, Any]) -> set[str]:
         names.update(op.kernels)
         names.update((f"{name}_forward", f"{name}_backward"))
     return names
+
+
+class _Known:
+    """``name in _Known(own)`` is ``name in _known_kernels(own)``, without gathering the ~1500 names (0.3 ms)
+    for a name found directly: in the contract, in ``own``, an op's own kernel, or an op's fused pair."""
+
+    def __init__(self, own: Mapping[str, Any]) -> None:
+        self.own = own
+        self.all: set[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if name in KERNELS or name in self.own:
+            return True
+        if isinstance(name, str):
+            op = REGISTRY.get(name)
+            if op is not None and name in op.kernels:
+                return True
+            for suffix in ("_forward", "_backward"):
+                if name.endswith(suffix) and name[:-len(suffix)] in REGISTRY:
+                    return True
+        if self.all is None:
+            self.all = _known_kernels(self.own)
+        return name in self.all
 
 
 def _from_backend(backend: Backend, what: str, call: Callable[[], Any]) -> Any:
