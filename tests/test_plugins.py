@@ -596,3 +596,82 @@ def test_known_kernel_names_answer_as_the_gathered_set() -> None:
     names |= {f"{n}x" for n in REGISTRY}
     for name in names:
         assert (name in known) == (name in every), name
+
+
+def test_declared_backends_load_when_asked_for() -> None:
+    """ferro-cuda and ferro-opencl declare their backends' names: the cpu device's first op does not import
+    their backend modules; asking for one imports it, listing the backends imports both, in plugin order."""
+    got = run_json("""
+        import json, sys
+        import ferro
+        from ferro.backends import _registry
+        ferro.ones(2) + 1
+        first = sorted(m for m in ("ferro_cuda._backend", "ferro_opencl._backend") if m in sys.modules)
+        deferred = sorted(_registry._state.deferred)
+        b = ferro.backends.get("opencl")
+        after_get = sorted(m for m in ("ferro_cuda._backend", "ferro_opencl._backend") if m in sys.modules)
+        order = list(_registry.backends())
+        plugins = [n for n in _registry._state.plugins if any(x.plugin == n for x in _registry.backends().values())]
+        print(json.dumps({"first": first, "deferred": deferred, "after_get": after_get, "order": order,
+                          "by_plugin": [_registry.backends()[n].plugin for n in order], "plugins": plugins,
+                          "type": type(b).__name__, "left": sorted(_registry._state.deferred)}))
+    """)
+    assert got["first"] == [] and got["deferred"] == ["cuda", "opencl"]
+    assert got["after_get"] == ["ferro_opencl._backend"] and got["type"] == "OpenCLBackend"
+    assert got["left"] == [] and {"cpu", "cuda", "opencl"} <= set(got["order"])
+    # every backend listed where its plugin was registered, as if none had waited
+    assert sorted(got["by_plugin"], key=got["plugins"].index) == got["by_plugin"]
+
+
+DECLARING = """
+    import json, types, warnings
+    import ferro
+    from ferro.backends import ArrayAPIBackend, _registry, hookimpl, register_plugin
+    made = []
+
+    def plugin(name, backend, declared):
+        class Mine(ArrayAPIBackend):
+            module_name = "numpy"
+        Mine.name = backend
+        m = types.ModuleType(name)
+
+        @hookimpl
+        def ferro_plugin_api_version():
+            return 1
+
+        @hookimpl
+        def ferro_register_backends():
+            made.append(name)
+            return [Mine()]
+        if declared:
+            ferro_register_backends.ferro_backend_names = (declared,)
+        m.ferro_plugin_api_version, m.ferro_register_backends = ferro_plugin_api_version, ferro_register_backends
+        return m
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = {}
+        register_plugin(plugin("early", "same", "same"), "early")
+        out["made_after_early"] = list(made)
+        register_plugin(plugin("late", "same", None), "late")  # eager, same name: the earlier plugin wins
+        out["made"] = list(made)
+        out["same"] = ferro.backends.get("same").plugin
+        register_plugin(plugin("liar", "other", "declared"), "liar")  # declares one name, returns another
+        out["other"] = ferro.backends.get("other").plugin
+        try:
+            ferro.backends.get("nothing")
+        except Exception as e:
+            out["missing"] = type(e).__name__
+        out["broken"] = sorted(_registry.broken())
+        out["warned"] = [str(x.message) for x in w]
+    print(json.dumps(out))
+"""
+
+
+def test_a_declared_name_is_taken_in_plugin_order() -> None:
+    """A plugin registered first keeps a backend name it declared (deferred) when a later plugin hands over the
+    same name, as when nothing waits; a backend found under an undeclared name is still found."""
+    got = run_json(DECLARING)
+    assert got["made_after_early"] == [] and sorted(got["made"]) == ["early", "late"]
+    assert got["same"] == "early" and "late" in got["broken"] and not {"early", "liar"} & set(got["broken"])
+    assert any("'same' is already taken by plugin 'early'" in m for m in got["warned"])
+    assert got["other"] == "liar" and got["missing"] == "BackendNotFoundError"

@@ -6,7 +6,8 @@ from typing import Any
 
 from ferro.backends import backend_plugin, hookimpl
 
-ferro_plugin_api_version, ferro_register_backends = backend_plugin("ferro_cuda._backend:CudaBackend")
+ferro_plugin_api_version, ferro_register_backends = backend_plugin("ferro_cuda._backend:CudaBackend",
+                                                                   names=("cuda",))
 
 
 @hookimpl

@@ -2,4 +2,5 @@
 
 from ferro.backends import backend_plugin
 
-ferro_plugin_api_version, ferro_register_backends = backend_plugin("ferro_opencl._backend:OpenCLBackend")
+ferro_plugin_api_version, ferro_register_backends = backend_plugin("ferro_opencl._backend:OpenCLBackend",
+                                                                   names=("opencl",))

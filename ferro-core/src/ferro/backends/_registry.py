@@ -61,6 +61,8 @@ class _State:
         self.disabled: list[str] = []
         self.plugins: dict[str, str] = {}  # plugin name -> distribution and version
         self.overrides: dict[str, dict[str, Callable[..., Any]]] = {}  # backend -> kernels from other plugins
+        #: plugin -> (distribution, its ferro_register_backends, the backend names it declares): not called yet
+        self.deferred: dict[str, tuple[str, Callable[..., Any], tuple[str, ...]]] = {}
         self.lock = threading.RLock()
 
 
@@ -82,6 +84,7 @@ def _disabled_names() -> set[str]:
 
 
 def _mark_broken(name: str, error: str) -> None:
+    _state.deferred.pop(name, None)
     for op_name in [n for n, op in REGISTRY.items() if op.plugin == name]:
         del REGISTRY[op_name]
     pm = _state.pm
@@ -146,11 +149,48 @@ def register_plugin(plugin: Any, name: str, dist: str = "") -> bool:
             return False
         register_fn = _impl_of("ferro_register_backends", plugin)
         if register_fn is not None:
-            _add_backends(name, dist, register_fn)
+            names = _declared(register_fn)
+            if names is not None and not any(n in _state.backends or _holder(n) for n in names):
+                _state.deferred[name] = (dist, register_fn, names)
+            else:
+                _add_backends(name, dist, register_fn)
         ops_fn = _impl_of("ferro_register_ops", plugin)
         if ops_fn is not None and name not in _state.broken:
             _add_ops(name, ops_fn)
         return name not in _state.broken
+
+
+#: The attribute of a plugin's ``ferro_register_backends`` that declares the names of the backends it returns
+#: (``backend_plugin(..., names=...)``): ferro calls the hook, which imports the backends' modules, only when
+#: one of those names is asked for or every backend is listed.
+DECLARED = "ferro_backend_names"
+
+
+def _declared(register_fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    names = getattr(register_fn, DECLARED, None)
+    if type(names) is tuple and names and all(type(n) is str and n for n in names):
+        return names
+    return None
+
+
+def _holder(backend: str) -> str | None:
+    """The deferred plugin that declares ``backend``, if any."""
+    return next((p for p, (_, _, names) in _state.deferred.items() if backend in names), None)
+
+
+def _realize(plugins: list[str]) -> None:
+    """Call the deferred ``ferro_register_backends`` of ``plugins``, keeping the backends in plugin order."""
+    added = False
+    for name in plugins:
+        entry = _state.deferred.pop(name, None)
+        if entry is not None:
+            _add_backends(name, entry[0], entry[1])
+            added = True
+    if added:  # (as if every plugin's backends had been added when it was registered)
+        order = {p: i for i, p in enumerate(_state.plugins)}
+        ordered = sorted(_state.backends.items(), key=lambda item: order.get(item[1].plugin, len(order)))
+        _state.backends.clear()
+        _state.backends.update(ordered)
 
 
 def _add_backends(name: str, dist: str, register_fn: Callable[..., Any]) -> None:
@@ -171,6 +211,9 @@ def _add_backends(name: str, dist: str, register_fn: Callable[..., Any]) -> None
         if not isinstance(b, Backend) or not isinstance(b.name, str) or not b.name or ":" in b.name:
             _mark_broken(name, f"ferro_register_backends() returned {_short(b)}, not a named ferro.backends.Backend")
             return
+        holder = _holder(b.name)
+        if holder is not None:  # a plugin registered earlier declared that name: it takes it first
+            _realize([holder])
         if b.name in _state.backends:
             _mark_broken(name, f"backend name '{b.name}' is already taken by plugin '{_state.backends[b.name].plugin}'")
             return
@@ -265,7 +308,12 @@ def _guard_queries(b: Backend) -> None:
 
 
 def load() -> None:
-    """Discover and register every installed plugin (once; cheap afterwards)."""
+    """Discover and register every installed plugin (once; cheap afterwards).
+
+    A plugin whose ``ferro_register_backends`` declares the names of its backends (:data:`DECLARED`) has it
+    called when one of them is first asked for (:func:`get_backend`), or every backend is listed
+    (:func:`backends`, :func:`broken`): a cpu program does not import the other backends' modules.
+    """
     if _state.loaded:
         return
     with _state.lock, building("plugins"):  # (NumPy's import and the plugins' objects: nothing to collect)
@@ -289,15 +337,22 @@ def load() -> None:
         _state.loaded = True
 
 
+def _load_all() -> None:
+    load()
+    if _state.deferred:
+        with _state.lock:
+            _realize(list(_state.deferred))
+
+
 def backends() -> dict[str, Backend]:
     """Every installed, validated backend by name (available or not)."""
-    load()
+    _load_all()
     return dict(_state.backends)
 
 
 def broken() -> dict[str, str]:
     """Plugins that failed to load or validate, with their errors."""
-    load()
+    _load_all()
     return dict(_state.broken)
 
 
@@ -305,6 +360,15 @@ def get_backend(name: str) -> Backend:
     """The backend called ``name``; :class:`BackendNotFoundError` if none is installed."""
     load()
     b = _state.backends.get(name)
+    if b is None and _state.deferred:
+        with _state.lock:
+            holder = _holder(name)
+            if holder is not None:
+                _realize([holder])
+            b = _state.backends.get(name)
+        if b is None:  # (a deferred plugin may hand over backends it did not declare)
+            _load_all()
+            b = _state.backends.get(name)
     if b is None:
         raise BackendNotFoundError(name, sorted(_state.backends), _state.broken)
     return b
