@@ -395,3 +395,16 @@ def test_same_width_weight_gradient_after_the_shifted_forward(monkeypatch: pytes
     _check((2, 24, 24, 24), (24, 24, 3, 3), True, {"padding": 1}, "float64")
     assert tuple(a - b for a, b in zip(_rows_runs(), before)) == (0, 1)
     assert _runs()[0] == shifted_before[0] + 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs", [(3, 16, 16, 16), (2, 8, 8, 8), (2, 8, 24, 24)])
+def test_same_width_weight_gradient_orientation(dtype: str, xs: tuple[int, ...]) -> None:
+    """In float32 up to ROWS_GRAD_BY_GRAD output positions a sample the same-width weight gradient's products read
+    the output gradient as it is, ``(O, positions) @ (positions, kw * C)``; otherwise the stack as it is: torch's
+    values and gradients either way, and the orientation counted."""
+    before = dict(_conv_shifted.RAN)
+    _check(xs, (xs[1], xs[1], 3, 3), False, {"padding": 1}, dtype)
+    assert _conv_shifted.RAN["rows_weight_grad"] == before["rows_weight_grad"] + 1
+    by_grad = dtype == "float32" and xs[2] * xs[3] <= _conv_shifted.ROWS_GRAD_BY_GRAD
+    assert _conv_shifted.RAN["rows_weight_grad_by_grad"] - before["rows_weight_grad_by_grad"] == by_grad

@@ -84,12 +84,19 @@ ROWS_BAND_MAX_CHANNELS = 16
 ROWS_BLOCK = 320 << 10
 #: The same-width weight gradient stacks blocks of images of about this many bytes (at least one image).
 ROWS_GRAD_BLOCK = 1 << 20
+#: The same-width weight gradient's per-image products read the output gradient as it is, ``(O, OH * W) @ (OH * W,
+#: kw * C)`` with the stack read transposed, in float32 up to this many output positions a sample (0.90x the time
+#: of ``(kw * C, OH * W) @ (OH * W, O)`` at the ResNet block's 16x16, 0.97x at 8x8; 1.02-1.03x at 32x32 and
+#: 1.11x in float64 at 16x16, which keep the other way round: docs/benchmarks.md, "conv2d and batch norm,
+#: fourth pass").
+ROWS_GRAD_BY_GRAD = 256
 #: Multiply-adds of a convolution from which its blocks of images run on several threads (``ferro.set_num_threads``,
 #: the machine's idle cores: ``_threads``); every block computes what it computes on one thread, so the result does
 #: not depend on the thread count.
 SPLIT_WORK = _threads.SPLIT_WORK
 #: How many times the shifted forward and weight gradient, and the same-width forward, ran (the tests count them).
-RAN = {"forward": 0, "weight_grad": 0, "rows_forward": 0, "rows_weight_grad": 0, "threaded": 0}
+RAN = {"forward": 0, "weight_grad": 0, "rows_forward": 0, "rows_weight_grad": 0, "rows_weight_grad_by_grad": 0,
+       "threaded": 0}
 
 
 def _threads_for(blocks: int, work: int) -> int:
@@ -332,7 +339,8 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         """conv2d's weight gradient for a :func:`same_width` geometry, from the row grid (``kept``, or built):
         the ``kw`` column shifts of the grid stacked (``kw`` times the input, not im2col's ``kh * kw``), then per
         kernel row ``i`` one batched product ``(N, kw * C, OH * W) @ (N, OH * W, O)`` over the stack shifted by
-        ``i * dh`` rows, summed over the images."""
+        ``i * dh`` rows (or, in float32 on small images, ``(N, O, OH * W) @ (N, OH * W, kw * C)``: see
+        ROWS_GRAD_BY_GRAD), summed over the images."""
         RAN["rows_weight_grad"] += 1
         o, c, kh, kw = weight_shape
         n, _, h, w = x.shape
@@ -342,13 +350,17 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         positions = grad.shape[2] * w
         b = max(1, min(n, ROWS_GRAD_BLOCK // (kw * c * rows * w * item)))
         cut = row_edges(w, kw, pw, dw)
+        by_grad = grad.dtype == np.float32 and positions <= ROWS_GRAD_BY_GRAD  # products (O, K), not (K, O)
+        if by_grad:
+            RAN["rows_weight_grad_by_grad"] += 1
         dense = grad.flags.c_contiguous  # (else each block's gradient is copied: an expanded gradient's stride-0
         # view would take NumPy's own loop, not BLAS)
         g = grad.reshape(n, o, positions) if dense else grad
-        buffers = _Scratch(lambda: (empty((b, kw, c, rows * w), grid.dtype), empty((b, kw * c, o), grad.dtype),
+        products = (o, kw * c) if by_grad else (kw * c, o)
+        buffers = _Scratch(lambda: (empty((b, kw, c, rows * w), grid.dtype), empty((b, *products), grad.dtype),
                                     None if dense else empty((b, o, positions), grad.dtype)))
         blocks = -(-n // b)
-        sums = np.empty((blocks, kh, kw * c, o), grad.dtype)  # per block, summed in order: the same bits on any
+        sums = np.empty((blocks, kh, *products), grad.dtype)  # per block, summed in order: the same bits on any
         # number of threads
 
         def nth(t: int, slot: int) -> None:
@@ -356,10 +368,10 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             n0 = t * b
             m = min(b, n - n0)
             if dense:
-                gm = g[n0:n0 + m].transpose(0, 2, 1)  # (m, OH * W, O)
+                gm = g[n0:n0 + m]  # (m, O, OH * W)
             else:
                 np.copyto(gbuf[:m].reshape(g[n0:n0 + m].shape), g[n0:n0 + m])
-                gm = gbuf[:m].transpose(0, 2, 1)
+                gm = gbuf[:m]
             shifts = np.ndarray((m, kw, c, rows * w), grid.dtype, buffer=grid, offset=n0 * c * length * item,
                                 strides=(c * length * item, dw * item, length * item, item))
             np.copyto(stack[:m], shifts)
@@ -369,9 +381,13 @@ def shifted_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             for i in range(kh):
                 window = np.ndarray((m, kw * c, positions), grid.dtype, buffer=stack, offset=i * dh * w * item,
                                     strides=(kw * c * rows * w * item, rows * w * item, item))
-                np.sum(np.matmul(window, gm, out=part[:m]), axis=0, out=sums[t, i])
+                product = (np.matmul(gm, window.transpose(0, 2, 1), out=part[:m]) if by_grad
+                           else np.matmul(window, gm.transpose(0, 2, 1), out=part[:m]))
+                np.sum(product, axis=0, out=sums[t, i])
         _threads.run(nth, blocks, _threads_for(blocks, o * kh * kw * c * n * positions))
         gw = sums[0] if blocks == 1 else sums.sum(0)
+        if by_grad:
+            return gw.reshape(kh, o, kw, c).transpose(1, 3, 0, 2)
         return gw.reshape(kh, kw, c, o).transpose(3, 2, 0, 1)
 
     return {"applies": applies, "forward": forward, "weight_grad": weight_grad, "same_width": same_width,
