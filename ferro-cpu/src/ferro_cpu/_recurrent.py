@@ -54,7 +54,9 @@ every elementwise pass still runs over contiguous blocks. Against the feature-ma
 process: the LSTM row's layer (batch 32) 0.89x, the language model's (batch 20, where feature-major gates
 around batch-major products transposed the gates in the forward's ``tanh`` and each step's d(pre)) 0.92x.
 Each block's product reads all the weights, so larger weights go feature-major (float32 weights of 259K
-elements ran the forward 2.4x slower in blocks). Batch-major gates in (T, B, 4H) rows instead measured
+elements ran the forward 2.4x slower in blocks). The blocked backward computes its per-step coefficients in
+runs of ``CHUNK_STEPS`` steps just before its loop runs them, into buffers that stay in the L2 cache (the LSTM
+row's step 0.94x against all steps' coefficients at once). Batch-major gates in (T, B, 4H) rows instead measured
 1.11x slower at batch 32: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row.
 """
 
@@ -72,6 +74,11 @@ __all__ = ["recurrent_kernels"]
 #: 2.4x (OpenBLAS's unpacked sgemm then streams them from L3 once per block); float64 (packed dgemm) gained up
 #: to 197K elements too.
 BLOCK_WEIGHTS = 200_000
+
+#: The blocked LSTM backward computes its per-step coefficients (k, fa) this many steps at a time, just before its
+#: loop runs those steps, into buffers that stay in the L2 cache between the two (at batch 32, hidden 128: 10 steps'
+#: k and fa are 1 MB), instead of all steps' at once (4.9 MB written to memory and read back by the loop).
+CHUNK_STEPS = 10
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -209,7 +216,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         ``c_prev``): d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g), dc = dh * a + dc_carry * f_carry.
         ``s``: the three sigmoid gates, ``ks`` / ``k_o`` / ``k_if`` / ``kg``: where their slopes go (k's parts),
         ``carried``: what i and f multiply (g, c_prev); ``fa[t]`` gets [a_t, f of the step the loop ran
-        before t] (1 for the first: dc starts as d_cn)."""
+        before t] (1 for the first: dc starts as d_cn); with ``f`` None the caller fills ``fa[:, 1]``."""
         np.multiply(s, s, out=ks)
         np.subtract(s, ks, out=ks)  # s (1 - s), the sigmoids' slope
         k_o *= tcs
@@ -220,9 +227,10 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         a = np.multiply(tcs, tcs, out=fa[:, 0])
         np.subtract(1, a, out=a)
         a *= o
-        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
-        fa[first, 1] = 1
-        fa[rest, 1] = prior
+        if f is not None:
+            first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+            fa[first, 1] = 1
+            fa[rest, 1] = prior
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -294,6 +302,26 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         and weights [w_hh | w_ih | b] of at most ``BLOCK_WEIGHTS`` elements."""
         return batch % 4 == 0 and 4 * hidden * (hidden + feats + bias) <= BLOCK_WEIGHTS
 
+    def chunks(steps: int, span: int, reverse: bool) -> list[tuple[int, int]]:
+        """The steps ``[lo, hi)`` in runs of ``span``, in the order a loop over ``order(steps, reverse)`` meets them."""
+        runs = [(lo, min(lo + span, steps)) for lo in range(0, steps, span)]
+        return runs[::-1] if reverse else runs
+
+    def carry(dst: Any, f: Any, lo: int, hi: int, reverse: bool) -> None:
+        """``dst`` = the forget gates that carry dc into steps ``lo .. hi - 1`` (the backward's ``f_carry``): f of the
+        step after each (before each, with ``reverse``), 1 where there is none (dc starts as d_cn)."""
+        steps = f.shape[0]
+        if reverse:
+            src = f[max(lo - 1, 0):hi - 1]
+            dst[dst.shape[0] - src.shape[0]:] = src
+            if lo == 0:
+                dst[0] = 1
+        else:
+            src = f[lo + 1:min(hi + 1, steps)]
+            dst[:src.shape[0]] = src
+            if hi == steps:
+                dst[-1] = 1
+
     def lstm_forward_blocks(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                             reverse: bool) -> tuple[Any, ...]:
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
@@ -344,10 +372,11 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dtype, rows, h4, blocks = tcs.dtype, z.shape[2], 4 * hidden, batch // 4
         gates = acts[1:] if reverse else acts[:-1]  # each step's gates (and c_prev)
         o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
-        k, fa, dpre, w, e, pair = carve(dtype, (steps, 4, batch, hidden), (steps, 2, batch, hidden),
+        span = min(steps, CHUNK_STEPS)
+        k, fa, dpre, w, e, pair = carve(dtype, (span, 4, batch, hidden), (span, 2, batch, hidden),
                                         (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
-        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
-        slopes(gates[:, :3], k[:, :3], k[:, 0], k[:, 1:3], gates[:, 3:], g, k[:, 3], i, o, f, tcs, fa, reverse)
+        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc.
+        # k and fa of ``span`` steps at a time, computed just before the loop runs those steps (see CHUNK_STEPS)
         to_ogif(w, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
@@ -364,14 +393,20 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         d4, dpb, dhb = (dpre.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3),
                         dpre.reshape(steps, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
         mul, add, matmul = np.multiply, np.add, np.matmul
-        for t in order(steps, not reverse):
-            if live and live[t]:
-                add(dh, d_out[t], dh)
-            mul(e2, fa[t], pair)
-            add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
-            mul(k[t], e, d4[t])
-            matmul(dpb[t], w, dhb)
-        dc = np.multiply(dc, f[t], out=np.empty((batch, hidden), dtype))
+        for lo, hi in chunks(steps, span, not reverse):
+            n = hi - lo
+            slopes(gates[lo:hi, :3], k[:n, :3], k[:n, 0], k[:n, 1:3], gates[lo:hi, 3:], g[lo:hi], k[:n, 3],
+                   i[lo:hi], o[lo:hi], None, tcs[lo:hi], fa[:n], reverse)
+            carry(fa[:n, 1], f, lo, hi, reverse)
+            for t in order(n, not reverse):
+                tt = lo + t
+                if live and live[tt]:
+                    add(dh, d_out[tt], dh)
+                mul(e2, fa[t], pair)
+                add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
+                mul(k[t], e, d4[tt])
+                matmul(dpb[tt], w, dhb)
+        dc = np.multiply(dc, f[tt], out=np.empty((batch, hidden), dtype))
         dx = dw_ih = dw_hh = db_ih = db_hh = None
         dm = dpre.reshape(steps * batch, h4)  # the steps one under the other: one product each for dx, the weights
         if needs[0]:
