@@ -310,12 +310,11 @@ def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: st
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_lstm_backward_in_runs_of_steps_gives_the_same_bits(monkeypatch: pytest.MonkeyPatch, dtype: str,
-                                                              reverse: bool) -> None:
-    """The blocked backward computes its per-step coefficients ``CHUNK_STEPS`` steps at a time, just before its
-    loop runs them (the forget gate carried across a run's edge): any run length, one step to the whole
-    sequence, gives the same bits, and those match torch's gradients (both directions: the runs in the loop's
-    order)."""
+def test_lstm_backward_in_runs_of_steps(monkeypatch: pytest.MonkeyPatch, dtype: str, reverse: bool) -> None:
+    """The blocked backward runs its steps in runs of ``CHUNK_BYTES`` (the coefficients of a run computed just
+    before the loop runs it, the forget gate carried across a run's edge; dx and the weights' products per run, the
+    weights' summed): any run length, one step to the whole sequence, gives torch's gradients (both directions: the
+    runs in the loop's order), and the states' gradients (the loop alone) the same bits."""
     import ferro_cpu._recurrent as recurrent
 
     kernels = ferro.tensor([0.0])._device._kernels
@@ -326,29 +325,27 @@ def test_lstm_backward_in_runs_of_steps_gives_the_same_bits(monkeypatch: pytest.
                               for s in [(24, feats), (24, hidden), (24,), (24,)])
     h0, c0, d_hn, d_cn = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(4))
     d_out = RNG.standard_normal((steps, batch, hidden)).astype(dtype)
-    results = []
-    for span in (1, 3, 10, 22, 23, 1000):
-        monkeypatch.setattr(recurrent, "CHUNK_STEPS", span)
-        saved = forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)[3:]
-        assert saved[0].ndim == 4  # the blocked kernels ran
-        grads = backward(d_out, d_hn, d_cn, x, w_ih, w_hh, True, tuple(saved), reverse, (True,) * 7)
-        assert all(a is not None for a in grads)
-        results.append(grads)
-    for other in results[1:]:
-        for a, b in zip(results[0], other, strict=True):
-            np.testing.assert_array_equal(a, b)
     tx = torch.tensor(x, requires_grad=True)
     tw = [torch.tensor(a, requires_grad=True) for a in (w_ih, w_hh, b_ih, b_hh)]
     th, tc = torch.tensor(h0[None], requires_grad=True), torch.tensor(c0[None], requires_grad=True)
     params = {"weight_ih_l0": tw[0], "weight_hh_l0": tw[1], "bias_ih_l0": tw[2], "bias_hh_l0": tw[3]}
     layer = torch.nn.LSTM(feats, hidden).to(getattr(torch, dtype))
-    t_in = tx.flip(0) if reverse else tx
-    t_out, (t_h, t_c) = torch.func.functional_call(layer, params, (t_in, (th, tc)))
+    t_out, (t_h, t_c) = torch.func.functional_call(layer, params, (tx.flip(0) if reverse else tx, (th, tc)))
     t_out = t_out.flip(0) if reverse else t_out
     loss = ((t_out * torch.tensor(d_out)).sum() + (t_h[0] * torch.tensor(d_hn)).sum()
             + (t_c[0] * torch.tensor(d_cn)).sum())
     loss.backward()
-    dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh = results[0]
-    for got, want in [(dx, tx.grad), (dh0, th.grad[0]), (dc0, tc.grad[0]), (dw_ih, tw[0].grad),
-                      (dw_hh, tw[1].grad), (db_ih, tw[2].grad), (db_hh, tw[3].grad)]:
-        np.testing.assert_allclose(got, want.numpy(), **TOL[dtype])
+    want = [tx.grad, th.grad[0], tc.grad[0], *(t.grad for t in tw)]
+    step_bytes = 10 * batch * hidden * np.dtype(dtype).itemsize  # k, fa and d(pre) of one step
+    states = []
+    for span in (1, 3, 10, 22, 23, 1000):
+        monkeypatch.setattr(recurrent, "CHUNK_BYTES", span * step_bytes)
+        saved = forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)[3:]
+        assert saved[0].ndim == 4  # the blocked kernels ran
+        grads = backward(d_out, d_hn, d_cn, x, w_ih, w_hh, True, tuple(saved), reverse, (True,) * 7)
+        for got, expected in zip(grads, want, strict=True):
+            np.testing.assert_allclose(got, expected.numpy(), **TOL[dtype])
+        states.append(grads[1:3])
+    for dh0, dc0 in states[1:]:
+        np.testing.assert_array_equal(dh0, states[0][0])
+        np.testing.assert_array_equal(dc0, states[0][1])

@@ -54,10 +54,10 @@ every elementwise pass still runs over contiguous blocks. Against the feature-ma
 process: the LSTM row's layer (batch 32) 0.89x, the language model's (batch 20, where feature-major gates
 around batch-major products transposed the gates in the forward's ``tanh`` and each step's d(pre)) 0.92x.
 Each block's product reads all the weights, so larger weights go feature-major (float32 weights of 259K
-elements ran the forward 2.4x slower in blocks). The blocked backward computes its per-step coefficients in
-runs of ``CHUNK_STEPS`` steps just before its loop runs them, into buffers that stay in the L2 cache (the LSTM
-row's step 0.94x against all steps' coefficients at once). Batch-major gates in (T, B, 4H) rows instead measured
+elements ran the forward 2.4x slower in blocks). Batch-major gates in (T, B, 4H) rows instead measured
 1.11x slower at batch 32: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row.
+The blocked backward runs its steps in runs whose arrays stay in the L2 cache (``CHUNK_BYTES``): each run's
+coefficients just before its steps, the products of its d(pre) just after (the weights' summed over the runs).
 """
 
 from __future__ import annotations
@@ -75,10 +75,11 @@ __all__ = ["recurrent_kernels"]
 #: to 197K elements too.
 BLOCK_WEIGHTS = 200_000
 
-#: The blocked LSTM backward computes its per-step coefficients (k, fa) this many steps at a time, just before its
-#: loop runs those steps, into buffers that stay in the L2 cache between the two (at batch 32, hidden 128: 10 steps'
-#: k and fa are 1 MB), instead of all steps' at once (4.9 MB written to memory and read back by the loop).
-CHUNK_STEPS = 10
+#: The blocked LSTM backward runs its steps in runs of about this many bytes of per-step arrays (the coefficients
+#: k and fa, and d(pre): 10 values a batch row and hidden unit): a run's k and fa computed just before its steps,
+#: the products of its d(pre) (dx, the weights, summed over the runs) just after, all while they are in the L2
+#: cache. All steps at once wrote 8 MB to memory and read it back (the LSTM row: 9 steps a run, the step 0.90x).
+CHUNK_BYTES = 3 << 19
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -372,11 +373,12 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dtype, rows, h4, blocks = tcs.dtype, z.shape[2], 4 * hidden, batch // 4
         gates = acts[1:] if reverse else acts[:-1]  # each step's gates (and c_prev)
         o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
-        span = min(steps, CHUNK_STEPS)
+        span = max(1, min(steps, CHUNK_BYTES // (10 * batch * hidden * dtype.itemsize)))
         k, fa, dpre, w, e, pair = carve(dtype, (span, 4, batch, hidden), (span, 2, batch, hidden),
-                                        (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
+                                        (span, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
         # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc.
-        # k and fa of ``span`` steps at a time, computed just before the loop runs those steps (see CHUNK_STEPS)
+        # The steps run in runs of ``span`` (see CHUNK_BYTES): k and fa computed just before the loop runs a run's
+        # steps, the products of its d(pre) (dx, the weights) just after, while all of them are in the L2 cache.
         to_ogif(w, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
@@ -389,32 +391,41 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dc[...] = d_cn
         live = () if d_out is None else nonzero_steps(d_out)
         e2, e3, p0, p1 = e[:2], e[1:], pair[0], pair[1]
-        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after the loop
-        d4, dpb, dhb = (dpre.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3),
-                        dpre.reshape(steps, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
+        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after each run
+        d4, dpb, dhb = (dpre.reshape(span, batch, 4, hidden).transpose(0, 2, 1, 3),
+                        dpre.reshape(span, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
+        slabs = z[1:] if reverse else z[:-1]
+        dx = wi = dw = part = None
+        if needs[0]:
+            dx = np.empty(x.shape, dtype)
+            wi = np.empty(w_ih.shape, dtype)
+            to_ogif(wi, w_ih)
+        weights = any(needs[3:7])  # [dw_hh | dw_ih | db]: one product against the slabs, summed over the runs
+        if weights:
+            dw, part = np.empty((h4, rows), dtype), np.empty((h4, rows), dtype)
         mul, add, matmul = np.multiply, np.add, np.matmul
-        for lo, hi in chunks(steps, span, not reverse):
+        for run, (lo, hi) in enumerate(chunks(steps, span, not reverse)):
             n = hi - lo
             slopes(gates[lo:hi, :3], k[:n, :3], k[:n, 0], k[:n, 1:3], gates[lo:hi, 3:], g[lo:hi], k[:n, 3],
                    i[lo:hi], o[lo:hi], None, tcs[lo:hi], fa[:n], reverse)
             carry(fa[:n, 1], f, lo, hi, reverse)
             for t in order(n, not reverse):
-                tt = lo + t
-                if live and live[tt]:
-                    add(dh, d_out[tt], dh)
+                if live and live[lo + t]:
+                    add(dh, d_out[lo + t], dh)
                 mul(e2, fa[t], pair)
                 add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
-                mul(k[t], e, d4[tt])
-                matmul(dpb[tt], w, dhb)
-        dc = np.multiply(dc, f[tt], out=np.empty((batch, hidden), dtype))
-        dx = dw_ih = dw_hh = db_ih = db_hh = None
-        dm = dpre.reshape(steps * batch, h4)  # the steps one under the other: one product each for dx, the weights
-        if needs[0]:
-            wi = np.empty(w_ih.shape, dtype)
-            to_ogif(wi, w_ih)
-            dx = (dm @ wi).reshape(x.shape)
-        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            dw = dm.T @ (z[1:] if reverse else z[:-1]).reshape(steps * batch, rows)
+                mul(k[t], e, d4[t])
+                matmul(dpb[t], w, dhb)
+            dm = dpre[:n].reshape(n * batch, h4)  # the run's steps one under the other
+            if dx is not None:
+                matmul(dm, wi, dx[lo:hi].reshape(n * batch, x.shape[2]))
+            if weights:
+                matmul(dm.T, slabs[lo:hi].reshape(n * batch, rows), part if run else dw)
+                if run:
+                    dw += part
+        dc = np.multiply(dc, f[lo + t], out=np.empty((batch, hidden), dtype))
+        dw_ih = dw_hh = db_ih = db_hh = None
+        if weights:
             feats = x.shape[2]
             dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
             dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
