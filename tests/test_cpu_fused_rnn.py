@@ -306,3 +306,46 @@ def test_lstm_kernels_give_the_same_bits_for_any_layout_of_x_and_d_out(dtype: st
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
     assert np.count_nonzero(results[0][3]) > 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_backward_in_runs_of_steps(monkeypatch: pytest.MonkeyPatch, dtype: str, reverse: bool) -> None:
+    """The blocked backward runs its steps in runs of ``CHUNK_BYTES`` (the coefficients of a run computed just
+    before the loop runs it, the forget gate carried across a run's edge; dx and the weights' products per run, the
+    weights' summed): any run length, one step to the whole sequence, gives torch's gradients (both directions: the
+    runs in the loop's order), and the states' gradients (the loop alone) the same bits."""
+    import ferro_cpu._recurrent as recurrent
+
+    kernels = ferro.tensor([0.0])._device._kernels
+    forward, backward = kernels["lstm_sequence_forward"], kernels["lstm_sequence_backward"]
+    steps, batch, feats, hidden = 23, 8, 5, 6
+    x = RNG.standard_normal((steps, batch, feats)).astype(dtype)
+    w_ih, w_hh, b_ih, b_hh = (RNG.standard_normal(s).astype(dtype) * 0.5
+                              for s in [(24, feats), (24, hidden), (24,), (24,)])
+    h0, c0, d_hn, d_cn = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(4))
+    d_out = RNG.standard_normal((steps, batch, hidden)).astype(dtype)
+    tx = torch.tensor(x, requires_grad=True)
+    tw = [torch.tensor(a, requires_grad=True) for a in (w_ih, w_hh, b_ih, b_hh)]
+    th, tc = torch.tensor(h0[None], requires_grad=True), torch.tensor(c0[None], requires_grad=True)
+    params = {"weight_ih_l0": tw[0], "weight_hh_l0": tw[1], "bias_ih_l0": tw[2], "bias_hh_l0": tw[3]}
+    layer = torch.nn.LSTM(feats, hidden).to(getattr(torch, dtype))
+    t_out, (t_h, t_c) = torch.func.functional_call(layer, params, (tx.flip(0) if reverse else tx, (th, tc)))
+    t_out = t_out.flip(0) if reverse else t_out
+    loss = ((t_out * torch.tensor(d_out)).sum() + (t_h[0] * torch.tensor(d_hn)).sum()
+            + (t_c[0] * torch.tensor(d_cn)).sum())
+    loss.backward()
+    want = [tx.grad, th.grad[0], tc.grad[0], *(t.grad for t in tw)]
+    step_bytes = 10 * batch * hidden * np.dtype(dtype).itemsize  # k, fa and d(pre) of one step
+    states = []
+    for span in (1, 3, 10, 22, 23, 1000):
+        monkeypatch.setattr(recurrent, "CHUNK_BYTES", span * step_bytes)
+        saved = forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse)[3:]
+        assert saved[0].ndim == 4  # the blocked kernels ran
+        grads = backward(d_out, d_hn, d_cn, x, w_ih, w_hh, True, tuple(saved), reverse, (True,) * 7)
+        for got, expected in zip(grads, want, strict=True):
+            np.testing.assert_allclose(got, expected.numpy(), **TOL[dtype])
+        states.append(grads[1:3])
+    for dh0, dc0 in states[1:]:
+        np.testing.assert_array_equal(dh0, states[0][0])
+        np.testing.assert_array_equal(dc0, states[0][1])

@@ -48,14 +48,18 @@ takes for these sizes at one thread, computes ``W @ z`` in tiles of 4 rows by 32
 batch 20 is a 16-column and a 4-column pass, both bound by the multiply-adds' latency (~145 GFLOP/s against
 ~200 at batch 32); in 4-row blocks every tile is 64 columns wide ((20 x 257) @ (257 x 512) in 22-26 us against
 36; the backward's ``d(pre).T @ W_hh`` 19 -> 14 us). These kernels keep the slabs batch-major, (T + 1, B,
-H + F + 1), and the gates, their slopes and the states in (gate, batch, hidden) blocks: a step's (B, 4H)
-product rows go into the four (B, H) gate blocks and back as whole rows of H, never element by element, and
+H + F + 1), and the gates, their slopes and the states in (gate, batch, hidden) blocks: the forward's step
+product is one batched matmul over (gate, block) pairs, a block's 4 rows by one gate's weights, straight into
+the gate blocks (against (B, 4H) rows copied into them by the ``tanh``: 0.98x the step); the backward's (B, 4H)
+d(pre) rows come from the four (B, H) blocks as whole rows of H, never element by element, and
 every elementwise pass still runs over contiguous blocks. Against the feature-major kernels above, in one
 process: the LSTM row's layer (batch 32) 0.89x, the language model's (batch 20, where feature-major gates
 around batch-major products transposed the gates in the forward's ``tanh`` and each step's d(pre)) 0.92x.
 Each block's product reads all the weights, so larger weights go feature-major (float32 weights of 259K
 elements ran the forward 2.4x slower in blocks). Batch-major gates in (T, B, 4H) rows instead measured
 1.11x slower at batch 32: NumPy's calls over (T, B, 4H) slices run a short inner loop per batch row.
+The blocked backward runs its steps in runs whose arrays stay in the L2 cache (``CHUNK_BYTES``): each run's
+coefficients just before its steps, the products of its d(pre) just after (the weights' summed over the runs).
 """
 
 from __future__ import annotations
@@ -72,6 +76,12 @@ __all__ = ["recurrent_kernels"]
 #: 2.4x (OpenBLAS's unpacked sgemm then streams them from L3 once per block); float64 (packed dgemm) gained up
 #: to 197K elements too.
 BLOCK_WEIGHTS = 200_000
+
+#: The blocked LSTM backward runs its steps in runs of about this many bytes of per-step arrays (the coefficients
+#: k and fa, and d(pre): 10 values a batch row and hidden unit): a run's k and fa computed just before its steps,
+#: the products of its d(pre) (dx, the weights, summed over the runs) just after, all while they are in the L2
+#: cache. All steps at once wrote 8 MB to memory and read it back (the LSTM row: 9 steps a run, the step 0.90x).
+CHUNK_BYTES = 3 << 19
 
 
 def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
@@ -209,7 +219,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         ``c_prev``): d(pre) = k * [dh; dc; dc; dc] (gates o, i, f, g), dc = dh * a + dc_carry * f_carry.
         ``s``: the three sigmoid gates, ``ks`` / ``k_o`` / ``k_if`` / ``kg``: where their slopes go (k's parts),
         ``carried``: what i and f multiply (g, c_prev); ``fa[t]`` gets [a_t, f of the step the loop ran
-        before t] (1 for the first: dc starts as d_cn)."""
+        before t] (1 for the first: dc starts as d_cn); with ``f`` None the caller fills ``fa[:, 1]``."""
         np.multiply(s, s, out=ks)
         np.subtract(s, ks, out=ks)  # s (1 - s), the sigmoids' slope
         k_o *= tcs
@@ -220,9 +230,10 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         a = np.multiply(tcs, tcs, out=fa[:, 0])
         np.subtract(1, a, out=a)
         a *= o
-        first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
-        fa[first, 1] = 1
-        fa[rest, 1] = prior
+        if f is not None:
+            first, rest, prior = (0, slice(1, None), f[:-1]) if reverse else (-1, slice(None, -1), f[1:])
+            fa[first, 1] = 1
+            fa[rest, 1] = prior
 
     def lstm_sequence_backward(d_out: Any, d_hn: Any, d_cn: Any, x: Any, w_ih: Any, w_hh: Any, has_bias: bool,
                                saved: Any, reverse: bool, needs: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -294,6 +305,26 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         and weights [w_hh | w_ih | b] of at most ``BLOCK_WEIGHTS`` elements."""
         return batch % 4 == 0 and 4 * hidden * (hidden + feats + bias) <= BLOCK_WEIGHTS
 
+    def chunks(steps: int, span: int, reverse: bool) -> list[tuple[int, int]]:
+        """The steps ``[lo, hi)`` in runs of ``span``, in the order a loop over ``order(steps, reverse)`` meets them."""
+        runs = [(lo, min(lo + span, steps)) for lo in range(0, steps, span)]
+        return runs[::-1] if reverse else runs
+
+    def carry(dst: Any, f: Any, lo: int, hi: int, reverse: bool) -> None:
+        """``dst`` = the forget gates that carry dc into steps ``lo .. hi - 1`` (the backward's ``f_carry``): f of the
+        step after each (before each, with ``reverse``), 1 where there is none (dc starts as d_cn)."""
+        steps = f.shape[0]
+        if reverse:
+            src = f[max(lo - 1, 0):hi - 1]
+            dst[dst.shape[0] - src.shape[0]:] = src
+            if lo == 0:
+                dst[0] = 1
+        else:
+            src = f[lo + 1:min(hi + 1, steps)]
+            dst[:src.shape[0]] = src
+            if hi == steps:
+                dst[-1] = 1
+
     def lstm_forward_blocks(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
                             reverse: bool) -> tuple[Any, ...]:
         steps, batch, hidden = x.shape[0], h0.shape[0], h0.shape[1]
@@ -302,30 +333,32 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         blocks = batch // 4
         # slab j of ``acts`` (5, B, H): the gates o, i, f, g of the step that reads c from the slab's last block,
         # c before that step; of ``z`` (B, H + F + 1): [h, x, 1] before that step
-        w, wt, z, acts, tcs, ig, gt = carve(dtype, (h4, rows), (rows, h4), (steps + 1, batch, rows),
-                                            (steps + 1, 5, batch, hidden), (steps, batch, hidden),
-                                            (2, batch, hidden), (batch, h4))
+        w, wt, z, acts, tcs, ig = carve(dtype, (h4, rows), (4, rows, hidden), (steps + 1, batch, rows),
+                                        (steps + 1, 5, batch, hidden), (steps, batch, hidden), (2, batch, hidden))
         to_ogif(w[:, :hidden], w_hh)
         to_ogif(w[:, hidden:hidden + feats], w_ih)
         if b_ih is not None:
             to_ogif(w[:, -1], b_ih + b_hh)
             z[:, :, -1] = 1
         w[:h3] *= 0.5  # the sigmoid gates' pre-activations halved
-        np.copyto(wt, w.T)
+        np.copyto(wt, w.reshape(4, hidden, rows).transpose(0, 2, 1))  # each gate's weights, transposed
         first = steps if reverse else 0
         hz = z[:, :, :hidden]
         (z[1:] if reverse else z[:-1])[:, :, hidden:hidden + feats] = x
         hz[first] = h0
         acts[first, 4] = c0
-        zb = z.reshape(steps + 1, blocks, 4, rows)
-        gb, g4 = gt.reshape(blocks, 4, h4), gt.reshape(batch, 4, hidden).transpose(1, 0, 2)
-        pre, sig, i_f, g_c, cs, o = acts[:, :4], acts[:, :3], acts[:, 1:3], acts[:, 3:], acts[:, 4], acts[:, 0]
+        # a step's product: (gate, block) pairs of 4 batch rows by one gate's weights, straight into the gate blocks
+        zb, wg = z.reshape(steps + 1, 1, blocks, 4, rows), wt.reshape(4, 1, rows, hidden)
+        pre = acts[:, :4]
+        pb = pre.reshape(steps + 1, 4, blocks, 4, hidden)
+        sig, i_f, g_c, cs, o = acts[:, :3], acts[:, 1:3], acts[:, 3:], acts[:, 4], acts[:, 0]
         ig_i, ig_f = ig[0], ig[1]
         mul, add, tanh, matmul = np.multiply, np.add, np.tanh, np.matmul
         for t in order(steps, reverse):
             cur, nxt = (t + 1, t) if reverse else (t, t + 1)
-            matmul(zb[cur], wt, gb)
-            tanh(g4, pre[cur])  # the gates from (B, 4H) rows into (4, B, H) blocks
+            matmul(zb[cur], wg, pb[cur])
+            p = pre[cur]
+            tanh(p, p)
             s = sig[cur]
             mul(s, 0.5, s)
             add(s, 0.5, s)
@@ -344,10 +377,12 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dtype, rows, h4, blocks = tcs.dtype, z.shape[2], 4 * hidden, batch // 4
         gates = acts[1:] if reverse else acts[:-1]  # each step's gates (and c_prev)
         o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]
-        k, fa, dpre, w, e, pair = carve(dtype, (steps, 4, batch, hidden), (steps, 2, batch, hidden),
-                                        (steps, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
-        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc
-        slopes(gates[:, :3], k[:, :3], k[:, 0], k[:, 1:3], gates[:, 3:], g, k[:, 3], i, o, f, tcs, fa, reverse)
+        span = max(1, min(steps, CHUNK_BYTES // (10 * batch * hidden * dtype.itemsize)))
+        k, fa, dpre, w, e, pair = carve(dtype, (span, 4, batch, hidden), (span, 2, batch, hidden),
+                                        (span, batch, h4), (h4, hidden), (4, batch, hidden), (2, batch, hidden))
+        # d(pre) = k * [dh, dc, dc, dc] (gates o, i, f, g);  dc = dh * a + dc_carry * f_carry;  dc_carry = dc.
+        # The steps run in runs of ``span`` (see CHUNK_BYTES): k and fa computed just before the loop runs a run's
+        # steps, the products of its d(pre) (dx, the weights) just after, while all of them are in the L2 cache.
         to_ogif(w, w_hh)
         dh, dc = e[0], e[1]
         if d_hn is None:
@@ -360,26 +395,41 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             dc[...] = d_cn
         live = () if d_out is None else nonzero_steps(d_out)
         e2, e3, p0, p1 = e[:2], e[1:], pair[0], pair[1]
-        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after the loop
-        d4, dpb, dhb = (dpre.reshape(steps, batch, 4, hidden).transpose(0, 2, 1, 3),
-                        dpre.reshape(steps, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
-        mul, add, matmul = np.multiply, np.add, np.matmul
-        for t in order(steps, not reverse):
-            if live and live[t]:
-                add(dh, d_out[t], dh)
-            mul(e2, fa[t], pair)
-            add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
-            mul(k[t], e, d4[t])
-            matmul(dpb[t], w, dhb)
-        dc = np.multiply(dc, f[t], out=np.empty((batch, hidden), dtype))
-        dx = dw_ih = dw_hh = db_ih = db_hh = None
-        dm = dpre.reshape(steps * batch, h4)  # the steps one under the other: one product each for dx, the weights
+        # each step's d(pre) (B, 4H), written as (4, B, H) blocks: the rows of the products after each run
+        d4, dpb, dhb = (dpre.reshape(span, batch, 4, hidden).transpose(0, 2, 1, 3),
+                        dpre.reshape(span, blocks, 4, h4), dh.reshape(blocks, 4, hidden))
+        slabs = z[1:] if reverse else z[:-1]
+        dx = wi = dw = part = None
         if needs[0]:
+            dx = np.empty(x.shape, dtype)
             wi = np.empty(w_ih.shape, dtype)
             to_ogif(wi, w_ih)
-            dx = (dm @ wi).reshape(x.shape)
-        if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            dw = dm.T @ (z[1:] if reverse else z[:-1]).reshape(steps * batch, rows)
+        weights = any(needs[3:7])  # [dw_hh | dw_ih | db]: one product against the slabs, summed over the runs
+        if weights:
+            dw, part = np.empty((h4, rows), dtype), np.empty((h4, rows), dtype)
+        mul, add, matmul = np.multiply, np.add, np.matmul
+        for run, (lo, hi) in enumerate(chunks(steps, span, not reverse)):
+            n = hi - lo
+            slopes(gates[lo:hi, :3], k[:n, :3], k[:n, 0], k[:n, 1:3], gates[lo:hi, 3:], g[lo:hi], k[:n, 3],
+                   i[lo:hi], o[lo:hi], None, tcs[lo:hi], fa[:n], reverse)
+            carry(fa[:n, 1], f, lo, hi, reverse)
+            for t in order(n, not reverse):
+                if live and live[lo + t]:
+                    add(dh, d_out[lo + t], dh)
+                mul(e2, fa[t], pair)
+                add(p0, p1, e3)  # dc, three times: one product gives d(pre) of all gates
+                mul(k[t], e, d4[t])
+                matmul(dpb[t], w, dhb)
+            dm = dpre[:n].reshape(n * batch, h4)  # the run's steps one under the other
+            if dx is not None:
+                matmul(dm, wi, dx[lo:hi].reshape(n * batch, x.shape[2]))
+            if weights:
+                matmul(dm.T, slabs[lo:hi].reshape(n * batch, rows), part if run else dw)
+                if run:
+                    dw += part
+        dc = np.multiply(dc, f[lo + t], out=np.empty((batch, hidden), dtype))
+        dw_ih = dw_hh = db_ih = db_hh = None
+        if weights:
             feats = x.shape[2]
             dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
             dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
