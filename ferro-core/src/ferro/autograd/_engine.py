@@ -17,8 +17,8 @@ from typing import Any
 from .._core import grad_mode as _mode
 from .._core.layouts import LayoutTensor
 from .._core.modes import ARMED
-from .._core.node import Node
-from .._core.tensor import Tensor, _wrap
+from .._core.node import OUT, Node
+from .._core.tensor import Tensor, _new, _wrap
 from ._anomaly import STATE as ANOMALY
 from ._anomaly import check as check_anomaly
 from ._views import VIEW_OPS, after_inplace, refresh
@@ -365,8 +365,34 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             direct = type(node) is Node and not anomaly  # run the formulas edge by edge (Node.apply, inlined)
             if direct:
                 saved = node.saved
-                if saved or saved is None:  # (None: released, unpack says so)
-                    saved = node.unpack()
+                held = False  # whether the node keeps a tensor to free after it ran (Node.release's test)
+                if saved:
+                    if len(saved) == 1 and saved[0] is OUT:  # exp, tanh, relu...: Node.unpack's steps, inlined
+                        data, dtype, device, vc, version = node.out
+                        if vc[0] != version:
+                            saved = node.unpack()  # (it raises)
+                        t = _new(Tensor)
+                        t._data = data
+                        t._dtype = dtype
+                        t._device = device
+                        t._rg = True
+                        t.grad_fn = node
+                        t._vc = vc
+                        t._grad = t._base = t._hooks = t._retains = t._view = None
+                        saved = (t,)
+                        t = None
+                        held = True
+                    elif node.out is None:  # tensors and numbers as saved: their versions checked
+                        for s, v in zip(saved, node.versions):
+                            if v >= 0:
+                                held = True
+                                if s._vc[0] != v:
+                                    node.unpack()  # (it raises)
+                    else:
+                        saved = node.unpack()
+                        held = True
+                elif saved is None:  # released: unpack says so
+                    node.unpack()
                 attrs = node.attrs
                 items = node.fns
             else:
@@ -411,8 +437,11 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         left = leaf_deps[key] = leaf_deps[key] - 1
                         if left == 0:
                             _store_leaf(nxt, leaf_grads.pop(key)[1], create_graph)
-            if not retain_graph and (node.saved or not direct):
-                node.release()
+            if not retain_graph:
+                if not direct:
+                    node.release()
+                elif held:  # Node.release's steps, inlined
+                    node.saved = node.out = None
         if inputs is not None:
             result: list[Tensor | None] = []
             for i, t in enumerate(inputs):
