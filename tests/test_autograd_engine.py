@@ -431,3 +431,53 @@ def test_anomaly_mode_runs_the_engines_general_path() -> None:
         y = x.sqrt() * 0.0  # sqrt's gradient at 0 is inf; times 0.0, nan
         with lib.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values"):
             y.sum().backward()
+
+
+_SAVING = {  # op -> what its node saves: its output or its inputs
+    "exp": lambda x, y: x.exp(), "tanh": lambda x, y: x.tanh(), "relu": lambda x, y: x.relu(),
+    "mul": lambda x, y: x * y, "div": lambda x, y: x / y, "rdiv": lambda x, y: y / x,
+}
+
+
+@pytest.mark.parametrize("op", sorted(_SAVING))
+def test_saved_values_are_unpacked_checked_and_freed_in_the_loop_as_in_torch(op: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine reads a plain node's saved output and inputs itself (no Node.unpack / Node.release call):
+    # the gradients, the in-place check and the freeing after a backward are PyTorch's.
+    calls = {"unpack": 0, "release": 0}
+    for name in calls:
+        real = getattr(ferro.autograd.Node, name)
+        monkeypatch.setattr(ferro.autograd.Node, name,
+                            lambda self, *a, _real=real, _name=name: (calls.__setitem__(_name, calls[_name] + 1),
+                                                                     _real(self, *a))[1])
+    f = _SAVING[op]
+    a, b = rng.standard_normal((2, 3, 4))
+    outcomes = []
+    for lib in (ferro, torch):
+        x, y = _leaves(lib, "float64", a, b + 3.0)
+        z = f(x, y).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        try:
+            z.backward()
+            again = "ran"
+        except RuntimeError as e:
+            again = "second time" in str(e)
+        w = f(x, y)
+        with lib.no_grad():
+            (w if op in ("exp", "tanh", "relu") else x).add_(1)
+        try:
+            w.sum().backward()
+            changed = "ran"
+        except RuntimeError as e:
+            changed = "modified by an inplace operation" in str(e)
+        outcomes.append((again, changed, x.grad.numpy().copy(), None if y.grad is None else y.grad.numpy().copy()))
+    ours, theirs = outcomes
+    assert ours[:2] == theirs[:2]
+    for o, t in zip(ours[2:], theirs[2:]):
+        assert (o is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(o, t, rtol=1e-12)
+    # the only Node.unpack calls are the raising ones (a released node, a changed saved value)
+    assert calls["release"] == 0
+    assert calls["unpack"] == 1 + (theirs[1] is True)
