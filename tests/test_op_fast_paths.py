@@ -408,12 +408,14 @@ def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, .
 def test_whole_reduction_with_grad_records_in_its_function(monkeypatch: pytest.MonkeyPatch, name: str,
                                                          dtype: str) -> None:
     """``x.sum()`` / ``x.mean()`` of a tensor that requires grad record their node in the public function
-    (not through ``_reduced`` or the entry): torch's value and gradient, of a view too (its node refreshed after
-    an in-place change of its base)."""
+    (not through ``_reduced``, ``record1`` or the entry): torch's value and gradient, of a view too (its node
+    refreshed after an in-place change of its base)."""
     from ferro._ops import reduction
     slow = []
     real = reduction._reduced
     monkeypatch.setattr(reduction, "_reduced", lambda *a: slow.append(1) or real(*a))
+    record1 = reduction.record1  # the node is made in the function itself, not by record1
+    monkeypatch.setattr(reduction, "record1", lambda *a, **k: slow.append(1) or record1(*a, **k))
     x = rng.standard_normal((5, 6)).astype(dtype)
     f, t = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     got, ref = getattr(f, name)(), getattr(t, name)()

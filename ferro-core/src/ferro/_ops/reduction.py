@@ -10,9 +10,10 @@ from .._core import grad_mode as _mode
 from .._core.dtypes import DType, as_dtype, int64
 from .._core.modes import ARMED, entry, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
-from .._core.node import OUT
+from .._core.node import OUT, Node
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
+from ..autograd._views import VIEW_OPS, refresh
 from ..dispatch._dispatch import finish, kernel_for, record1, run_elsewhere, view_result
 from ..errors import ShapeError
 
@@ -200,6 +201,7 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
     entry's frame; any other call takes the entry of ``checked`` (layers, ``axis=``, errors named)."""
     name = op.name
     is_sum = op is _SUM
+    fns = op.grads
 
     def fn(x: Tensor, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Tensor:
         if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
@@ -236,8 +238,22 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
         r._rg = False
         r._vc = [0]
         r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
-        if rg and _mode._state.enabled:  # a node to record (no layer wants the op: _fast had it)
-            record1(r, op, x, (), {"in_shape": xd.shape, "dims": None, "keepdim": keepdim})
+        if rg and _mode._state.enabled and out_dt.category >= 2:
+            # record1's steps, inlined (a node to record; no layer wants the op: _fast had it)
+            gf = x.grad_fn
+            if gf is not None and x._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed
+                refresh(x)
+                gf = x.grad_fn
+            node = Node()
+            node.name = name
+            node.fns = fns
+            node.next = (x,) if gf is None else (gf,)
+            node.meta = ((xd.shape, dt),)
+            node.attrs = {"in_shape": xd.shape, "dims": None, "keepdim": keepdim}
+            node.pre = None
+            node.saved = ()
+            r.grad_fn = node
+            r._rg = True
         return r
 
     fn.__name__ = fn.__qualname__ = name
