@@ -481,3 +481,22 @@ def test_saved_values_are_unpacked_checked_and_freed_in_the_loop_as_in_torch(op:
     # the only Node.unpack calls are the raising ones (a released node, a changed saved value)
     assert calls["release"] == 0
     assert calls["unpack"] == 1 + (theirs[1] is True)
+
+
+_FORMULA_CASES = [(dtype, expr) for dtype in ("float32", "float64", "complex64", "complex128")
+                  for expr in ("x * y", "y * x", "x / y", "y / x", "x * 2.5", "x / 3.0", "x / 3", "x.exp()",
+                               "x * (1 - 1j)", "x / (1 + 2j)")
+                  if dtype.startswith("complex") or "j" not in expr]  # (a complex number: a complex result)
+
+
+@pytest.mark.parametrize(("dtype", "expr"), _FORMULA_CASES)
+def test_mul_div_and_exp_formulas_match_torch(dtype: str, expr: str) -> None:
+    # mul's, div's and exp's formulas conjugate a complex factor in their own frame (a real one as it is)
+    cplx = dtype.startswith("complex")
+    a = rng.standard_normal((3, 4)) + (1j * rng.standard_normal((3, 4)) if cplx else 0)
+    b = rng.standard_normal((3, 4)) + 2 + (1j * rng.standard_normal((3, 4)) if cplx else 0)
+    ours, theirs = ([lib.tensor(v.astype(dtype), requires_grad=True) for v in (a, b)] for lib in (ferro, torch))
+    for x, y in (ours, theirs):
+        out = eval(expr)
+        (out.real.sum() if cplx else out.sum()).backward()
+    _check_grads(ours, theirs)
