@@ -297,6 +297,10 @@ def test_later_gradients_are_added_into_grad_in_place_as_in_torch(dtype: str, mo
     which a reference the caller holds sees change; ferro does so too, with the same values (float32 and
     float64 through the device's ``accumulate_`` kernel, the 16-bit floats as a sum copied in)."""
     calls = _counted(monkeypatch, "accumulate_")
+    from ferro.autograd import _engine
+    stores = []  # the general path (_store_leaf): the first gradient; a later one only where no kernel adds it
+    real = _engine._store_leaf
+    monkeypatch.setattr(_engine, "_store_leaf", lambda *a: stores.append(1) or real(*a))
     a = rng.standard_normal((5, 4)) * 0.5
     res = []
     for lib in (ferro, torch):
@@ -312,6 +316,7 @@ def test_later_gradients_are_added_into_grad_in_place_as_in_torch(dtype: str, mo
     assert_close(np.array(res[0][1]), np.array(res[1][1]), **tol)
     assert_close(np.array(res[0][2]), np.array(res[1][2]), **tol)
     assert sum(calls) == (2 if dtype in ("float32", "float64") else 0)
+    assert len(stores) == (1 if dtype in ("float32", "float64") else 3)
 
 
 def test_a_view_grad_is_written_through_and_a_transposed_one_kept_as_in_torch() -> None:

@@ -494,3 +494,30 @@ def test_reduction_over_one_int_dim_skips_the_entry(name: str, dim: int, grad: b
     else:
         with pytest.raises(ferro.errors.DTypeError, match="mean"):
             ints.mean(dim)
+
+
+@pytest.mark.parametrize(("name", "dim", "keepdim"), [("sum", 1, False), ("sum", (0, 2), False), ("mean", -1, False),
+                                                      ("mean", (1,), True), ("sum", None, False)])
+def test_reduction_gradients_broadcast_without_the_public_reshape(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                                  dim: Any, keepdim: bool) -> None:
+    """A reduction's backward reshapes its gradient by the ``view`` kernel and broadcasts it by ``expand``'s
+    (each with its view record and node, no public function, also where that backward is recorded): torch's
+    gradients, twice differentiable."""
+    calls = []
+    for method in ("reshape", "expand"):
+        real = getattr(ferro.Tensor, method)
+        monkeypatch.setattr(ferro.Tensor, method, lambda self, *a, _real=real: calls.append(1) or _real(self, *a))
+    x = rng.standard_normal((3, 4, 5))
+    w = rng.standard_normal((3, 4, 5))
+    grads = []
+    for lib in (ferro, torch):
+        t = lib.tensor(x, requires_grad=True)
+        kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+        r = getattr(t, name)(**kw)
+        (g,) = lib.autograd.grad((r * r).sum(), t, create_graph=True)
+        assert not calls  # (the second backward runs the reshape / expand nodes' own formulas: counted no more)
+        monkeypatch.undo()
+        (gg,) = lib.autograd.grad((g * lib.tensor(w)).sum(), t)
+        grads.append((g.detach().numpy(), gg.numpy()))
+    assert_close(grads[0][0], grads[1][0])
+    assert_close(grads[0][1], grads[1][1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,6 +55,7 @@ def _refuse_empty(op: str, x: Tensor, dims: tuple[int, ...] | None) -> None:
                          f"{list(x.shape)} (the operation has no identity)")
 
 
+@functools.lru_cache(maxsize=256)  # (a backward step reads it: the generator costs a third of sum's formula)
 def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tuple[int, ...]:
     if dims is None:
         return (1,) * len(in_shape)
@@ -63,22 +65,34 @@ def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tupl
 def _grad_back(g: Tensor, in_shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """A reduced gradient reshaped to keep its dims, then broadcast to the input's shape.
 
-    The sizes are right by construction, so the broadcast is ``expand``'s kernel and view record without
-    ``expand``'s checks (where no dispatch layer is on); a full reduction's 0-d gradient broadcasts as it is.
+    The sizes are right by construction, so where no dispatch layer is on, the reshape is the device's ``view``
+    kernel and the broadcast ``expand``'s, each with its view record and node but without the public functions'
+    checks; a full reduction's 0-d gradient broadcasts as it is.
     """
-    if not keepdim and dims is not None:
-        g = g.reshape(_keep_shape(in_shape, dims))
-    shape = g._data.shape
-    if shape == in_shape:
-        return g
     if not ARMED[0]:
+        dev = g._device
         try:
-            k, table = g._device._fast["expand"]
+            k, table = dev._fast["expand"]
         except (KeyError, TypeError):
             k = table = None
         if k is not None and g._dtype in table:
+            shape = g._data.shape
+            if not keepdim and dims is not None:
+                keep = _keep_shape(in_shape, dims)
+                view = None if dev._copies else dev._kernels.get("view")
+                try:
+                    data = None if view is None else view(g._data, keep)
+                except (ValueError, AttributeError):
+                    data = None
+                g = g.reshape(keep) if data is None else view_result(REGISTRY["reshape"], data, g,
+                                                                      {"in_shape": shape})
+                shape = keep
+            if shape == in_shape:
+                return g
             return view_result(REGISTRY["expand"], k(g._data, in_shape), g, {"in_shape": shape})
-    return g.expand(*in_shape)
+    if not keepdim and dims is not None:
+        g = g.reshape(_keep_shape(in_shape, dims))
+    return g if g._data.shape == in_shape else g.expand(*in_shape)
 
 
 def _count(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> int:

@@ -456,10 +456,21 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
         g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
+        plain = not (create_graph or _post_hooks or ARMED[0])
         for key in list(leaf_grads):
             leaf, g = leaf_grads.pop(key)
+            prev = leaf._grad
+            if (plain and prev is not None and type(prev) is Tensor and type(g) is Tensor and not leaf._hooks
+                    and prev._dtype is g._dtype):
+                # _store_leaf -> store_grad -> _add_into's steps for a later gradient of a plain leaf, inlined
+                kernel = prev._device._kernels.get("accumulate_")
+                if kernel is not None and kernel(prev._data, g._data):
+                    prev._vc[0] += 1
+                    if len(prev._vc) > 1:  # its storage has views that are copies: carry the write to them
+                        after_inplace(prev)
+                    continue
             # (a later gradient is added into .grad: whether anything else sees it does not matter)
-            refs = None if create_graph or leaf._grad is not None else _memory_refs(g)
+            refs = None if create_graph or prev is not None else _memory_refs(g)
             _store_leaf(leaf, g, create_graph, refs in _SOLE)
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
