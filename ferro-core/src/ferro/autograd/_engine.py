@@ -302,7 +302,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     leaf that requires grad (``Tensor.backward``); otherwise they are
     returned for ``inputs`` and no ``.grad`` is touched (``autograd.grad``).
     """
-    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at each node's output
+    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at the output of each node still waiting
     leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}  # id(leaf) -> (leaf, its gradient summed so far)
     root_nodes: list[Node] = []
     for t in (*roots, *(inputs or ())):
@@ -330,7 +330,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     selective = inputs is not None  # autograd.grad: run only what leads to the wanted inputs
 
     deps = _topo_counts(root_nodes)
-    ready = [n for n in dict.fromkeys(root_nodes) if deps[n] == 0]
+    ready = [(n, node_grads.pop(n)) for n in dict.fromkeys(root_nodes) if deps[n] == 0]  # (node, its gradient)
     captured: dict[int, Tensor] = {}
     # With post-accumulate hooks, a leaf is stored as soon as its last edge has delivered.
     leaf_deps = _leaf_counts(root_nodes) if _post_hooks and inputs is None else None
@@ -343,8 +343,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     anomaly = ANOMALY.enabled
     try:
         while ready:
-            node = ready.pop()
-            g = node_grads.pop(node)
+            node, g = ready.pop()
             if selective:
                 if node not in useful and node not in wanted_nodes:  # type: ignore[operator]
                     continue  # autograd.grad: nothing wanted lies beyond this node
@@ -420,12 +419,14 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 elif gi._dtype is not meta[1] or gi._data.shape != meta[0]:
                     gi = _fit(gi, *meta)
                 if isinstance(nxt, Node):
-                    prev = node_grads.get(nxt)
-                    node_grads[nxt] = gi if prev is None else prev + gi
                     left = deps[nxt] - 1
                     deps[nxt] = left
-                    if left == 0:
-                        ready.append(nxt)
+                    if left:  # more edges to come: summed in arrival order
+                        prev = node_grads.get(nxt)
+                        node_grads[nxt] = gi if prev is None else prev + gi
+                    else:  # (one edge, the usual case: no dict)
+                        prev = node_grads.pop(nxt, None)
+                        ready.append((nxt, gi if prev is None else prev + gi))
                 else:
                     if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
                         raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
@@ -481,12 +482,13 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         queues.pop()
 
 
-def _release_dep(node: Node, deps: dict[Node, int], ready: list[Node], node_grads: dict[Node, Any]) -> None:
+def _release_dep(node: Node, deps: dict[Node, int], ready: list[tuple[Node, Any]],
+                 node_grads: dict[Node, Any]) -> None:
     """An edge into ``node`` carried no gradient; once all edges are in, run it or skip it."""
     deps[node] -= 1
     if deps[node] == 0:
         if node in node_grads:
-            ready.append(node)
+            ready.append((node, node_grads.pop(node)))
         else:  # nothing reached it: its own inputs lose one edge each
             for n in node.next:
                 if isinstance(n, Node) and n in deps:
