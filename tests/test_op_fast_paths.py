@@ -521,3 +521,35 @@ def test_reduction_gradients_broadcast_without_the_public_reshape(monkeypatch: p
         grads.append((g.detach().numpy(), gg.numpy()))
     assert_close(grads[0][0], grads[1][0])
     assert_close(grads[0][1], grads[1][1])
+
+
+@pytest.mark.parametrize("name", ["cat", "stack"])
+@pytest.mark.parametrize("case", ["leaves", "one_without_grad", "nodes", "view_of_changed_base", "three"])
+def test_joined_pair_records_its_edges_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, case: str) -> None:
+    """A recorded cat / stack of two inputs sets its node's edges without a loop (record_n's two-input step; a
+    view's node refreshed after its base changed in place): torch's gradients; three inputs take the loop."""
+    from ferro.dispatch import _dispatch
+    pairs = []
+    real = _dispatch._edge  # called for the second input of a pair only (the first is inlined), never by the loop
+    monkeypatch.setattr(_dispatch, "_edge", lambda t: pairs.append(1) or real(t))
+    xs = [rng.standard_normal((3, 4)) for _ in range(3)]
+    grads = []
+    for lib in (ferro, torch):
+        ls = [lib.tensor(x, requires_grad=case != "one_without_grad" or i == 0) for i, x in enumerate(xs)]
+        ins = ls[:3] if case == "three" else ls[:2]
+        if case == "nodes":
+            ins = [t * 2.0 for t in ins]
+        if case == "view_of_changed_base":
+            base = ls[1] * 1.0
+            ins = [ins[0], base[:, :]]
+            base.mul_(3.0)
+        before = len(pairs)
+        out = getattr(lib, name)(ins, 1)
+        if lib is ferro:
+            assert len(pairs) - before == {"three": 0, "one_without_grad": 0}.get(case, 1)
+        (out * out).sum().backward()
+        grads.append([None if t.grad is None else t.grad.numpy().copy() for t in ls])
+    for o, t in zip(*grads):
+        assert (o is None) == (t is None)
+        if t is not None:
+            assert_close(o, t)
