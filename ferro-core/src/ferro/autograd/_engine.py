@@ -425,7 +425,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         prev = node_grads.get(nxt)
                         node_grads[nxt] = gi if prev is None else prev + gi
                     else:  # (one edge, the usual case: no dict)
-                        prev = node_grads.pop(nxt, None)
+                        prev = node_grads.pop(nxt, None) if node_grads else None
                         ready.append((nxt, gi if prev is None else prev + gi))
                 else:
                     if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
