@@ -297,6 +297,10 @@ def test_later_gradients_are_added_into_grad_in_place_as_in_torch(dtype: str, mo
     which a reference the caller holds sees change; ferro does so too, with the same values (float32 and
     float64 through the device's ``accumulate_`` kernel, the 16-bit floats as a sum copied in)."""
     calls = _counted(monkeypatch, "accumulate_")
+    from ferro.autograd import _engine
+    stores = []  # the general path (_store_leaf): the first gradient; a later one only where no kernel adds it
+    real = _engine._store_leaf
+    monkeypatch.setattr(_engine, "_store_leaf", lambda *a: stores.append(1) or real(*a))
     a = rng.standard_normal((5, 4)) * 0.5
     res = []
     for lib in (ferro, torch):
@@ -312,6 +316,7 @@ def test_later_gradients_are_added_into_grad_in_place_as_in_torch(dtype: str, mo
     assert_close(np.array(res[0][1]), np.array(res[1][1]), **tol)
     assert_close(np.array(res[0][2]), np.array(res[1][2]), **tol)
     assert sum(calls) == (2 if dtype in ("float32", "float64") else 0)
+    assert len(stores) == (1 if dtype in ("float32", "float64") else 3)
 
 
 def test_a_view_grad_is_written_through_and_a_transposed_one_kept_as_in_torch() -> None:
@@ -431,3 +436,72 @@ def test_anomaly_mode_runs_the_engines_general_path() -> None:
         y = x.sqrt() * 0.0  # sqrt's gradient at 0 is inf; times 0.0, nan
         with lib.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values"):
             y.sum().backward()
+
+
+_SAVING = {  # op -> what its node saves: its output or its inputs
+    "exp": lambda x, y: x.exp(), "tanh": lambda x, y: x.tanh(), "relu": lambda x, y: x.relu(),
+    "mul": lambda x, y: x * y, "div": lambda x, y: x / y, "rdiv": lambda x, y: y / x,
+}
+
+
+@pytest.mark.parametrize("op", sorted(_SAVING))
+def test_saved_values_are_unpacked_checked_and_freed_in_the_loop_as_in_torch(op: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine reads a plain node's saved output and inputs itself (no Node.unpack / Node.release call):
+    # the gradients, the in-place check and the freeing after a backward are PyTorch's.
+    calls = {"unpack": 0, "release": 0}
+    for name in calls:
+        real = getattr(ferro.autograd.Node, name)
+        monkeypatch.setattr(ferro.autograd.Node, name,
+                            lambda self, *a, _real=real, _name=name: (calls.__setitem__(_name, calls[_name] + 1),
+                                                                     _real(self, *a))[1])
+    f = _SAVING[op]
+    a, b = rng.standard_normal((2, 3, 4))
+    outcomes = []
+    for lib in (ferro, torch):
+        x, y = _leaves(lib, "float64", a, b + 3.0)
+        z = f(x, y).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        try:
+            z.backward()
+            again = "ran"
+        except RuntimeError as e:
+            again = "second time" in str(e)
+        w = f(x, y)
+        with lib.no_grad():
+            (w if op in ("exp", "tanh", "relu") else x).add_(1)
+        try:
+            w.sum().backward()
+            changed = "ran"
+        except RuntimeError as e:
+            changed = "modified by an inplace operation" in str(e)
+        outcomes.append((again, changed, x.grad.numpy().copy(), None if y.grad is None else y.grad.numpy().copy()))
+    ours, theirs = outcomes
+    assert ours[:2] == theirs[:2]
+    for o, t in zip(ours[2:], theirs[2:]):
+        assert (o is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(o, t, rtol=1e-12)
+    # the only Node.unpack calls are the raising ones (a released node, a changed saved value)
+    assert calls["release"] == 0
+    assert calls["unpack"] == 1 + (theirs[1] is True)
+
+
+_FORMULA_CASES = [(dtype, expr) for dtype in ("float32", "float64", "complex64", "complex128")
+                  for expr in ("x * y", "y * x", "x / y", "y / x", "x * 2.5", "x / 3.0", "x / 3", "x.exp()",
+                               "x * (1 - 1j)", "x / (1 + 2j)")
+                  if dtype.startswith("complex") or "j" not in expr]  # (a complex number: a complex result)
+
+
+@pytest.mark.parametrize(("dtype", "expr"), _FORMULA_CASES)
+def test_mul_div_and_exp_formulas_match_torch(dtype: str, expr: str) -> None:
+    # mul's, div's and exp's formulas conjugate a complex factor in their own frame (a real one as it is)
+    cplx = dtype.startswith("complex")
+    a = rng.standard_normal((3, 4)) + (1j * rng.standard_normal((3, 4)) if cplx else 0)
+    b = rng.standard_normal((3, 4)) + 2 + (1j * rng.standard_normal((3, 4)) if cplx else 0)
+    ours, theirs = ([lib.tensor(v.astype(dtype), requires_grad=True) for v in (a, b)] for lib in (ferro, torch))
+    for x, y in (ours, theirs):
+        out = eval(expr)
+        (out.real.sum() if cplx else out.sum()).backward()
+    _check_grads(ours, theirs)

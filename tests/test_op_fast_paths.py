@@ -408,12 +408,14 @@ def test_small_sigmoid_as_torch_without_warnings(dtype: str, shape: tuple[int, .
 def test_whole_reduction_with_grad_records_in_its_function(monkeypatch: pytest.MonkeyPatch, name: str,
                                                          dtype: str) -> None:
     """``x.sum()`` / ``x.mean()`` of a tensor that requires grad record their node in the public function
-    (not through ``_reduced`` or the entry): torch's value and gradient, of a view too (its node refreshed after
-    an in-place change of its base)."""
+    (not through ``_reduced``, ``record1`` or the entry): torch's value and gradient, of a view too (its node
+    refreshed after an in-place change of its base)."""
     from ferro._ops import reduction
     slow = []
     real = reduction._reduced
     monkeypatch.setattr(reduction, "_reduced", lambda *a: slow.append(1) or real(*a))
+    record1 = reduction.record1  # the node is made in the function itself, not by record1
+    monkeypatch.setattr(reduction, "record1", lambda *a, **k: slow.append(1) or record1(*a, **k))
     x = rng.standard_normal((5, 6)).astype(dtype)
     f, t = ferro.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     got, ref = getattr(f, name)(), getattr(t, name)()
@@ -492,3 +494,62 @@ def test_reduction_over_one_int_dim_skips_the_entry(name: str, dim: int, grad: b
     else:
         with pytest.raises(ferro.errors.DTypeError, match="mean"):
             ints.mean(dim)
+
+
+@pytest.mark.parametrize(("name", "dim", "keepdim"), [("sum", 1, False), ("sum", (0, 2), False), ("mean", -1, False),
+                                                      ("mean", (1,), True), ("sum", None, False)])
+def test_reduction_gradients_broadcast_without_the_public_reshape(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                                  dim: Any, keepdim: bool) -> None:
+    """A reduction's backward reshapes its gradient by the ``view`` kernel and broadcasts it by ``expand``'s
+    (each with its view record and node, no public function, also where that backward is recorded): torch's
+    gradients, twice differentiable."""
+    calls = []
+    for method in ("reshape", "expand"):
+        real = getattr(ferro.Tensor, method)
+        monkeypatch.setattr(ferro.Tensor, method, lambda self, *a, _real=real: calls.append(1) or _real(self, *a))
+    x = rng.standard_normal((3, 4, 5))
+    w = rng.standard_normal((3, 4, 5))
+    grads = []
+    for lib in (ferro, torch):
+        t = lib.tensor(x, requires_grad=True)
+        kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+        r = getattr(t, name)(**kw)
+        (g,) = lib.autograd.grad((r * r).sum(), t, create_graph=True)
+        assert not calls  # (the second backward runs the reshape / expand nodes' own formulas: counted no more)
+        monkeypatch.undo()
+        (gg,) = lib.autograd.grad((g * lib.tensor(w)).sum(), t)
+        grads.append((g.detach().numpy(), gg.numpy()))
+    assert_close(grads[0][0], grads[1][0])
+    assert_close(grads[0][1], grads[1][1])
+
+
+@pytest.mark.parametrize("name", ["cat", "stack"])
+@pytest.mark.parametrize("case", ["leaves", "one_without_grad", "nodes", "view_of_changed_base", "three"])
+def test_joined_pair_records_its_edges_as_torch(monkeypatch: pytest.MonkeyPatch, name: str, case: str) -> None:
+    """A recorded cat / stack of two inputs sets its node's edges without a loop (record_n's two-input step; a
+    view's node refreshed after its base changed in place): torch's gradients; three inputs take the loop."""
+    from ferro.dispatch import _dispatch
+    pairs = []
+    real = _dispatch._edge  # called for the second input of a pair only (the first is inlined), never by the loop
+    monkeypatch.setattr(_dispatch, "_edge", lambda t: pairs.append(1) or real(t))
+    xs = [rng.standard_normal((3, 4)) for _ in range(3)]
+    grads = []
+    for lib in (ferro, torch):
+        ls = [lib.tensor(x, requires_grad=case != "one_without_grad" or i == 0) for i, x in enumerate(xs)]
+        ins = ls[:3] if case == "three" else ls[:2]
+        if case == "nodes":
+            ins = [t * 2.0 for t in ins]
+        if case == "view_of_changed_base":
+            base = ls[1] * 1.0
+            ins = [ins[0], base[:, :]]
+            base.mul_(3.0)
+        before = len(pairs)
+        out = getattr(lib, name)(ins, 1)
+        if lib is ferro:
+            assert len(pairs) - before == {"three": 0, "one_without_grad": 0}.get(case, 1)
+        (out * out).sum().backward()
+        grads.append([None if t.grad is None else t.grad.numpy().copy() for t in ls])
+    for o, t in zip(*grads):
+        assert (o is None) == (t is None)
+        if t is not None:
+            assert_close(o, t)

@@ -43,8 +43,22 @@ def _c(v: Any) -> Any:
     ``f``, ``grad_x = g * conj(f'(x))``, so every formula below conjugates the derivative it multiplies.
     """
     if isinstance(v, Tensor):
-        return v.conj() if v._dtype.is_complex else v
+        return v.conj() if v._dtype.kind == "c" else v
     return v.conjugate() if isinstance(v, complex) else v
+
+
+def _mul_grad(g: Tensor, x: Any, y: Any) -> Tensor:
+    """mul's gradient for ``x``, ``g * _c(y)``, in one frame (the formula of ``y`` swaps the operands)."""
+    if isinstance(y, Tensor):
+        return g * (y.conj() if y._dtype.kind == "c" else y)
+    return g * (y.conjugate() if isinstance(y, complex) else y)
+
+
+def _div_grad(g: Tensor, x: Any, y: Any) -> Tensor:
+    """div's gradient for ``x``, ``g / _c(y)``; a real divisor (``t / 3.0``, a real tensor) without ``_c``'s frame."""
+    if type(y) is float or (isinstance(y, Tensor) and y._dtype.kind != "c"):
+        return g / y
+    return g / _c(y)
 
 
 def _abs_grad(g: Tensor, x: Tensor) -> Tensor:
@@ -122,7 +136,8 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
      Expr("fabs(a)", "($T)abs(a)")),
     ("sign", "real_numeric", (), (_zero,), "-1, 0 or 1 by the sign of each element (nan for nan).",
      Expr("isnan(a) ? a : ($T)((a > 0) - (a < 0))", "($T)((a > 0) - (a < 0))")),
-    ("exp", "float", (OUT,), (lambda g, out: g * _c(out),), "e to the power of each element.", floating("exp(a)")),
+    ("exp", "float", (OUT,), (lambda g, out: g * (out.conj() if out._dtype.kind == "c" else out),),
+     "e to the power of each element.", floating("exp(a)")),
     ("log", "float", (X,), (lambda g, x: g / _c(x),), "Natural logarithm.", floating("log(a)")),
     ("sqrt", "float", (OUT,), (lambda g, out: g / _c(out * 2),), "Square root.", floating("sqrt(a)")),
     ("sin", "float", (X,), (lambda g, x: g * _c(x.cos()),), "Sine.", floating("sin(a)")),
@@ -176,8 +191,8 @@ UNARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | No
 BINARY: list[tuple[str, str, tuple[Any, ...], tuple[Callable[..., Any], ...] | None, str, Expr]] = [
     ("add", "same", (), (lambda g: g, lambda g: g), "x + y.", same("a + b")),
     ("sub", "numeric", (), (lambda g: g, lambda g: -g), "x - y.", same("a - b")),
-    ("mul", "same", (X, Y), (lambda g, x, y: g * _c(y), lambda g, x, y: g * _c(x)), "x * y.", same("a * b")),
-    ("div", "float", (X, Y), (lambda g, x, y: g / _c(y), lambda g, x, y: -g * _c(x / (y * y))),
+    ("mul", "same", (X, Y), (_mul_grad, lambda g, x, y: _mul_grad(g, y, x)), "x * y.", same("a * b")),
+    ("div", "float", (X, Y), (_div_grad, lambda g, x, y: -g * _c(x / (y * y))),
      "x / y (true division).", floating("a / b")),
     ("pow", "numeric", (X, Y), (_pow_grad_base, _pow_grad_exponent), "x ** y.",
      Expr("pow(a, b)", "ferro_ipow(a, b)", None, (IPOW,))),

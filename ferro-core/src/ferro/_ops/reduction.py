@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,9 +11,10 @@ from .._core import grad_mode as _mode
 from .._core.dtypes import DType, as_dtype, int64
 from .._core.modes import ARMED, entry, numpy_keywords
 from .._core.naming import RENAMED, in_op, not_a_tensor
-from .._core.node import OUT
+from .._core.node import OUT, Node
 from .._core.records import REGISTRY, OpDef, register
 from .._core.tensor import Tensor, _new, _wrap, _wrap_dim
+from ..autograd._views import VIEW_OPS, refresh
 from ..dispatch._dispatch import finish, kernel_for, record1, run_elsewhere, view_result
 from ..errors import ShapeError
 
@@ -53,6 +55,7 @@ def _refuse_empty(op: str, x: Tensor, dims: tuple[int, ...] | None) -> None:
                          f"{list(x.shape)} (the operation has no identity)")
 
 
+@functools.lru_cache(maxsize=256)  # (a backward step reads it: the generator costs a third of sum's formula)
 def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tuple[int, ...]:
     if dims is None:
         return (1,) * len(in_shape)
@@ -62,22 +65,34 @@ def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tupl
 def _grad_back(g: Tensor, in_shape: tuple[int, ...], dims: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """A reduced gradient reshaped to keep its dims, then broadcast to the input's shape.
 
-    The sizes are right by construction, so the broadcast is ``expand``'s kernel and view record without
-    ``expand``'s checks (where no dispatch layer is on); a full reduction's 0-d gradient broadcasts as it is.
+    The sizes are right by construction, so where no dispatch layer is on, the reshape is the device's ``view``
+    kernel and the broadcast ``expand``'s, each with its view record and node but without the public functions'
+    checks; a full reduction's 0-d gradient broadcasts as it is.
     """
-    if not keepdim and dims is not None:
-        g = g.reshape(_keep_shape(in_shape, dims))
-    shape = g._data.shape
-    if shape == in_shape:
-        return g
     if not ARMED[0]:
+        dev = g._device
         try:
-            k, table = g._device._fast["expand"]
+            k, table = dev._fast["expand"]
         except (KeyError, TypeError):
             k = table = None
         if k is not None and g._dtype in table:
+            shape = g._data.shape
+            if not keepdim and dims is not None:
+                keep = _keep_shape(in_shape, dims)
+                view = None if dev._copies else dev._kernels.get("view")
+                try:
+                    data = None if view is None else view(g._data, keep)
+                except (ValueError, AttributeError):
+                    data = None
+                g = g.reshape(keep) if data is None else view_result(REGISTRY["reshape"], data, g,
+                                                                      {"in_shape": shape})
+                shape = keep
+            if shape == in_shape:
+                return g
             return view_result(REGISTRY["expand"], k(g._data, in_shape), g, {"in_shape": shape})
-    return g.expand(*in_shape)
+    if not keepdim and dims is not None:
+        g = g.reshape(_keep_shape(in_shape, dims))
+    return g if g._data.shape == in_shape else g.expand(*in_shape)
 
 
 def _count(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> int:
@@ -200,6 +215,7 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
     entry's frame; any other call takes the entry of ``checked`` (layers, ``axis=``, errors named)."""
     name = op.name
     is_sum = op is _SUM
+    fns = op.grads
 
     def fn(x: Tensor, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Tensor:
         if kwargs:  # (axis= / keepdims=: the entry renames them; what was given besides goes as keywords)
@@ -236,8 +252,22 @@ def _whole(op: OpDef, checked: Callable[..., Tensor]) -> Callable[..., Tensor]:
         r._rg = False
         r._vc = [0]
         r.grad_fn = r._grad = r._base = r._hooks = r._retains = r._view = None
-        if rg and _mode._state.enabled:  # a node to record (no layer wants the op: _fast had it)
-            record1(r, op, x, (), {"in_shape": xd.shape, "dims": None, "keepdim": keepdim})
+        if rg and _mode._state.enabled and out_dt.category >= 2:
+            # record1's steps, inlined (a node to record; no layer wants the op: _fast had it)
+            gf = x.grad_fn
+            if gf is not None and x._view is not None and gf.name in VIEW_OPS:  # a view whose base may have changed
+                refresh(x)
+                gf = x.grad_fn
+            node = Node()
+            node.name = name
+            node.fns = fns
+            node.next = (x,) if gf is None else (gf,)
+            node.meta = ((xd.shape, dt),)
+            node.attrs = {"in_shape": xd.shape, "dims": None, "keepdim": keepdim}
+            node.pre = None
+            node.saved = ()
+            r.grad_fn = node
+            r._rg = True
         return r
 
     fn.__name__ = fn.__qualname__ = name

@@ -17,8 +17,8 @@ from typing import Any
 from .._core import grad_mode as _mode
 from .._core.layouts import LayoutTensor
 from .._core.modes import ARMED
-from .._core.node import Node
-from .._core.tensor import Tensor, _wrap
+from .._core.node import OUT, Node
+from .._core.tensor import Tensor, _new, _wrap
 from ._anomaly import STATE as ANOMALY
 from ._anomaly import check as check_anomaly
 from ._views import VIEW_OPS, after_inplace, refresh
@@ -302,7 +302,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     leaf that requires grad (``Tensor.backward``); otherwise they are
     returned for ``inputs`` and no ``.grad`` is touched (``autograd.grad``).
     """
-    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at each node's output
+    node_grads: dict[Node, Tensor] = {}  # the gradient summed so far at the output of each node still waiting
     leaf_grads: dict[int, tuple[Tensor, Tensor]] = {}  # id(leaf) -> (leaf, its gradient summed so far)
     root_nodes: list[Node] = []
     for t in (*roots, *(inputs or ())):
@@ -330,7 +330,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     selective = inputs is not None  # autograd.grad: run only what leads to the wanted inputs
 
     deps = _topo_counts(root_nodes)
-    ready = [n for n in dict.fromkeys(root_nodes) if deps[n] == 0]
+    ready = [(n, node_grads.pop(n)) for n in dict.fromkeys(root_nodes) if deps[n] == 0]  # (node, its gradient)
     captured: dict[int, Tensor] = {}
     # With post-accumulate hooks, a leaf is stored as soon as its last edge has delivered.
     leaf_deps = _leaf_counts(root_nodes) if _post_hooks and inputs is None else None
@@ -343,8 +343,7 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
     anomaly = ANOMALY.enabled
     try:
         while ready:
-            node = ready.pop()
-            g = node_grads.pop(node)
+            node, g = ready.pop()
             if selective:
                 if node not in useful and node not in wanted_nodes:  # type: ignore[operator]
                     continue  # autograd.grad: nothing wanted lies beyond this node
@@ -365,8 +364,34 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
             direct = type(node) is Node and not anomaly  # run the formulas edge by edge (Node.apply, inlined)
             if direct:
                 saved = node.saved
-                if saved or saved is None:  # (None: released, unpack says so)
-                    saved = node.unpack()
+                held = False  # whether the node keeps a tensor to free after it ran (Node.release's test)
+                if saved:
+                    if len(saved) == 1 and saved[0] is OUT:  # exp, tanh, relu...: Node.unpack's steps, inlined
+                        data, dtype, device, vc, version = node.out
+                        if vc[0] != version:
+                            saved = node.unpack()  # (it raises)
+                        t = _new(Tensor)
+                        t._data = data
+                        t._dtype = dtype
+                        t._device = device
+                        t._rg = True
+                        t.grad_fn = node
+                        t._vc = vc
+                        t._grad = t._base = t._hooks = t._retains = t._view = None
+                        saved = (t,)
+                        t = None
+                        held = True
+                    elif node.out is None:  # tensors and numbers as saved: their versions checked
+                        for s, v in zip(saved, node.versions):
+                            if v >= 0:
+                                held = True
+                                if s._vc[0] != v:
+                                    node.unpack()  # (it raises)
+                    else:
+                        saved = node.unpack()
+                        held = True
+                elif saved is None:  # released: unpack says so
+                    node.unpack()
                 attrs = node.attrs
                 items = node.fns
             else:
@@ -394,12 +419,14 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 elif gi._dtype is not meta[1] or gi._data.shape != meta[0]:
                     gi = _fit(gi, *meta)
                 if isinstance(nxt, Node):
-                    prev = node_grads.get(nxt)
-                    node_grads[nxt] = gi if prev is None else prev + gi
                     left = deps[nxt] - 1
                     deps[nxt] = left
-                    if left == 0:
-                        ready.append(nxt)
+                    if left:  # more edges to come: summed in arrival order
+                        prev = node_grads.get(nxt)
+                        node_grads[nxt] = gi if prev is None else prev + gi
+                    else:  # (one edge, the usual case: no dict)
+                        prev = node_grads.pop(nxt, None) if node_grads else None
+                        ready.append((nxt, gi if prev is None else prev + gi))
                 else:
                     if gi._device is not nxt._device:  # a custom backward's mistake: never store it silently
                         raise RuntimeError(f"Function {node.name} returned an invalid gradient - expected device "
@@ -411,8 +438,11 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                         left = leaf_deps[key] = leaf_deps[key] - 1
                         if left == 0:
                             _store_leaf(nxt, leaf_grads.pop(key)[1], create_graph)
-            if not retain_graph and (node.saved or not direct):
-                node.release()
+            if not retain_graph:
+                if not direct:
+                    node.release()
+                elif held:  # Node.release's steps, inlined
+                    node.saved = node.out = None
         if inputs is not None:
             result: list[Tensor | None] = []
             for i, t in enumerate(inputs):
@@ -427,10 +457,21 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
                 result.append(g if (g is None or create_graph) else g.detach())
             return result
         g = gi = f = items = prev = prev_leaf = None  # this frame holds no gradient but the one stored (_memory_refs)
+        plain = not (create_graph or _post_hooks or ARMED[0])
         for key in list(leaf_grads):
             leaf, g = leaf_grads.pop(key)
+            prev = leaf._grad
+            if (plain and prev is not None and type(prev) is Tensor and type(g) is Tensor and not leaf._hooks
+                    and prev._dtype is g._dtype):
+                # _store_leaf -> store_grad -> _add_into's steps for a later gradient of a plain leaf, inlined
+                kernel = prev._device._kernels.get("accumulate_")
+                if kernel is not None and kernel(prev._data, g._data):
+                    prev._vc[0] += 1
+                    if len(prev._vc) > 1:  # its storage has views that are copies: carry the write to them
+                        after_inplace(prev)
+                    continue
             # (a later gradient is added into .grad: whether anything else sees it does not matter)
-            refs = None if create_graph or leaf._grad is not None else _memory_refs(g)
+            refs = None if create_graph or prev is not None else _memory_refs(g)
             _store_leaf(leaf, g, create_graph, refs in _SOLE)
         _mode._state.enabled = prev_mode
         for fn in queues[-1]:
@@ -441,12 +482,13 @@ def run_backward(roots: Sequence[Tensor], grads: Sequence[Tensor], *, retain_gra
         queues.pop()
 
 
-def _release_dep(node: Node, deps: dict[Node, int], ready: list[Node], node_grads: dict[Node, Any]) -> None:
+def _release_dep(node: Node, deps: dict[Node, int], ready: list[tuple[Node, Any]],
+                 node_grads: dict[Node, Any]) -> None:
     """An edge into ``node`` carried no gradient; once all edges are in, run it or skip it."""
     deps[node] -= 1
     if deps[node] == 0:
         if node in node_grads:
-            ready.append(node)
+            ready.append((node, node_grads.pop(node)))
         else:  # nothing reached it: its own inputs lose one edge each
             for n in node.next:
                 if isinstance(n, Node) and n in deps:

@@ -183,6 +183,29 @@ def record_n(out: Tensor, op: OpDef, tensors: Any, fns: tuple[Any, ...]) -> Tens
     if out._dtype.category < 2:
         out._rg = False
         return out
+    node = Node()
+    if len(tensors) == 2:  # (the usual call: no loop, no lists)
+        x, y = tensors
+        nx = ny = None
+        if x._rg:  # _edge, inlined
+            nx = x.grad_fn
+            if nx is None:
+                nx = x
+            elif x._view is not None and nx.name in VIEW_OPS:  # a view whose base may have changed in place
+                refresh(x)
+                nx = x.grad_fn
+        if y._rg:
+            ny = _edge(y)
+        node.next = (nx, ny)
+        node.meta = ((x._data.shape, x._dtype), (y._data.shape, y._dtype))
+        node.name = op.name
+        node.fns = fns
+        node.attrs = None
+        node.pre = None
+        node.saved = ()
+        out.grad_fn = node
+        out._rg = True
+        return out
     nxt = []
     meta = []
     for t in tensors:
@@ -198,7 +221,6 @@ def record_n(out: Tensor, op: OpDef, tensors: Any, fns: tuple[Any, ...]) -> Tens
         else:
             nxt.append(None)
         meta.append((t._data.shape, t._dtype))
-    node = Node()
     node.name = op.name
     node.fns = fns
     node.next = tuple(nxt)
