@@ -441,3 +441,30 @@ def test_blocked_log_softmax_shares_the_one_block_steps(calls: dict[str, int], d
     ft = F.log_softmax(ferro.tensor(xt), -1)
     np.testing.assert_allclose(ft.numpy(), TF.log_softmax(torch.tensor(xt), -1).numpy(), rtol=tol, atol=tol,
                                equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("scale", "extreme", "shifted"), [(3.0, None, False), (0.01, -1e4, False), (30.0, None, True),
+                                                          (1.0, 100.0, True), (1.0, -np.inf, False),
+                                                          (1.0, np.nan, True)])
+@pytest.mark.parametrize("shape", [(64, 10), (700, 1000)])
+def test_log_softmax_without_the_shift(calls: dict[str, int], dtype: str, scale: float, extreme: float | None,
+                                       shifted: bool, shape: tuple[int, int]) -> None:
+    # log_softmax is x - log(sum(exp(x))) in blocks whose rows' log-sums all lie within +-16 (one block or many);
+    # other blocks (an overflowing logit, NaN, rows of large magnitude) again with the shift by the row maximum
+    x = (RNG.standard_normal(shape) * scale).astype(dtype)
+    if extreme is not None:
+        x[1, 3] = extreme
+    fx, tx = ferro.tensor(x), torch.tensor(x)
+    got: list[ferro.Tensor] = []
+    path = functions_entered(lambda: got.append(F.log_softmax(fx, -1)), "ferro_cpu/_rows.py")
+    assert "log_softmax_block" in path and ("shifted_log_softmax_block" in path) is shifted
+    tol = 2e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got[0].numpy(), TF.log_softmax(tx, -1).numpy(), rtol=tol, atol=tol, equal_nan=True)
+    # against float64's values: no further off than PyTorch's own float32 kernel
+    exact = TF.log_softmax(torch.tensor(x, dtype=torch.float64), -1).numpy()
+    finite = np.isfinite(exact)
+    ours = np.abs(got[0].numpy()[finite] - exact[finite])
+    torchs = np.abs(TF.log_softmax(tx, -1).numpy()[finite] - exact[finite])
+    assert np.all(ours <= np.maximum(2 * torchs.max(), 4 * np.finfo(dtype).eps * (16 + np.abs(exact[finite]))))
+    assert calls["log_softmax"] == 1
