@@ -47,6 +47,19 @@ def narrow_buffers(np: Any, r: Any) -> None:
         np.setbufsize(256)
 
 
+def block_buffers(np: Any) -> Callable[[Any], None]:
+    """``narrow_block(b)``: :func:`narrow_buffers` for one block ``b`` of rows of 512 to 8191 columns, whatever
+    its size, in a block function that sets its own error state (``_quiet.ignoring``, which runs it with
+    NumPy's default buffer, so that a caller's narrowed buffer does not reach it; the block runs on the pool's
+    threads too, which do not share the caller's state)."""
+    setbufsize = np.setbufsize
+
+    def narrow_block(b: Any) -> None:
+        if 512 <= b.shape[-1] < 8192:
+            setbufsize(256)
+    return narrow_block
+
+
 def last_axis_sums(np: Any) -> Callable[[Any, bool], Any]:
     """``sums(x, keepdim)``: the sums along the last axis of a C-contiguous float32 or float64 array of several
     rows of at most :data:`BLAS_ROW` elements, as one matrix-vector product with ones (BLAS, with its several
@@ -140,6 +153,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         return y.astype(dtype) if y.dtype != dtype else y
 
     starts, by_rows, row_max = row_starts(np), spread_rows(np), row_maxima(np)
+    narrow_block = block_buffers(np)
     ones: dict[tuple[int, Any], Any] = {}
 
     def ones_of(n: int, dtype: Any) -> Any:
@@ -370,6 +384,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         (an absolute error of half an ulp of 16 at most, below 1e-6 in float32), and no exponential that
         counts overflowed or underflowed. Otherwise (an overflow, +-inf, NaN, rows of large magnitude) the
         block again with the shift, PyTorch's ``(x - max) - log(sum(exp(x - max)))``."""
+        narrow_block(xb)
         exp(xb, out=eb)
         s = eb.dot(v)
         np.log(s, out=s)
@@ -429,6 +444,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def log_softmax_backward_block(gb: Any, yb: Any, eb: Any, tb: Any, v: Any) -> None:
         """``g - exp(y) * sum(g)`` of the rows ``gb``, ``yb`` into ``eb`` (``tb``: scratch of their shape for the
         row sums spread, or None: broadcast)."""
+        narrow_block(yb)
         exp(yb, out=eb)
         s = gb.dot(v)
         if tb is None:
