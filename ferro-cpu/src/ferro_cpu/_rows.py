@@ -173,6 +173,10 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def new(like: Any) -> Any:
         return np.empty_like(like) if like.nbytes < MIN_BYTES else pool.empty(like.shape, like.dtype)
 
+    def scratch(shape: tuple[int, ...], dtype: Any) -> Any:
+        """Scratch blocks from the pool (a fresh allocation of a few hundred KiB page-faults at every call)."""
+        return pool.empty(shape, dtype, floor=1 << 16)
+
     def rows_of(x: Any, dim: int) -> Any:
         """``x`` as (rows, the last dim), when the row kernels take it: ``dim`` the last, a C-contiguous float32
         or float64 array, not empty; None otherwise (the general kernels below run)."""
@@ -420,7 +424,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         narrow_buffers(np, xr)
         cols = xr.shape[1]
         v = ones_of(cols, xr.dtype)
-        e = np.empty((threads, min(step, len(xr)), cols), xr.dtype)  # scratch per thread
+        e = scratch((threads, min(step, len(xr)), cols), xr.dtype)  # scratch per thread
         at = starts(min(step, len(xr)), cols)
 
         def nth(j: int, slot: int) -> None:
@@ -576,8 +580,8 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         g0 = one_value(gr)
         if g0 is not None:
             return layer_norm_constant(g0, x, xr, shape, w, mean, rstd, dx, v, inv, step, blocks, threads)
-        xhat = np.empty((threads, min(step, n), cols), dt)  # scratch per thread
-        gw_buf = None if w is None else np.empty_like(xhat)
+        xhat = scratch((threads, min(step, n), cols), dt)  # scratch per thread
+        gw_buf = None if w is None else scratch(xhat.shape, dt)
         # column sums as products with ones (BLAS: several times faster than add.reduce / einsum over rows of
         # 64-1024, measured); a gradient that is a broadcast view (sum().backward()) is not BLAS's: add.reduce.
         # Each block's column sums are kept and added up in order afterwards: the same sums on any threads.
