@@ -141,6 +141,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     floats = (np.dtype(f32), np.dtype(np.float64))
     add, maximum = np.add.reduce, np.maximum.reduce
     dot, einsum, exp, multiply, subtract = np.dot, np.einsum, np.exp, np.multiply, np.subtract
+    copyto = np.copyto
     # sums of products per row in one pass, without writing the products (a gufunc over BLAS's dot: about a
     # gemv's time, half of a multiply into scratch and a gemv, measured at 64x1024 float32)
     vecdot = np.vecdot
@@ -343,7 +344,12 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 d = dot(yb, v)
                 d *= -g0
                 d += g0
-                multiply(yb, d[:, None], out=tr[i:i + step])
+                tb = tr[i:i + step]
+                # a copy, then the scaling in place: a ufunc with an operand of one value per row that writes
+                # into memory out of the cache runs at about half a copy's speed (1.7 ms for 4096x1024 float32
+                # against 1.0 for the copy and the product in place, measured)
+                copyto(tb, yb)
+                tb *= d[:, None]
             run(scaled, blocks, threads)
             return back(t, y.dtype)
         if yr is None:
@@ -360,7 +366,8 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
                 gb, tb = gr[i:i + step], tr[i:i + step]
                 yb = yr[i:i + step]
                 d = vecdot(gb, yb)
-                subtract(gb, d[:, None], out=tb)
+                copyto(tb, gb)  # (then in place, as in scaled above)
+                tb -= d[:, None]
                 multiply(tb, yb, out=tb)
             run(nth, blocks, threads)
             return back(t, y.dtype)
