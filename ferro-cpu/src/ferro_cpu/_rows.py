@@ -193,9 +193,10 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             return None
         return x.reshape(-1, x.shape[-1])
 
-    def plan(r: Any) -> tuple[int, int, int]:
-        """(rows per block, blocks, threads) of the (rows, cols) array ``r``."""
-        step, n = max(1, BLOCK_BYTES // max(1, r.shape[1] * r.itemsize)), len(r)
+    def plan(r: Any, size: int = 0) -> tuple[int, int, int]:
+        """(rows per block, blocks, threads) of the (rows, cols) array ``r``, blocks of ``size`` bytes
+        (:data:`BLOCK_BYTES` by default)."""
+        step, n = max(1, (size or BLOCK_BYTES) // max(1, r.shape[1] * r.itemsize)), len(r)
         if n <= step:
             return step, 1, 1
         blocks = -(-n // step)
@@ -364,7 +365,7 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             subtract(gw, row_sum(t, dim), out=t)
         else:
             gr, tr = like_rows(gw, yr), t.reshape(yr.shape)
-            step, blocks, threads = plan(yr)
+            step, blocks, threads = plan(yr, BLOCK_BYTES // 2)  # (three arrays a block: g, y and the result)
             v = ones_of(yr.shape[1], yr.dtype)
             narrow_buffers(np, yr)
 
