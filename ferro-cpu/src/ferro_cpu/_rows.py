@@ -196,11 +196,13 @@ def row_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
     def plan(r: Any, size: int = 0) -> tuple[int, int, int]:
         """(rows per block, blocks, threads) of the (rows, cols) array ``r``, blocks of ``size`` bytes
         (:data:`BLOCK_BYTES` by default)."""
-        step, n = max(1, (size or BLOCK_BYTES) // max(1, r.shape[1] * r.itemsize)), len(r)
+        size = size or BLOCK_BYTES
+        step, n = max(1, size // max(1, r.shape[1] * r.itemsize)), len(r)
         if n <= step:
             return step, 1, 1
         blocks = -(-n // step)
-        return step, blocks, 1 if blocks < MIN_BLOCKS else slots(blocks)
+        # on several threads from MIN_BLOCKS blocks of 256 KiB (2 MiB), as the elementwise blocked kernels
+        return step, blocks, slots(blocks, max(2, -(-(MIN_BLOCKS << 18) // size)))
 
     def like_rows(a: Any, r: Any) -> Any:
         """``a`` (the gradient: any strides, a broadcast view included) read as ``r``'s (rows, cols)."""
