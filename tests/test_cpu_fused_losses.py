@@ -126,12 +126,15 @@ def test_every_row_counting_or_an_ignore_index_among_the_classes(calls: dict[str
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
-@pytest.mark.parametrize("case", ["plain", "ignored", "weighted", "extreme", "strided"])
+@pytest.mark.parametrize("case", ["plain", "ignored", "weighted", "extreme", "strided", "large"])
 def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -> None:
     # C-contiguous (N, C) scores (a classifier's): the row maxima by argmax, the targets' scores taken from x
-    # flat, the row sums by BLAS, one value per row spread before the ufunc; a strided x takes the general steps
+    # flat, the row sums by BLAS, one value per row spread before the ufunc; a strided x takes the general steps.
+    # Without the shift by the row maxima when every row's log-sum lies within +-16; otherwise ("extreme": inf,
+    # NaN, an overflow; "large": logits of tens) shifted
     n, c = (64, 10) if case != "weighted" else (40, 600)
-    x = (RNG.standard_normal((n, c)) * 3).astype(np.float32 if dtype == "bfloat16" else dtype)
+    x = (RNG.standard_normal((n, c)) * (30 if case == "large" else 3)).astype(np.float32 if dtype == "bfloat16"
+                                                                            else dtype)
     target = RNG.integers(0, c, n)
     ignore = 3 if case == "ignored" else -100
     if case == "ignored":
@@ -154,4 +157,5 @@ def test_flat_rows_path_as_torch(calls: dict[str, int], dtype: str, case: str) -
     np.testing.assert_allclose(grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol, equal_nan=True)
     flat = case != "strided"  # (a 16-bit strided input is widened in its own order: column-major too)
     assert ("row_sums" in forward) == flat and ("by_rows" in backward) == flat
+    assert ("shifted_sums" in forward) == (flat and case in ("extreme", "large"))
     assert calls == {"cross_entropy_forward": 1, "cross_entropy_backward": 1}

@@ -180,7 +180,7 @@ def test_blocked_softmax_backward_of_a_summed_output(calls: dict[str, int], dtyp
 @pytest.mark.parametrize("affine", [False, True])
 def test_blocked_layer_norm_as_torch(calls: dict[str, int], dtype: str, affine: bool) -> None:
     # several blocks of rows, rows of large mean and of one value (variance 0: 1 / sqrt(eps)), -0.0 and large |x|
-    x = (RNG.standard_normal((3, 400, 96)) * 3 + 1).astype(dtype)
+    x = (RNG.standard_normal((3, 800, 96)) * 3 + 1).astype(dtype)
     x[0, 5] += 1e3
     x[1, 7] = 2.5
     x[2, 9, :3] = [-0.0, 1e4, -1e4]
@@ -201,13 +201,13 @@ def test_blocked_layer_norm_as_torch(calls: dict[str, int], dtype: str, affine: 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_blocked_rows_in_16_bits_as_torch(calls: dict[str, int], dtype: str) -> None:
-    x = RNG.standard_normal((600, 160)).astype(np.float32) * 3
+    x = RNG.standard_normal((1200, 160)).astype(np.float32) * 3
     x[4, 2] = 60.0  # overflows exp in float16, not in the float32 the kernels compute in
     fx = ferro.tensor(x).to(getattr(ferro, dtype)).requires_grad_()
     tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
     outs = [(F.softmax(fx, -1), TF.softmax(tx, -1)), (F.log_softmax(fx, -1), TF.log_softmax(tx, -1)),
             (F.layer_norm(fx, (160,)), TF.layer_norm(tx, (160,)))]
-    g = RNG.standard_normal(x.shape).astype(np.float32)  # (a sum of all 96000 values would overflow float16)
+    g = RNG.standard_normal(x.shape).astype(np.float32)  # (a sum of all 192000 values would overflow float16)
     sum(f for f, _ in outs).backward(ferro.tensor(g).to(fx.dtype))
     sum(t for _, t in outs).backward(torch.tensor(g).to(tx.dtype))
     tol = 2e-2 if dtype == "float16" else 8e-2
@@ -428,7 +428,7 @@ def test_one_block_log_softmax_and_backwards_as_torch(calls: dict[str, int], dty
 def test_blocked_log_softmax_shares_the_one_block_steps(calls: dict[str, int], dtype: str) -> None:
     # over one block (GPT's 1024 x 65 logits): the blocked kernel runs the same block function on each block,
     # giving the one-block path's bits for the rows of its first block; a strided input takes the general kernel
-    x = (RNG.standard_normal((1100, 65)) * 4).astype(dtype)
+    x = (RNG.standard_normal((2200, 65)) * 4).astype(dtype)
     x[3, 5] = np.nan
     fx = ferro.tensor(x)
     path = functions_entered(lambda: F.log_softmax(fx, -1), "ferro_cpu/_rows.py")
@@ -441,3 +441,30 @@ def test_blocked_log_softmax_shares_the_one_block_steps(calls: dict[str, int], d
     ft = F.log_softmax(ferro.tensor(xt), -1)
     np.testing.assert_allclose(ft.numpy(), TF.log_softmax(torch.tensor(xt), -1).numpy(), rtol=tol, atol=tol,
                                equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("scale", "extreme", "shifted"), [(3.0, None, False), (0.01, -1e4, False), (30.0, None, True),
+                                                          (1.0, 100.0, True), (1.0, -np.inf, False),
+                                                          (1.0, np.nan, True)])
+@pytest.mark.parametrize("shape", [(64, 10), (700, 1000)])
+def test_log_softmax_without_the_shift(calls: dict[str, int], dtype: str, scale: float, extreme: float | None,
+                                       shifted: bool, shape: tuple[int, int]) -> None:
+    # log_softmax is x - log(sum(exp(x))) in blocks whose rows' log-sums all lie within +-16 (one block or many);
+    # other blocks (an overflowing logit, NaN, rows of large magnitude) again with the shift by the row maximum
+    x = (RNG.standard_normal(shape) * scale).astype(dtype)
+    if extreme is not None:
+        x[1, 3] = extreme
+    fx, tx = ferro.tensor(x), torch.tensor(x)
+    got: list[ferro.Tensor] = []
+    path = functions_entered(lambda: got.append(F.log_softmax(fx, -1)), "ferro_cpu/_rows.py")
+    assert "log_softmax_block" in path and ("shifted_log_softmax_block" in path) is shifted
+    tol = 2e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(got[0].numpy(), TF.log_softmax(tx, -1).numpy(), rtol=tol, atol=tol, equal_nan=True)
+    # against float64's values: no further off than PyTorch's own float32 kernel
+    exact = TF.log_softmax(torch.tensor(x, dtype=torch.float64), -1).numpy()
+    finite = np.isfinite(exact)
+    ours = np.abs(got[0].numpy()[finite] - exact[finite])
+    torchs = np.abs(TF.log_softmax(tx, -1).numpy()[finite] - exact[finite])
+    assert np.all(ours <= np.maximum(2 * torchs.max(), 4 * np.finfo(dtype).eps * (16 + np.abs(exact[finite]))))
+    assert calls["log_softmax"] == 1

@@ -67,7 +67,7 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     return xp.sigmoid(x)
 
 
-# (rows, cols): float32 1100x1024 is 18 blocks of 256 KiB, float64 1100x1000 34, the last ones short (MIN_BLOCKS: 16)
+# (rows, cols): float32 1100x1024 is 9 blocks of 512 KiB (_rows.BLOCK_BYTES), float64 1100x1000 17, the last ones short
 ROWS = [((1100, 1024), np.float32), ((1100, 1000), np.float64)]
 
 

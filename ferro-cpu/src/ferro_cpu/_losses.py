@@ -5,7 +5,8 @@ through these two kernels instead of its decomposition (log_softmax, a
 gather, the weights, the reduction: a dozen ops each way). A row is one
 sample's scores over the classes: ``x`` of (C), (N, C) or (N, C, d...) is
 read as (rows, C) with the classes last. float16 computes in float32 and
-rounds once. Per row, the forward keeps ``(max, log(sum(exp(x - max))))`` for the backward: their sum,
+rounds once. Per row, the forward keeps ``(max, log(sum(exp(x - max))))`` for the backward (``(0,
+log(sum(exp(x))))`` for rows it took without the shift, as ``_rows.log_softmax_block``): their sum,
 the logsumexp, would round at the magnitude of the logits (about 1e-3 at 1e4 in float32), an error
 that ``x - logsumexp`` keeps while ``(x - max) - log_sum`` does not. A target outside ``[0, C)`` that is
 not ``ignore_index`` raises ``IndexError`` here, as PyTorch's CPU kernel does.
@@ -18,7 +19,7 @@ from typing import Any
 
 from ._aranges import row_indices
 from ._quiet import ignoring
-from ._rows import narrow_buffers, row_maxima, row_starts, spread_rows
+from ._rows import LSE_RANGE, narrow_buffers, row_maxima, row_starts, spread_rows
 
 __all__ = ["loss_kernels", "bce_kernels"]
 
@@ -57,6 +58,7 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
         return e.dot(v)
 
     add, count_nonzero, exp, log, subtract = np.add.reduce, np.count_nonzero, np.exp, np.log, np.subtract
+    maximum = np.maximum.reduce
     i64, u64 = np.dtype(np.int64), np.dtype(np.uint64)
 
     def picked(target: Any, ignore_index: int, classes: int) -> tuple[Any, Any]:
@@ -82,18 +84,29 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             return t, None
         return np.where(valid, t, 0), valid
 
+    def shifted_sums(xr: Any, e: Any, at: Any) -> tuple[Any, Any]:
+        """(the row maxima, ``log(sum(exp(x - max)))``) of the C-contiguous (rows, classes) ``xr`` (``e``:
+        scratch of its shape, ``at``: :func:`flat_rows`'); a row whose maximum is +-inf or NaN gives NaN
+        throughout, as PyTorch's."""
+        m = row_max(xr, at)
+        by_rows(subtract, xr, m, e, e)
+        return m, log(row_sums(exp(e, out=e)))
+
     @ignoring(np)  # -inf scores give nan losses, as in PyTorch, without NumPy's warnings
     def cross_entropy_forward(x: Any, target: Any, weight: Any, ignore_index: int = -100) -> tuple[Any, Any, Any]:
         xr = rows(x)
         cls, valid = picked(target, ignore_index, xr.shape[1])
         narrow_buffers(np, xr)
         at = flat_rows(xr)
-        if at is not None:  # the row maxima and the targets' scores picked from xr flat, sums by BLAS
-            m = row_max(xr, at)  # (a row whose maximum is +-inf or NaN gives NaN throughout, as PyTorch's)
+        if at is not None:  # the targets' scores picked from xr flat, sums by BLAS
             e = np.empty(xr.shape, xr.dtype)
-            by_rows(subtract, xr, m, e, e)
-            log_sum = log(row_sums(exp(e, out=e)))
-            loss = subtract(m, xr.reshape(-1).take(cls + at))
+            log_sum = log(row_sums(exp(xr, out=e)))
+            if float(maximum(abs(log_sum))) < LSE_RANGE:  # no shift needed: log_softmax_block's test (_rows.py)
+                m = np.zeros(len(log_sum), xr.dtype)
+                loss = np.negative(xr.reshape(-1).take(cls + at))
+            else:
+                m, log_sum = shifted_sums(xr, e, at)
+                loss = subtract(m, xr.reshape(-1).take(cls + at))
         else:
             idx = row_index(len(cls))
             m = xr[idx, xr.argmax(1)]  # the row maxima (a NaN row's first NaN), faster than max(1) over few classes
@@ -130,8 +143,11 @@ def loss_kernels(np: Any) -> dict[str, Callable[..., Any]]:
             dx *= scale[:, None]
         else:  # the same steps, one value per row spread first, the targets' entries picked from dx flat
             dx, t = np.empty(xr.shape, xr.dtype), np.empty(xr.shape, xr.dtype)
-            by_rows(subtract, xr, lse[:, 0], dx, t)
-            by_rows(subtract, dx, lse[:, 1], dx, t)
+            if count_nonzero(lse[:, 0]):
+                by_rows(subtract, xr, lse[:, 0], dx, t)
+                by_rows(subtract, dx, lse[:, 1], dx, t)
+            else:  # the forward's unshifted rows (every maximum kept as 0)
+                by_rows(subtract, xr, lse[:, 1], dx, t)
             exp(dx, out=dx)
             flat, picks = dx.reshape(-1), cls + at
             flat[picks] = flat.take(picks) - 1
