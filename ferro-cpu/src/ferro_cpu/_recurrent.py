@@ -213,6 +213,20 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         last = 0 if reverse else steps
         return out, np.ascontiguousarray(hz[last].T), np.ascontiguousarray(acts[last, h4:].T), acts, z, tcs
 
+    def lstm_weight_grads(dw: Any, hidden: int, feats: int, has_bias: bool,
+                          needs: tuple[bool, ...]) -> tuple[Any, Any, Any, Any]:
+        """``(dw_ih, dw_hh, db_ih, db_hh)`` in PyTorch's gate order (i, f, g, o) from ``dw`` = [dw_hh | dw_ih | db]
+        in the kernels' (o, i, f, g); None for those ``needs`` (at 3..6: w_ih, w_hh, b_ih, b_hh) does not ask
+        for. The two biases' gradients are one sum: b_hh's a copy of it."""
+        dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
+        dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
+        db_ih = db_hh = None
+        if has_bias:
+            db = from_ogif(dw[:, -1])
+            db_ih = db if needs[5] else None
+            db_hh = db.copy() if needs[6] else None
+        return dw_ih, dw_hh, db_ih, db_hh
+
     def slopes(s: Any, ks: Any, k_o: Any, k_if: Any, carried: Any, g: Any, kg: Any, i: Any, o: Any, f: Any,
                tcs: Any, fa: Any, reverse: bool) -> None:
         """The LSTM backward's per-step coefficients, in either layout (views of its gates ``o, i, f, g`` and
@@ -288,14 +302,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
             to_ogif(wi, w_ih)
             dx = (dm.T @ wi).reshape(x.shape)
         if any(needs[3:7]):  # [dw_hh | dw_ih | db] in one product against the steps' slabs
-            dw = dm @ zs.T
-            feats = x.shape[2]
-            dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
-            dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
-            if has_bias:
-                db = from_ogif(dw[:, -1])
-                db_ih = db if needs[5] else None
-                db_hh = db.copy() if needs[6] else None
+            dw_ih, dw_hh, db_ih, db_hh = lstm_weight_grads(dm @ zs.T, hidden, x.shape[2], has_bias, needs)
         return dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw_ih, dw_hh, db_ih, db_hh
 
     # -- LSTM, a batch in blocks of 4 rows -----------------------------------------------------------------
@@ -430,13 +437,7 @@ def recurrent_kernels(np: Any, pool: Any) -> dict[str, Callable[..., Any]]:
         dc = np.multiply(dc, f[lo + t], out=np.empty((batch, hidden), dtype))
         dw_ih = dw_hh = db_ih = db_hh = None
         if weights:
-            feats = x.shape[2]
-            dw_hh = from_ogif(dw[:, :hidden]) if needs[4] else None
-            dw_ih = from_ogif(dw[:, hidden:hidden + feats]) if needs[3] else None
-            if has_bias:
-                db = from_ogif(dw[:, -1])
-                db_ih = db if needs[5] else None
-                db_hh = db.copy() if needs[6] else None
+            dw_ih, dw_hh, db_ih, db_hh = lstm_weight_grads(dw, hidden, x.shape[2], has_bias, needs)
         return dx, dh.copy(), dc, dw_ih, dw_hh, db_ih, db_hh
 
     # -- GRU -------------------------------------------------------------------------------------------
